@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# fuzz.sh [SECONDS]: builds the libFuzzer targets with clang and runs each one
+# for SECONDS (default 30) from its seed corpus in tests/fuzz/corpus/<name>.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-30}
+scripts/setup.sh
+CC=clang scripts/build.sh build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
+shopt -s nullglob
+ran=0
+for t in build-fuzz/tests/fuzz/fuzz_*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  work=$(mktemp -d)
+  corpus=tests/fuzz/corpus/$name
+  echo "fuzz: $name for ${secs}s"
+  "$t" -max_total_time="$secs" -print_final_stats=1 "$work" ${corpus:+$( [ -d "$corpus" ] && echo "$corpus")} 2>&1 | tail -n 4
+  rm -rf "$work"
+  ran=$((ran + 1))
+done
+echo "fuzz: $ran targets ran clean"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# setup.sh: installs the Debian 12 packages that specgen's build and tests need.
+# Does nothing when they are all there already. Run as root (or with sudo).
+set -euo pipefail
+
+packages=(
+  gcc libc6-dev pkg-config meson ninja-build   # the build
+  libuv1-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev
+  libsqlite3-dev libyaml-dev                   # the libraries specgen links
+  clang libclang-rt-14-dev                     # fuzz targets and sanitizer runs
+  python3                                      # test server clients, examples
+  iproute2 procps                              # sandbox and process tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: run as root to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

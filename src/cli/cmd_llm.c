@@ -1,0 +1,32 @@
+/* cmd_llm.c: `specgen llm chat|check|serve`. */
+#include "cli/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: specgen llm chat  --llm URL --model M (--prompt TEXT | --prompt-file F) [options]\n"
+          "       specgen llm check --llm URL --model M [options]\n"
+          "       specgen llm serve [options]   (the built-in test model)\n");
+}
+
+int sg_cmd_llm(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return SG_EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage(stdout);
+    return SG_EXIT_OK;
+  }
+  if (strcmp(argv[1], "chat") == 0)
+    return sg_cmd_llm_chat(argc - 1, argv + 1);
+  if (strcmp(argv[1], "check") == 0)
+    return sg_cmd_llm_check(argc - 1, argv + 1);
+  if (strcmp(argv[1], "serve") == 0)
+    return sg_cmd_llm_serve(argc - 1, argv + 1);
+  fprintf(stderr, "specgen llm: unknown subcommand '%s'\n", argv[1]);
+  usage(stderr);
+  return SG_EXIT_USAGE;
+}

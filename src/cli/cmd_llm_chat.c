@@ -1,0 +1,10 @@
+/* cmd_llm_chat.c: placeholder until the module that serves it lands. */
+#include "cli/commands.h"
+
+#include <stdio.h>
+
+int sg_cmd_llm_chat(int argc, char **argv) {
+  (void)argc;
+  fprintf(stderr, "specgen %s: not built yet\n", argv[0]);
+  return SG_EXIT_USAGE;
+}

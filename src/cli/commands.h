@@ -1,0 +1,23 @@
+/* commands.h: the subcommands of the specgen program.
+ *
+ * Each takes the arguments after its name (argv[0] is the subcommand's name)
+ * and returns the process exit code: 0 success, 1 a failed run or check,
+ * 2 bad usage or input. Subcommands parse flags and call the library; nothing
+ * else lives in src/cli.
+ */
+#ifndef SG_CLI_COMMANDS_H
+#define SG_CLI_COMMANDS_H
+
+enum { SG_EXIT_OK = 0, SG_EXIT_FAILED = 1, SG_EXIT_USAGE = 2 };
+
+int sg_cmd_tasks(int argc, char **argv);
+int sg_cmd_eval(int argc, char **argv);
+int sg_cmd_triggers(int argc, char **argv);
+int sg_cmd_sim(int argc, char **argv);
+int sg_cmd_llm(int argc, char **argv);
+/* `specgen llm chat|check` and `specgen llm serve`, dispatched by sg_cmd_llm. */
+int sg_cmd_llm_chat(int argc, char **argv);
+int sg_cmd_llm_check(int argc, char **argv);
+int sg_cmd_llm_serve(int argc, char **argv);
+
+#endif

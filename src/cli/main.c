@@ -1,0 +1,48 @@
+/* main.c: the specgen program: picks a subcommand and hands it the rest. */
+#include "cli/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} command;
+
+static const command commands[] = {
+    {"tasks", sg_cmd_tasks, "list the built-in tasks"},
+    {"eval", sg_cmd_eval, "validate and time one candidate kernel on a task"},
+    {"triggers", sg_cmd_triggers, "show where speculation would fork in a reasoning trace"},
+    {"sim", sg_cmd_sim, "simulate whole campaigns in virtual time"},
+    {"llm", sg_cmd_llm, "talk to an LLM endpoint (chat, check) or serve the test model (serve)"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: specgen <command> [options]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\n`specgen <command> --help` describes each command.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return SG_EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return SG_EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("specgen %s\n", SG_VERSION);
+    return SG_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(argv[1], commands[i].name) == 0)
+      return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "specgen: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return SG_EXIT_USAGE;
+}

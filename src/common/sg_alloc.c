@@ -1,0 +1,60 @@
+/* sg_alloc.c: abort-on-failure allocation (see sg_alloc.h for why). */
+#include "common/sg_alloc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void out_of_memory(size_t size) {
+  fprintf(stderr, "specgen: out of memory allocating %zu bytes\n", size);
+  abort();
+}
+
+void *sg_malloc(size_t size) {
+  void *p = malloc(size ? size : 1);
+  if (p == NULL)
+    out_of_memory(size);
+  return p;
+}
+
+void *sg_calloc(size_t count, size_t size) {
+  void *p = calloc(count ? count : 1, size ? size : 1);
+  if (p == NULL)
+    out_of_memory(count * size);
+  return p;
+}
+
+void *sg_realloc(void *ptr, size_t size) {
+  void *p = realloc(ptr, size ? size : 1);
+  if (p == NULL)
+    out_of_memory(size);
+  return p;
+}
+
+char *sg_strdup(const char *s) {
+  if (s == NULL)
+    return NULL;
+  return sg_strndup(s, strlen(s));
+}
+
+char *sg_strndup(const char *s, size_t len) {
+  char *p = sg_malloc(len + 1);
+  memcpy(p, s, len);
+  p[len] = '\0';
+  return p;
+}
+
+char *sg_asprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    abort(); /* only on an invalid format: a programming error */
+  char *p = sg_malloc((size_t)n + 1);
+  va_start(ap, fmt);
+  vsnprintf(p, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return p;
+}

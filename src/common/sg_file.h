@@ -1,0 +1,24 @@
+/* sg_file.h: small file helpers for the runtime and the CLI (never the core). */
+#ifndef SG_FILE_H
+#define SG_FILE_H
+
+#include "common/sg_error.h"
+
+#include <stddef.h>
+
+/* Reads a whole file of at most max_bytes into *out (NUL-terminated; the
+ * caller frees it) and its length into *len (len may be NULL). Errors name the
+ * path. */
+int sg_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
+                 sg_err *err);
+
+/* Writes len bytes to path atomically (a temporary file, then rename). */
+int sg_file_write(const char *path, const void *data, size_t len, sg_err *err);
+
+/* Creates a directory and its parents (mode 0755); existing is fine. */
+int sg_mkdir_p(const char *path, sg_err *err);
+
+/* Removes a directory tree; a missing path is fine. */
+int sg_rm_rf(const char *path, sg_err *err);
+
+#endif

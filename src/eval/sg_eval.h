@@ -1,0 +1,115 @@
+/* sg_eval.h: evaluating a candidate kernel, the contract every evaluator
+ * (cpu, cuda, kernelbench) keeps.
+ *
+ * An evaluation has a CPU stage, compile, and a device stage, run (validate:
+ * correctness on fresh random inputs, then timing against the reference) or
+ * profile (hardware metrics). The scheduler takes a device only for the
+ * device stage. Every stage that completes fills an sg_eval_result, whatever
+ * the candidate did; a negative return means specgen itself could not
+ * evaluate (the error says why), never that the candidate was bad.
+ */
+#ifndef SG_EVAL_H
+#define SG_EVAL_H
+
+#include "common/sg_error.h"
+#include "eval/sg_task.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+typedef enum sg_eval_status {
+  SG_EVAL_OK,
+  SG_EVAL_COMPILE_ERROR,
+  SG_EVAL_RUNTIME_ERROR,
+  SG_EVAL_NUMERICAL_ERROR,
+  SG_EVAL_TIMEOUT,
+  SG_EVAL_REJECTED,     /* a rule broken: calling the reference, cheating */
+  SG_EVAL_ABORTED,      /* the scheduler withdrew the request */
+  SG_EVAL_INFRA_ERROR,  /* specgen or the machine failed, not the candidate */
+  SG_EVAL__COUNT
+} sg_eval_status;
+
+/* "ok", "compile_error", ...; and back (-1 for an unknown name). */
+const char *sg_eval_status_name(sg_eval_status s);
+int sg_eval_status_parse(const char *name);
+
+typedef struct sg_eval_opts {
+  const char *device;      /* "cpu:N" or "cuda:N"; NULL: the evaluator's default */
+  int correctness_trials;  /* fresh random input sets; at least 3 */
+  int warmup_runs;         /* 10 */
+  int timed_runs;          /* 40 */
+  double compile_timeout_s;
+  double run_timeout_s;    /* wall clock for the sandboxed child */
+  const char *work_dir;    /* scratch root; NULL: a fresh temporary directory */
+  unsigned long long seed; /* for the random inputs; 0: from the clock */
+  bool strict;             /* tighter tolerances where the evaluator has them */
+} sg_eval_opts;
+
+/* Fills opts with the defaults above. */
+void sg_eval_opts_default(sg_eval_opts *opts);
+
+typedef struct sg_eval_result {
+  sg_eval_status status;
+  char *message;           /* what an LLM needs to fix the kernel; owned */
+  double speedup;          /* ref_ms / cand_ms; NAN unless ok */
+  double ref_ms, ref_mean_ms;   /* median and mean; NAN when not timed */
+  double cand_ms, cand_mean_ms;
+  double compile_s, run_s;
+  double max_abs_err, max_rel_err; /* over all trials; NAN when not checked */
+  long long first_mismatch;        /* flat index, -1 if none */
+  bool network_isolated;   /* the candidate ran in its own network namespace */
+  json_t *metrics;         /* profiling metrics (an object) or NULL; owned */
+  char *profile_text;      /* short profiling verdict for the LLM, or NULL */
+} sg_eval_result;
+
+void sg_eval_result_init(sg_eval_result *r);
+void sg_eval_result_free(sg_eval_result *r);
+/* The result as a JSON object (the keys of `specgen eval --json`). */
+json_t *sg_eval_result_to_json(const sg_eval_result *r);
+/* The reverse, for results that crossed a process boundary. */
+int sg_eval_result_from_json(const json_t *j, sg_eval_result *r, sg_err *err);
+
+/* What compile produced, handed to run or profile. */
+typedef struct sg_eval_build {
+  char *work_dir;          /* owned scratch directory, removed by free */
+  char *artifact;          /* the compiled candidate (e.g. a shared object) */
+  char *reference_artifact;
+  bool owns_work_dir;
+} sg_eval_build;
+
+void sg_eval_build_free(sg_eval_build *b);
+
+/* The CPU stage. Returns 0 when it completed: r->status is then ok (and
+ * *build is ready) or compile_error / rejected. */
+int sg_eval_compile(const sg_task *task, const char *source, size_t len,
+                    const sg_eval_opts *opts, sg_eval_build *build,
+                    sg_eval_result *r, sg_err *err);
+
+/* The device stage of validation: correctness, then timing. */
+int sg_eval_run(const sg_task *task, const sg_eval_build *build,
+                const sg_eval_opts *opts, sg_eval_result *r, sg_err *err);
+
+/* The device stage of profiling: hardware metrics into r->metrics and
+ * r->profile_text. */
+int sg_eval_profile(const sg_task *task, const sg_eval_build *build,
+                    const sg_eval_opts *opts, sg_eval_result *r, sg_err *err);
+
+/* compile then run, for one-shot use (`specgen eval`). */
+int sg_eval_validate(const sg_task *task, const char *source, size_t len,
+                     const sg_eval_opts *opts, sg_eval_result *r, sg_err *err);
+
+/* One evaluator; sg_eval_* dispatch on task->evaluator. */
+typedef struct sg_evaluator {
+  const char *name;
+  int (*compile)(const sg_task *, const char *, size_t, const sg_eval_opts *,
+                 sg_eval_build *, sg_eval_result *, sg_err *);
+  int (*run)(const sg_task *, const sg_eval_build *, const sg_eval_opts *,
+             sg_eval_result *, sg_err *);
+  int (*profile)(const sg_task *, const sg_eval_build *, const sg_eval_opts *,
+                 sg_eval_result *, sg_err *);
+} sg_evaluator;
+
+/* The evaluator called name, or NULL. */
+const sg_evaluator *sg_evaluator_find(const char *name);
+
+#endif

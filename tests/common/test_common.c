@@ -1,0 +1,81 @@
+/* test_common.c: the shared helpers: errors, buffers, files. */
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_error.h"
+#include "common/sg_file.h"
+#include "sg_test.h"
+
+#include <stdlib.h>
+
+static void test_strerror_names_every_code(void) {
+  SG_CHECK_STR_EQ(sg_strerror(0), "success");
+  SG_CHECK_STR_EQ(sg_strerror(SG_EINVAL), "invalid argument or input");
+  SG_CHECK_STR_EQ(sg_strerror(SG_EAGAIN), "try again");
+  SG_CHECK_STR_EQ(sg_strerror(12345), "unknown error");
+}
+
+static void test_err_set_and_prefix(void) {
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_EQ_INT(err.code, 0);
+  SG_CHECK_EQ_INT(sg_err_set(&err, SG_EPARSE, "line %d: bad", 7), SG_EPARSE);
+  SG_CHECK_EQ_INT(sg_err_prefix(&err, "task.json"), SG_EPARSE);
+  SG_CHECK_STR_EQ(err.msg, "task.json: line 7: bad");
+  SG_CHECK_EQ_INT(sg_err_set(NULL, SG_EIO, "ignored"), SG_EIO);
+}
+
+static void test_buf_appends_and_caps(void) {
+  sg_buf b;
+  sg_buf_init(&b, 10);
+  SG_CHECK_STR_EQ(sg_buf_str(&b), "");
+  sg_buf_puts(&b, "hello ");
+  sg_buf_printf(&b, "%d", 12345);
+  SG_CHECK_STR_EQ(sg_buf_str(&b), "hello 1234");
+  SG_CHECK(b.truncated);
+  sg_buf_consume(&b, 6);
+  SG_CHECK_STR_EQ(sg_buf_str(&b), "1234");
+  char *s = sg_buf_steal(&b);
+  SG_CHECK_STR_EQ(s, "1234");
+  SG_CHECK_EQ_INT(b.len, 0);
+  free(s);
+  sg_buf_free(&b);
+}
+
+static void test_buf_grows_unbounded(void) {
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  for (int i = 0; i < 10000; i++)
+    sg_buf_append(&b, "x", 1);
+  SG_CHECK_EQ_INT(b.len, 10000);
+  SG_CHECK(!b.truncated);
+  sg_buf_free(&b);
+}
+
+static void test_file_roundtrip_and_errors(void) {
+  char dir[] = "/tmp/sg_test_common_XXXXXX";
+  SG_CHECK(mkdtemp(dir) != NULL);
+  char *sub = sg_asprintf("%s/a/b", dir);
+  sg_err err;
+  SG_CHECK_OK(sg_mkdir_p(sub, &err), err);
+  char *path = sg_asprintf("%s/f.txt", sub);
+  SG_CHECK_OK(sg_file_write(path, "abc", 3, &err), err);
+  char *text;
+  size_t len;
+  SG_CHECK_OK(sg_file_read(path, 100, &text, &len, &err), err);
+  SG_CHECK_STR_EQ(text, "abc");
+  SG_CHECK_EQ_INT(len, 3);
+  free(text);
+  SG_CHECK_EQ_INT(sg_file_read(path, 2, &text, &len, &err), SG_ERANGE);
+  SG_CHECK_CONTAINS(err.msg, "f.txt");
+  SG_CHECK_OK(sg_rm_rf(dir, &err), err);
+  SG_CHECK_EQ_INT(sg_file_read(path, 100, &text, &len, &err), SG_ENOENT);
+  SG_CHECK_CONTAINS(err.msg, path);
+  free(path);
+  free(sub);
+}
+
+SG_TEST_MAIN(SG_TEST(test_strerror_names_every_code),
+             SG_TEST(test_err_set_and_prefix),
+             SG_TEST(test_buf_appends_and_caps),
+             SG_TEST(test_buf_grows_unbounded),
+             SG_TEST(test_file_roundtrip_and_errors))
