@@ -1,0 +1,36 @@
+/* sg_extract.h: candidate extraction from a generation's text (pure).
+ *
+ * Finds the kernel in a finished or cancelled generation: the last complete
+ * fenced code block in the expected language, or else a complete kernel body
+ * (a function with a full signature and a brace-balanced body) in the open
+ * text. When there is none, the outcome says why, so the search can feed that
+ * back to the LLM ("your answer held no complete code block").
+ */
+#ifndef SG_EXTRACT_H
+#define SG_EXTRACT_H
+
+#include <stddef.h>
+
+typedef enum sg_extract_outcome {
+  SG_EXTRACT_FOUND,       /* span holds the candidate's source */
+  SG_EXTRACT_NONE,        /* no code at all */
+  SG_EXTRACT_INCOMPLETE,  /* code began but was cut (unclosed fence or body) */
+  SG_EXTRACT_WRONG_LANG,  /* code only in another language than expected */
+} sg_extract_outcome;
+
+/* "found", "none", "incomplete", "wrong_language". */
+const char *sg_extract_outcome_name(sg_extract_outcome o);
+
+typedef struct sg_extracted {
+  sg_extract_outcome outcome;
+  size_t start, len;      /* the source's span in the text (FOUND only) */
+  const char *reason;     /* a static sentence for feedback (not FOUND) */
+} sg_extracted;
+
+/* language: "c", "cuda" or "python" (the task's). entry: the function the
+ * candidate must define, or NULL; a block that defines it wins over a later
+ * one that does not. Never allocates. */
+void sg_extract_candidate(const char *text, size_t len, const char *language,
+                          const char *entry, sg_extracted *out);
+
+#endif
