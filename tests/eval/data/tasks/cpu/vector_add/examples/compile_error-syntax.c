@@ -1,0 +1,5 @@
+/* A missing semicolon. */
+void vector_add(const float *a, const float *b, float *out, float alpha, int n) {
+  for (int i = 0; i < n; i++)
+    out[i] = alpha * (a[i] + b[i])
+}

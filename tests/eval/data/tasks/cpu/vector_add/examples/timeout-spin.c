@@ -1,0 +1,7 @@
+/* Never returns. */
+void vector_add(const float *a, const float *b, float *out, float alpha, int n) {
+  volatile int forever = 1;
+  while (forever)
+    for (int i = 0; i < n; i++)
+      out[i] = alpha * (a[i] + b[i]);
+}
