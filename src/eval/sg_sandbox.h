@@ -28,6 +28,12 @@ typedef struct sg_sandbox_limits {
   bool isolate_network;        /* try a new network namespace */
   const char *work_dir;        /* the child's working directory, or NULL */
   int pin_cpu;                 /* core to pin the child to; -1: none */
+  /* A seccomp filter, installed last, that kills the child (SIGSYS) if it
+   * creates a process (fork, vfork, clone without CLONE_THREAD), runs a
+   * program (execve; sg_sandbox_exec's own exec excepted), opens a socket
+   * other than AF_UNIX, or signals another process. RLIMIT_NPROC does not
+   * bind root; this does. Threads stay allowed (CUDA needs them). */
+  bool forbid_spawn;
 } sg_sandbox_limits;
 
 /* Sensible defaults for a CPU candidate (docs/eval.md lists them). */

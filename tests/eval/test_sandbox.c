@@ -1,0 +1,567 @@
+/* test_sandbox.c: sg_sandbox_run and sg_sandbox_exec against every kind of
+ * misbehaving child: endless loops, fork bombs, endless allocation, huge
+ * files, crashes, early exits, closed stdout, network access, chatter beyond
+ * the caps; plus what the child is given (directory, core, descriptors). */
+#include "common/sg_alloc.h"
+#include "common/sg_clock.h"
+#include "common/sg_file.h"
+#include "eval/sg_sandbox.h"
+#include "sg_test.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void limits(sg_sandbox_limits *lim) {
+  sg_sandbox_limits_default(lim);
+  lim->wall_s = 10;
+  lim->cpu_s = 10;
+  lim->address_space_bytes = UINT64_C(512) << 20;
+}
+
+static void put(int fd, const char *s) {
+  if (write(fd, s, strlen(s)) < 0)
+    _exit(99);
+}
+
+static int run(const sg_sandbox_limits *lim, sg_sandbox_fn fn, void *arg,
+               sg_sandbox_outcome *o) {
+  sg_err err;
+  int rc = sg_sandbox_run(lim, fn, arg, o, &err);
+  SG_CHECK_OK(rc, err);
+  return rc;
+}
+
+/* ---- normal work --------------------------------------------------------- */
+
+static int fn_ok(void *arg, int fd) {
+  (void)arg;
+  printf("to stdout\n");
+  fprintf(stderr, "to stderr\n");
+  put(fd, "{\"status\":\"ok\"}");
+  return 0;
+}
+
+static void test_ok_captures_everything(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  run(&lim, fn_ok, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_EQ_INT(o.exit_code, 0);
+  SG_CHECK_STR_EQ(o.out, "to stdout\n");
+  SG_CHECK_STR_EQ(o.err, "to stderr\n");
+  SG_CHECK_STR_EQ(o.result, "{\"status\":\"ok\"}");
+  SG_CHECK_EQ_INT(o.result_len, 15);
+  SG_CHECK(o.wall_s >= 0 && o.wall_s < 10);
+  sg_sandbox_outcome_free(&o);
+}
+
+static int fn_return_code(void *arg, int fd) {
+  (void)fd;
+  return *(int *)arg;
+}
+
+static void test_exit_code_is_fns_return(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  int code = 3;
+  run(&lim, fn_return_code, &code, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_EQ_INT(o.exit_code, 3);
+  SG_CHECK_STR_EQ(o.result, "");
+  sg_sandbox_outcome_free(&o);
+}
+
+/* ---- the misbehaving ------------------------------------------------------ */
+
+static int fn_spin(void *arg, int fd) {
+  (void)arg;
+  (void)fd;
+  for (volatile int x = 1; x;)
+    ;
+  return 0;
+}
+
+static void test_endless_loop_times_out(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.wall_s = 0.4;
+  sg_sandbox_outcome o;
+  double t0 = sg_clock_now_s();
+  run(&lim, fn_spin, NULL, &o);
+  double took = sg_clock_now_s() - t0;
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_TIMED_OUT);
+  SG_CHECK_MSG(took >= 0.4 && took < 3, "took %.2f s", took);
+  SG_CHECK(o.wall_s >= 0.4);
+  sg_sandbox_outcome_free(&o);
+}
+
+static void test_cpu_limit_sends_sigxcpu(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.cpu_s = 1;
+  lim.wall_s = 20;
+  sg_sandbox_outcome o;
+  run(&lim, fn_spin, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGXCPU);
+  SG_CHECK(o.cpu_s >= 0.9);
+  sg_sandbox_outcome_free(&o);
+}
+
+static int fn_fork_bomb(void *arg, int fd) {
+  (void)arg;
+  for (int i = 0; i < 100000; i++)
+    if (fork() == 0)
+      for (;;)
+        pause();
+  put(fd, "survived");
+  return 0;
+}
+
+/* As root RLIMIT_NPROC binds nothing; the seccomp filter must. */
+static void test_fork_bomb_is_killed_even_as_root(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  run(&lim, fn_fork_bomb, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGSYS);
+  SG_CHECK_STR_EQ(o.result, "");
+  sg_sandbox_outcome_free(&o);
+}
+
+static int fn_raw_fork(void *arg, int fd) {
+  (void)arg;
+  (void)fd;
+  return (int)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) == 0 ? 0 : 5;
+}
+
+static int fn_exec(void *arg, int fd) {
+  (void)arg;
+  (void)fd;
+  char *argv[] = {"/bin/true", NULL};
+  execv("/bin/true", argv);
+  return 5;
+}
+
+static int fn_threads(void *arg, int fd);
+static void *thread_main(void *p) {
+  *(int *)p = 42;
+  return NULL;
+}
+static int fn_threads(void *arg, int fd) {
+  (void)arg;
+  int v = 0;
+  pthread_t t;
+  if (pthread_create(&t, NULL, thread_main, &v) != 0)
+    return 4;
+  pthread_join(t, NULL);
+  put(fd, v == 42 ? "thread ran" : "thread did not run");
+  return 0;
+}
+
+static void test_raw_clone_and_exec_are_killed_threads_are_not(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  run(&lim, fn_raw_fork, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGSYS);
+  sg_sandbox_outcome_free(&o);
+  run(&lim, fn_exec, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGSYS);
+  sg_sandbox_outcome_free(&o);
+  run(&lim, fn_threads, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_STR_EQ(o.result, "thread ran");
+  sg_sandbox_outcome_free(&o);
+  /* the same fork is allowed when the filter is off: the test can fail */
+  lim.forbid_spawn = false;
+  run(&lim, fn_raw_fork, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  sg_sandbox_outcome_free(&o);
+}
+
+static int fn_kill_other(void *arg, int fd) {
+  (void)arg;
+  (void)fd;
+  kill(getppid(), 0);
+  return 0;
+}
+
+static int fn_raise(void *arg, int fd) {
+  (void)arg;
+  (void)fd;
+  raise(SIGUSR1);
+  return 0;
+}
+
+static void test_signals_only_to_self(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  run(&lim, fn_kill_other, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGSYS);
+  sg_sandbox_outcome_free(&o);
+  run(&lim, fn_raise, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGUSR1);
+  sg_sandbox_outcome_free(&o);
+}
+
+static int fn_hog(void *arg, int fd) {
+  (void)arg;
+  size_t mb = 0;
+  for (; mb < 100000; mb++) {
+    char *p = malloc(1 << 20);
+    if (!p)
+      break;
+    memset(p, 1, 1 << 20);
+  }
+  char msg[64];
+  snprintf(msg, sizeof msg, "%zu", mb);
+  put(fd, msg);
+  return 3;
+}
+
+static void test_endless_allocation_hits_the_limit(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.address_space_bytes = UINT64_C(256) << 20;
+  sg_sandbox_outcome o;
+  run(&lim, fn_hog, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_EQ_INT(o.exit_code, 3);
+  long mb = atol(o.result);
+  SG_CHECK_MSG(mb > 10 && mb <= 256, "allocated %ld MiB", mb);
+  sg_sandbox_outcome_free(&o);
+}
+
+static int fn_big_file(void *arg, int fd) {
+  (void)arg;
+  (void)fd;
+  int f = open("big", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  static char block[65536];
+  for (int i = 0; i < 100000; i++)
+    if (write(f, block, sizeof block) < 0)
+      return 4;
+  return 0;
+}
+
+static void test_huge_file_gets_sigxfsz(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  char dir[] = "/tmp/sg_sandbox_XXXXXX";
+  SG_CHECK(mkdtemp(dir));
+  lim.work_dir = dir;
+  lim.file_size_bytes = 1 << 20;
+  sg_sandbox_outcome o;
+  run(&lim, fn_big_file, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGXFSZ);
+  struct stat st;
+  char *big = sg_asprintf("%s/big", dir);
+  SG_CHECK(stat(big, &st) == 0 && st.st_size <= (1 << 20));
+  free(big);
+  sg_err err;
+  sg_rm_rf(dir, &err);
+  sg_sandbox_outcome_free(&o);
+}
+
+static int fn_segv(void *arg, int fd) {
+  (void)fd;
+  volatile int *p = arg;
+  return *p;
+}
+
+static int fn_abort(void *arg, int fd) {
+  (void)arg;
+  (void)fd;
+  fprintf(stderr, "about to abort\n");
+  abort();
+}
+
+static void test_crashes_are_signals(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  run(&lim, fn_segv, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGSEGV);
+  sg_sandbox_outcome_free(&o);
+  run(&lim, fn_abort, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGABRT);
+  SG_CHECK_STR_EQ(o.err, "about to abort\n");
+  sg_sandbox_outcome_free(&o);
+}
+
+static int fn_exit_early(void *arg, int fd) {
+  (void)arg;
+  (void)fd;
+  exit(0);
+}
+
+static int fn_close_stdout(void *arg, int fd) {
+  (void)arg;
+  fclose(stdout);
+  close(1);
+  close(2);
+  put(fd, "still here");
+  return 0;
+}
+
+static void test_early_exit_and_closed_stdout(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  run(&lim, fn_exit_early, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_EQ_INT(o.exit_code, 0);
+  SG_CHECK_EQ_INT(o.result_len, 0);
+  sg_sandbox_outcome_free(&o);
+  run(&lim, fn_close_stdout, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_STR_EQ(o.result, "still here");
+  sg_sandbox_outcome_free(&o);
+}
+
+static int fn_chatter(void *arg, int fd) {
+  (void)arg;
+  static char line[1000];
+  memset(line, 'x', sizeof line - 1);
+  for (int i = 0; i < 2000; i++) /* 2 MB each way, far beyond the caps */
+    if (puts(line) < 0 || fputs(line, stderr) < 0)
+      break;
+  for (int i = 0; i < 200; i++)
+    put(fd, line);
+  return 0;
+}
+
+static void test_output_is_capped_and_drained(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.output_cap_bytes = 4096;
+  lim.result_cap_bytes = 10000;
+  sg_sandbox_outcome o;
+  run(&lim, fn_chatter, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_EQ_INT(o.exit_code, 0);
+  SG_CHECK_EQ_INT(strlen(o.out), 4096);
+  SG_CHECK_EQ_INT(strlen(o.err), 4096);
+  SG_CHECK(o.out_truncated && o.err_truncated);
+  SG_CHECK_EQ_INT(o.result_len, 10000);
+  sg_sandbox_outcome_free(&o);
+}
+
+/* ---- the network --------------------------------------------------------------- */
+
+static int fn_connect(void *arg, int fd) {
+  int port = *(int *)arg;
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int rc = connect(s, (struct sockaddr *)&a, sizeof a);
+  put(fd, rc == 0 ? "connected" : strerror(errno));
+  return 0;
+}
+
+static void test_network_is_unreachable(void) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  SG_CHECK(bind(ls, (struct sockaddr *)&a, sizeof a) == 0);
+  SG_CHECK(listen(ls, 4) == 0);
+  socklen_t len = sizeof a;
+  SG_CHECK(getsockname(ls, (struct sockaddr *)&a, &len) == 0);
+  int port = ntohs(a.sin_port);
+
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  /* with the filter: an AF_INET socket is itself fatal */
+  run(&lim, fn_connect, &port, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGSYS);
+  sg_sandbox_outcome_free(&o);
+  /* without it: the namespace has no route to our listener */
+  lim.forbid_spawn = false;
+  run(&lim, fn_connect, &port, &o);
+  if (!o.network_isolated)
+    SG_SKIP("no network namespace here: %s", o.note ? o.note : "");
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_MSG(strcmp(o.result, "connected") != 0, "the child reached 127.0.0.1:%d", port);
+  sg_sandbox_outcome_free(&o);
+  /* and with no isolation at all it does connect: the test can fail */
+  lim.isolate_network = false;
+  run(&lim, fn_connect, &port, &o);
+  SG_CHECK(!o.network_isolated);
+  SG_CHECK_STR_EQ(o.result, "connected");
+  sg_sandbox_outcome_free(&o);
+  close(ls);
+}
+
+/* ---- what the child is given ----------------------------------------------- */
+
+static int fn_environment(void *arg, int fd) {
+  (void)arg;
+  char cwd[4096] = "";
+  if (!getcwd(cwd, sizeof cwd))
+    return 9;
+  char c;
+  ssize_t r = read(0, &c, 1);
+  int open_fds = 0;
+  for (int i = 5; i < 256; i++)
+    open_fds += fcntl(i, F_GETFD) >= 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof set, &set);
+  char msg[4400];
+  snprintf(msg, sizeof msg, "%s|%zd|%d|%d|%d|%d", cwd, r, open_fds,
+           CPU_COUNT(&set), CPU_ISSET(0, &set), fd);
+  put(fd, msg);
+  return 0;
+}
+
+static void test_child_environment(void) {
+  char dir[] = "/tmp/sg_sandbox_XXXXXX";
+  SG_CHECK(mkdtemp(dir));
+  int leak = open("/dev/null", O_RDONLY); /* must not reach the child */
+  SG_CHECK(leak >= 0);
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.work_dir = dir;
+  lim.pin_cpu = 0;
+  sg_sandbox_outcome o;
+  run(&lim, fn_environment, NULL, &o);
+  char *want = sg_asprintf("%s|0|0|1|1|3", dir);
+  SG_CHECK_STR_EQ(o.result, want);
+  free(want);
+  sg_sandbox_outcome_free(&o);
+  close(leak);
+  sg_err err;
+  sg_rm_rf(dir, &err);
+}
+
+static void test_bad_setup_is_an_error(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.work_dir = "/nonexistent/dir";
+  sg_sandbox_outcome o;
+  sg_err err;
+  SG_CHECK_EQ_INT(sg_sandbox_run(&lim, fn_ok, NULL, &o, &err), SG_ECHILD);
+  SG_CHECK_CONTAINS(err.msg, "/nonexistent/dir");
+}
+
+static int fn_orphan(void *arg, int fd) {
+  (void)arg;
+  pid_t g = fork();
+  if (g == 0) {
+    for (int i = 0; i < 600; i++)
+      sleep(1);
+    _exit(0);
+  }
+  char msg[32];
+  snprintf(msg, sizeof msg, "%d", (int)g);
+  put(fd, msg);
+  return 0;
+}
+
+/* A grandchild that keeps the pipes open must not keep the call waiting,
+ * nor outlive it. */
+static void test_grandchildren_are_killed(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.forbid_spawn = false;
+  sg_sandbox_outcome o;
+  double t0 = sg_clock_now_s();
+  run(&lim, fn_orphan, NULL, &o);
+  SG_CHECK(sg_clock_now_s() - t0 < 5);
+  pid_t g = (pid_t)atoi(o.result);
+  SG_CHECK(g > 0);
+  /* it was our grandchild, so init reaps it; wait until it is gone */
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; i++) {
+    gone = kill(g, 0) != 0;
+    if (!gone)
+      usleep(10000);
+  }
+  SG_CHECK_MSG(gone, "grandchild %d survived", (int)g);
+  sg_sandbox_outcome_free(&o);
+}
+
+/* ---- sg_sandbox_exec ---------------------------------------------------------- */
+
+static void test_exec_program(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  sg_err err;
+  char *argv[] = {"sh", "-c", "echo hi; echo err >&2; echo res >&$SG_RESULT_FD; exit 4", NULL};
+  SG_CHECK_OK(sg_sandbox_exec(&lim, argv, &o, &err), err);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_EQ_INT(o.exit_code, 4);
+  SG_CHECK_STR_EQ(o.out, "hi\n");
+  SG_CHECK_STR_EQ(o.err, "err\n");
+  SG_CHECK_STR_EQ(o.result, "res\n");
+  sg_sandbox_outcome_free(&o);
+  /* the exec'd program may not start others */
+  char *argv2[] = {"sh", "-c", "/bin/true; /bin/true", NULL};
+  SG_CHECK_OK(sg_sandbox_exec(&lim, argv2, &o, &err), err);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGSYS);
+  sg_sandbox_outcome_free(&o);
+  lim.forbid_spawn = false;
+  SG_CHECK_OK(sg_sandbox_exec(&lim, argv2, &o, &err), err);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_EQ_INT(o.exit_code, 0);
+  sg_sandbox_outcome_free(&o);
+  char *argv3[] = {"no-such-program-here", NULL};
+  SG_CHECK_EQ_INT(sg_sandbox_exec(&lim, argv3, &o, &err), SG_ENOENT);
+  SG_CHECK_CONTAINS(err.msg, "no-such-program-here");
+}
+
+static void test_exec_timeout(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.wall_s = 0.3;
+  sg_sandbox_outcome o;
+  sg_err err;
+  char *argv[] = {"sh", "-c", "while :; do :; done", NULL};
+  SG_CHECK_OK(sg_sandbox_exec(&lim, argv, &o, &err), err);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_TIMED_OUT);
+  sg_sandbox_outcome_free(&o);
+}
+
+SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
+             SG_TEST(test_exit_code_is_fns_return),
+             SG_TEST(test_endless_loop_times_out),
+             SG_TEST(test_cpu_limit_sends_sigxcpu),
+             SG_TEST(test_fork_bomb_is_killed_even_as_root),
+             SG_TEST(test_raw_clone_and_exec_are_killed_threads_are_not),
+             SG_TEST(test_signals_only_to_self),
+             SG_TEST(test_endless_allocation_hits_the_limit),
+             SG_TEST(test_huge_file_gets_sigxfsz),
+             SG_TEST(test_crashes_are_signals),
+             SG_TEST(test_early_exit_and_closed_stdout),
+             SG_TEST(test_output_is_capped_and_drained),
+             SG_TEST(test_network_is_unreachable),
+             SG_TEST(test_child_environment),
+             SG_TEST(test_bad_setup_is_an_error),
+             SG_TEST(test_grandchildren_are_killed),
+             SG_TEST(test_exec_program), SG_TEST(test_exec_timeout))
