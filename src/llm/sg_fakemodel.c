@@ -1,0 +1,924 @@
+/* sg_fakemodel.c: the model of a reasoning LLM writing kernels (see the
+ * header and docs/test-server.md).
+ *
+ * Everything here is a pure function of (params, seed, tasks, request): the
+ * random draws come from splitmix64 streams seeded by hashes of their inputs,
+ * never from a global generator, so the server can call it from any thread
+ * and a test can replay any answer.
+ *
+ * The reasoning trace is built from a bank of templates, move by move
+ * (analysis, design decision, self-correction, draft, plan, noise, ...)
+ * until its token budget is spent; the words of a move are chosen by the same
+ * stream, so two contexts give two different traces. A trace depends only on
+ * the seed, the task, the context (the prompt before the answer) and the
+ * request's own seed: a fork that sends the same context plus a prefix of the
+ * trace is therefore measured against the very trace it copies.
+ */
+#include "llm/sg_fakemodel.h"
+
+#include "common/sg_alloc.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Random streams and hashes                                                 */
+
+typedef struct rng {
+  uint64_t s;
+} rng;
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t s = a ^ (b * 0xff51afd7ed558ccdULL);
+  return splitmix(&s);
+}
+
+static uint64_t hash_bytes(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+static uint64_t hash_str(const char *s) {
+  return s ? hash_bytes(s, strlen(s)) : 0x9ae16a3b2f90404fULL;
+}
+
+static uint64_t rng_next(rng *r) { return splitmix(&r->s); }
+
+static double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+/* Uniform in [0, n); n > 0. */
+static size_t rng_below(rng *r, size_t n) {
+  assert(n > 0);
+  return (size_t)(rng_next(r) % n);
+}
+
+static int rng_range(rng *r, int lo, int hi) {
+  if (hi <= lo)
+    return lo;
+  return lo + (int)rng_below(r, (size_t)(hi - lo + 1));
+}
+
+#define PICK(r, arr) ((arr)[rng_below((r), sizeof(arr) / sizeof((arr)[0]))])
+
+/* ------------------------------------------------------------------------ */
+/* Tokenizer                                                                 */
+
+enum { CL_WORD, CL_SPACE, CL_TAB, CL_NL, CL_PUNCT };
+
+static int char_class(unsigned char c) {
+  if (isalnum(c) || c == '_' || c >= 0x80)
+    return CL_WORD;
+  if (c == ' ')
+    return CL_SPACE;
+  if (c == '\t')
+    return CL_TAB;
+  if (c == '\n' || c == '\r')
+    return CL_NL;
+  return CL_PUNCT;
+}
+
+/* The length of the piece that starts at text[i]. */
+static size_t piece_len(const unsigned char *t, size_t len, size_t i) {
+  int c = char_class(t[i]);
+  size_t n = 1;
+  if (c == CL_PUNCT || t[i] == 0)
+    return 1;
+  if (c == CL_SPACE && i + 1 < len && char_class(t[i + 1]) == CL_WORD &&
+      t[i + 1] != 0) {
+    /* " word": the space joins the word, as BPE vocabularies do. */
+    c = CL_WORD;
+    n = 1;
+  }
+  while (n < SG_FM_PIECE_MAX && i + n < len && t[i + n] != 0 &&
+         char_class(t[i + n]) == c)
+    n++;
+  return n;
+}
+
+size_t sg_fm_tokenize(const char *text, size_t len, int32_t *ids,
+                      size_t *ends, size_t max) {
+  const unsigned char *t = (const unsigned char *)text;
+  size_t count = 0;
+  for (size_t i = 0; i < len;) {
+    size_t n = piece_len(t, len, i);
+    if (count < max) {
+      if (ids) {
+        uint32_t id = (uint32_t)n << 24;
+        for (size_t k = 0; k < n; k++)
+          id |= (uint32_t)t[i + k] << (16 - 8 * k);
+        ids[count] = (int32_t)id;
+      }
+      if (ends)
+        ends[count] = i + n;
+    }
+    count++;
+    i += n;
+  }
+  return count;
+}
+
+size_t sg_fm_token_piece(int32_t id, char piece[SG_FM_PIECE_MAX]) {
+  if (id <= 0)
+    return 0;
+  uint32_t u = (uint32_t)id;
+  size_t n = u >> 24;
+  if (n < 1 || n > SG_FM_PIECE_MAX)
+    return 0;
+  for (size_t k = 0; k < SG_FM_PIECE_MAX; k++) {
+    unsigned char b = (unsigned char)(u >> (16 - 8 * k));
+    if ((k < n) != (b != 0))
+      return 0; /* a used byte is NUL, or an unused one is not */
+    if (k < n)
+      piece[k] = (char)b;
+  }
+  return n;
+}
+
+int sg_fm_detokenize(const int32_t *ids, size_t n, sg_buf *out, sg_err *err) {
+  for (size_t i = 0; i < n; i++) {
+    char piece[SG_FM_PIECE_MAX];
+    size_t len = sg_fm_token_piece(ids[i], piece);
+    if (len == 0)
+      return sg_err_set(err, SG_EINVAL, "token id %ld at index %zu is not in the vocabulary",
+                        (long)ids[i], i);
+    sg_buf_append(out, piece, len);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Prefix cache model                                                        */
+
+typedef struct cache_entry {
+  int32_t *ids;
+  size_t n;
+} cache_entry;
+
+struct sg_fm_cache {
+  cache_entry *entries;
+  size_t max;
+  size_t next; /* ring position of the next insert */
+  size_t count;
+};
+
+sg_fm_cache *sg_fm_cache_new(size_t max_prompts) {
+  assert(max_prompts > 0);
+  sg_fm_cache *c = sg_calloc(1, sizeof *c);
+  c->entries = sg_calloc(max_prompts, sizeof *c->entries);
+  c->max = max_prompts;
+  return c;
+}
+
+void sg_fm_cache_free(sg_fm_cache *c) {
+  if (!c)
+    return;
+  for (size_t i = 0; i < c->max; i++)
+    free(c->entries[i].ids);
+  free(c->entries);
+  free(c);
+}
+
+size_t sg_fm_cache_lookup_insert(sg_fm_cache *c, const int32_t *ids, size_t n) {
+  size_t best = 0;
+  for (size_t e = 0; e < c->count; e++) {
+    const cache_entry *ce = &c->entries[e];
+    size_t m = ce->n < n ? ce->n : n;
+    size_t k = 0;
+    while (k < m && ce->ids[k] == ids[k])
+      k++;
+    if (k > best)
+      best = k;
+  }
+  /* vLLM always computes the last prompt token (its logits start the
+   * answer), so a fully seen prompt hits at most n-1 tokens. */
+  if (n > 0 && best > n - 1)
+    best = n - 1;
+  best -= best % SG_FM_CACHE_BLOCK_TOKENS;
+
+  cache_entry *slot = &c->entries[c->next];
+  free(slot->ids);
+  slot->ids = n ? sg_malloc(n * sizeof *ids) : NULL;
+  if (n)
+    memcpy(slot->ids, ids, n * sizeof *ids);
+  slot->n = n;
+  c->next = (c->next + 1) % c->max;
+  if (c->count < c->max)
+    c->count++;
+  return best;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tasks                                                                     */
+
+void sg_fm_task_clear(sg_fm_task *t) {
+  if (!t)
+    return;
+  free(t->name);
+  free(t->evaluator);
+  free(t->language);
+  free(t->description);
+  free(t->entry);
+  free(t->signature);
+  for (size_t i = 0; i < t->nargs; i++) {
+    free(t->args[i].name);
+    free(t->args[i].kind);
+    free(t->args[i].dtype);
+  }
+  free(t->args);
+  for (size_t i = 0; i < t->nexamples; i++) {
+    free(t->examples[i].status);
+    free(t->examples[i].label);
+    free(t->examples[i].code);
+  }
+  free(t->examples);
+  memset(t, 0, sizeof *t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The model                                                                 */
+
+struct sg_fakemodel {
+  sg_fm_params p;
+  uint64_t seed;
+  sg_fm_task *tasks;
+  size_t ntasks;
+};
+
+void sg_fm_params_init(sg_fm_params *p) {
+  p->reasoning_tokens_min = 600;
+  p->reasoning_tokens_max = 1800;
+  p->p_valid_reasoning = 0.385;
+  p->p_fast_given_valid = 0.6;
+  p->p_valid_floor = 0.02;
+  p->p_valid_ceil = 0.97;
+  p->threshold_min = 0.14;
+  p->threshold_max = 0.70;
+  p->threshold_width = 0.03;
+}
+
+sg_fakemodel *sg_fakemodel_new(const sg_fm_params *params, uint64_t seed,
+                               sg_fm_task *tasks, size_t ntasks) {
+  sg_fakemodel *m = sg_calloc(1, sizeof *m);
+  if (params)
+    m->p = *params;
+  else
+    sg_fm_params_init(&m->p);
+  if (m->p.reasoning_tokens_min < 16)
+    m->p.reasoning_tokens_min = 16;
+  if (m->p.reasoning_tokens_max < m->p.reasoning_tokens_min)
+    m->p.reasoning_tokens_max = m->p.reasoning_tokens_min;
+  m->seed = seed;
+  m->tasks = tasks;
+  m->ntasks = ntasks;
+  return m;
+}
+
+void sg_fakemodel_free(sg_fakemodel *m) {
+  if (!m)
+    return;
+  for (size_t i = 0; i < m->ntasks; i++)
+    sg_fm_task_clear(&m->tasks[i]);
+  free(m->tasks);
+  free(m);
+}
+
+size_t sg_fakemodel_ntasks(const sg_fakemodel *m) { return m->ntasks; }
+
+const sg_fm_task *sg_fakemodel_task(const sg_fakemodel *m, size_t i) {
+  return i < m->ntasks ? &m->tasks[i] : NULL;
+}
+
+static bool is_word_byte(char c) {
+  return isalnum((unsigned char)c) || c == '_';
+}
+
+/* The first whole-word occurrence of word in text, or NULL. */
+static const char *find_word(const char *text, const char *word) {
+  size_t wl = strlen(word);
+  if (wl == 0)
+    return NULL;
+  for (const char *p = strstr(text, word); p; p = strstr(p + 1, word)) {
+    bool left = p == text || !is_word_byte(p[-1]);
+    bool right = !is_word_byte(p[wl]);
+    if (left && right)
+      return p;
+  }
+  return NULL;
+}
+
+int sg_fakemodel_pick_task(const sg_fakemodel *m, const char *text) {
+  if (!text)
+    return -1;
+  /* Names first: "matmul" may be the entry of one task and part of the name
+   * of another, and a prompt names its task. */
+  for (int pass = 0; pass < 2; pass++) {
+    int best = -1;
+    const char *best_pos = NULL;
+    size_t best_len = 0;
+    for (size_t i = 0; i < m->ntasks; i++) {
+      const char *w = pass == 0 ? m->tasks[i].name : m->tasks[i].entry;
+      if (!w)
+        continue;
+      const char *pos = find_word(text, w);
+      if (!pos)
+        continue;
+      size_t len = strlen(w);
+      if (best < 0 || pos < best_pos || (pos == best_pos && len > best_len)) {
+        best = (int)i;
+        best_pos = pos;
+        best_len = len;
+      }
+    }
+    if (best >= 0)
+      return best;
+  }
+  return -1;
+}
+
+double sg_fakemodel_threshold(const sg_fakemodel *m, int task) {
+  const char *name = task >= 0 && (size_t)task < m->ntasks ? m->tasks[task].name : "";
+  rng r = {mix(mix(m->seed, hash_str(name)), 0x7468726573686f6cULL)};
+  return m->p.threshold_min +
+         (m->p.threshold_max - m->p.threshold_min) * rng_unit(&r);
+}
+
+static double logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+double sg_fakemodel_p_valid(const sg_fakemodel *m, int task, double f) {
+  double t = sg_fakemodel_threshold(m, task);
+  double w = m->p.threshold_width > 1e-6 ? m->p.threshold_width : 1e-6;
+  if (f < 0)
+    f = 0;
+  if (f > 1)
+    f = 1;
+  /* A logistic in f, rescaled so that P(0) is the floor and P(1) the
+   * ceiling exactly: without the prefix the model rarely writes a valid
+   * kernel, with the whole trace it almost always does. */
+  double lo = logistic((0 - t) / w), hi = logistic((1 - t) / w);
+  double s = (logistic((f - t) / w) - lo) / (hi - lo);
+  return m->p.p_valid_floor + (m->p.p_valid_ceil - m->p.p_valid_floor) * s;
+}
+
+double sg_fm_prefix_fraction(const char *trace, const char *text) {
+  size_t tl = trace ? strlen(trace) : 0;
+  if (tl == 0 || !text)
+    return 0;
+  size_t xl = strlen(text);
+  size_t k = tl < 16 ? tl : 16;
+  size_t best = 0;
+  const char *end = text + xl;
+  for (const char *p = memmem(text, xl, trace, k); p;
+       p = memmem(p + 1, (size_t)(end - p - 1), trace, k)) {
+    size_t n = k;
+    while (n < tl && p + n < end && p[n] == trace[n])
+      n++;
+    if (n > best)
+      best = n;
+    if (best == tl || p + 1 >= end)
+      break;
+  }
+  if (best == 0) {
+    for (size_t n = k - 1; n > 0; n--)
+      if (memmem(text, xl, trace, n)) {
+        best = n;
+        break;
+      }
+  }
+  return (double)best / (double)tl;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The reasoning trace                                                       */
+
+/* The state of one trace being written. */
+typedef struct writer {
+  rng r;
+  const sg_fm_task *t;
+  sg_buf out;
+  size_t tokens;       /* tokens written so far */
+  int tile_a, tile_b;  /* the current design */
+  int unroll;
+  bool drafted;
+  bool planned;
+  char last_sentence[256];
+} writer;
+
+static const char *lang_tag(const sg_fm_task *t) {
+  if (t->language && strcmp(t->language, "cuda") == 0)
+    return "cuda";
+  if (t->language && strcmp(t->language, "python") == 0)
+    return "python";
+  return "c";
+}
+
+static bool is_cuda(const sg_fm_task *t) {
+  return strcmp(lang_tag(t), "c") != 0;
+}
+
+static void w_para(writer *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void w_para(writer *w, const char *fmt, ...) {
+  char tmp[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (w->out.len)
+    sg_buf_puts(&w->out, "\n\n");
+  sg_buf_puts(&w->out, tmp);
+  /* Remember the last sentence for the model's habit of repeating itself. */
+  const char *s = tmp + strlen(tmp);
+  while (s > tmp && s[-1] != '.' && s[-1] != '\n')
+    s--;
+  const char *start = tmp;
+  for (const char *q = tmp; q < s - 1; q++)
+    if ((q[0] == '.' || q[0] == '\n') && q[1] == ' ')
+      start = q + 2;
+  size_t sl = strlen(start);
+  if (sl >= sizeof w->last_sentence)
+    sl = sizeof w->last_sentence - 1;
+  memcpy(w->last_sentence, start, sl);
+  w->last_sentence[sl] = '\0';
+  w->tokens = sg_fm_tokenize(w->out.data, w->out.len, NULL, NULL, 0);
+}
+
+static int64_t numel(const sg_fm_arg *a) {
+  int64_t n = 1;
+  for (int d = 0; d < a->ndims; d++)
+    n *= a->shape[d];
+  return n;
+}
+
+static size_t dtype_bytes(const char *d) {
+  if (d && (strstr(d, "64")))
+    return 8;
+  return 4;
+}
+
+static void shape_str(const sg_fm_arg *a, char *buf, size_t n) {
+  size_t off = 0;
+  off += (size_t)snprintf(buf + off, n - off, "[");
+  for (int d = 0; d < a->ndims && off < n; d++)
+    off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? ", " : "",
+                            (long long)a->shape[d]);
+  if (off < n)
+    snprintf(buf + off, n - off, "]");
+}
+
+static void move_opening(writer *w) {
+  const sg_fm_task *t = w->t;
+  static const char *openers[] = {
+      "Okay, let me look at this task.",
+      "Alright, so the task is to write a faster version of this operator.",
+      "Let me start by understanding what is being asked.",
+      "Hmm, okay. Let's think about this kernel carefully.",
+      "First, let me restate the problem to make sure I understand it.",
+  };
+  w_para(w, "%s We need to implement `%s`: %s. The entry point is `%s`, with signature `%s`.",
+         PICK(&w->r, openers), t->name, t->description ? t->description : "the operator",
+         t->entry ? t->entry : t->name, t->signature ? t->signature : "(not given)");
+}
+
+static void move_shapes(writer *w) {
+  const sg_fm_task *t = w->t;
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  static const char *intros[] = {
+      "Let me look at the shapes.", "Now the shapes and sizes:",
+      "What are the sizes here?", "Let me check the dimensions first."};
+  sg_buf_puts(&b, PICK(&w->r, intros));
+  int64_t total_bytes = 0;
+  for (size_t i = 0; i < t->nargs; i++) {
+    const sg_fm_arg *a = &t->args[i];
+    if (a->kind && strcmp(a->kind, "scalar") == 0) {
+      sg_buf_printf(&b, " `%s` is a scalar equal to %g.", a->name, a->value);
+      continue;
+    }
+    char sh[128];
+    shape_str(a, sh, sizeof sh);
+    int64_t n = numel(a);
+    total_bytes += n * (int64_t)dtype_bytes(a->dtype);
+    sg_buf_printf(&b, " The %s `%s` is %s with shape %s, so %lld elements (%.1f MB).",
+                  a->kind ? a->kind : "argument", a->name, a->dtype ? a->dtype : "float32",
+                  sh, (long long)n, (double)n * (double)dtype_bytes(a->dtype) / 1e6);
+  }
+  if (t->nargs)
+    sg_buf_printf(&b, " In total about %.1f MB of memory traffic at minimum.",
+                  (double)total_bytes / 1e6);
+  w_para(w, "%s", sg_buf_str(&b));
+  sg_buf_free(&b);
+}
+
+static void move_analysis(writer *w) {
+  static const char *bodies[] = {
+      "Is this compute-bound or memory-bound? Each output element needs a reduction "
+      "over the inner dimension, so the arithmetic intensity grows with the tile size; "
+      "reusing loaded values from fast memory is the whole game.",
+      "The naive version walks memory with a large stride in the inner loop, which "
+      "thrashes the cache. The fix is to reorder the loops so the innermost loop is "
+      "contiguous, and to block so the working set fits in cache.",
+      "The reference does the obvious thing. It is correct but it reads every input "
+      "many times from main memory. If I keep a block of the inputs in fast memory and "
+      "reuse it, I should get a large speedup.",
+      "The operation has structure I can exploit: some of the work is redundant, so the "
+      "kernel can skip it instead of computing zeros or reading them.",
+      "Let me count the work: the output has one value per (row, column) pair and each "
+      "needs a dot product, so this is dominated by multiply-adds that can be vectorized.",
+  };
+  w_para(w, "%s", PICK(&w->r, bodies));
+}
+
+static const int tiles[] = {16, 32, 64, 128};
+
+static void move_design(writer *w) {
+  w->tile_a = PICK(&w->r, tiles);
+  w->tile_b = PICK(&w->r, tiles);
+  w->unroll = 1 << rng_range(&w->r, 1, 3);
+  if (is_cuda(w->t)) {
+    static const char *fmts[] = {
+        "Let me use %dx%d tiles: each thread block computes a %dx%d tile of the output "
+        "with 256 threads, and each thread computes a small %dx1 strip. Tiles of the "
+        "inputs go to shared memory, padded by one column to avoid bank conflicts.",
+        "Design: a %dx%d output tile per block, blockIdx.y over rows and blockIdx.x over "
+        "columns, threadIdx.x mapped to consecutive columns so global loads coalesce. "
+        "I'll use float4 vectorized loads and unroll the inner loop by %d.",
+        "I think %dx%d tiles in shared memory with a %d-way unrolled k-loop is a good "
+        "start. Grid = ceil(N / tile) blocks in x and y, 16x16 threads per block.",
+    };
+    size_t which = rng_below(&w->r, 3);
+    if (which == 0)
+      w_para(w, fmts[0], w->tile_a, w->tile_b, w->tile_a, w->tile_b, w->unroll);
+    else if (which == 1)
+      w_para(w, fmts[1], w->tile_a, w->tile_b, w->unroll);
+    else
+      w_para(w, fmts[2], w->tile_a, w->tile_b, w->unroll);
+  } else {
+    static const char *fmts[] = {
+        "Let me block the loops with %dx%d tiles so a tile of the second operand stays "
+        "in L1/L2 while I sweep over the rows. Loop order i-k-j, so the innermost loop "
+        "is contiguous and the compiler can vectorize it; unroll by %d.",
+        "Design decision: loop order i, k, j with %dx%d blocking. The innermost loop "
+        "streams through contiguous memory with vectorized loads (8 floats per AVX "
+        "register), and I keep %d independent accumulators to hide the FMA latency.",
+        "Plan for the loops: tile sizes %dx%d, `restrict` on every pointer so the "
+        "compiler knows nothing aliases, and unroll the reduction by %d.",
+    };
+    w_para(w, PICK(&w->r, fmts), w->tile_a, w->tile_b, w->unroll);
+  }
+}
+
+static void move_correction(writer *w) {
+  int old_a = w->tile_a, old_b = w->tile_b;
+  if (old_a == 0) {
+    move_design(w);
+    return;
+  }
+  w->tile_a = old_a > 16 ? old_a / 2 : old_a * 2;
+  w->tile_b = old_b > 16 ? old_b / 2 : old_b * 2;
+  static const char *fmts[] = {
+      "Wait, that's wrong. With %dx%d tiles the working set is %d KB per tile pair, which "
+      "does not fit where I wanted it. Let me redo that with %dx%d tiles instead.",
+      "Hmm, actually no. %dx%d is too big: %d KB of tiles leaves no room for the "
+      "accumulators. Let me reconsider: %dx%d should be better.",
+      "Wait, I made a mistake in the sizes: %dx%d tiles of floats, two of them, is %d KB. "
+      "That's too much. Going with %dx%d.",
+  };
+  int kb = old_a * old_b * 4 * 2 / 1024;
+  w_para(w, PICK(&w->r, fmts), old_a, old_b, kb, w->tile_a, w->tile_b);
+}
+
+static void move_index_check(writer *w) {
+  static const char *fmts[] = {
+      "Let me double-check the indexing. Element (i, j) of a row-major matrix with "
+      "ld columns is at i * ld + j. For the transposed operand it is j * ld + i, so I "
+      "need to be careful which loop is innermost.",
+      "Wait, I mixed up the indices: the output row comes from the first operand and "
+      "the column from the second. Let me fix that in the draft.",
+      "Edge cases: the sizes might not be multiples of the tile, so the last tile needs "
+      "bounds checks. Here they are multiples, but I'll keep the checks anyway.",
+      "Hmm, is the accumulation order going to change the result? Summing in a "
+      "different order changes rounding a little, but within the tolerance.",
+  };
+  w_para(w, "%s", PICK(&w->r, fmts));
+}
+
+/* The first lines of one of the task's examples, as a draft. */
+static void move_draft(writer *w) {
+  const sg_fm_task *t = w->t;
+  static const char *intros[] = {
+      "Let me sketch a first version:", "Here's a rough draft:",
+      "Let me write the core loop first:", "Something like this:",
+      "A first attempt:"};
+  const char *code = NULL;
+  if (t->nexamples)
+    code = t->examples[rng_below(&w->r, t->nexamples)].code;
+  char *snippet;
+  if (code) {
+    /* Up to 8-20 lines of it: a draft, not the answer. */
+    int lines = rng_range(&w->r, 8, 20);
+    const char *p = code;
+    while (*p && lines > 0) {
+      const char *nl = strchr(p, '\n');
+      p = nl ? nl + 1 : p + strlen(p);
+      lines--;
+    }
+    snippet = sg_strndup(code, (size_t)(p - code));
+  } else {
+    snippet = sg_asprintf("%s {\n  /* ... */\n}\n",
+                          t->signature ? t->signature : "void kernel(void)");
+  }
+  size_t sl = strlen(snippet);
+  w_para(w, "%s\n\n```%s\n%s%s```", PICK(&w->r, intros), lang_tag(t), snippet,
+         sl && snippet[sl - 1] == '\n' ? "" : "\n");
+  free(snippet);
+  w->drafted = true;
+}
+
+static void move_plan(writer *w) {
+  static const char *heads[] = {"Here is the plan:", "So here is the plan:",
+                                "OK, the plan:", "Let me summarize the plan:"};
+  if (is_cuda(w->t))
+    w_para(w,
+           "%s\n1. One thread block per %dx%d output tile.\n2. Load input tiles into "
+           "shared memory with coalesced, vectorized loads; __syncthreads() between "
+           "phases.\n3. Accumulate in registers, unrolled by %d.\n4. Write the tile back "
+           "with bounds checks.",
+           PICK(&w->r, heads), w->tile_a ? w->tile_a : 64, w->tile_b ? w->tile_b : 64,
+           w->unroll ? w->unroll : 4);
+  else
+    w_para(w,
+           "%s\n1. Block the loops into %dx%d tiles.\n2. Loop order i-k-j so the inner "
+           "loop is contiguous and vectorizes.\n3. Keep partial sums in %d accumulators."
+           "\n4. Handle the remainder without branches in the hot loop.",
+           PICK(&w->r, heads), w->tile_a ? w->tile_a : 64, w->tile_b ? w->tile_b : 64,
+           w->unroll ? w->unroll : 4);
+  w->planned = true;
+}
+
+static void move_implement(writer *w) {
+  static const char *phrases[] = {
+      "Let me implement this.", "OK, let me implement it now.",
+      "Let me write the kernel.", "Let me implement the plan step by step.",
+      "Alright, let me implement this and then check it again."};
+  w_para(w, "%s", PICK(&w->r, phrases));
+}
+
+static void move_noise(writer *w) {
+  size_t k = rng_below(&w->r, 4);
+  if (k == 0 && w->last_sentence[0]) {
+    /* Reasoning models repeat themselves. */
+    char again[256];
+    snprintf(again, sizeof again, "%s", w->last_sentence);
+    w_para(w, "%s %s", again, again);
+  } else if (k == 1) {
+    w_para(w, "Hmm.");
+  } else if (k == 2) {
+    w_para(w, "Wait, let me re-read the task. %s. Yes, that's what I thought.",
+           w->t->description ? w->t->description : "The operator");
+  } else {
+    w_para(w, "OK. So, to recap: %dx%d tiles, unroll by %d. I think that's right. "
+           "Let me think about whether there's anything better... no, let's go with it.",
+           w->tile_a ? w->tile_a : 32, w->tile_b ? w->tile_b : 32,
+           w->unroll ? w->unroll : 4);
+  }
+}
+
+static void move_closing(writer *w) {
+  static const char *phrases[] = {
+      "I think this is correct now. Let me write the final answer.",
+      "Okay, that should work. Let me put it together.",
+      "Alright, I'm fairly confident in this version. Final answer below.",
+      "Good. Let me write out the complete kernel."};
+  w_para(w, "%s", PICK(&w->r, phrases));
+}
+
+/* A task-like stand-in for prompts that name no task. */
+static const sg_fm_task unknown_task = {
+    .name = "kernel",
+    .language = "c",
+    .description = "the operation the prompt describes",
+};
+
+static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t key) {
+  writer w;
+  memset(&w, 0, sizeof w);
+  w.r.s = key;
+  w.t = t;
+  sg_buf_init(&w.out, 0);
+  size_t target = (size_t)rng_range(&w.r, m->p.reasoning_tokens_min,
+                                     m->p.reasoning_tokens_max);
+  move_opening(&w);
+  if (t->nargs)
+    move_shapes(&w);
+  move_analysis(&w);
+  move_design(&w);
+  /* Moves until the budget is spent, in a loose order: a correction only
+   * after a design, a plan before the implementation phrase. */
+  int guard = 0;
+  while (w.tokens < target && guard++ < 10000) {
+    double u = rng_unit(&w.r);
+    if (u < 0.17)
+      move_design(&w);
+    else if (u < 0.30)
+      move_correction(&w);
+    else if (u < 0.45)
+      move_index_check(&w);
+    else if (u < 0.62)
+      move_draft(&w);
+    else if (u < 0.72) {
+      move_plan(&w);
+      move_implement(&w);
+    } else if (u < 0.84)
+      move_noise(&w);
+    else
+      move_analysis(&w);
+  }
+  if (!w.planned) {
+    move_plan(&w);
+    move_implement(&w);
+  }
+  if (!w.drafted)
+    move_draft(&w);
+  move_closing(&w);
+  return sg_buf_steal(&w.out);
+}
+
+static uint64_t trace_key(const sg_fakemodel *m, int task, const char *context,
+                          bool has_seed, uint64_t request_seed) {
+  const char *name = task >= 0 ? m->tasks[task].name : "";
+  uint64_t k = mix(m->seed, hash_str(name));
+  k = mix(k, hash_str(context ? context : ""));
+  if (has_seed)
+    k = mix(k, request_seed ^ 0x5eed5eed5eed5eedULL);
+  return k;
+}
+
+char *sg_fakemodel_trace(const sg_fakemodel *m, int task, const char *context,
+                         bool has_seed, uint64_t request_seed) {
+  const sg_fm_task *t =
+      task >= 0 && (size_t)task < m->ntasks ? &m->tasks[task] : &unknown_task;
+  return write_trace(m, t, trace_key(m, task, context, has_seed, request_seed));
+}
+
+/* ------------------------------------------------------------------------ */
+/* The answer                                                                */
+
+static const sg_fm_example *find_example(const sg_fm_task *t, const char *status,
+                                         const char *label) {
+  for (size_t i = 0; i < t->nexamples; i++)
+    if (strcmp(t->examples[i].status, status) == 0 &&
+        (!label || strcmp(t->examples[i].label, label) == 0))
+      return &t->examples[i];
+  return NULL;
+}
+
+/* Weight of a broken example: the paper's failures are mostly compile errors,
+ * runtime errors and numerical mismatches. */
+static double broken_weight(const char *status) {
+  if (strcmp(status, "compile_error") == 0 || strcmp(status, "numerical_error") == 0)
+    return 3;
+  if (strcmp(status, "runtime_error") == 0)
+    return 2;
+  return 1;
+}
+
+static const sg_fm_example *pick_example(const sg_fakemodel *m, const sg_fm_task *t,
+                                         bool valid, rng *r) {
+  if (valid) {
+    bool fast = rng_unit(r) < m->p.p_fast_given_valid;
+    const sg_fm_example *e = find_example(t, "ok", fast ? "fast" : "reference");
+    if (!e)
+      e = find_example(t, "ok", NULL);
+    if (e)
+      return e;
+  }
+  double total = 0;
+  for (size_t i = 0; i < t->nexamples; i++)
+    if (strcmp(t->examples[i].status, "ok") != 0)
+      total += broken_weight(t->examples[i].status);
+  if (total > 0) {
+    double u = rng_unit(r) * total;
+    for (size_t i = 0; i < t->nexamples; i++) {
+      if (strcmp(t->examples[i].status, "ok") == 0)
+        continue;
+      u -= broken_weight(t->examples[i].status);
+      if (u < 0)
+        return &t->examples[i];
+    }
+    for (size_t i = t->nexamples; i-- > 0;)
+      if (strcmp(t->examples[i].status, "ok") != 0)
+        return &t->examples[i];
+  }
+  return t->nexamples ? &t->examples[0] : NULL;
+}
+
+static char *write_content(const sg_fm_task *t, const sg_fm_example *e, bool thinking,
+                           rng *r) {
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  static const char *intros_think[] = {
+      "Here is the optimized kernel:", "Here's my implementation:",
+      "Final implementation:", "Below is the optimized version."};
+  static const char *intros_fast[] = {"Here is the kernel:", "Implementation:",
+                                      "Here is an optimized version:"};
+  sg_buf_puts(&b, thinking ? PICK(r, intros_think) : PICK(r, intros_fast));
+  if (e) {
+    size_t cl = strlen(e->code);
+    sg_buf_printf(&b, "\n\n```%s\n%s%s```\n", lang_tag(t), e->code,
+                  cl && e->code[cl - 1] == '\n' ? "" : "\n");
+  } else {
+    sg_buf_printf(&b, "\n\n```%s\n%s {\n  /* not written */\n}\n```\n", lang_tag(t),
+                  t->signature ? t->signature : "void kernel(void)");
+  }
+  if (thinking) {
+    static const char *outros[] = {
+        "\nThe loops are blocked for cache reuse and the inner loop is contiguous.",
+        "\nIt tiles the computation and vectorizes the innermost loop.",
+        "\nThis keeps the working set in fast memory and avoids redundant loads."};
+    sg_buf_puts(&b, PICK(r, outros));
+  }
+  return sg_buf_steal(&b);
+}
+
+void sg_fakemodel_generate(const sg_fakemodel *m, const sg_fm_request *req,
+                           sg_fm_answer *out) {
+  memset(out, 0, sizeof *out);
+  const char *context = req->context ? req->context : "";
+  const char *prompt = req->prompt ? req->prompt : context;
+  int task = sg_fakemodel_pick_task(m, prompt);
+  out->task = task;
+  out->status = "";
+  out->label = "";
+  /* The sampling stream: the whole prompt, the request's seed and id, so
+   * forks with different ids draw different answers. */
+  uint64_t sk = mix(m->seed, hash_str(prompt));
+  sk = mix(sk, req->thinking ? 1 : 2);
+  if (req->has_seed)
+    sk = mix(sk, req->request_seed);
+  if (req->sample_key)
+    sk = mix(sk, hash_str(req->sample_key));
+  rng r = {sk};
+
+  if (task < 0) {
+    char *trace = req->thinking ? sg_fakemodel_trace(m, -1, context, req->has_seed,
+                                                     req->request_seed)
+                                : sg_strdup("");
+    out->reasoning = trace;
+    out->trace_bytes = strlen(trace);
+    out->content = sg_strdup(
+        "I could not find a task I know in the prompt, so I cannot write its kernel. "
+        "Name the task (its name or its entry function) in the prompt.");
+    return;
+  }
+  const sg_fm_task *t = &m->tasks[task];
+  char *trace = sg_fakemodel_trace(m, task, context, req->has_seed, req->request_seed);
+  out->trace_bytes = strlen(trace);
+  if (req->thinking) {
+    out->p_valid = m->p.p_valid_reasoning;
+    size_t pl = req->reasoning_prefix ? strlen(req->reasoning_prefix) : 0;
+    if (pl && strncmp(trace, req->reasoning_prefix, pl) == 0) {
+      out->reasoning = sg_strdup(trace + pl);
+      free(trace);
+    } else {
+      out->reasoning = trace;
+    }
+  } else {
+    out->prefix_fraction = sg_fm_prefix_fraction(trace, prompt);
+    out->p_valid = sg_fakemodel_p_valid(m, task, out->prefix_fraction);
+    out->reasoning = sg_strdup("");
+    free(trace);
+  }
+  bool valid = rng_unit(&r) < out->p_valid;
+  const sg_fm_example *e = pick_example(m, t, valid, &r);
+  if (e) {
+    out->status = e->status;
+    out->label = e->label;
+  }
+  out->content = write_content(t, e, req->thinking, &r);
+}
+
+void sg_fm_answer_free(sg_fm_answer *a) {
+  if (!a)
+    return;
+  free(a->reasoning);
+  free(a->content);
+  memset(a, 0, sizeof *a);
+}

@@ -1,0 +1,1286 @@
+/* sg_llm_server.c: the built-in OpenAI-compatible test server.
+ *
+ * How it works. libmicrohttpd runs one thread per connection. The access
+ * handler gathers the body, parses and checks the request, renders the prompt
+ * with a ChatML-like template, asks the model (sg_fakemodel, pure) for the
+ * whole answer at once, tokenizes it, and queues a response whose content
+ * reader (`gen_read`) emits it token by token: one SSE event per token when
+ * streaming, one JSON body at the end when not. Pacing (tokens_per_s, prefill
+ * of uncached prompt tokens) and faults happen inside the reader; every wait
+ * is sliced into short naps that watch for an abort, a server stop and the
+ * client going away (POLLRDHUP on the socket), so a generation stops as soon
+ * as nobody wants it, as vLLM and SGLang do.
+ *
+ * Ownership: a request's state (`req`) and its generation (`gen`) live from
+ * the first call of the access handler to the request-completed callback,
+ * which frees them; the response has no free callback, so nothing touches a
+ * generation after that callback. Live generations are on a list under the
+ * server's mutex, for /abort_request.
+ *
+ * It must never bind anything but what it is told (loopback by default) and
+ * never read anything but its task directory.
+ */
+#include "llm/sg_llm_server.h"
+
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_clock.h"
+#include "llm/sg_fakemodel.h"
+#include "llm/sg_server_tasks.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define BODY_MAX_BYTES (8u << 20)
+#define CACHE_PROMPTS 64
+#define ATTEMPT_SLOTS 1024
+#define NAP_US 5000
+/* A fixed "created" time keeps answers byte-for-byte reproducible. */
+#define CREATED_S 1767225600
+#define DEFAULT_AFTER_CHUNKS 2
+#define MAX_FAULT_SECONDS 3600.0
+
+/* ------------------------------------------------------------------------ */
+/* Faults                                                                    */
+
+static const char *const fault_names[SG_LLM_FAULT__COUNT] = {
+    [SG_LLM_FAULT_NONE] = "none",
+    [SG_LLM_FAULT_DISCONNECT] = "disconnect",
+    [SG_LLM_FAULT_STATUS429] = "status429",
+    [SG_LLM_FAULT_STATUS500] = "status500",
+    [SG_LLM_FAULT_STALL] = "stall",
+    [SG_LLM_FAULT_MALFORMED] = "malformed",
+    [SG_LLM_FAULT_SLOW_FIRST_BYTE] = "slow_first_byte",
+    [SG_LLM_FAULT_ERROR_IN_STREAM] = "error_in_stream",
+};
+
+const char *sg_llm_fault_name(sg_llm_fault_kind kind) {
+  return kind >= 0 && kind < SG_LLM_FAULT__COUNT ? fault_names[kind] : "unknown";
+}
+
+static int parse_num(const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= lo && v <= hi))
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int sg_llm_fault_parse(const char *spec, sg_llm_fault *out, sg_err *err) {
+  memset(out, 0, sizeof *out);
+  if (!spec || !*spec || strcmp(spec, "none") == 0)
+    return 0;
+  char buf[128];
+  if (strlen(spec) >= sizeof buf)
+    return sg_err_set(err, SG_EINVAL, "fault \"%.40s...\": too long", spec);
+  strcpy(buf, spec);
+  char *args[3] = {NULL, NULL, NULL};
+  int nargs = 0;
+  char *name = buf;
+  for (char *p = strchr(buf, ':'); p; p = strchr(p + 1, ':')) {
+    *p = '\0';
+    if (nargs == 2)
+      return sg_err_set(err, SG_EINVAL, "fault \"%s\": too many arguments", spec);
+    args[nargs++] = p + 1;
+  }
+  int kind = -1;
+  for (int k = 1; k < SG_LLM_FAULT__COUNT; k++)
+    if (strcmp(name, fault_names[k]) == 0)
+      kind = k;
+  if (kind < 0)
+    return sg_err_set(err, SG_EINVAL,
+                      "fault \"%s\": unknown name \"%s\" (disconnect, status429, status500, "
+                      "stall, malformed, slow_first_byte, error_in_stream)",
+                      spec, name);
+  out->kind = (sg_llm_fault_kind)kind;
+  out->after_chunks = DEFAULT_AFTER_CHUNKS;
+  double v;
+  /* Which arguments each fault takes: [0] and [1], as (kind, lo, hi). */
+  switch (out->kind) {
+  case SG_LLM_FAULT_DISCONNECT:
+  case SG_LLM_FAULT_MALFORMED:
+  case SG_LLM_FAULT_ERROR_IN_STREAM:
+    if (nargs > 1)
+      return sg_err_set(err, SG_EINVAL, "fault \"%s\": takes one argument (after_chunks)", spec);
+    if (nargs == 1) {
+      if (parse_num(args[0], 0, 1e9, &v) < 0 || v != floor(v))
+        return sg_err_set(err, SG_EINVAL, "fault \"%s\": after_chunks \"%s\" is not a count",
+                          spec, args[0]);
+      out->after_chunks = (int)v;
+    }
+    break;
+  case SG_LLM_FAULT_STATUS429:
+  case SG_LLM_FAULT_STATUS500: {
+    int a = 0;
+    if (out->kind == SG_LLM_FAULT_STATUS429) {
+      out->seconds = 1;
+      if (nargs >= 1) {
+        if (parse_num(args[0], 0, MAX_FAULT_SECONDS, &v) < 0)
+          return sg_err_set(err, SG_EINVAL,
+                            "fault \"%s\": retry_after_s \"%s\" is not a number of seconds",
+                            spec, args[0]);
+        out->seconds = v;
+      }
+      a = 1;
+    } else if (nargs > 1) {
+      return sg_err_set(err, SG_EINVAL, "fault \"%s\": takes one argument (attempts)", spec);
+    }
+    if (nargs > a) {
+      if (parse_num(args[a], 0, 1e6, &v) < 0 || v != floor(v))
+        return sg_err_set(err, SG_EINVAL, "fault \"%s\": attempts \"%s\" is not a count", spec,
+                          args[a]);
+      out->attempts = (int)v;
+    }
+    break;
+  }
+  case SG_LLM_FAULT_STALL:
+    if (nargs < 1)
+      return sg_err_set(err, SG_EINVAL, "fault \"%s\": needs seconds (stall:<seconds>)", spec);
+    if (parse_num(args[0], 0, MAX_FAULT_SECONDS, &v) < 0)
+      return sg_err_set(err, SG_EINVAL, "fault \"%s\": seconds \"%s\" is not a number", spec,
+                        args[0]);
+    out->seconds = v;
+    if (nargs == 2) {
+      if (parse_num(args[1], 0, 1e9, &v) < 0 || v != floor(v))
+        return sg_err_set(err, SG_EINVAL, "fault \"%s\": after_chunks \"%s\" is not a count",
+                          spec, args[1]);
+      out->after_chunks = (int)v;
+    }
+    break;
+  case SG_LLM_FAULT_SLOW_FIRST_BYTE:
+    if (nargs != 1)
+      return sg_err_set(err, SG_EINVAL, "fault \"%s\": needs seconds (slow_first_byte:<s>)",
+                        spec);
+    if (parse_num(args[0], 0, MAX_FAULT_SECONDS, &v) < 0)
+      return sg_err_set(err, SG_EINVAL, "fault \"%s\": seconds \"%s\" is not a number", spec,
+                        args[0]);
+    out->seconds = v;
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Server and generation state                                               */
+
+typedef struct attempt {
+  uint64_t key;
+  int count;
+} attempt;
+
+typedef struct gen gen;
+
+struct sg_llm_server {
+  struct MHD_Daemon *daemon;
+  int port;
+  sg_fakemodel *model;
+  char *model_name;
+  char *reasoning_field;
+  double tokens_per_s;
+  double prefill_tokens_per_s;
+  sg_llm_fault fault;
+  atomic_bool stopping;
+
+  pthread_mutex_t mu; /* guards everything below */
+  sg_fm_cache *cache;
+  gen *active;
+  attempt attempts[ATTEMPT_SLOTS];
+  size_t attempts_next;
+
+  atomic_uint_fast64_t requests_total, generations_started, generations_completed,
+      generations_cancelled, generations_aborted, generations_active, abort_requests,
+      faults_injected, tokens_generated, prompt_tokens, cached_tokens;
+};
+
+enum { TOK_REASONING, TOK_CONTENT };
+
+typedef struct token {
+  uint32_t off, len; /* bytes in gen->text */
+  int32_t id;
+  uint8_t kind;
+} token;
+
+typedef enum gen_state { GS_PREFILL, GS_TOKENS, GS_FINISH, GS_DONE } gen_state;
+
+struct gen {
+  sg_llm_server *s;
+  int fd;
+  bool chat, stream, include_usage, return_token_ids;
+  char *id;
+  char *model;
+  char *rid;  /* the body's "rid" */
+  char *xrid; /* the X-Request-Id header */
+  char *text; /* reasoning then content (chat); the completion text */
+  token *toks;
+  size_t ntoks;      /* tokens to emit (after max_tokens) */
+  size_t nreasoning; /* of which reasoning */
+  bool hit_length;
+  int32_t *prompt_ids;
+  size_t nprompt, cached;
+  sg_llm_fault fault;
+  /* progress, touched by the connection's thread only */
+  gen_state state;
+  size_t next;
+  int chunks;
+  int64_t t_first_us;
+  sg_buf out;
+  size_t out_off;
+  bool finished, fault_closed;
+  const char *finish_reason;
+  atomic_bool abort_flag;
+  gen *next_active;
+};
+
+typedef struct req {
+  sg_buf body;
+  bool too_large;
+  gen *g;
+} req;
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *j,
+                                 const char *hname, const char *hval) {
+  char *text = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  size_t len = strlen(text);
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(r, "Content-Type", "application/json");
+  if (hname)
+    MHD_add_response_header(r, hname, hval);
+  enum MHD_Result ret = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+static const char *error_type(unsigned status) {
+  switch (status) {
+  case 400:
+  case 413:
+    return "invalid_request_error";
+  case 404:
+  case 405:
+    return "not_found_error";
+  case 429:
+    return "rate_limit_error";
+  default:
+    return "server_error";
+  }
+}
+
+static json_t *error_json(unsigned status, const char *param, const char *msg) {
+  return json_pack("{s:{s:s, s:s, s:s?, s:i}}", "error", "message", msg, "type",
+                   error_type(status), "param", param, "code", (int)status);
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
+                                  const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
+                                  const char *param, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return send_json(c, status, error_json(status, param, msg), NULL, NULL);
+}
+
+static uint64_t fnv64(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+/* 1: the client closed its end; 0: still there (or unknown). */
+static int client_gone(int fd) {
+  if (fd < 0)
+    return 0;
+  struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+  if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+    return 1;
+  return 0;
+}
+
+enum { NAP_OK = 0, NAP_ABORT = 1, NAP_GONE = -1 };
+
+/* Waits until `until_us`, in slices, watching for a stop, the client going
+ * away and (when g is not NULL) an abort. */
+static int nap_until(sg_llm_server *s, gen *g, int fd, int64_t until_us) {
+  for (;;) {
+    if (atomic_load(&s->stopping) || client_gone(fd))
+      return NAP_GONE;
+    if (g && atomic_load(&g->abort_flag))
+      return NAP_ABORT;
+    int64_t now = sg_clock_now_us();
+    if (now >= until_us)
+      return NAP_OK;
+    int64_t d = until_us - now;
+    if (d > NAP_US)
+      d = NAP_US;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)d * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static int conn_fd(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return ci ? (int)ci->connect_fd : -1;
+}
+
+/* Counts an attempt of the logical request `key` under a fault that fails
+ * the first `attempts` attempts; true when this attempt must fail. */
+static bool attempt_fails(sg_llm_server *s, uint64_t key, int attempts) {
+  if (attempts <= 0)
+    return true;
+  pthread_mutex_lock(&s->mu);
+  attempt *a = NULL;
+  for (size_t i = 0; i < ATTEMPT_SLOTS; i++)
+    if (s->attempts[i].count > 0 && s->attempts[i].key == key)
+      a = &s->attempts[i];
+  if (!a) {
+    a = &s->attempts[s->attempts_next];
+    s->attempts_next = (s->attempts_next + 1) % ATTEMPT_SLOTS;
+    a->key = key;
+    a->count = 0;
+  }
+  a->count++;
+  bool fail = a->count <= attempts;
+  pthread_mutex_unlock(&s->mu);
+  return fail;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                    */
+
+static json_t *ids_json(const int32_t *ids, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, json_integer(ids[i]));
+  return a;
+}
+
+static json_t *usage_json(const gen *g, size_t completion) {
+  size_t reasoning = g->next < g->nreasoning ? g->next : g->nreasoning;
+  if (!g->chat)
+    reasoning = 0;
+  return json_pack("{s:I, s:I, s:I, s:{s:I}, s:{s:I}}", "prompt_tokens",
+                   (json_int_t)g->nprompt, "completion_tokens", (json_int_t)completion,
+                   "total_tokens", (json_int_t)(g->nprompt + completion),
+                   "prompt_tokens_details", "cached_tokens", (json_int_t)g->cached,
+                   "completion_tokens_details", "reasoning_tokens", (json_int_t)reasoning);
+}
+
+static json_t *chunk_base(const gen *g) {
+  return json_pack("{s:s, s:s, s:i, s:s}", "id", g->id, "object",
+                   g->chat ? "chat.completion.chunk" : "text_completion", "created",
+                   CREATED_S, "model", g->model);
+}
+
+static void put_event(gen *g, json_t *j) {
+  char *t = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  sg_buf_puts(&g->out, "data: ");
+  sg_buf_puts(&g->out, t);
+  sg_buf_puts(&g->out, "\n\n");
+  free(t);
+  g->chunks++;
+}
+
+/* One streamed event for token i (and, first, the role). */
+static void put_token_event(gen *g, size_t i) {
+  const token *tk = &g->toks[i];
+  json_t *j = chunk_base(g);
+  json_t *choice = json_pack("{s:i}", "index", 0);
+  char *piece = sg_strndup(g->text + tk->off, tk->len);
+  if (g->chat) {
+    json_t *delta = json_object();
+    if (i == 0)
+      json_object_set_new(delta, "role", json_string("assistant"));
+    json_object_set_new(delta,
+                        tk->kind == TOK_REASONING ? g->s->reasoning_field : "content",
+                        json_string(piece));
+    json_object_set_new(choice, "delta", delta);
+  } else {
+    json_object_set_new(choice, "text", json_string(piece));
+  }
+  free(piece);
+  json_object_set_new(choice, "logprobs", json_null());
+  json_object_set_new(choice, "finish_reason", json_null());
+  if (g->return_token_ids)
+    json_object_set_new(choice, "token_ids", json_pack("[i]", (int)tk->id));
+  json_object_set_new(j, "choices", json_pack("[o]", choice));
+  if (i == 0 && g->return_token_ids)
+    json_object_set_new(j, "prompt_token_ids", ids_json(g->prompt_ids, g->nprompt));
+  put_event(g, j);
+}
+
+static void put_finish_events(gen *g) {
+  json_t *j = chunk_base(g);
+  json_t *choice = json_pack("{s:i}", "index", 0);
+  if (g->chat)
+    json_object_set_new(choice, "delta", json_object());
+  else
+    json_object_set_new(choice, "text", json_string(""));
+  json_object_set_new(choice, "logprobs", json_null());
+  json_object_set_new(choice, "finish_reason", json_string(g->finish_reason));
+  json_object_set_new(j, "choices", json_pack("[o]", choice));
+  if (g->next == 0 && g->return_token_ids)
+    json_object_set_new(j, "prompt_token_ids", ids_json(g->prompt_ids, g->nprompt));
+  put_event(g, j);
+  if (g->include_usage) {
+    j = chunk_base(g);
+    json_object_set_new(j, "choices", json_array());
+    json_object_set_new(j, "usage", usage_json(g, g->next));
+    put_event(g, j);
+  }
+  sg_buf_puts(&g->out, "data: [DONE]\n\n");
+}
+
+/* The non-streaming body, for the tokens emitted so far. */
+static void put_body(gen *g) {
+  json_t *j = json_pack("{s:s, s:s, s:i, s:s}", "id", g->id, "object",
+                        g->chat ? "chat.completion" : "text_completion", "created", CREATED_S,
+                        "model", g->model);
+  json_t *choice = json_pack("{s:i}", "index", 0);
+  sg_buf r, c;
+  sg_buf_init(&r, 0);
+  sg_buf_init(&c, 0);
+  json_t *ids = json_array();
+  for (size_t i = 0; i < g->next; i++) {
+    const token *tk = &g->toks[i];
+    sg_buf_append(tk->kind == TOK_REASONING ? &r : &c, g->text + tk->off, tk->len);
+    json_array_append_new(ids, json_integer(tk->id));
+  }
+  if (g->chat) {
+    json_t *msg = json_pack("{s:s}", "role", "assistant");
+    json_object_set_new(msg, g->s->reasoning_field,
+                        r.len ? json_string(sg_buf_str(&r)) : json_null());
+    json_object_set_new(msg, "content", json_string(sg_buf_str(&c)));
+    json_object_set_new(choice, "message", msg);
+  } else {
+    json_object_set_new(choice, "text", json_string(sg_buf_str(&c)));
+  }
+  sg_buf_free(&r);
+  sg_buf_free(&c);
+  json_object_set_new(choice, "logprobs", json_null());
+  json_object_set_new(choice, "finish_reason", json_string(g->finish_reason));
+  if (g->return_token_ids)
+    json_object_set_new(choice, "token_ids", ids);
+  else
+    json_decref(ids);
+  json_object_set_new(j, "choices", json_pack("[o]", choice));
+  json_object_set_new(j, "usage", usage_json(g, g->next));
+  if (g->return_token_ids)
+    json_object_set_new(j, "prompt_token_ids", ids_json(g->prompt_ids, g->nprompt));
+  char *t = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  sg_buf_puts(&g->out, t);
+  free(t);
+}
+
+static void put_error_event(gen *g) {
+  json_t *e = error_json(500, NULL, "injected fault: error_in_stream");
+  put_event(g, e);
+  sg_buf_puts(&g->out, "data: [DONE]\n\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* The content reader: the generation loop                                   */
+
+static void finish(gen *g, const char *reason) {
+  g->finish_reason = reason;
+  g->state = GS_FINISH;
+}
+
+/* Produces the next piece of output into g->out; returns false when the
+ * connection must be closed at once. */
+static bool gen_step(gen *g) {
+  sg_llm_server *s = g->s;
+  switch (g->state) {
+  case GS_PREFILL: {
+    int64_t now = sg_clock_now_us();
+    if (s->prefill_tokens_per_s > 0) {
+      double secs = (double)(g->nprompt - g->cached) / s->prefill_tokens_per_s;
+      int rc = nap_until(s, g, g->fd, now + (int64_t)(secs * 1e6));
+      if (rc == NAP_GONE)
+        return false;
+      now = sg_clock_now_us();
+    }
+    g->t_first_us = now;
+    g->state = GS_TOKENS;
+    return true;
+  }
+  case GS_TOKENS: {
+    const sg_llm_fault *f = &g->fault;
+    /* Faults that strike after N streamed chunks. */
+    if (g->stream && g->chunks == f->after_chunks) {
+      if (f->kind == SG_LLM_FAULT_DISCONNECT) {
+        g->fault_closed = true;
+        return false;
+      }
+      if (f->kind == SG_LLM_FAULT_MALFORMED) {
+        sg_buf_puts(&g->out, "data: {\"id\": \"");
+        sg_buf_puts(&g->out, g->id);
+        sg_buf_puts(&g->out, "\", \"choices\": [{\"delta\": {\"content\": \n\n");
+        g->chunks++;
+        return true;
+      }
+      if (f->kind == SG_LLM_FAULT_ERROR_IN_STREAM) {
+        put_error_event(g);
+        g->state = GS_DONE;
+        g->finished = true;
+        return true;
+      }
+      if (f->kind == SG_LLM_FAULT_STALL) {
+        g->fault.kind = SG_LLM_FAULT_NONE; /* once */
+        int64_t t0 = sg_clock_now_us();
+        int rc = nap_until(s, g, g->fd, t0 + (int64_t)(f->seconds * 1e6));
+        if (rc == NAP_GONE)
+          return false;
+        g->t_first_us += sg_clock_now_us() - t0; /* resume the pace after it */
+      }
+    }
+    if (atomic_load(&g->abort_flag)) {
+      atomic_fetch_add(&s->generations_aborted, 1);
+      finish(g, "abort");
+      return true;
+    }
+    if (g->next >= g->ntoks) {
+      finish(g, g->hit_length ? "length" : "stop");
+      return true;
+    }
+    if (s->tokens_per_s > 0) {
+      int64_t due = g->t_first_us + (int64_t)((double)g->next * 1e6 / s->tokens_per_s);
+      int rc = nap_until(s, g, g->fd, due);
+      if (rc == NAP_GONE)
+        return false;
+      if (rc == NAP_ABORT)
+        return true; /* handled on the next step */
+    } else if (client_gone(g->fd)) {
+      return false;
+    }
+    if (g->stream)
+      put_token_event(g, g->next);
+    g->next++;
+    atomic_fetch_add(&s->tokens_generated, 1);
+    return true;
+  }
+  case GS_FINISH:
+    if (g->stream) {
+      put_finish_events(g);
+    } else if (g->fault.kind == SG_LLM_FAULT_MALFORMED) {
+      sg_buf_puts(&g->out, "{\"id\": \"");
+      sg_buf_puts(&g->out, g->id);
+      sg_buf_puts(&g->out, "\", \"choices\": [");
+    } else {
+      put_body(g);
+    }
+    g->state = GS_DONE;
+    g->finished = true;
+    return true;
+  case GS_DONE:
+    return true;
+  }
+  return false;
+}
+
+static ssize_t gen_read(void *cls, uint64_t pos, char *buf, size_t max) {
+  (void)pos;
+  gen *g = cls;
+  while (g->out_off >= g->out.len) {
+    sg_buf_reset(&g->out);
+    g->out_off = 0;
+    if (g->state == GS_DONE)
+      return MHD_CONTENT_READER_END_OF_STREAM;
+    if (!gen_step(g))
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+  }
+  size_t n = g->out.len - g->out_off;
+  if (n > max)
+    n = max;
+  memcpy(buf, g->out.data + g->out_off, n);
+  g->out_off += n;
+  return (ssize_t)n;
+}
+
+static void gen_free(gen *g) {
+  if (!g)
+    return;
+  free(g->id);
+  free(g->model);
+  free(g->rid);
+  free(g->xrid);
+  free(g->text);
+  free(g->toks);
+  free(g->prompt_ids);
+  sg_buf_free(&g->out);
+  free(g);
+}
+
+static void active_add(sg_llm_server *s, gen *g) {
+  pthread_mutex_lock(&s->mu);
+  g->next_active = s->active;
+  s->active = g;
+  pthread_mutex_unlock(&s->mu);
+  atomic_fetch_add(&s->generations_active, 1);
+}
+
+static void active_remove(sg_llm_server *s, gen *g) {
+  pthread_mutex_lock(&s->mu);
+  for (gen **p = &s->active; *p; p = &(*p)->next_active)
+    if (*p == g) {
+      *p = g->next_active;
+      break;
+    }
+  pthread_mutex_unlock(&s->mu);
+  atomic_fetch_sub(&s->generations_active, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requests: parsing, rendering the prompt                                   */
+
+/* The text of a message's content: a string, null, or an array of parts
+ * {"type": "text", "text": ...}. Returns false when it is none of these. */
+static bool content_text(json_t *c, sg_buf *out) {
+  if (!c || json_is_null(c))
+    return true;
+  if (json_is_string(c)) {
+    sg_buf_append(out, json_string_value(c), json_string_length(c));
+    return true;
+  }
+  if (!json_is_array(c))
+    return false;
+  size_t i;
+  json_t *part;
+  json_array_foreach(c, i, part) {
+    json_t *t = json_object_get(part, "text");
+    if (!json_is_string(t))
+      return false;
+    sg_buf_append(out, json_string_value(t), json_string_length(t));
+  }
+  return true;
+}
+
+/* Thinking switches of vLLM (chat_template_kwargs.enable_thinking or
+ * .thinking), DeepSeek (thinking: {type: enabled|disabled}) and plain
+ * `thinking: bool`. Returns -1 when the request does not say. */
+static int thinking_flag(json_t *body) {
+  json_t *kw = json_object_get(body, "chat_template_kwargs");
+  json_t *v = json_object_get(kw, "enable_thinking");
+  if (json_is_boolean(v))
+    return json_is_true(v);
+  v = json_object_get(kw, "thinking");
+  if (json_is_boolean(v))
+    return json_is_true(v);
+  v = json_object_get(body, "thinking");
+  if (json_is_boolean(v))
+    return json_is_true(v);
+  json_t *type = json_object_get(v, "type");
+  if (json_is_string(type))
+    return strcmp(json_string_value(type), "disabled") != 0;
+  return -1;
+}
+
+#define TPL_START "<|im_start|>"
+#define TPL_END "<|im_end|>\n"
+#define TPL_GEN "<|im_start|>assistant\n<think>\n"
+#define TPL_NOTHINK "\n</think>\n\n"
+
+typedef struct parsed {
+  bool chat, stream, include_usage, return_token_ids, thinking;
+  bool has_seed;
+  uint64_t seed;
+  long max_tokens; /* 0: none */
+  const char *model;
+  const char *rid;
+  sg_buf prompt;   /* the rendered prompt */
+  sg_buf context;  /* the prompt up to where the answer starts */
+  sg_buf reasoning_prefix; /* a final assistant message's reasoning */
+  int32_t *prompt_ids; /* given as token ids (completions) */
+  size_t nprompt_ids;
+} parsed;
+
+static void parsed_free(parsed *p) {
+  sg_buf_free(&p->prompt);
+  sg_buf_free(&p->context);
+  sg_buf_free(&p->reasoning_prefix);
+  free(p->prompt_ids);
+}
+
+/* Fills p from body; on a bad request, sets *param and msg and returns -1. */
+static int parse_request(json_t *body, bool chat, parsed *p, const char **param,
+                         char *msg, size_t msgsz) {
+#define BAD(prm, ...)                                                          \
+  do {                                                                         \
+    *param = (prm);                                                            \
+    snprintf(msg, msgsz, __VA_ARGS__);                                         \
+    return -1;                                                                 \
+  } while (0)
+  static char pbuf[64];
+  p->chat = chat;
+  json_t *v = json_object_get(body, "model");
+  if (!json_is_string(v) || json_string_length(v) == 0)
+    BAD("model", "field \"model\" is missing or not a non-empty string");
+  p->model = json_string_value(v);
+  v = json_object_get(body, "stream");
+  if (v && !json_is_boolean(v) && !json_is_null(v))
+    BAD("stream", "field \"stream\" must be a boolean");
+  p->stream = json_is_true(v);
+  json_t *so = json_object_get(body, "stream_options");
+  if (so && !json_is_object(so) && !json_is_null(so))
+    BAD("stream_options", "field \"stream_options\" must be an object");
+  p->include_usage = json_is_true(json_object_get(so, "include_usage"));
+  v = json_object_get(body, "return_token_ids");
+  if (v && !json_is_boolean(v) && !json_is_null(v))
+    BAD("return_token_ids", "field \"return_token_ids\" must be a boolean");
+  p->return_token_ids = json_is_true(v);
+  v = json_object_get(body, "seed");
+  if (v && !json_is_null(v)) {
+    if (!json_is_integer(v))
+      BAD("seed", "field \"seed\" must be an integer");
+    p->has_seed = true;
+    p->seed = (uint64_t)json_integer_value(v);
+  }
+  const char *mt = json_object_get(body, "max_completion_tokens") ? "max_completion_tokens"
+                                                                  : "max_tokens";
+  v = json_object_get(body, mt);
+  if (v && !json_is_null(v)) {
+    if (!json_is_integer(v) || json_integer_value(v) < 1)
+      BAD(mt, "field \"%s\" must be a positive integer", mt);
+    p->max_tokens = (long)json_integer_value(v);
+  }
+  v = json_object_get(body, "n");
+  if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 1))
+    BAD("n", "field \"n\": only 1 is supported");
+  v = json_object_get(body, "rid");
+  if (v && !json_is_null(v)) {
+    if (!json_is_string(v))
+      BAD("rid", "field \"rid\" must be a string");
+    p->rid = json_string_value(v);
+  }
+  int flag = thinking_flag(body);
+
+  if (chat) {
+    json_t *msgs = json_object_get(body, "messages");
+    if (!json_is_array(msgs) || json_array_size(msgs) == 0)
+      BAD("messages", "field \"messages\" is missing or not a non-empty array");
+    size_t n = json_array_size(msgs);
+    json_t *last = json_array_get(msgs, n - 1);
+    const char *last_role = json_string_value(json_object_get(last, "role"));
+    bool cont = last_role && strcmp(last_role, "assistant") == 0;
+    for (size_t i = 0; i < n; i++) {
+      json_t *m = json_array_get(msgs, i);
+      if (!json_is_object(m)) {
+        snprintf(pbuf, sizeof pbuf, "messages[%zu]", i);
+        BAD(pbuf, "field \"messages[%zu]\" is not an object", i);
+      }
+      const char *role = json_string_value(json_object_get(m, "role"));
+      if (!role || (strcmp(role, "system") && strcmp(role, "user") &&
+                    strcmp(role, "assistant") && strcmp(role, "tool") &&
+                    strcmp(role, "developer"))) {
+        snprintf(pbuf, sizeof pbuf, "messages[%zu].role", i);
+        BAD(pbuf, "field \"messages[%zu].role\" is missing or not one of system, user, "
+                  "assistant, tool, developer", i);
+      }
+      sg_buf ct;
+      sg_buf_init(&ct, 0);
+      if (!content_text(json_object_get(m, "content"), &ct)) {
+        sg_buf_free(&ct);
+        snprintf(pbuf, sizeof pbuf, "messages[%zu].content", i);
+        BAD(pbuf, "field \"messages[%zu].content\" must be a string, null or an array of "
+                  "text parts", i);
+      }
+      if (cont && i == n - 1) {
+        /* Prefix continuation (vLLM continue_final_message, DeepSeek
+         * prefix: true): the answer continues this message. */
+        json_t *rc = json_object_get(m, "reasoning_content");
+        if (!json_is_string(rc))
+          rc = json_object_get(m, "reasoning");
+        if (json_is_string(rc))
+          sg_buf_puts(&p->reasoning_prefix, json_string_value(rc));
+        sg_buf_puts(&p->context, sg_buf_str(&p->prompt));
+        sg_buf_puts(&p->context, TPL_GEN);
+        sg_buf_puts(&p->prompt, TPL_GEN);
+        sg_buf_puts(&p->prompt, sg_buf_str(&p->reasoning_prefix));
+        if (ct.len) {
+          sg_buf_puts(&p->prompt, TPL_NOTHINK);
+          sg_buf_puts(&p->prompt, sg_buf_str(&ct));
+        }
+      } else {
+        sg_buf_printf(&p->prompt, TPL_START "%s\n%s" TPL_END, role, sg_buf_str(&ct));
+      }
+      sg_buf_free(&ct);
+    }
+    p->thinking = flag != 0;
+    if (!cont) {
+      sg_buf_puts(&p->context, sg_buf_str(&p->prompt));
+      sg_buf_puts(&p->context, TPL_GEN);
+      sg_buf_puts(&p->prompt, TPL_GEN);
+      if (!p->thinking)
+        sg_buf_puts(&p->prompt, TPL_NOTHINK);
+    } else if (p->thinking && strstr(sg_buf_str(&p->prompt) + p->context.len, "</think>")) {
+      p->thinking = false; /* the prefix already closed its reasoning */
+    }
+  } else {
+    json_t *pr = json_object_get(body, "prompt");
+    if (json_is_string(pr)) {
+      sg_buf_append(&p->prompt, json_string_value(pr), json_string_length(pr));
+    } else if (json_is_array(pr) && json_array_size(pr) > 0 &&
+               json_is_integer(json_array_get(pr, 0))) {
+      size_t n = json_array_size(pr);
+      p->prompt_ids = sg_malloc(n * sizeof *p->prompt_ids);
+      for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(pr, i);
+        json_int_t id = json_integer_value(e);
+        char piece[SG_FM_PIECE_MAX];
+        if (!json_is_integer(e) || id < 0 || id > INT32_MAX ||
+            sg_fm_token_piece((int32_t)id, piece) == 0) {
+          snprintf(pbuf, sizeof pbuf, "prompt[%zu]", i);
+          BAD(pbuf, "field \"prompt[%zu]\" is not a token id of this model", i);
+        }
+        p->prompt_ids[i] = (int32_t)id;
+      }
+      p->nprompt_ids = n;
+      sg_fm_detokenize(p->prompt_ids, n, &p->prompt, NULL);
+    } else if (json_is_array(pr)) {
+      BAD("prompt", "field \"prompt\": batches of prompts are not supported; send a string "
+                    "or one array of token ids");
+    } else {
+      BAD("prompt", "field \"prompt\" is missing or not a string or an array of token ids");
+    }
+    /* A raw prompt: the answer starts after the last "<think>\n" when there is
+     * one (a chat prompt continued as text), and the model keeps reasoning when
+     * that block is still open. */
+    const char *text = sg_buf_str(&p->prompt);
+    const char *open = NULL;
+    for (const char *q = strstr(text, "<think>\n"); q; q = strstr(q + 1, "<think>\n"))
+      open = q;
+    if (open)
+      sg_buf_append(&p->context, text, (size_t)(open - text) + strlen("<think>\n"));
+    else
+      sg_buf_puts(&p->context, text);
+    bool open_block = open && !strstr(open, "</think>");
+    p->thinking = flag >= 0 ? flag : open_block;
+    if (open_block)
+      sg_buf_puts(&p->reasoning_prefix, open + strlen("<think>\n"));
+  }
+  return 0;
+#undef BAD
+}
+
+/* ------------------------------------------------------------------------ */
+/* Handlers                                                                  */
+
+static enum MHD_Result handle_models(sg_llm_server *s, struct MHD_Connection *c) {
+  json_t *j = json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data", "id",
+                        s->model_name, "object", "model", "created", CREATED_S,
+                        "owned_by", "specgen");
+  return send_json(c, 200, j, NULL, NULL);
+}
+
+static enum MHD_Result handle_abort(sg_llm_server *s, struct MHD_Connection *c, json_t *body) {
+  atomic_fetch_add(&s->abort_requests, 1);
+  json_t *rid = json_object_get(body, "rid");
+  bool all = json_is_true(json_object_get(body, "abort_all"));
+  if (!all && !json_is_string(rid))
+    return send_error(c, 400, "rid", "field \"rid\" is missing or not a string "
+                                     "(or set \"abort_all\": true)");
+  const char *r = json_string_value(rid);
+  int n = 0;
+  pthread_mutex_lock(&s->mu);
+  for (gen *g = s->active; g; g = g->next_active) {
+    bool match = all || (g->rid && strcmp(g->rid, r) == 0) ||
+                 (g->xrid && strcmp(g->xrid, r) == 0) || strcmp(g->id, r) == 0;
+    if (match && !atomic_exchange(&g->abort_flag, true))
+      n++;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return send_json(c, 200, json_pack("{s:i}", "aborted", n), NULL, NULL);
+}
+
+static enum MHD_Result handle_completion(sg_llm_server *s, struct MHD_Connection *c,
+                                         req *rq, json_t *body, bool chat) {
+  /* The fault: the request's header, else the server's. */
+  sg_llm_fault fault = s->fault;
+  const char *fh = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Specgen-Fault");
+  if (fh) {
+    sg_err err;
+    sg_err_clear(&err);
+    if (sg_llm_fault_parse(fh, &fault, &err) < 0)
+      return send_error(c, 400, "X-Specgen-Fault", "header X-Specgen-Fault: %s", err.msg);
+  }
+  const char *xrid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+
+  parsed p;
+  memset(&p, 0, sizeof p);
+  sg_buf_init(&p.prompt, 0);
+  sg_buf_init(&p.context, 0);
+  sg_buf_init(&p.reasoning_prefix, 0);
+  const char *param = NULL;
+  char msg[256];
+  if (parse_request(body, chat, &p, &param, msg, sizeof msg) < 0) {
+    parsed_free(&p);
+    return send_error(c, 400, param, "%s", msg);
+  }
+
+  if (fault.kind == SG_LLM_FAULT_STATUS429 || fault.kind == SG_LLM_FAULT_STATUS500) {
+    uint64_t key = xrid ? fnv64(xrid, strlen(xrid))
+                 : p.rid ? fnv64(p.rid, strlen(p.rid))
+                         : fnv64(rq->body.data, rq->body.len);
+    key ^= (uint64_t)fault.kind * 0x9e3779b97f4a7c15ULL;
+    if (attempt_fails(s, key, fault.attempts)) {
+      atomic_fetch_add(&s->faults_injected, 1);
+      parsed_free(&p);
+      if (fault.kind == SG_LLM_FAULT_STATUS500)
+        return send_json(c, 500, error_json(500, NULL, "injected fault: status500"), NULL,
+                         NULL);
+      char ra[32];
+      snprintf(ra, sizeof ra, "%.0f", ceil(fault.seconds));
+      return send_json(c, 429, error_json(429, NULL, "injected fault: status429"),
+                       "Retry-After", ra);
+    }
+    fault.kind = SG_LLM_FAULT_NONE;
+  }
+
+  gen *g = sg_calloc(1, sizeof *g);
+  g->s = s;
+  g->fd = conn_fd(c);
+  g->chat = chat;
+  g->stream = p.stream;
+  g->include_usage = p.include_usage;
+  g->return_token_ids = p.return_token_ids;
+  g->model = sg_strdup(p.model);
+  g->rid = p.rid ? sg_strdup(p.rid) : NULL;
+  g->xrid = xrid ? sg_strdup(xrid) : NULL;
+  g->fault = fault;
+  sg_buf_init(&g->out, 0);
+
+  /* The prompt's tokens and what the prefix cache holds of them. */
+  if (p.prompt_ids) {
+    g->prompt_ids = p.prompt_ids;
+    g->nprompt = p.nprompt_ids;
+    p.prompt_ids = NULL;
+  } else {
+    g->nprompt = sg_fm_tokenize(p.prompt.data, p.prompt.len, NULL, NULL, 0);
+    g->prompt_ids = sg_malloc((g->nprompt ? g->nprompt : 1) * sizeof *g->prompt_ids);
+    sg_fm_tokenize(p.prompt.data, p.prompt.len, g->prompt_ids, NULL, g->nprompt);
+  }
+  pthread_mutex_lock(&s->mu);
+  g->cached = sg_fm_cache_lookup_insert(s->cache, g->prompt_ids, g->nprompt);
+  pthread_mutex_unlock(&s->mu);
+  atomic_fetch_add(&s->prompt_tokens, g->nprompt);
+  atomic_fetch_add(&s->cached_tokens, g->cached);
+
+  /* The answer. */
+  sg_fm_request mr = {
+      .context = sg_buf_str(&p.context),
+      .prompt = sg_buf_str(&p.prompt),
+      .thinking = p.thinking,
+      .has_seed = p.has_seed,
+      .request_seed = p.seed,
+      .sample_key = xrid ? xrid : p.rid,
+      .reasoning_prefix = p.reasoning_prefix.len ? sg_buf_str(&p.reasoning_prefix) : NULL,
+  };
+  sg_fm_answer a;
+  sg_fakemodel_generate(s->model, &mr, &a);
+  uint64_t idh = fnv64(rq->body.data, rq->body.len) ^ (xrid ? fnv64(xrid, strlen(xrid)) : 0);
+  g->id = sg_asprintf("%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)idh);
+
+  sg_buf text;
+  sg_buf_init(&text, 0);
+  sg_buf_puts(&text, a.reasoning);
+  size_t rlen = text.len;
+  if (!chat && p.thinking)
+    sg_buf_puts(&text, TPL_NOTHINK);
+  sg_buf_puts(&text, a.content);
+  /* Reasoning and content are tokenized apart, so no token straddles them. */
+  size_t nr = sg_fm_tokenize(text.data, rlen, NULL, NULL, 0);
+  size_t total = nr + sg_fm_tokenize(text.data + rlen, text.len - rlen, NULL, NULL, 0);
+  int32_t *ids = sg_malloc((total ? total : 1) * sizeof *ids);
+  size_t *ends = sg_malloc((total ? total : 1) * sizeof *ends);
+  sg_fm_tokenize(text.data, rlen, ids, ends, nr);
+  sg_fm_tokenize(text.data + rlen, text.len - rlen, ids + nr, ends + nr, total - nr);
+  g->toks = sg_malloc((total ? total : 1) * sizeof *g->toks);
+  size_t start = 0;
+  for (size_t i = 0; i < total; i++) {
+    token *tk = &g->toks[i];
+    size_t end = i < nr ? ends[i] : rlen + ends[i];
+    tk->off = (uint32_t)start;
+    tk->len = (uint32_t)(end - start);
+    tk->id = ids[i];
+    tk->kind = chat && i < nr ? TOK_REASONING : TOK_CONTENT;
+    if (tk->kind == TOK_REASONING)
+      g->nreasoning++;
+    start = end;
+  }
+  free(ids);
+  free(ends);
+  g->ntoks = total;
+  if (p.max_tokens > 0 && (size_t)p.max_tokens < total) {
+    g->ntoks = (size_t)p.max_tokens;
+    g->hit_length = true;
+  }
+  g->text = sg_buf_steal(&text);
+
+  char hdr_task[160], hdr_ex[96], hdr_f[64];
+  const sg_fm_task *t = a.task >= 0 ? sg_fakemodel_task(s->model, (size_t)a.task) : NULL;
+  snprintf(hdr_task, sizeof hdr_task, "%s", t ? t->name : "");
+  snprintf(hdr_ex, sizeof hdr_ex, "%s%s%s", a.status, *a.status ? "-" : "", a.label);
+  snprintf(hdr_f, sizeof hdr_f, "%.4f", a.prefix_fraction);
+  sg_fm_answer_free(&a);
+  parsed_free(&p);
+
+  rq->g = g;
+  atomic_fetch_add(&s->generations_started, 1);
+  if (fault.kind != SG_LLM_FAULT_NONE)
+    atomic_fetch_add(&s->faults_injected, 1);
+  active_add(s, g);
+
+  if (fault.kind == SG_LLM_FAULT_SLOW_FIRST_BYTE) {
+    int rc = nap_until(s, NULL, g->fd, sg_clock_now_us() + (int64_t)(fault.seconds * 1e6));
+    if (rc == NAP_GONE)
+      return MHD_NO;
+  }
+
+  struct MHD_Response *r =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, gen_read, g, NULL);
+  MHD_add_response_header(r, "Content-Type",
+                          g->stream ? "text/event-stream" : "application/json");
+  if (g->stream)
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+  MHD_add_response_header(r, "X-Specgen-Task", hdr_task);
+  MHD_add_response_header(r, "X-Specgen-Example", hdr_ex);
+  MHD_add_response_header(r, "X-Specgen-Prefix-Fraction", hdr_f);
+  enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_size,
+                                  void **con_cls) {
+  (void)version;
+  sg_llm_server *s = cls;
+  req *rq = *con_cls;
+  if (!rq) {
+    rq = sg_calloc(1, sizeof *rq);
+    sg_buf_init(&rq->body, 0);
+    *con_cls = rq;
+    atomic_fetch_add(&s->requests_total, 1);
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    if (rq->body.len + *upload_size > BODY_MAX_BYTES)
+      rq->too_large = true;
+    else
+      sg_buf_append(&rq->body, upload_data, *upload_size);
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  bool post = strcmp(method, "POST") == 0;
+  bool get = strcmp(method, "GET") == 0;
+  bool is_chat = strcmp(url, "/v1/chat/completions") == 0;
+  bool is_cmpl = strcmp(url, "/v1/completions") == 0;
+  bool is_abort = strcmp(url, "/abort_request") == 0;
+  if (strcmp(url, "/v1/models") == 0 || strcmp(url, "/health") == 0) {
+    if (!get)
+      return send_error(c, 405, NULL, "%s %s: use GET", method, url);
+    if (strcmp(url, "/health") == 0)
+      return send_json(c, 200, json_object(), NULL, NULL);
+    return handle_models(s, c);
+  }
+  if (!is_chat && !is_cmpl && !is_abort)
+    return send_error(c, 404, NULL, "no route %s %s", method, url);
+  if (!post)
+    return send_error(c, 405, NULL, "%s %s: use POST", method, url);
+  if (rq->too_large)
+    return send_error(c, 413, NULL, "request body is larger than %u bytes", BODY_MAX_BYTES);
+  json_error_t je;
+  json_t *body = json_loadb(rq->body.data ? rq->body.data : "", rq->body.len, 0, &je);
+  if (!body)
+    return send_error(c, 400, NULL, "request body is not valid JSON: line %d column %d: %s",
+                      je.line, je.column, je.text);
+  if (!json_is_object(body)) {
+    json_decref(body);
+    return send_error(c, 400, NULL, "request body is not a JSON object");
+  }
+  enum MHD_Result ret = is_abort ? handle_abort(s, c, body)
+                                 : handle_completion(s, c, rq, body, is_chat);
+  json_decref(body);
+  return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+  (void)c;
+  sg_llm_server *s = cls;
+  req *rq = *con_cls;
+  if (!rq)
+    return;
+  gen *g = rq->g;
+  if (g) {
+    active_remove(s, g);
+    if (g->finished && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+      atomic_fetch_add(&s->generations_completed, 1);
+    else if (!g->finished && !g->fault_closed &&
+             toe != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN)
+      atomic_fetch_add(&s->generations_cancelled, 1);
+    gen_free(g);
+  }
+  sg_buf_free(&rq->body);
+  free(rq);
+  *con_cls = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle                                                                 */
+
+void sg_llm_server_opts_init(sg_llm_server_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->host = "127.0.0.1";
+  o->seed = 1;
+  o->reasoning_field = "reasoning_content";
+  o->model_name = "specgen-test";
+}
+
+int sg_llm_server_start(const sg_llm_server_opts *opts, sg_llm_server **out, sg_err *err) {
+  *out = NULL;
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  if (opts)
+    o = *opts;
+  const char *host = o.host ? o.host : "127.0.0.1";
+  const char *field = o.reasoning_field ? o.reasoning_field : "reasoning_content";
+  if (strcmp(field, "reasoning") && strcmp(field, "reasoning_content"))
+    return sg_err_set(err, SG_EINVAL,
+                      "reasoning_field \"%s\": must be reasoning or reasoning_content", field);
+  if (o.port < 0 || o.port > 65535)
+    return sg_err_set(err, SG_EINVAL, "port %d: out of range", o.port);
+  if (!(o.tokens_per_s >= 0) || !(o.prefill_tokens_per_s >= 0))
+    return sg_err_set(err, SG_EINVAL, "tokens_per_s and prefill_tokens_per_s must be >= 0");
+  if (o.reasoning_tokens_min < 0 || o.reasoning_tokens_max < 0 ||
+      (o.reasoning_tokens_max && o.reasoning_tokens_max < o.reasoning_tokens_min))
+    return sg_err_set(err, SG_EINVAL, "reasoning token range %d..%d is not a range",
+                      o.reasoning_tokens_min, o.reasoning_tokens_max);
+
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                   MHD_USE_POLL;
+  struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+  if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)o.port);
+  } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons((uint16_t)o.port);
+    flags |= MHD_USE_IPv6;
+  } else {
+    return sg_err_set(err, SG_EINVAL, "host \"%s\": not an IPv4 or IPv6 address", host);
+  }
+
+  sg_fm_task *tasks = NULL;
+  size_t ntasks = 0;
+  int rc = sg_server_tasks_load(o.tasks_root, &tasks, &ntasks, err);
+  if (rc < 0)
+    return rc;
+  sg_fm_params mp;
+  sg_fm_params_init(&mp);
+  if (o.reasoning_tokens_min > 0)
+    mp.reasoning_tokens_min = o.reasoning_tokens_min;
+  if (o.reasoning_tokens_max > 0)
+    mp.reasoning_tokens_max = o.reasoning_tokens_max;
+  if (mp.reasoning_tokens_max < mp.reasoning_tokens_min)
+    mp.reasoning_tokens_max = mp.reasoning_tokens_min;
+
+  sg_llm_server *s = sg_calloc(1, sizeof *s);
+  s->model = sg_fakemodel_new(&mp, o.seed, tasks, ntasks);
+  s->model_name = sg_strdup(o.model_name ? o.model_name : "specgen-test");
+  s->reasoning_field = sg_strdup(field);
+  s->tokens_per_s = o.tokens_per_s;
+  s->prefill_tokens_per_s = o.prefill_tokens_per_s;
+  s->fault = o.fault;
+  s->cache = sg_fm_cache_new(CACHE_PROMPTS);
+  pthread_mutex_init(&s->mu, NULL);
+
+  s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+                               (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
+                               on_completed, s, MHD_OPTION_CONNECTION_LIMIT, 256u,
+                               MHD_OPTION_END);
+  if (!s->daemon) {
+    int e = errno;
+    sg_llm_server_stop(s);
+    return sg_err_set(err, SG_EIO, "cannot listen on %s port %d: %s", host, o.port,
+                      e ? strerror(e) : "libmicrohttpd failed to start");
+  }
+  const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  s->port = di ? di->port : o.port;
+  *out = s;
+  return 0;
+}
+
+int sg_llm_server_port(const sg_llm_server *s) { return s->port; }
+
+int sg_llm_server_ntasks(const sg_llm_server *s) {
+  return (int)sg_fakemodel_ntasks(s->model);
+}
+
+void sg_llm_server_stop(sg_llm_server *s) {
+  if (!s)
+    return;
+  atomic_store(&s->stopping, true);
+  if (s->daemon)
+    MHD_stop_daemon(s->daemon);
+  assert(s->active == NULL);
+  sg_fm_cache_free(s->cache);
+  sg_fakemodel_free(s->model);
+  free(s->model_name);
+  free(s->reasoning_field);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+void sg_llm_server_stats_get(const sg_llm_server *s, sg_llm_server_stats *o) {
+  sg_llm_server *m = (sg_llm_server *)s; /* atomics load from non-const */
+  o->requests_total = atomic_load(&m->requests_total);
+  o->generations_started = atomic_load(&m->generations_started);
+  o->generations_completed = atomic_load(&m->generations_completed);
+  o->generations_cancelled = atomic_load(&m->generations_cancelled);
+  o->generations_aborted = atomic_load(&m->generations_aborted);
+  o->generations_active = atomic_load(&m->generations_active);
+  o->abort_requests = atomic_load(&m->abort_requests);
+  o->faults_injected = atomic_load(&m->faults_injected);
+  o->tokens_generated = atomic_load(&m->tokens_generated);
+  o->prompt_tokens = atomic_load(&m->prompt_tokens);
+  o->cached_tokens = atomic_load(&m->cached_tokens);
+}
