@@ -1,0 +1,278 @@
+/* sg_controller.h: the per-workflow controller, Algorithm 1 of the SpecGen
+ * paper (pure: no I/O, no clock, no randomness; time is an argument).
+ *
+ * One controller drives one workflow (one task) through iterations. In an
+ * iteration it:
+ *   1. asks the search for the plan and starts the main reasoning
+ *      generation(s) (START_GEN kind=main, thinking on);
+ *   2. feeds their streamed reasoning to a trigger scanner it owns; on a
+ *      trigger, or on a tick while validation devices sit idle, forks
+ *      K = max(1, min(free validate, free profile)) speculative generations
+ *      (START_GEN kind=spec, thinking off) from the reasoning prefix so far,
+ *      never twice from the same prefix length;
+ *   3. extracts a candidate from every finished generation and submits it for
+ *      validation, then (when valid) for profiling (SUBMIT_EVAL);
+ *   4. asks the termination criterion about each profiled speedup; yes: the
+ *      main generations and running forks are cancelled (CANCEL_GEN) and the
+ *      iteration ends (END_ITERATION, reason early);
+ *   5. otherwise the main generation is the fallback: once every main
+ *      generation has finished (or failed) and its candidate's evaluation is
+ *      complete, running forks are cancelled and the iteration ends
+ *      (reason fallback).
+ * After END_ITERATION the next iteration starts in the same call (its
+ * START_GENs follow), unless a budget (iterations, wall time, tokens) is
+ * spent: then WORKFLOW_DONE. A wall-time or token budget spent mid-iteration
+ * ends the iteration at once (reason budget).
+ *
+ * The runtime executes the actions in order: END_ITERATION means "tell the
+ * scheduler this workflow's iteration boundary" (which aborts its queued and
+ * running evaluations, docs/core.md says why). Events about generations or
+ * candidates the controller has cancelled or dropped are ignored (return 0).
+ * Every decision (a fork and why, a termination and why) is also emitted as
+ * a DECISION action in order, for the run store.
+ */
+#ifndef SG_CONTROLLER_H
+#define SG_CONTROLLER_H
+
+#include "common/sg_error.h"
+#include "core/sg_scheduler.h"
+#include "core/sg_search.h"
+#include "core/sg_termination.h"
+#include "core/sg_triggers.h"
+#include "eval/sg_eval.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The controller's state (one enum, one setter; docs/core.md has the
+ * diagram):
+ *   NEW -> GENERATING      sg_controller_start
+ *   GENERATING -> FALLBACK every main generation finished or failed; waiting
+ *                          for their candidates' evaluation
+ *   GENERATING|FALLBACK -> GENERATING   iteration ended, the next one began
+ *   any -> DONE            a budget spent, or the search failed */
+typedef enum sg_ctl_state {
+  SG_CTL_NEW,
+  SG_CTL_GENERATING,
+  SG_CTL_FALLBACK,
+  SG_CTL_DONE,
+  SG_CTL__COUNT
+} sg_ctl_state;
+
+const char *sg_ctl_state_name(sg_ctl_state s);
+
+/* Why a generation ended. */
+typedef enum sg_finish_reason {
+  SG_FINISH_STOP,      /* the model ended it */
+  SG_FINISH_LENGTH,    /* max tokens */
+  SG_FINISH_OTHER,
+  SG_FINISH__COUNT
+} sg_finish_reason;
+
+typedef struct sg_usage {
+  uint64_t prompt_tokens;
+  uint64_t completion_tokens;   /* reasoning included */
+  uint64_t cached_tokens;       /* of prompt_tokens, served from cache */
+} sg_usage;
+
+typedef enum sg_ctl_event_type {
+  SG_CEV_GEN_STARTED,   /* the server accepted it (informational) */
+  SG_CEV_GEN_CHUNK,     /* streamed text */
+  SG_CEV_GEN_FINISHED,
+  SG_CEV_GEN_FAILED,
+  SG_CEV_EVAL_DONE,
+  SG_CEV_TICK,
+  SG_CEV__COUNT
+} sg_ctl_event_type;
+
+/* An event in. All pointers are borrowed for the call only. */
+typedef struct sg_ctl_event {
+  sg_ctl_event_type type;
+  int64_t now_us;
+  union {
+    struct {
+      uint64_t gen;
+    } started;
+    struct {
+      uint64_t gen;
+      const char *reasoning;    /* thinking text, may be NULL */
+      size_t reasoning_len;
+      const char *content;      /* answer text, may be NULL */
+      size_t content_len;
+      uint64_t tokens;          /* completion tokens in this chunk */
+    } chunk;
+    struct {
+      uint64_t gen;
+      const char *text;         /* the whole answer; NULL: the content
+                                   streamed in chunks */
+      size_t len;
+      sg_finish_reason reason;
+      sg_usage usage;           /* final; replaces the chunk counts */
+    } finished;
+    struct {
+      uint64_t gen;
+      int error;                /* SG_E* */
+      const char *message;      /* may be NULL */
+      sg_usage usage;           /* what was spent before it failed */
+    } failed;
+    struct {
+      uint64_t candidate;
+      sg_phase phase;
+      sg_eval_status status;
+      double speedup;           /* NAN unless measured */
+      const char *message;      /* validation feedback, may be NULL */
+      const char *profile_text; /* profile verdict, may be NULL */
+    } eval;
+    struct {
+      sg_sched_capacity capacity;
+    } tick;
+  } u;
+} sg_ctl_event;
+
+/* Why an iteration or a workflow ended, why a fork happened. */
+typedef enum sg_ctl_reason {
+  SG_REASON_EARLY,          /* the termination criterion accepted a kernel */
+  SG_REASON_FALLBACK,       /* the main generation(s) evaluated */
+  SG_REASON_BUDGET_ITERATIONS,
+  SG_REASON_BUDGET_WALL,
+  SG_REASON_BUDGET_TOKENS,
+  SG_REASON_SEARCH_FAILED,
+  SG_REASON_FORK_TRIGGER,
+  SG_REASON_FORK_IDLE,
+  SG_REASON__COUNT
+} sg_ctl_reason;
+
+/* "early", "fallback", "budget_iterations", "budget_wall", "budget_tokens",
+ * "search_failed", "fork_trigger", "fork_idle". */
+const char *sg_ctl_reason_name(sg_ctl_reason r);
+
+typedef enum sg_ctl_action_type {
+  SG_CACT_START_GEN,
+  SG_CACT_CANCEL_GEN,
+  SG_CACT_SUBMIT_EVAL,
+  SG_CACT_END_ITERATION,
+  SG_CACT_WORKFLOW_DONE,
+  SG_CACT_DECISION,
+  SG_CACT__COUNT
+} sg_ctl_action_type;
+
+const char *sg_ctl_action_type_name(sg_ctl_action_type t);
+
+/* An action out. Pointers are valid until the next call into the controller
+ * (prompt and source: until the controller is freed). */
+typedef struct sg_ctl_action {
+  sg_ctl_action_type type;
+  uint32_t iteration;
+  union {
+    struct {                   /* START_GEN */
+      uint64_t gen;            /* the id events must carry */
+      sg_gen_kind kind;
+      bool thinking;           /* main: on; spec: off */
+      size_t prompt_index;     /* which prompt of the iteration's plan */
+      const sg_prompt *prompt;
+      uint64_t parent_gen;     /* spec: the main generation forked; else 0 */
+      uint64_t prefix_len;     /* spec: bytes of its reasoning to continue */
+      const char *prefix;      /* spec: those bytes */
+    } start;
+    struct {                   /* CANCEL_GEN */
+      uint64_t gen;
+    } cancel;
+    struct {                   /* SUBMIT_EVAL */
+      uint64_t candidate;
+      sg_phase phase;
+      const char *source;
+      size_t source_len;
+    } submit;
+    struct {                   /* END_ITERATION */
+      sg_ctl_reason reason;
+      uint64_t best_kernel;    /* best profiled kernel of the iteration, 0 */
+    } end;
+    struct {                   /* WORKFLOW_DONE */
+      sg_ctl_reason reason;
+      uint64_t best_kernel;    /* best of the workflow, 0 if none */
+    } done;
+    struct {                   /* DECISION */
+      sg_ctl_reason reason;    /* fork_trigger, fork_idle, early, ... */
+      int64_t now_us;
+      uint64_t gen;            /* the main generation forked */
+      uint64_t prefix_len;
+      int k;                   /* forks started */
+      int trigger;             /* sg_trigger_class, -1 when none */
+      uint64_t candidate;      /* early: the winner */
+      double speedup;          /* early: its speedup */
+      double threshold_mean;   /* early: the history it beat */
+      double threshold_best;
+    } decision;
+  } u;
+} sg_ctl_action;
+
+typedef struct sg_ctl_actions {
+  sg_ctl_action *v;
+  size_t n, cap;
+} sg_ctl_actions;
+
+void sg_ctl_actions_init(sg_ctl_actions *a);
+void sg_ctl_actions_clear(sg_ctl_actions *a);
+void sg_ctl_actions_free(sg_ctl_actions *a);
+
+typedef struct sg_ctl_opts {
+  sg_search *search;                 /* borrowed; required */
+  const sg_termination *termination; /* borrowed; required */
+  const char *language;              /* the task's: "c", "cuda", "python" */
+  const char *entry;                 /* the function candidates define */
+  bool speculate;          /* false: no forks at all (the baseline) */
+  bool fork_on_idle;       /* fork on ticks while validation is idle */
+  uint64_t idle_min_new_bytes; /* reasoning growth needed for an idle fork */
+  int max_forks_per_iteration;
+  int max_live_forks;      /* forks generating at once */
+  sg_scanner_opts scanner; /* the trigger scanner's options */
+  /* Budgets; 0: unlimited. */
+  uint32_t max_iterations;
+  int64_t max_wall_us;     /* from sg_controller_start's now_us */
+  uint64_t max_tokens;     /* prompt + completion, all generations */
+  size_t max_text_bytes;   /* cap on a generation's kept text */
+} sg_ctl_opts;
+
+/* speculate, fork_on_idle, idle_min_new_bytes=512, max_forks=64,
+ * max_live_forks=16, scanner defaults, max_iterations=10, no wall or token
+ * budget, max_text_bytes=1 MiB; search, termination, language NULL. */
+void sg_ctl_opts_default(sg_ctl_opts *o);
+
+typedef struct sg_controller sg_controller;
+
+/* SG_EINVAL naming the option for bad options. */
+int sg_controller_new(const sg_ctl_opts *opts, sg_controller **out,
+                      sg_err *err);
+void sg_controller_free(sg_controller *c);
+
+/* Starts the workflow: the first iteration's main generations. */
+int sg_controller_start(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
+                        sg_err *err);
+
+/* Feeds one event; appends actions. SG_ESTATE before start, SG_EINVAL for a
+ * malformed event; events for unknown, cancelled or finished generations and
+ * dropped candidates are ignored. After DONE every event is ignored. */
+int sg_controller_event(sg_controller *c, const sg_ctl_event *ev,
+                        sg_ctl_actions *out, sg_err *err);
+
+/* The latest free capacity (what K is computed from); a tick also sets it. */
+void sg_controller_set_capacity(sg_controller *c, const sg_sched_capacity *cap);
+
+typedef struct sg_ctl_stats {
+  uint32_t iterations;           /* ended */
+  uint32_t early_terminations;
+  uint64_t forks;
+  uint64_t forks_by_reason[SG_REASON__COUNT];
+  uint64_t forks_by_trigger[SG_TRIGGER__COUNT];
+  uint64_t candidates, validated_ok, profiled;
+  uint64_t prompt_tokens, completion_tokens, cached_tokens;
+  int64_t start_us, end_us;      /* end_us 0 until DONE */
+} sg_ctl_stats;
+
+sg_ctl_state sg_controller_state(const sg_controller *c);
+uint32_t sg_controller_iteration(const sg_controller *c);
+const sg_history *sg_controller_history(const sg_controller *c);
+void sg_controller_stats(const sg_controller *c, sg_ctl_stats *st);
+
+#endif
