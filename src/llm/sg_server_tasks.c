@@ -1,21 +1,18 @@
-/* sg_server_tasks.c: reads task directories for the test model.
- *
- * It reads only what the model needs (names, shapes, examples), with jansson,
- * and caps every file it reads, so a huge or hostile task directory cannot
- * blow up the server.
+/* sg_server_tasks.c: finds task directories and loads them (with sg_task,
+ * the one task loader) into the form the test model uses. Example files are
+ * read with a cap, so a huge task directory cannot blow up the server.
  */
 #include "llm/sg_server_tasks.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "eval/sg_task.h"
 
 #include <dirent.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#define TASK_JSON_MAX_BYTES (1u << 20)
 #define EXAMPLE_MAX_BYTES (256u << 10)
 #define MAX_TASKS 1024
 
@@ -29,142 +26,59 @@ static bool is_file(const char *p) {
   return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static char *opt_str(json_t *o, const char *key) {
-  json_t *v = json_object_get(o, key);
-  return json_is_string(v) ? sg_strdup(json_string_value(v)) : NULL;
-}
-
-static int cmp_example(const void *a, const void *b) {
-  const sg_fm_example *x = a, *y = b;
-  int c = strcmp(x->status, y->status);
-  return c ? c : strcmp(x->label, y->label);
-}
-
-static int load_examples(const char *dir, sg_fm_task *t, sg_err *err) {
-  char *ex = sg_asprintf("%s/examples", dir);
-  DIR *d = opendir(ex);
-  if (!d) {
-    free(ex);
-    return 0; /* no examples: the model writes an empty body */
+/* The model's view of a task loaded by sg_task: names, shapes, examples. */
+static int convert(const sg_task *st, sg_fm_task *t, sg_err *err) {
+  memset(t, 0, sizeof *t);
+  t->name = sg_strdup(st->name);
+  t->evaluator = sg_strdup(st->evaluator);
+  t->language = sg_strdup(st->language);
+  t->description = sg_strdup(st->description);
+  t->entry = sg_strdup(st->entry);
+  t->signature = sg_strdup(st->signature);
+  t->args = sg_calloc(st->nargs ? st->nargs : 1, sizeof *t->args);
+  for (size_t i = 0; i < st->nargs; i++) {
+    const sg_task_arg *a = &st->args[i];
+    sg_fm_arg *fa = &t->args[t->nargs++];
+    fa->name = sg_strdup(a->name);
+    fa->kind = sg_strdup(a->kind == SG_ARG_INPUT    ? "input"
+                         : a->kind == SG_ARG_OUTPUT ? "output"
+                                                    : "scalar");
+    fa->dtype = sg_strdup(sg_dtype_name(a->dtype));
+    fa->ndims = a->ndims < 6 ? a->ndims : 6;
+    for (int d = 0; d < fa->ndims; d++)
+      fa->shape[d] = a->shape[d];
+    fa->value = a->scalar_value;
   }
-  size_t cap = 0;
-  struct dirent *de;
-  int rc = 0;
-  while ((de = readdir(d)) != NULL) {
-    const char *nm = de->d_name;
-    const char *dash = strchr(nm, '-');
-    const char *dot = strrchr(nm, '.');
-    if (nm[0] == '.' || !dash || !dot || dot < dash)
-      continue;
-    char *path = sg_asprintf("%s/%s", ex, nm);
-    if (!is_file(path)) {
-      free(path);
-      continue;
-    }
+  sg_task_example *ex = NULL;
+  size_t nex = 0;
+  int rc = sg_task_examples(st, &ex, &nex, err);
+  if (rc < 0)
+    return rc;
+  t->examples = sg_calloc(nex ? nex : 1, sizeof *t->examples);
+  for (size_t i = 0; i < nex && rc == 0; i++) {
     char *code = NULL;
-    rc = sg_file_read(path, EXAMPLE_MAX_BYTES, &code, NULL, err);
-    free(path);
+    rc = sg_file_read(ex[i].path, EXAMPLE_MAX_BYTES, &code, NULL, err);
     if (rc < 0)
       break;
-    if (t->nexamples == cap) {
-      cap = cap ? cap * 2 : 8;
-      t->examples = sg_realloc(t->examples, cap * sizeof *t->examples);
-    }
     sg_fm_example *e = &t->examples[t->nexamples++];
-    e->status = sg_strndup(nm, (size_t)(dash - nm));
-    e->label = sg_strndup(dash + 1, (size_t)(dot - dash - 1));
+    e->status = sg_strdup(ex[i].expected_status);
+    e->label = sg_strdup(ex[i].label);
     e->code = code;
   }
-  closedir(d);
-  free(ex);
-  if (t->nexamples > 1)
-    qsort(t->examples, t->nexamples, sizeof *t->examples, cmp_example);
+  sg_task_examples_free(ex, nex);
   return rc;
-}
-
-static int load_args(json_t *args, const char *file, sg_fm_task *t, sg_err *err) {
-  if (!args)
-    return 0;
-  if (!json_is_array(args))
-    return sg_err_set(err, SG_EPARSE, "%s: field \"args\" is not an array", file);
-  size_t n = json_array_size(args);
-  t->args = sg_calloc(n ? n : 1, sizeof *t->args);
-  for (size_t i = 0; i < n; i++) {
-    json_t *a = json_array_get(args, i);
-    if (!json_is_object(a))
-      return sg_err_set(err, SG_EPARSE, "%s: field \"args[%zu]\" is not an object", file, i);
-    sg_fm_arg *fa = &t->args[t->nargs++];
-    fa->name = opt_str(a, "name");
-    fa->kind = opt_str(a, "kind");
-    fa->dtype = opt_str(a, "dtype");
-    if (!fa->name)
-      return sg_err_set(err, SG_EPARSE, "%s: field \"args[%zu].name\" is missing", file, i);
-    json_t *shape = json_object_get(a, "shape");
-    if (json_is_array(shape)) {
-      size_t nd = json_array_size(shape);
-      if (nd > 6)
-        return sg_err_set(err, SG_EPARSE, "%s: field \"args[%zu].shape\" has more than 6 dims",
-                          file, i);
-      for (size_t d = 0; d < nd; d++)
-        fa->shape[d] = json_integer_value(json_array_get(shape, d));
-      fa->ndims = (int)nd;
-    }
-    json_t *v = json_object_get(a, "value");
-    if (json_is_number(v))
-      fa->value = json_number_value(v);
-  }
-  return 0;
 }
 
 static int load_task(const char *dir, sg_fm_task *t, sg_err *err) {
-  memset(t, 0, sizeof *t);
-  char *file = sg_asprintf("%s/task.json", dir);
-  char *text = NULL;
-  int rc = sg_file_read(file, TASK_JSON_MAX_BYTES, &text, NULL, err);
-  if (rc < 0) {
-    free(file);
+  sg_task *st = NULL;
+  int rc = sg_task_load(dir, &st, err);
+  if (rc < 0)
     return rc;
-  }
-  json_error_t je;
-  json_t *root = json_loads(text, 0, &je);
-  free(text);
-  if (!root) {
-    rc = sg_err_set(err, SG_EPARSE, "%s:%d: %s", file, je.line, je.text);
-    free(file);
-    return rc;
-  }
-  if (!json_is_object(root)) {
-    rc = sg_err_set(err, SG_EPARSE, "%s: not a JSON object", file);
-    goto out;
-  }
-  t->name = opt_str(root, "name");
-  if (!t->name) {
-    rc = sg_err_set(err, SG_EPARSE, "%s: field \"name\" is missing or not a string", file);
-    goto out;
-  }
-  t->evaluator = opt_str(root, "evaluator");
-  t->language = opt_str(root, "language");
-  t->description = opt_str(root, "description");
-  t->entry = opt_str(root, "entry");
-  t->signature = opt_str(root, "signature");
-  rc = load_args(json_object_get(root, "args"), file, t, err);
-  if (rc == 0)
-    rc = load_examples(dir, t, err);
-out:
-  json_decref(root);
-  free(file);
+  rc = convert(st, t, err);
+  sg_task_free(st);
   if (rc < 0)
     sg_fm_task_clear(t);
   return rc;
-}
-
-static const char *builtin_root(void) {
-  const char *env = getenv("SPECGEN_TASKS_DIR");
-  if (env && *env)
-    return env;
-  if (is_dir(SG_DATA_DIR "/tasks"))
-    return SG_DATA_DIR "/tasks";
-  return SG_SOURCE_ROOT "/tasks";
 }
 
 typedef struct task_list {
@@ -220,7 +134,7 @@ int sg_server_tasks_load(const char *root, sg_fm_task **out, size_t *n, sg_err *
   *out = NULL;
   *n = 0;
   if (!root)
-    root = builtin_root();
+    root = sg_task_builtin_root();
   if (!*root)
     return 0;
   if (!is_dir(root))
