@@ -36,7 +36,7 @@ static const sse_case k_cases[] = {
     {"bom_only_at_start", "data: x\n\n\xEF\xBB\xBF" "data: y\n\n", 0, "|||x;", 0},
     {"not_a_bom", "\xEF" "data: x\n\ndata: y\n\n", 0, "|||y;", 0},
     {"done", "data: {\"a\":1}\n\ndata: [DONE]\n\n", 0, "|||{\"a\":1};|||[DONE];", 0},
-    {"no_space", "data:x\n\ndata:  y\n\n", 0, "|||x;|||  y;", 0},
+    {"no_space", "data:x\n\ndata:  y\n\n", 0, "|||x;||| y;", 0},
     {"field_without_colon", "data\n\n", 0, "|||;", 0},
     {"event_without_data_dropped", "event: foo\n\ndata: x\n\n", 0, "|||x;", 0},
     {"incomplete_event_kept_back", "data: x\n\ndata: y\n", 0, "|||x;", 0},
