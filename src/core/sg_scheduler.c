@@ -1,0 +1,834 @@
+/* sg_scheduler.c: the elastic device scheduler (Algorithm 2 of the SpecGen
+ * paper), a pure state machine over requests and devices.
+ *
+ * How it works. Every request lives in a table indexed by its id (ids are
+ * dense and never reused, so a stale id from the runtime is recognised by its
+ * state). A waiting request sits in one of four queues per workflow: (compile
+ * | device) x (validate | profile). Entries are removed lazily: an aborted
+ * request stays in its queue until it reaches an end, where pick() drops it,
+ * so an abort is O(1) and a pick skips each dead entry once. After every
+ * event, dispatch() fills free compile slots and idle devices: a queue is
+ * chosen round-robin across workflows, and within a workflow the validation
+ * queue pops its newest entry (LIFO: the latest fork saw the longest
+ * reasoning prefix, so it is the likeliest to pass; the paper's priority
+ * queue) and the profiling queue its oldest (FIFO).
+ *
+ * The split: each live device has a part (the phase it serves next). A
+ * re-split changes the parts of as few devices as possible, preferring idle
+ * ones; a busy device finishes its request first. With one live device the
+ * device serves both phases, profiling first (a profile can end the
+ * iteration; a validation only leads to a profile).
+ *
+ * Never: hold a device while compiling, run two requests on one device,
+ * start a request of an ended iteration. These are asserted.
+ */
+#include "core/sg_scheduler.h"
+
+#include "common/sg_alloc.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { STAGE_COMPILE, STAGE_DEVICE, STAGE__COUNT };
+
+/* The part of a device that serves both phases (one live device). */
+#define PART_SHARED SG_PHASE__COUNT
+
+const char *sg_phase_name(sg_phase p) {
+  static const char *const names[SG_PHASE__COUNT] = {"validate", "profile"};
+  return (unsigned)p < SG_PHASE__COUNT ? names[p] : "unknown";
+}
+
+const char *sg_req_state_name(sg_req_state s) {
+  static const char *const names[SG_REQ__COUNT] = {
+      "compile_wait", "compiling", "device_wait", "running",
+      "done",         "aborted",   "failed"};
+  return (unsigned)s < SG_REQ__COUNT ? names[s] : "unknown";
+}
+
+const char *sg_device_state_name(sg_device_state s) {
+  static const char *const names[SG_DEVICE__COUNT] = {"idle", "busy", "dead"};
+  return (unsigned)s < SG_DEVICE__COUNT ? names[s] : "unknown";
+}
+
+void sg_sched_opts_default(sg_sched_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->devices = 1;
+  o->compile_slots = 1;
+  o->elastic = true;
+  o->static_profile_devices = -1;
+  o->validate_lifo = true;
+  o->max_infra_failures = 3;
+  o->max_retries = 2;
+  o->max_queued = 4096;
+}
+
+void sg_sched_actions_init(sg_sched_actions *a) { memset(a, 0, sizeof *a); }
+void sg_sched_actions_clear(sg_sched_actions *a) { a->n = 0; }
+void sg_sched_actions_free(sg_sched_actions *a) {
+  free(a->v);
+  memset(a, 0, sizeof *a);
+}
+
+/* ---- internal types ---------------------------------------------------- */
+
+typedef struct deque {
+  sg_req_id *v;
+  size_t head, tail, cap; /* live entries are v[head..tail) */
+} deque;
+
+typedef struct req {
+  sg_req_id id;
+  sg_sched_request r;
+  sg_req_state state;
+  int device;       /* while RUNNING */
+  int slot;         /* while COMPILING */
+  int retries;
+} req;
+
+typedef struct device {
+  sg_device_state state;
+  int part;                 /* sg_phase, or PART_SHARED */
+  sg_req_id req;            /* while BUSY */
+  int failures;             /* consecutive infra failures */
+  int64_t accounted_until;  /* busy time counted up to here */
+} device;
+
+typedef struct workflow {
+  uint32_t id;
+  uint32_t iteration;
+  bool done;
+  deque q[STAGE__COUNT][SG_PHASE__COUNT];
+} workflow;
+
+struct sg_scheduler {
+  sg_sched_opts o;
+  req *reqs;                /* reqs[id-1] */
+  size_t nreqs, capreqs;
+  device *dev;
+  sg_req_id *slots;         /* compile slots: the request compiling, or 0 */
+  workflow *wf;
+  size_t nwf, capwf;
+  size_t rr[STAGE__COUNT][SG_PHASE__COUNT]; /* last served workflow + 1 */
+  size_t live;              /* requests not yet DONE/ABORTED/FAILED */
+  size_t waiting[SG_PHASE__COUNT];  /* live, not yet on a device */
+  size_t running[SG_PHASE__COUNT];
+  int prof_target;          /* the wanted number of profiling devices */
+  int64_t now;
+  sg_sched_stats st;
+};
+
+/* ---- deque -------------------------------------------------------------- */
+
+static size_t dq_len(const deque *d) { return d->tail - d->head; }
+
+static void dq_make_room(deque *d) {
+  if (d->head > 0 && d->tail == d->cap) {
+    memmove(d->v, d->v + d->head, dq_len(d) * sizeof *d->v);
+    d->tail -= d->head;
+    d->head = 0;
+  }
+  if (d->tail == d->cap) {
+    d->cap = d->cap ? d->cap * 2 : 8;
+    d->v = sg_realloc(d->v, d->cap * sizeof *d->v);
+  }
+}
+
+static void dq_push_back(deque *d, sg_req_id id) {
+  dq_make_room(d);
+  d->v[d->tail++] = id;
+}
+
+static void dq_push_front(deque *d, sg_req_id id) {
+  if (d->head == 0) {
+    dq_make_room(d);
+    memmove(d->v + 1, d->v, dq_len(d) * sizeof *d->v);
+    d->tail++;
+    d->v[0] = id;
+    return;
+  }
+  d->v[--d->head] = id;
+}
+
+static void dq_free(deque *d) { free(d->v); }
+
+/* ---- state setters (STYLE 13: one door per state machine) ---------------- */
+
+static req *get_req(const sg_scheduler *s, sg_req_id id) {
+  if (id == 0 || id > s->nreqs)
+    return NULL;
+  return &s->reqs[id - 1];
+}
+
+static bool req_live(sg_req_state st) {
+  return st == SG_REQ_COMPILE_WAIT || st == SG_REQ_COMPILING ||
+         st == SG_REQ_DEVICE_WAIT || st == SG_REQ_RUNNING;
+}
+
+static bool req_waiting(sg_req_state st) {
+  return st == SG_REQ_COMPILE_WAIT || st == SG_REQ_COMPILING ||
+         st == SG_REQ_DEVICE_WAIT;
+}
+
+static bool req_transition_ok(sg_req_state from, sg_req_state to) {
+  switch (to) {
+  case SG_REQ_COMPILE_WAIT:
+    return false; /* only the initial state */
+  case SG_REQ_COMPILING:
+    return from == SG_REQ_COMPILE_WAIT;
+  case SG_REQ_DEVICE_WAIT:
+    return from == SG_REQ_COMPILING || from == SG_REQ_RUNNING;
+  case SG_REQ_RUNNING:
+    return from == SG_REQ_DEVICE_WAIT;
+  case SG_REQ_DONE:
+    return from == SG_REQ_RUNNING || from == SG_REQ_COMPILING;
+  case SG_REQ_ABORTED:
+  case SG_REQ_FAILED:
+    return req_live(from);
+  default:
+    return false;
+  }
+}
+
+/* Moves r to state `to`, keeping the live/waiting/running counts true. */
+static void req_set_state(sg_scheduler *s, req *r, sg_req_state to) {
+  sg_req_state from = r->state;
+  assert(req_transition_ok(from, to));
+  sg_phase p = r->r.phase;
+  if (req_waiting(from))
+    s->waiting[p]--;
+  if (from == SG_REQ_RUNNING)
+    s->running[p]--;
+  if (req_waiting(to))
+    s->waiting[p]++;
+  if (to == SG_REQ_RUNNING)
+    s->running[p]++;
+  if (req_live(from) && !req_live(to))
+    s->live--;
+  r->state = to;
+}
+
+static bool device_transition_ok(sg_device_state from, sg_device_state to) {
+  switch (to) {
+  case SG_DEVICE_IDLE:
+    return from == SG_DEVICE_BUSY;
+  case SG_DEVICE_BUSY:
+    return from == SG_DEVICE_IDLE;
+  case SG_DEVICE_DEAD:
+    return from != SG_DEVICE_DEAD;
+  default:
+    return false;
+  }
+}
+
+static void device_set_state(sg_scheduler *s, int d, sg_device_state to) {
+  assert(device_transition_ok(s->dev[d].state, to));
+  s->dev[d].state = to;
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static void emit(sg_sched_actions *out, const sg_sched_action *a) {
+  if (out->n == out->cap) {
+    out->cap = out->cap ? out->cap * 2 : 16;
+    out->v = sg_realloc(out->v, out->cap * sizeof *out->v);
+  }
+  out->v[out->n++] = *a;
+}
+
+static void emit_req(sg_sched_actions *out, sg_sched_action_type type,
+                     const req *r, int device, bool was_compiling) {
+  sg_sched_action a;
+  memset(&a, 0, sizeof a);
+  a.type = type;
+  a.req = r->id;
+  a.workflow = r->r.workflow;
+  a.iteration = r->r.iteration;
+  a.phase = r->r.phase;
+  a.device = device;
+  a.was_compiling = was_compiling;
+  emit(out, &a);
+}
+
+static workflow *find_wf(sg_scheduler *s, uint32_t id) {
+  for (size_t i = 0; i < s->nwf; i++)
+    if (s->wf[i].id == id)
+      return &s->wf[i];
+  return NULL;
+}
+
+static workflow *add_wf(sg_scheduler *s, uint32_t id, uint32_t iteration) {
+  if (s->nwf == s->capwf) {
+    s->capwf = s->capwf ? s->capwf * 2 : 8;
+    s->wf = sg_realloc(s->wf, s->capwf * sizeof *s->wf);
+  }
+  workflow *w = &s->wf[s->nwf++];
+  memset(w, 0, sizeof *w);
+  w->id = id;
+  w->iteration = iteration;
+  return w;
+}
+
+static int live_devices(const sg_scheduler *s) {
+  int n = 0;
+  for (int d = 0; d < s->o.devices; d++)
+    n += s->dev[d].state != SG_DEVICE_DEAD;
+  return n;
+}
+
+/* Busy time of device d up to now. */
+static void account(sg_scheduler *s, int d) {
+  device *dv = &s->dev[d];
+  if (dv->state == SG_DEVICE_BUSY) {
+    req *r = get_req(s, dv->req);
+    assert(r != NULL && r->state == SG_REQ_RUNNING && r->device == d);
+    assert(s->now >= dv->accounted_until);
+    s->st.busy_us[r->r.phase] += s->now - dv->accounted_until;
+  }
+  dv->accounted_until = s->now;
+}
+
+static void set_now(sg_scheduler *s, int64_t now_us) {
+  assert(now_us >= s->now); /* time never runs backwards */
+  s->now = now_us;
+}
+
+static void sample_peaks(sg_scheduler *s) {
+  for (int p = 0; p < SG_PHASE__COUNT; p++)
+    if (s->waiting[p] > s->st.peak_queued[p])
+      s->st.peak_queued[p] = s->waiting[p];
+}
+
+int sg_scheduler_split(int g, size_t lv, size_t lp) {
+  assert(g >= 1);
+  if (g == 1)
+    return 0; /* one device: shared by both parts */
+  long long prof;
+  if (lv == 0 && lp == 0) {
+    prof = g / 2; /* even split; validation gets the odd device */
+  } else {
+    /* round(G*Lp/(Lv+Lp)), half up, in integers: floor((2*G*Lp + L)/(2L)) */
+    unsigned long long L = (unsigned long long)lv + lp;
+    prof = (long long)((2ull * (unsigned long long)g * lp + L) / (2ull * L));
+  }
+  if (prof < 1)
+    prof = 1;
+  if (prof > g - 1)
+    prof = g - 1;
+  return (int)prof;
+}
+
+/* Gives the live devices parts so that `target` of them profile, moving as
+ * few as possible and idle ones first (a busy one switches after its run). */
+static void assign_parts(sg_scheduler *s) {
+  int g = live_devices(s);
+  if (g == 0)
+    return;
+  if (g == 1) {
+    for (int d = 0; d < s->o.devices; d++)
+      if (s->dev[d].state != SG_DEVICE_DEAD)
+        s->dev[d].part = PART_SHARED;
+    return;
+  }
+  if (s->prof_target < 1)
+    s->prof_target = 1;
+  if (s->prof_target > g - 1)
+    s->prof_target = g - 1;
+  /* A device leaving shared mode (a device came back or g grew) needs a part:
+   * give it validation first; the balancing below fixes the counts. */
+  int prof = 0;
+  for (int d = 0; d < s->o.devices; d++) {
+    device *dv = &s->dev[d];
+    if (dv->state == SG_DEVICE_DEAD)
+      continue;
+    if (dv->part == PART_SHARED)
+      dv->part = SG_PHASE_VALIDATE;
+    prof += dv->part == SG_PHASE_PROFILE;
+  }
+  /* Two passes: idle devices first, then busy ones; highest index first for
+   * profiling->validation, lowest first the other way (deterministic). */
+  for (int pass = 0; pass < 2 && prof != s->prof_target; pass++) {
+    sg_device_state want = pass == 0 ? SG_DEVICE_IDLE : SG_DEVICE_BUSY;
+    if (prof > s->prof_target) {
+      for (int d = s->o.devices - 1; d >= 0 && prof > s->prof_target; d--)
+        if (s->dev[d].state == want && s->dev[d].part == SG_PHASE_PROFILE) {
+          s->dev[d].part = SG_PHASE_VALIDATE;
+          prof--;
+        }
+    } else {
+      for (int d = 0; d < s->o.devices && prof < s->prof_target; d++)
+        if (s->dev[d].state == want && s->dev[d].part == SG_PHASE_VALIDATE) {
+          s->dev[d].part = SG_PHASE_PROFILE;
+          prof++;
+        }
+    }
+  }
+  assert(prof == s->prof_target);
+}
+
+static void part_counts(const sg_scheduler *s, int *nv, int *np) {
+  *nv = *np = 0;
+  for (int d = 0; d < s->o.devices; d++) {
+    const device *dv = &s->dev[d];
+    if (dv->state == SG_DEVICE_DEAD)
+      continue;
+    if (dv->part == PART_SHARED) {
+      (*nv)++;
+      (*np)++;
+    } else if (dv->part == SG_PHASE_PROFILE) {
+      (*np)++;
+    } else {
+      (*nv)++;
+    }
+  }
+}
+
+static void emit_resplit(sg_scheduler *s, sg_sched_actions *out) {
+  sg_sched_action a;
+  memset(&a, 0, sizeof a);
+  a.type = SG_SACT_RESPLIT;
+  a.device = -1;
+  part_counts(s, &a.validate_devices, &a.profile_devices);
+  emit(out, &a);
+}
+
+/* The next request of one queue: round-robin across workflows, then LIFO or
+ * FIFO within the workflow's queue. Dead entries at the ends are dropped. */
+static req *pick(sg_scheduler *s, int stage, sg_phase phase) {
+  sg_req_state want = stage == STAGE_COMPILE ? SG_REQ_COMPILE_WAIT
+                                             : SG_REQ_DEVICE_WAIT;
+  bool lifo = phase == SG_PHASE_VALIDATE && s->o.validate_lifo;
+  size_t nwf = s->nwf;
+  for (size_t k = 0; k < nwf; k++) {
+    size_t i = (s->rr[stage][phase] + k) % nwf;
+    deque *q = &s->wf[i].q[stage][phase];
+    while (dq_len(q) > 0) {
+      sg_req_id id = lifo ? q->v[q->tail - 1] : q->v[q->head];
+      if (lifo)
+        q->tail--;
+      else
+        q->head++;
+      req *r = get_req(s, id);
+      assert(r != NULL);
+      if (r->state != want)
+        continue; /* aborted or failed while queued */
+      s->rr[stage][phase] = (i + 1) % nwf;
+      return r;
+    }
+  }
+  return NULL;
+}
+
+static void enqueue(sg_scheduler *s, req *r, int stage, bool front) {
+  workflow *w = find_wf(s, r->r.workflow);
+  assert(w != NULL);
+  deque *q = &w->q[stage][r->r.phase];
+  /* "front" means "served next": the back for a LIFO queue. */
+  bool lifo = r->r.phase == SG_PHASE_VALIDATE && s->o.validate_lifo;
+  if (front && !lifo)
+    dq_push_front(q, r->id);
+  else
+    dq_push_back(q, r->id);
+}
+
+static void fail_req(sg_scheduler *s, req *r, sg_sched_actions *out) {
+  req_set_state(s, r, SG_REQ_FAILED);
+  s->st.failed++;
+  emit_req(out, SG_SACT_FAIL, r, -1, false);
+}
+
+/* With no device left in service nothing waiting for one can ever run. */
+static void fail_stranded(sg_scheduler *s, sg_sched_actions *out) {
+  if (live_devices(s) > 0)
+    return;
+  for (size_t i = 0; i < s->nreqs; i++)
+    if (s->reqs[i].state == SG_REQ_DEVICE_WAIT)
+      fail_req(s, &s->reqs[i], out);
+}
+
+static void start_on_device(sg_scheduler *s, int d, req *r,
+                            sg_sched_actions *out) {
+  device *dv = &s->dev[d];
+  assert(dv->state == SG_DEVICE_IDLE && dv->req == 0);
+  workflow *w = find_wf(s, r->r.workflow);
+  assert(w != NULL && !w->done && r->r.iteration == w->iteration);
+  device_set_state(s, d, SG_DEVICE_BUSY);
+  dv->req = r->id;
+  dv->accounted_until = s->now;
+  r->device = d;
+  req_set_state(s, r, SG_REQ_RUNNING);
+  s->st.started[r->r.phase]++;
+  emit_req(out, SG_SACT_START_DEVICE, r, d, false);
+}
+
+/* Fills free compile slots and idle devices. */
+static void dispatch(sg_scheduler *s, sg_sched_actions *out) {
+  sample_peaks(s);
+  for (int slot = 0; slot < s->o.compile_slots; slot++) {
+    if (s->slots[slot] != 0)
+      continue;
+    req *r = pick(s, STAGE_COMPILE, SG_PHASE_PROFILE);
+    if (r == NULL)
+      r = pick(s, STAGE_COMPILE, SG_PHASE_VALIDATE);
+    if (r == NULL)
+      break;
+    s->slots[slot] = r->id;
+    r->slot = slot;
+    req_set_state(s, r, SG_REQ_COMPILING);
+    emit_req(out, SG_SACT_START_COMPILE, r, -1, false);
+  }
+  for (int d = 0; d < s->o.devices; d++) {
+    device *dv = &s->dev[d];
+    if (dv->state != SG_DEVICE_IDLE)
+      continue;
+    req *r;
+    if (dv->part == PART_SHARED) {
+      r = pick(s, STAGE_DEVICE, SG_PHASE_PROFILE);
+      if (r == NULL)
+        r = pick(s, STAGE_DEVICE, SG_PHASE_VALIDATE);
+    } else {
+      r = pick(s, STAGE_DEVICE, (sg_phase)dv->part);
+    }
+    if (r != NULL)
+      start_on_device(s, d, r, out);
+  }
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+int sg_scheduler_new(const sg_sched_opts *opts, sg_scheduler **out,
+                     sg_err *err) {
+  *out = NULL;
+  if (opts->devices < 1 || opts->devices > 4096)
+    return sg_err_set(err, SG_EINVAL, "scheduler: devices must be 1..4096, "
+                      "got %d", opts->devices);
+  if (opts->compile_slots < 1 || opts->compile_slots > 4096)
+    return sg_err_set(err, SG_EINVAL, "scheduler: compile_slots must be "
+                      "1..4096, got %d", opts->compile_slots);
+  if (opts->static_profile_devices != -1 &&
+      (opts->static_profile_devices < 0 ||
+       (opts->devices >= 2 && (opts->static_profile_devices < 1 ||
+                               opts->static_profile_devices >=
+                                   opts->devices))))
+    return sg_err_set(err, SG_EINVAL, "scheduler: static_profile_devices "
+                      "must be -1 or 1..devices-1, got %d",
+                      opts->static_profile_devices);
+  if (opts->max_infra_failures < 1)
+    return sg_err_set(err, SG_EINVAL, "scheduler: max_infra_failures must be "
+                      ">= 1, got %d", opts->max_infra_failures);
+  if (opts->max_retries < 0)
+    return sg_err_set(err, SG_EINVAL, "scheduler: max_retries must be >= 0, "
+                      "got %d", opts->max_retries);
+  if (opts->max_queued < 1)
+    return sg_err_set(err, SG_EINVAL, "scheduler: max_queued must be >= 1");
+  sg_scheduler *s = sg_calloc(1, sizeof *s);
+  s->o = *opts;
+  s->dev = sg_calloc((size_t)opts->devices, sizeof *s->dev);
+  s->slots = sg_calloc((size_t)opts->compile_slots, sizeof *s->slots);
+  for (int d = 0; d < opts->devices; d++)
+    s->dev[d].part = SG_PHASE_VALIDATE;
+  s->prof_target = opts->static_profile_devices >= 0
+                       ? opts->static_profile_devices
+                       : sg_scheduler_split(opts->devices, 0, 0);
+  assign_parts(s);
+  *out = s;
+  return 0;
+}
+
+void sg_scheduler_free(sg_scheduler *s) {
+  if (s == NULL)
+    return;
+  for (size_t i = 0; i < s->nwf; i++)
+    for (int st = 0; st < STAGE__COUNT; st++)
+      for (int p = 0; p < SG_PHASE__COUNT; p++)
+        dq_free(&s->wf[i].q[st][p]);
+  free(s->wf);
+  free(s->reqs);
+  free(s->dev);
+  free(s->slots);
+  free(s);
+}
+
+int sg_scheduler_submit(sg_scheduler *s, const sg_sched_request *rq,
+                        int64_t now_us, sg_req_id *id, sg_sched_actions *out,
+                        sg_err *err) {
+  *id = 0;
+  if ((unsigned)rq->phase >= SG_PHASE__COUNT)
+    return sg_err_set(err, SG_EINVAL, "scheduler: bad phase %d",
+                      (int)rq->phase);
+  set_now(s, now_us);
+  workflow *w = find_wf(s, rq->workflow);
+  if (w == NULL)
+    w = add_wf(s, rq->workflow, rq->iteration);
+  if (w->done)
+    return sg_err_set(err, SG_ESTATE, "scheduler: workflow %u is done",
+                      rq->workflow);
+  if (rq->iteration != w->iteration)
+    return sg_err_set(err, SG_ESTATE,
+                      "scheduler: workflow %u: submit for iteration %u, "
+                      "current is %u",
+                      rq->workflow, rq->iteration, w->iteration);
+  if (s->live >= s->o.max_queued)
+    return sg_err_set(err, SG_EFULL, "scheduler: %zu requests live (cap)",
+                      s->live);
+  if (s->nreqs == s->capreqs) {
+    s->capreqs = s->capreqs ? s->capreqs * 2 : 64;
+    s->reqs = sg_realloc(s->reqs, s->capreqs * sizeof *s->reqs);
+  }
+  req *r = &s->reqs[s->nreqs++];
+  memset(r, 0, sizeof *r);
+  r->id = (sg_req_id)s->nreqs;
+  r->r = *rq;
+  r->device = -1;
+  r->slot = -1;
+  r->state = rq->needs_compile ? SG_REQ_COMPILE_WAIT : SG_REQ_DEVICE_WAIT;
+  s->live++;
+  s->waiting[rq->phase]++;
+  *id = r->id;
+  if (!rq->needs_compile && live_devices(s) == 0) {
+    fail_req(s, r, out);
+    return 0;
+  }
+  enqueue(s, r, rq->needs_compile ? STAGE_COMPILE : STAGE_DEVICE, false);
+  dispatch(s, out);
+  return 0;
+}
+
+int sg_scheduler_compiled(sg_scheduler *s, sg_req_id id, bool ok,
+                          int64_t now_us, sg_sched_actions *out, sg_err *err) {
+  req *r = get_req(s, id);
+  if (r == NULL)
+    return sg_err_set(err, SG_ENOENT, "scheduler: no request %llu",
+                      (unsigned long long)id);
+  if (r->state != SG_REQ_COMPILING)
+    return sg_err_set(err, SG_ESTATE, "scheduler: request %llu is %s, not "
+                      "compiling", (unsigned long long)id,
+                      sg_req_state_name(r->state));
+  set_now(s, now_us);
+  assert(s->slots[r->slot] == id);
+  s->slots[r->slot] = 0;
+  r->slot = -1;
+  if (!ok) {
+    req_set_state(s, r, SG_REQ_DONE);
+    s->st.completed[r->r.phase]++;
+  } else if (live_devices(s) == 0) {
+    req_set_state(s, r, SG_REQ_DEVICE_WAIT);
+    fail_req(s, r, out);
+  } else {
+    req_set_state(s, r, SG_REQ_DEVICE_WAIT);
+    enqueue(s, r, STAGE_DEVICE, false);
+  }
+  dispatch(s, out);
+  return 0;
+}
+
+int sg_scheduler_device_done(sg_scheduler *s, sg_req_id id, bool infra_failure,
+                             int64_t now_us, sg_sched_actions *out,
+                             sg_err *err) {
+  req *r = get_req(s, id);
+  if (r == NULL)
+    return sg_err_set(err, SG_ENOENT, "scheduler: no request %llu",
+                      (unsigned long long)id);
+  if (r->state != SG_REQ_RUNNING)
+    return sg_err_set(err, SG_ESTATE, "scheduler: request %llu is %s, not "
+                      "running", (unsigned long long)id,
+                      sg_req_state_name(r->state));
+  set_now(s, now_us);
+  int d = r->device;
+  device *dv = &s->dev[d];
+  assert(dv->state == SG_DEVICE_BUSY && dv->req == id);
+  account(s, d);
+  dv->req = 0;
+  r->device = -1;
+  device_set_state(s, d, SG_DEVICE_IDLE);
+  if (!infra_failure) {
+    dv->failures = 0;
+    req_set_state(s, r, SG_REQ_DONE);
+    s->st.completed[r->r.phase]++;
+    dispatch(s, out);
+    return 0;
+  }
+  s->st.infra_failures++;
+  if (++dv->failures >= s->o.max_infra_failures) {
+    device_set_state(s, d, SG_DEVICE_DEAD);
+    s->st.dead_devices++;
+    sg_sched_action a;
+    memset(&a, 0, sizeof a);
+    a.type = SG_SACT_DEVICE_DEAD;
+    a.device = d;
+    emit(out, &a);
+    assign_parts(s);
+    if (live_devices(s) > 0)
+      emit_resplit(s, out);
+  }
+  req_set_state(s, r, SG_REQ_DEVICE_WAIT);
+  if (++r->retries > s->o.max_retries || live_devices(s) == 0) {
+    fail_req(s, r, out);
+  } else {
+    enqueue(s, r, STAGE_DEVICE, true); /* retried next: it waited already */
+  }
+  fail_stranded(s, out);
+  dispatch(s, out);
+  return 0;
+}
+
+static void abort_one(sg_scheduler *s, req *r, sg_sched_actions *out) {
+  int device = -1;
+  bool was_compiling = false;
+  if (r->state == SG_REQ_RUNNING) {
+    device = r->device;
+    account(s, device);
+    s->dev[device].req = 0;
+    device_set_state(s, device, SG_DEVICE_IDLE);
+    r->device = -1;
+  } else if (r->state == SG_REQ_COMPILING) {
+    was_compiling = true;
+    s->slots[r->slot] = 0;
+    r->slot = -1;
+  }
+  req_set_state(s, r, SG_REQ_ABORTED);
+  s->st.aborted++;
+  emit_req(out, SG_SACT_ABORT, r, device, was_compiling);
+}
+
+/* Aborts every live request of w: running ones (by device), compiling ones
+ * (by slot), then queued ones, each queue oldest first. Cost: the devices,
+ * the slots and w's own queues, never the whole request table. */
+static void abort_workflow(sg_scheduler *s, workflow *w,
+                           sg_sched_actions *out) {
+  for (int d = 0; d < s->o.devices; d++) {
+    req *r = get_req(s, s->dev[d].req);
+    if (r != NULL && r->r.workflow == w->id)
+      abort_one(s, r, out);
+  }
+  for (int i = 0; i < s->o.compile_slots; i++) {
+    req *r = get_req(s, s->slots[i]);
+    if (r != NULL && r->r.workflow == w->id)
+      abort_one(s, r, out);
+  }
+  for (int st = 0; st < STAGE__COUNT; st++)
+    for (int p = 0; p < SG_PHASE__COUNT; p++) {
+      deque *q = &w->q[st][p];
+      for (size_t i = q->head; i < q->tail; i++) {
+        req *r = get_req(s, q->v[i]);
+        if (r->state == (st == STAGE_COMPILE ? SG_REQ_COMPILE_WAIT
+                                             : SG_REQ_DEVICE_WAIT))
+          abort_one(s, r, out);
+      }
+      q->head = q->tail = 0;
+    }
+}
+
+int sg_scheduler_iteration_boundary(sg_scheduler *s, uint32_t workflow_id,
+                                    uint32_t next_iteration, int64_t now_us,
+                                    sg_sched_actions *out, sg_err *err) {
+  set_now(s, now_us);
+  workflow *w = find_wf(s, workflow_id);
+  bool fresh = w == NULL;
+  if (fresh)
+    w = add_wf(s, workflow_id, next_iteration);
+  if (w->done)
+    return sg_err_set(err, SG_ESTATE, "scheduler: workflow %u is done",
+                      workflow_id);
+  if (!fresh && next_iteration <= w->iteration)
+    return sg_err_set(err, SG_ESTATE,
+                      "scheduler: workflow %u: boundary to iteration %u, "
+                      "current is %u",
+                      workflow_id, next_iteration, w->iteration);
+  sample_peaks(s);
+  abort_workflow(s, w, out);
+  w->iteration = next_iteration;
+  /* Algorithm 2: re-split from the peak queue lengths since the last one. */
+  if (s->o.elastic) {
+    int g = live_devices(s);
+    if (g >= 2) {
+      int target = sg_scheduler_split(g, s->st.peak_queued[SG_PHASE_VALIDATE],
+                                      s->st.peak_queued[SG_PHASE_PROFILE]);
+      s->st.resplits++;
+      if (target != s->prof_target) {
+        s->prof_target = target;
+        assign_parts(s);
+        emit_resplit(s, out);
+      }
+    }
+    for (int p = 0; p < SG_PHASE__COUNT; p++)
+      s->st.peak_queued[p] = s->waiting[p];
+  }
+  dispatch(s, out);
+  return 0;
+}
+
+int sg_scheduler_workflow_done(sg_scheduler *s, uint32_t workflow_id,
+                               int64_t now_us, sg_sched_actions *out,
+                               sg_err *err) {
+  set_now(s, now_us);
+  workflow *w = find_wf(s, workflow_id);
+  if (w == NULL)
+    return sg_err_set(err, SG_ENOENT, "scheduler: no workflow %u",
+                      workflow_id);
+  if (w->done)
+    return 0;
+  abort_workflow(s, w, out);
+  w->done = true;
+  dispatch(s, out);
+  return 0;
+}
+
+void sg_scheduler_tick(sg_scheduler *s, int64_t now_us,
+                       sg_sched_actions *out) {
+  (void)out;
+  set_now(s, now_us);
+  for (int d = 0; d < s->o.devices; d++)
+    account(s, d);
+}
+
+void sg_scheduler_capacity(const sg_scheduler *s, sg_sched_capacity *c) {
+  memset(c, 0, sizeof *c);
+  part_counts(s, &c->validate_devices, &c->profile_devices);
+  c->queued_validate = (int)s->waiting[SG_PHASE_VALIDATE];
+  c->queued_profile = (int)s->waiting[SG_PHASE_PROFILE];
+  long lv = (long)s->waiting[SG_PHASE_VALIDATE] +
+            (long)s->running[SG_PHASE_VALIDATE];
+  long lp = (long)s->waiting[SG_PHASE_PROFILE] +
+            (long)s->running[SG_PHASE_PROFILE];
+  long fv, fp;
+  if (live_devices(s) == 1) {
+    fv = fp = 1 - (lv + lp); /* one shared device */
+  } else {
+    fv = c->validate_devices - lv;
+    fp = c->profile_devices - lp;
+  }
+  c->free_validate = fv > 0 ? (int)fv : 0;
+  c->free_profile = fp > 0 ? (int)fp : 0;
+}
+
+void sg_scheduler_stats(const sg_scheduler *s, sg_sched_stats *st) {
+  *st = s->st;
+}
+
+int sg_scheduler_devices(const sg_scheduler *s) { return s->o.devices; }
+
+sg_device_state sg_scheduler_device_state(const sg_scheduler *s, int device) {
+  assert(device >= 0 && device < s->o.devices);
+  return s->dev[device].state;
+}
+
+sg_req_id sg_scheduler_device_request(const sg_scheduler *s, int device) {
+  assert(device >= 0 && device < s->o.devices);
+  return s->dev[device].req;
+}
+
+sg_phase sg_scheduler_device_part(const sg_scheduler *s, int device) {
+  assert(device >= 0 && device < s->o.devices);
+  return (sg_phase)s->dev[device].part;
+}
+
+int sg_scheduler_request_state(const sg_scheduler *s, sg_req_id id,
+                               sg_req_state *state) {
+  const req *r = get_req(s, id);
+  if (r == NULL)
+    return SG_ENOENT;
+  *state = r->state;
+  return 0;
+}
