@@ -1,0 +1,75 @@
+/* sg_cuda_check.h: the pure pieces of the cuda evaluator, testable without a
+ * GPU: drawing inputs from a task's init specs, comparing outputs element by
+ * element, statistics of timings, the candidate rules (what is forbidden in a
+ * candidate's source) and the launcher shim that adapts a candidate's entry
+ * function to one calling convention.
+ */
+#ifndef SG_CUDA_CHECK_H
+#define SG_CUDA_CHECK_H
+
+#include "common/sg_buf.h"
+#include "common/sg_error.h"
+#include "eval/sg_task.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* xoshiro256** seeded by splitmix64: the same seed gives the same inputs on
+ * every machine. */
+typedef struct sg_cuda_rng {
+  uint64_t s[4];
+} sg_cuda_rng;
+
+void sg_cuda_rng_seed(sg_cuda_rng *r, uint64_t seed);
+uint64_t sg_cuda_rng_next(sg_cuda_rng *r);
+/* Uniform in [0, 1). */
+double sg_cuda_rng_uniform(sg_cuda_rng *r);
+/* Standard normal (Box-Muller). */
+double sg_cuda_rng_normal(sg_cuda_rng *r);
+
+/* Fills host memory (numel elements of a->dtype) with values drawn per
+ * a->init, then applies its structure (symmetric, upper, lower, diagonal) to
+ * every trailing square matrix. */
+void sg_cuda_fill_input(const sg_task_arg *a, void *host, sg_cuda_rng *r);
+
+/* The outcome of comparing a candidate's output with the reference's. */
+typedef struct sg_cuda_cmp {
+  int64_t n;             /* elements compared */
+  int64_t bad;           /* elements outside atol + rtol * |ref| */
+  int64_t unwritten;     /* NaN in the candidate where the reference has none:
+                            most likely never written (outputs are poisoned) */
+  int64_t first_bad;     /* flat index of the first bad element, -1 if none */
+  double first_ref, first_cand;
+  double max_abs, max_rel;
+} sg_cuda_cmp;
+
+/* Compares n elements of dtype; NaN in the candidate never passes unless the
+ * reference is NaN there too. */
+void sg_cuda_compare(sg_dtype dtype, const void *ref, const void *cand,
+                     int64_t n, double atol, double rtol, sg_cuda_cmp *out);
+
+/* "[12, 3]" for a flat index into shape; into buf of size len. */
+const char *sg_cuda_index_str(const sg_task_arg *a, int64_t flat, char *buf,
+                              size_t len);
+
+/* Median and mean of n values (sorts v in place). */
+double sg_cuda_median(double *v, size_t n);
+double sg_cuda_mean(const double *v, size_t n);
+
+/* The candidate rules: returns true when the source (comments removed)
+ * uses something forbidden, with the rule broken in why (size len). Forbidden:
+ * vendor libraries that do the work (cuBLAS, cuBLASLt, cuDNN, cuSPARSE,
+ * cuSOLVER, cuFFT, CUTLASS), loading code at run time (dlopen, dlsym), and
+ * starting processes (system, popen, fork, exec*). */
+bool sg_cuda_source_forbidden(const char *src, size_t len, char *why,
+                              size_t why_len);
+
+/* Writes into out the launcher shim for task: a CUDA C++ file that includes
+ * the candidate (include_name) and defines
+ *   extern "C" void sg_launch(void **args)
+ * calling the task's entry with each argument cast to its declared type
+ * (inputs and outputs as device pointers, scalars by value). */
+void sg_cuda_shim(const sg_task *task, const char *include_name, sg_buf *out);
+
+#endif

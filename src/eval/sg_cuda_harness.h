@@ -1,0 +1,40 @@
+/* sg_cuda_harness.h: the device side of the cuda evaluator.
+ *
+ * Runs inside a sandboxed child process (specgen-cuda-run), never inside
+ * specgen itself: it creates the CUDA context, loads the compiled reference
+ * and candidate (shared objects exporting sg_launch, see sg_cuda_shim), checks
+ * the candidate on fresh random inputs and times both. The outcome is a JSON
+ * object (keys: docs/gpu.md) that the parent turns into an sg_eval_result;
+ * only that object crosses the process boundary.
+ */
+#ifndef SG_CUDA_HARNESS_H
+#define SG_CUDA_HARNESS_H
+
+#include "eval/sg_task.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum sg_cuda_mode {
+  SG_CUDA_MODE_VALIDATE,  /* correctness, then timing against the reference */
+  SG_CUDA_MODE_PROFILE,   /* one warm-up, then one call between
+                             cuProfilerStart/Stop, for ncu */
+} sg_cuda_mode;
+
+typedef struct sg_cuda_harness_cfg {
+  const sg_task *task;
+  const char *cand_so;
+  const char *ref_so;      /* NULL in profile mode */
+  sg_cuda_mode mode;
+  int device;              /* ordinal */
+  int trials, warmup, timed;
+  uint64_t seed;
+  bool strict;             /* atol and rtol divided by 10 */
+} sg_cuda_harness_cfg;
+
+/* Runs and returns the outcome object (status, message, timings, errors);
+ * never NULL. The caller owns it. */
+json_t *sg_cuda_harness_run(const sg_cuda_harness_cfg *cfg);
+
+#endif

@@ -1,0 +1,603 @@
+/* sg_eval_cuda.c: the cuda evaluator (see sg_eval_cuda.h and docs/gpu.md).
+ *
+ * The candidate is CUDA C++ that defines the task's entry function, a host
+ * function taking device pointers and launching its kernels on the default
+ * stream. specgen never links CUDA: nvcc builds the candidate (plus a shim
+ * exporting sg_launch) into a shared object, and the device stage runs in a
+ * separate program, specgen-cuda-run, under the sandbox: a candidate that
+ * crashes, hangs or corrupts its context takes only that child with it.
+ */
+#include "eval/sg_eval_cuda.h"
+
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_clock.h"
+#include "common/sg_file.h"
+#include "eval/sg_cuda_check.h"
+#include "eval/sg_ncu.h"
+#include "eval/sg_sandbox.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SOURCE_MAX_BYTES (1u << 20)
+#define MESSAGE_MAX_BYTES 4000
+
+/* ---- finding programs ----------------------------------------------------- */
+
+static bool executable_file(const char *p) {
+  struct stat st;
+  return p && stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+static char *in_path(const char *name) {
+  const char *path = getenv("PATH");
+  if (!path)
+    return NULL;
+  const char *p = path;
+  while (*p) {
+    const char *colon = strchr(p, ':');
+    size_t len = colon ? (size_t)(colon - p) : strlen(p);
+    if (len) {
+      char *c = sg_asprintf("%.*s/%s", (int)len, p, name);
+      if (executable_file(c))
+        return c;
+      free(c);
+    }
+    if (!colon)
+      break;
+    p = colon + 1;
+  }
+  return NULL;
+}
+
+static char *find_program(const char *env, const char *name,
+                          const char *const *fallbacks) {
+  const char *e = getenv(env);
+  if (e && *e)
+    return executable_file(e) ? sg_strdup(e) : NULL;
+  char *p = in_path(name);
+  if (p)
+    return p;
+  for (; fallbacks && *fallbacks; fallbacks++)
+    if (executable_file(*fallbacks))
+      return sg_strdup(*fallbacks);
+  return NULL;
+}
+
+char *sg_eval_cuda_find_nvcc(void) {
+  const char *cuda_home = getenv("CUDA_HOME");
+  char *home_nvcc = cuda_home ? sg_asprintf("%s/bin/nvcc", cuda_home) : NULL;
+  const char *const fb[] = {home_nvcc ? home_nvcc : "/usr/local/cuda/bin/nvcc",
+                            "/usr/local/cuda/bin/nvcc", NULL};
+  char *r = find_program("SPECGEN_NVCC", "nvcc", fb);
+  free(home_nvcc);
+  return r;
+}
+
+char *sg_eval_cuda_find_ncu(void) {
+  const char *const fb[] = {"/usr/local/cuda/bin/ncu", NULL};
+  return find_program("SPECGEN_NCU", "ncu", fb);
+}
+
+/* The runner sits next to the running program once installed
+ * (libexec/specgen beside bin), or in the build tree's tests/gpu. */
+char *sg_eval_cuda_find_runner(void) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  char *c1 = NULL, *c2 = NULL, *c3 = NULL, *c4 = NULL;
+  if (n > 0) {
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash)
+      *slash = 0;
+    c1 = sg_asprintf("%s/specgen-cuda-run", self);
+    c2 = sg_asprintf("%s/../libexec/specgen/specgen-cuda-run", self);
+    c3 = sg_asprintf("%s/../../tests/gpu/specgen-cuda-run", self);
+    c4 = sg_asprintf("%s/../gpu/specgen-cuda-run", self);
+  }
+  const char *const fb[] = {c1 ? c1 : "", c2 ? c2 : "", c3 ? c3 : "",
+                            c4 ? c4 : "", NULL};
+  char *r = find_program("SPECGEN_CUDA_RUNNER", "specgen-cuda-run", fb);
+  free(c1);
+  free(c2);
+  free(c3);
+  free(c4);
+  return r;
+}
+
+const char *sg_eval_cuda_arch(void) {
+  const char *a = getenv("SPECGEN_CUDA_ARCH");
+  return a && *a ? a : "sm_90";
+}
+
+int sg_eval_cuda_parse_device(const char *device, int *ordinal, sg_err *err) {
+  *ordinal = 0;
+  if (!device || !*device)
+    return 0;
+  char *end = NULL;
+  if (strncmp(device, "cuda:", 5) != 0 || !device[5])
+    return sg_err_set(err, SG_EINVAL, "device \"%s\": expected cuda:N", device);
+  long v = strtol(device + 5, &end, 10);
+  if (*end || v < 0 || v > 1024)
+    return sg_err_set(err, SG_EINVAL, "device \"%s\": expected cuda:N", device);
+  *ordinal = (int)v;
+  return 0;
+}
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static void set_message(sg_eval_result *r, const char *msg) {
+  free(r->message);
+  r->message = sg_strndup(msg, strnlen(msg, MESSAGE_MAX_BYTES));
+}
+
+/* Replaces every occurrence of dir/ in text by nothing: compiler messages
+ * then name candidate.cu, not a scratch path. */
+static char *strip_dir(const char *text, const char *dir) {
+  char *pre = sg_asprintf("%s/", dir);
+  size_t pl = strlen(pre);
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  const char *p = text;
+  for (const char *q; (q = strstr(p, pre)); p = q + pl)
+    sg_buf_append(&b, p, (size_t)(q - p));
+  sg_buf_puts(&b, p);
+  free(pre);
+  return sg_buf_steal(&b);
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+static char *make_work_dir(const sg_eval_opts *opts, sg_err *err) {
+  const char *root = opts && opts->work_dir ? opts->work_dir : getenv("TMPDIR");
+  if (!root || !*root)
+    root = "/tmp";
+  if (sg_mkdir_p(root, err))
+    return NULL;
+  char *tmpl = sg_asprintf("%s/specgen-cuda-XXXXXX", root);
+  if (!mkdtemp(tmpl)) {
+    sg_err_set(err, SG_EIO, "%s: cannot create a scratch directory: %s", root,
+               strerror(errno));
+    free(tmpl);
+    return NULL;
+  }
+  return tmpl;
+}
+
+/* nvcc, sandboxed and timed. *ok says whether it succeeded; *log is its
+ * stderr and stdout (owned). Returns negative only when nvcc could not be
+ * started. */
+static int run_nvcc(const char *nvcc, const char *work_dir, const char *src,
+                    const char *out_so, bool reference, double timeout_s,
+                    bool *ok, char **log, sg_err *err) {
+  char arch[64];
+  snprintf(arch, sizeof arch, "-arch=%s", sg_eval_cuda_arch());
+  /* The reference links cuBLAS from the toolkit that compiles it; its rpath
+   * lets the loader find it where LD_LIBRARY_PATH does not say. */
+  char *nvcc_dir = sg_strdup(nvcc);
+  char *slash = strrchr(nvcc_dir, '/');
+  if (slash)
+    *slash = 0;
+  char *rpath = sg_asprintf("-Xlinker=-rpath,%s/../lib64:%s/../lib", nvcc_dir,
+                            nvcc_dir);
+  char *libdir = sg_asprintf("-L%s/../lib64", nvcc_dir);
+  char *argv[24];
+  int k = 0;
+  argv[k++] = (char *)nvcc;
+  argv[k++] = "-O3";
+  argv[k++] = "-std=c++17";
+  argv[k++] = arch;
+  argv[k++] = "-lineinfo";
+  argv[k++] = "-shared";
+  argv[k++] = "-Xcompiler=-fPIC";
+  argv[k++] = "-o";
+  argv[k++] = (char *)out_so;
+  argv[k++] = (char *)src;
+  if (reference) {
+    argv[k++] = libdir;
+    argv[k++] = "-lcublas";
+    argv[k++] = rpath;
+  }
+  argv[k] = NULL;
+  sg_sandbox_limits lim;
+  sg_sandbox_limits_default(&lim);
+  lim.wall_s = timeout_s > 0 ? timeout_s : 120;
+  lim.cpu_s = 0;
+  lim.address_space_bytes = 0;
+  lim.file_size_bytes = UINT64_C(1) << 30;
+  lim.max_processes = 0;
+  lim.forbid_spawn = false; /* nvcc runs cicc, ptxas, the host compiler */
+  lim.isolate_network = false;
+  lim.work_dir = work_dir;
+  lim.output_cap_bytes = 256 * 1024;
+  sg_sandbox_outcome o;
+  int rc = sg_sandbox_exec(&lim, argv, &o, err);
+  free(nvcc_dir);
+  free(rpath);
+  free(libdir);
+  if (rc)
+    return rc;
+  *ok = o.end == SG_SANDBOX_EXITED && o.exit_code == 0;
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  if (o.end == SG_SANDBOX_TIMED_OUT)
+    sg_buf_printf(&b, "nvcc did not finish within %.0f s\n", lim.wall_s);
+  else if (o.end == SG_SANDBOX_SIGNALED)
+    sg_buf_printf(&b, "nvcc was killed by signal %d\n", o.signal);
+  sg_buf_puts(&b, o.err ? o.err : "");
+  sg_buf_puts(&b, o.out ? o.out : "");
+  *log = sg_buf_steal(&b);
+  sg_sandbox_outcome_free(&o);
+  return 0;
+}
+
+static int write_shim(const sg_task *task, const char *dir, const char *include,
+                      const char *name, char **path, sg_err *err) {
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  sg_cuda_shim(task, include, &b);
+  *path = sg_asprintf("%s/%s", dir, name);
+  int rc = sg_file_write(*path, b.data, b.len, err);
+  sg_buf_free(&b);
+  return rc;
+}
+
+/* The reference's shared object, from the cache when an identical build is
+ * there: ${XDG_CACHE_HOME:-$HOME/.cache}/specgen/cuda/ref-<hash>.so, keyed
+ * by the reference's source, the shim, the target and nvcc's path. */
+static int build_reference(const sg_task *task, const char *nvcc,
+                           const char *work_dir, double timeout_s, char **so,
+                           sg_err *err) {
+  char *src = NULL;
+  size_t len = 0;
+  int rc = sg_file_read(task->reference_path, SOURCE_MAX_BYTES, &src, &len, err);
+  if (rc)
+    return rc;
+  sg_buf shim;
+  sg_buf_init(&shim, 0);
+  sg_cuda_shim(task, "reference.cu", &shim);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  h = fnv1a(h, src, len);
+  h = fnv1a(h, shim.data, shim.len);
+  h = fnv1a(h, sg_eval_cuda_arch(), strlen(sg_eval_cuda_arch()));
+  h = fnv1a(h, nvcc, strlen(nvcc));
+  const char *xdg = getenv("XDG_CACHE_HOME");
+  const char *home = getenv("HOME");
+  char *cache = xdg && *xdg ? sg_asprintf("%s/specgen/cuda", xdg)
+                : home && *home ? sg_asprintf("%s/.cache/specgen/cuda", home)
+                                : sg_asprintf("%s/cache", work_dir);
+  *so = sg_asprintf("%s/ref-%016llx.so", cache, (unsigned long long)h);
+  if (access(*so, R_OK) == 0)
+    goto done;
+  char *dir = sg_asprintf("%s/ref", work_dir);
+  char *ref_cu = sg_asprintf("%s/reference.cu", dir);
+  char *shim_cu = sg_asprintf("%s/sg_reference.cu", dir);
+  char *tmp_so = sg_asprintf("%s/ref.so", dir);
+  bool ok = false;
+  char *log = NULL;
+  if (!(rc = sg_mkdir_p(dir, err)) && !(rc = sg_file_write(ref_cu, src, len, err)) &&
+      !(rc = sg_file_write(shim_cu, shim.data, shim.len, err)) &&
+      !(rc = run_nvcc(nvcc, dir, shim_cu, tmp_so, true, timeout_s, &ok, &log, err))) {
+    if (!ok)
+      rc = sg_err_set(err, SG_EIO, "building the reference %s failed: %.1500s",
+                      task->reference_path, log);
+    else if (sg_mkdir_p(cache, err) == 0) {
+      /* Publish atomically: a concurrent build of the same key is harmless. */
+      char *staged = sg_asprintf("%s.%d.tmp", *so, (int)getpid());
+      char *data = NULL;
+      size_t dlen = 0;
+      if (sg_file_read(tmp_so, 256u << 20, &data, &dlen, err) == 0 &&
+          sg_file_write(staged, data, dlen, err) == 0 && rename(staged, *so) == 0) {
+        /* cached */
+      } else {
+        free(*so);
+        *so = sg_strdup(tmp_so);
+      }
+      free(data);
+      free(staged);
+      sg_err_clear(err);
+    } else {
+      free(*so);
+      *so = sg_strdup(tmp_so);
+      sg_err_clear(err);
+    }
+  }
+  free(log);
+  free(dir);
+  free(ref_cu);
+  free(shim_cu);
+  free(tmp_so);
+done:
+  free(cache);
+  free(src);
+  sg_buf_free(&shim);
+  if (rc) {
+    free(*so);
+    *so = NULL;
+  }
+  return rc;
+}
+
+/* ---- compile -------------------------------------------------------------- */
+
+int sg_eval_cuda_compile(const sg_task *task, const char *source, size_t len,
+                         const sg_eval_opts *opts, sg_eval_build *build,
+                         sg_eval_result *r, sg_err *err) {
+  memset(build, 0, sizeof *build);
+  double t0 = sg_clock_now_s();
+  char why[256];
+  if (sg_cuda_source_forbidden(source, len, why, sizeof why)) {
+    r->status = SG_EVAL_REJECTED;
+    char *m = sg_asprintf("rejected: the candidate %s", why);
+    set_message(r, m);
+    free(m);
+    return 0;
+  }
+  char *nvcc = sg_eval_cuda_find_nvcc();
+  if (!nvcc)
+    return sg_err_set(err, SG_EUNSUPPORTED,
+                      "nvcc not found (set SPECGEN_NVCC or CUDA_HOME, or put it "
+                      "in PATH): the cuda evaluator needs the CUDA toolkit");
+  char *dir = make_work_dir(opts, err);
+  if (!dir) {
+    free(nvcc);
+    return err->code ? err->code : SG_EIO;
+  }
+  build->work_dir = dir;
+  build->owns_work_dir = true;
+  double timeout = opts && opts->compile_timeout_s > 0 ? opts->compile_timeout_s : 120;
+  char *cand_cu = sg_asprintf("%s/candidate.cu", dir);
+  char *shim = NULL, *so = sg_asprintf("%s/candidate.so", dir), *log = NULL;
+  bool ok = false;
+  int rc = sg_file_write(cand_cu, source, len, err);
+  if (!rc)
+    rc = write_shim(task, dir, "candidate.cu", "sg_candidate.cu", &shim, err);
+  if (!rc)
+    rc = run_nvcc(nvcc, dir, shim, so, false, timeout, &ok, &log, err);
+  if (!rc && !ok) {
+    r->status = SG_EVAL_COMPILE_ERROR;
+    char *clean = strip_dir(log, dir);
+    set_message(r, clean);
+    free(clean);
+  } else if (!rc) {
+    rc = build_reference(task, nvcc, dir, timeout, &build->reference_artifact, err);
+    if (!rc) {
+      r->status = SG_EVAL_OK;
+      build->artifact = so;
+      so = NULL;
+    }
+  }
+  r->compile_s = sg_clock_now_s() - t0;
+  free(cand_cu);
+  free(shim);
+  free(so);
+  free(log);
+  free(nvcc);
+  return rc;
+}
+
+/* ---- run ------------------------------------------------------------------ */
+
+static double jnum(const json_t *o, const char *k) {
+  const json_t *v = json_object_get(o, k);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The runner's outcome into r. */
+static void take_outcome(const sg_sandbox_outcome *o, double timeout_s,
+                         sg_eval_result *r) {
+  r->network_isolated = o->network_isolated;
+  json_error_t je;
+  json_t *j = o->result_len ? json_loadb(o->result, o->result_len, 0, &je) : NULL;
+  const char *status = j ? json_string_value(json_object_get(j, "status")) : NULL;
+  int st = status ? sg_eval_status_parse(status) : -1;
+  if (o->end == SG_SANDBOX_TIMED_OUT) {
+    r->status = SG_EVAL_TIMEOUT;
+    char *m = sg_asprintf("timeout: the candidate did not finish within %.0f s "
+                          "(the child was killed)", timeout_s);
+    set_message(r, m);
+    free(m);
+  } else if (st >= 0) {
+    r->status = (sg_eval_status)st;
+    const char *msg = json_string_value(json_object_get(j, "message"));
+    set_message(r, msg ? msg : status);
+    r->ref_ms = jnum(j, "ref_ms");
+    r->ref_mean_ms = jnum(j, "ref_mean_ms");
+    r->cand_ms = jnum(j, "cand_ms");
+    r->cand_mean_ms = jnum(j, "cand_mean_ms");
+    r->max_abs_err = jnum(j, "max_abs_err");
+    r->max_rel_err = jnum(j, "max_rel_err");
+    const json_t *fm = json_object_get(j, "first_mismatch");
+    r->first_mismatch = json_is_integer(fm) ? json_integer_value(fm) : -1;
+    if (r->status == SG_EVAL_OK && r->cand_ms > 0)
+      r->speedup = r->ref_ms / r->cand_ms;
+  } else {
+    /* No result: the candidate killed its process (a crash in host code, an
+     * abort in the CUDA runtime) before the runner could answer. */
+    r->status = SG_EVAL_RUNTIME_ERROR;
+    sg_buf b;
+    sg_buf_init(&b, MESSAGE_MAX_BYTES);
+    if (o->end == SG_SANDBOX_SIGNALED)
+      sg_buf_printf(&b, "runtime error: the candidate's process died of signal "
+                        "%d (%s)", o->signal, strsignal(o->signal));
+    else
+      sg_buf_printf(&b, "runtime error: the candidate's process exited with "
+                        "code %d without a result", o->exit_code);
+    if (o->err && *o->err)
+      sg_buf_printf(&b, "; stderr: %.1500s", o->err);
+    set_message(r, sg_buf_str(&b));
+    sg_buf_free(&b);
+  }
+  json_decref(j);
+}
+
+static void runner_limits(const sg_eval_build *build, double wall_s,
+                          sg_sandbox_limits *lim) {
+  sg_sandbox_limits_default(lim);
+  lim->wall_s = wall_s;
+  lim->cpu_s = 0;               /* the wall clock bounds it */
+  lim->address_space_bytes = 0; /* CUDA maps far more than it uses */
+  lim->max_processes = 0;
+  lim->forbid_spawn = false;    /* ncu and the driver start helpers */
+  lim->work_dir = build->work_dir;
+  lim->output_cap_bytes = 1 << 20;
+}
+
+int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
+                     const sg_eval_opts *opts, sg_eval_result *r, sg_err *err) {
+  int dev = 0;
+  int rc = sg_eval_cuda_parse_device(opts ? opts->device : NULL, &dev, err);
+  if (rc)
+    return rc;
+  char *runner = sg_eval_cuda_find_runner();
+  if (!runner)
+    return sg_err_set(err, SG_EUNSUPPORTED,
+                      "specgen-cuda-run not found (set SPECGEN_CUDA_RUNNER)");
+  sg_eval_opts d;
+  sg_eval_opts_default(&d);
+  if (!opts)
+    opts = &d;
+  char sdev[16], strials[16], swarm[16], stimed[16], sseed[32];
+  snprintf(sdev, sizeof sdev, "%d", dev);
+  snprintf(strials, sizeof strials, "%d", opts->correctness_trials > 0 ? opts->correctness_trials : 3);
+  snprintf(swarm, sizeof swarm, "%d", opts->warmup_runs >= 0 ? opts->warmup_runs : 10);
+  snprintf(stimed, sizeof stimed, "%d", opts->timed_runs > 0 ? opts->timed_runs : 40);
+  unsigned long long seed = opts->seed ? opts->seed
+                                       : (unsigned long long)sg_clock_now_us();
+  snprintf(sseed, sizeof sseed, "%llu", seed);
+  char *argv[] = {runner, "--task", task->dir, "--cand", build->artifact,
+                  "--ref", build->reference_artifact, "--device", sdev,
+                  "--trials", strials, "--warmup", swarm, "--timed", stimed,
+                  "--seed", sseed, opts->strict ? "--strict" : NULL, NULL};
+  sg_sandbox_limits lim;
+  double wall = opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
+  runner_limits(build, wall, &lim);
+  sg_sandbox_outcome o;
+  double t0 = sg_clock_now_s();
+  rc = sg_sandbox_exec(&lim, argv, &o, err);
+  free(runner);
+  if (rc)
+    return rc;
+  r->run_s = sg_clock_now_s() - t0;
+  take_outcome(&o, wall, r);
+  sg_sandbox_outcome_free(&o);
+  return 0;
+}
+
+/* ---- profile -------------------------------------------------------------- */
+
+int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
+                         const sg_eval_opts *opts, sg_eval_result *r,
+                         sg_err *err) {
+  int dev = 0;
+  int rc = sg_eval_cuda_parse_device(opts ? opts->device : NULL, &dev, err);
+  if (rc)
+    return rc;
+  char *runner = sg_eval_cuda_find_runner();
+  if (!runner)
+    return sg_err_set(err, SG_EUNSUPPORTED,
+                      "specgen-cuda-run not found (set SPECGEN_CUDA_RUNNER)");
+  char *ncu = sg_eval_cuda_find_ncu();
+  if (!ncu) {
+    free(runner);
+    return sg_err_set(err, SG_EUNSUPPORTED,
+                      "ncu (Nsight Compute) not found: set SPECGEN_NCU or put "
+                      "it in PATH");
+  }
+  char sdev[16], sseed[32];
+  snprintf(sdev, sizeof sdev, "%d", dev);
+  snprintf(sseed, sizeof sseed, "%llu", opts && opts->seed ? opts->seed : 1ULL);
+  /* Only the candidate's kernels: the runner brackets one call with
+   * cuProfilerStart/Stop and ncu collects nothing outside it. The clocks are
+   * left as they are (the machine may be shared). */
+  char *argv[64];
+  int k = 0;
+  argv[k++] = ncu;
+  argv[k++] = "--csv";
+  argv[k++] = "--page";
+  argv[k++] = "raw";
+  argv[k++] = "--print-units";
+  argv[k++] = "base";
+  argv[k++] = "--profile-from-start";
+  argv[k++] = "off";
+  argv[k++] = "--clock-control";
+  argv[k++] = "none";
+  argv[k++] = "--launch-count";
+  argv[k++] = "64";
+  for (const char *const *s = sg_ncu_sections(); *s; s++) {
+    argv[k++] = "--section";
+    argv[k++] = (char *)*s;
+  }
+  argv[k++] = runner;
+  argv[k++] = "--task";
+  argv[k++] = task->dir;
+  argv[k++] = "--cand";
+  argv[k++] = build->artifact;
+  argv[k++] = "--mode";
+  argv[k++] = "profile";
+  argv[k++] = "--device";
+  argv[k++] = sdev;
+  argv[k++] = "--seed";
+  argv[k++] = sseed;
+  argv[k] = NULL;
+  sg_sandbox_limits lim;
+  double wall = opts && opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
+  runner_limits(build, wall, &lim);
+  lim.output_cap_bytes = 8 << 20;
+  sg_sandbox_outcome o;
+  double t0 = sg_clock_now_s();
+  rc = sg_sandbox_exec(&lim, argv, &o, err);
+  free(runner);
+  free(ncu);
+  if (rc)
+    return rc;
+  r->run_s = sg_clock_now_s() - t0;
+  if (o.end == SG_SANDBOX_TIMED_OUT) {
+    r->status = SG_EVAL_TIMEOUT;
+    set_message(r, "timeout: profiling did not finish in time");
+    sg_sandbox_outcome_free(&o);
+    return 0;
+  }
+  sg_ncu_report rep;
+  sg_err perr;
+  sg_err_clear(&perr);
+  if (sg_ncu_parse(o.out ? o.out : "", o.out ? strlen(o.out) : 0, &rep, &perr) ||
+      rep.nkernels == 0) {
+    r->status = o.end == SG_SANDBOX_EXITED && o.exit_code == 0
+                    ? SG_EVAL_INFRA_ERROR : SG_EVAL_RUNTIME_ERROR;
+    sg_buf b;
+    sg_buf_init(&b, MESSAGE_MAX_BYTES);
+    sg_buf_printf(&b, "profiling produced no kernel metrics (%s); ncu said: %.1200s %.1200s",
+                  perr.code ? perr.msg : "no kernel launched",
+                  o.err ? o.err : "", o.out ? o.out : "");
+    set_message(r, sg_buf_str(&b));
+    sg_buf_free(&b);
+    if (rc == 0 && perr.code == 0)
+      sg_ncu_report_free(&rep);
+    sg_sandbox_outcome_free(&o);
+    return 0;
+  }
+  r->status = SG_EVAL_OK;
+  json_decref(r->metrics);
+  r->metrics = sg_ncu_report_json(&rep);
+  free(r->profile_text);
+  r->profile_text = sg_ncu_report_text(&rep);
+  set_message(r, r->profile_text);
+  sg_ncu_report_free(&rep);
+  sg_sandbox_outcome_free(&o);
+  return 0;
+}
