@@ -60,6 +60,7 @@ typedef struct sg_eval_result {
   bool network_isolated;   /* the candidate ran in its own network namespace */
   json_t *metrics;         /* profiling metrics (an object) or NULL; owned */
   char *profile_text;      /* short profiling verdict for the LLM, or NULL */
+  unsigned long long seed; /* the seed the inputs were drawn from; 0: none */
 } sg_eval_result;
 
 void sg_eval_result_init(sg_eval_result *r);

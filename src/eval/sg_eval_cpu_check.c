@@ -1,0 +1,517 @@
+/* sg_eval_cpu_check.c: the pure parts of the CPU evaluator (sg_eval_cpu.h):
+ * random inputs, NaN poisoning and allclose, statistics, the ELF symbol
+ * reader and the symbol rules, compiler-diagnostic cuts, signal names.
+ * Nothing here does I/O, so all of it is tested directly.
+ */
+#include "eval/sg_eval_cpu.h"
+
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+
+#include <elf.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- random numbers ----------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+void sg_rng_seed(sg_rng *r, uint64_t seed) {
+  uint64_t x = seed;
+  for (int i = 0; i < 4; i++)
+    r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t sg_rng_next(sg_rng *r) {
+  uint64_t *s = r->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+double sg_rng_uniform(sg_rng *r) {
+  return (double)(sg_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+double sg_rng_normal(sg_rng *r) {
+  for (;;) {
+    double u = 2 * sg_rng_uniform(r) - 1, v = 2 * sg_rng_uniform(r) - 1;
+    double s = u * u + v * v;
+    if (s > 0 && s < 1)
+      return u * sqrt(-2 * log(s) / s); /* the second value is dropped */
+  }
+}
+
+uint64_t sg_rng_derive(uint64_t seed, uint64_t trial, uint64_t arg) {
+  uint64_t x = seed;
+  uint64_t a = splitmix64(&x);
+  x = a ^ (trial * UINT64_C(0xD1B54A32D192ED03));
+  uint64_t b = splitmix64(&x);
+  x = b ^ (arg * UINT64_C(0xABC98388FB8FAC03));
+  return splitmix64(&x);
+}
+
+static double draw(const sg_init_spec *s, sg_rng *r) {
+  if (strcmp(s->dist, "normal") == 0)
+    return s->p[0] + s->p[1] * sg_rng_normal(r);
+  if (strcmp(s->dist, "uniform") == 0)
+    return s->p[0] + (s->p[1] - s->p[0]) * sg_rng_uniform(r);
+  if (strcmp(s->dist, "choice") == 0 && s->nvalues > 0)
+    return s->values[sg_rng_next(r) % s->nvalues];
+  return 0; /* the loader admits no other distribution */
+}
+
+static double get_elem(sg_dtype d, const void *buf, int64_t i) {
+  switch (d) {
+  case SG_DTYPE_F32: return ((const float *)buf)[i];
+  case SG_DTYPE_F64: return ((const double *)buf)[i];
+  case SG_DTYPE_I32: return ((const int32_t *)buf)[i];
+  case SG_DTYPE_I64: return (double)((const int64_t *)buf)[i];
+  default: return 0;
+  }
+}
+
+static void set_elem(sg_dtype d, void *buf, int64_t i, double v) {
+  switch (d) {
+  case SG_DTYPE_F32: ((float *)buf)[i] = (float)v; break;
+  case SG_DTYPE_F64: ((double *)buf)[i] = v; break;
+  case SG_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)llround(fmax(fmin(v, 2147483647.0), -2147483648.0)); break;
+  case SG_DTYPE_I64: ((int64_t *)buf)[i] = (int64_t)llround(v); break;
+  default: break;
+  }
+}
+
+void sg_eval_fill(const sg_task_arg *a, void *buf, sg_rng *r) {
+  for (int64_t i = 0; i < a->numel; i++)
+    set_elem(a->dtype, buf, i, draw(&a->init, r));
+  const char *st = a->init.structure;
+  if (!st[0] || a->ndims < 2)
+    return;
+  int64_t n = a->shape[a->ndims - 1];
+  int64_t mats = a->numel / (n * n);
+  for (int64_t m = 0; m < mats; m++) {
+    int64_t base = m * n * n;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        int64_t ij = base + i * n + j, ji = base + j * n + i;
+        if (strcmp(st, "symmetric") == 0) {
+          if (j > i) { /* A = (R + R^T) / 2, both halves at once */
+            double v = (get_elem(a->dtype, buf, ij) + get_elem(a->dtype, buf, ji)) / 2;
+            set_elem(a->dtype, buf, ij, v);
+            set_elem(a->dtype, buf, ji, v);
+          }
+        } else if ((strcmp(st, "upper") == 0 && j < i) ||
+                   (strcmp(st, "lower") == 0 && j > i) ||
+                   (strcmp(st, "diagonal") == 0 && j != i)) {
+          set_elem(a->dtype, buf, ij, 0);
+        }
+      }
+  }
+}
+
+/* ---- poison and allclose --------------------------------------------------- */
+
+#define POISON_F32 UINT32_C(0x7fbadbad)          /* a signalling NaN payload */
+#define POISON_F64 UINT64_C(0x7ff4badbadbadbad)
+#define POISON_I32 INT32_C(-1771292723)          /* 0x9669 669D-ish sentinel */
+#define POISON_I64 INT64_C(-7607829343244920523)
+
+void sg_eval_poison(sg_dtype d, void *buf, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    switch (d) {
+    case SG_DTYPE_F32: { uint32_t v = POISON_F32; memcpy((char *)buf + 4 * i, &v, 4); break; }
+    case SG_DTYPE_F64: { uint64_t v = POISON_F64; memcpy((char *)buf + 8 * i, &v, 8); break; }
+    case SG_DTYPE_I32: ((int32_t *)buf)[i] = POISON_I32; break;
+    case SG_DTYPE_I64: ((int64_t *)buf)[i] = POISON_I64; break;
+    default: break;
+    }
+}
+
+bool sg_eval_is_poison(sg_dtype d, const void *buf, int64_t i) {
+  switch (d) {
+  case SG_DTYPE_F32: { uint32_t v; memcpy(&v, (const char *)buf + 4 * i, 4); return v == POISON_F32; }
+  case SG_DTYPE_F64: { uint64_t v; memcpy(&v, (const char *)buf + 8 * i, 8); return v == POISON_F64; }
+  case SG_DTYPE_I32: return ((const int32_t *)buf)[i] == POISON_I32;
+  case SG_DTYPE_I64: return ((const int64_t *)buf)[i] == POISON_I64;
+  default: return false;
+  }
+}
+
+void sg_eval_compare(sg_dtype d, const void *cand, const void *ref, int64_t n,
+                     double atol, double rtol, sg_eval_cmp *c) {
+  memset(c, 0, sizeof *c);
+  c->first_bad = -1;
+  for (int64_t i = 0; i < n; i++) {
+    double x = get_elem(d, cand, i), y = get_elem(d, ref, i);
+    sg_eval_bad bad = SG_EVAL_BAD_NONE;
+    /* an integer output may legitimately equal the sentinel only if the
+     * reference does too */
+    if (sg_eval_is_poison(d, cand, i) && !sg_eval_is_poison(d, ref, i)) {
+      bad = SG_EVAL_BAD_UNWRITTEN;
+    } else if (isnan(x) || isnan(y)) {
+      if (!(isnan(x) && isnan(y)))
+        bad = SG_EVAL_BAD_NAN;
+    } else if (isinf(x) || isinf(y)) {
+      if (x != y)
+        bad = SG_EVAL_BAD_NAN;
+    } else {
+      double diff = fabs(x - y);
+      if (diff > c->max_abs)
+        c->max_abs = diff;
+      if (y != 0 && diff / fabs(y) > c->max_rel)
+        c->max_rel = diff / fabs(y);
+      if (!(diff <= atol + rtol * fabs(y)))
+        bad = SG_EVAL_BAD_MISMATCH;
+    }
+    if (bad != SG_EVAL_BAD_NONE) {
+      if (c->first_bad < 0) {
+        c->first_bad = i;
+        c->kind = bad;
+        c->cand = x;
+        c->ref = y;
+      }
+      c->nbad++;
+      if (bad != SG_EVAL_BAD_MISMATCH)
+        c->max_abs = c->max_rel = INFINITY;
+    }
+  }
+}
+
+/* "[i, j, k]" for a flat index of a's shape. */
+static void index_text(const sg_task_arg *a, int64_t flat, char *out, size_t cap) {
+  int64_t idx[SG_TASK_MAX_DIMS];
+  for (int d = a->ndims - 1; d >= 0; d--) {
+    idx[d] = flat % a->shape[d];
+    flat /= a->shape[d];
+  }
+  size_t k = 0;
+  k += (size_t)snprintf(out + k, cap - k, "[");
+  for (int d = 0; d < a->ndims && k < cap; d++)
+    k += (size_t)snprintf(out + k, cap - k, "%s%" PRId64, d ? ", " : "", idx[d]);
+  if (k < cap)
+    snprintf(out + k, cap - k, "]");
+}
+
+char *sg_eval_cmp_message(const sg_task_arg *a, const sg_eval_cmp *c,
+                          double atol, double rtol) {
+  if (c->first_bad < 0)
+    return sg_strdup("");
+  char where[160];
+  index_text(a, c->first_bad, where, sizeof where);
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  sg_buf_printf(&b, "output %s: element %" PRId64 " (index %s of shape ", a->name,
+                c->first_bad, where);
+  for (int d = 0; d < a->ndims; d++)
+    sg_buf_printf(&b, "%s%" PRId64, d ? "x" : "", a->shape[d]);
+  sg_buf_puts(&b, ") ");
+  switch (c->kind) {
+  case SG_EVAL_BAD_UNWRITTEN:
+    sg_buf_printf(&b, "was never written (the reference gives %.9g)", c->ref);
+    break;
+  case SG_EVAL_BAD_NAN:
+    sg_buf_printf(&b, "is %.9g but the reference gives %.9g", c->cand, c->ref);
+    break;
+  default:
+    sg_buf_printf(&b,
+                  "is %.9g but the reference gives %.9g (|difference| %.3g > "
+                  "atol %.3g + rtol %.3g * |reference|)",
+                  c->cand, c->ref, fabs(c->cand - c->ref), atol, rtol);
+    break;
+  }
+  sg_buf_printf(&b, "; %" PRId64 " of %" PRId64 " elements are wrong", c->nbad,
+                a->numel);
+  if (isfinite(c->max_abs))
+    sg_buf_printf(&b, "; max abs error %.3g, max rel error %.3g", c->max_abs,
+                  c->max_rel);
+  return sg_buf_steal(&b);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double sg_eval_median(const double *x, size_t n) {
+  if (n == 0)
+    return NAN;
+  double *c = sg_malloc(n * sizeof *c);
+  memcpy(c, x, n * sizeof *c);
+  qsort(c, n, sizeof *c, cmp_double);
+  double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+  free(c);
+  return m;
+}
+
+double sg_eval_mean(const double *x, size_t n) {
+  if (n == 0)
+    return NAN;
+  double s = 0;
+  for (size_t i = 0; i < n; i++)
+    s += x[i];
+  return s / (double)n;
+}
+
+/* ---- ELF dynamic symbols --------------------------------------------------- */
+
+void sg_elf_symbols_free(sg_elf_sym *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(s[i].name);
+  free(s);
+}
+
+static bool in_bounds(size_t len, uint64_t off, uint64_t size) {
+  return off <= len && size <= len - off;
+}
+
+int sg_elf_dynamic_symbols(const void *data, size_t len, sg_elf_sym **out,
+                           size_t *n, sg_err *err) {
+  *out = NULL;
+  *n = 0;
+  const unsigned char *p = data;
+  Elf64_Ehdr eh;
+  if (len < sizeof eh || memcmp(p, ELFMAG, SELFMAG) != 0)
+    return sg_err_set(err, SG_EPARSE, "not an ELF file");
+  memcpy(&eh, p, sizeof eh);
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64)
+    return sg_err_set(err, SG_EPARSE, "not a 64-bit ELF file");
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (eh.e_ident[EI_DATA] != ELFDATA2LSB)
+#else
+  if (eh.e_ident[EI_DATA] != ELFDATA2MSB)
+#endif
+    return sg_err_set(err, SG_EPARSE, "ELF byte order is not this machine's");
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      !in_bounds(len, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr)))
+    return sg_err_set(err, SG_EPARSE, "ELF section headers out of bounds");
+  for (unsigned i = 0; i < eh.e_shnum; i++) {
+    Elf64_Shdr sh;
+    memcpy(&sh, p + eh.e_shoff + (uint64_t)i * sizeof sh, sizeof sh);
+    if (sh.sh_type != SHT_DYNSYM)
+      continue;
+    if (sh.sh_link >= eh.e_shnum || sh.sh_entsize != sizeof(Elf64_Sym) ||
+        !in_bounds(len, sh.sh_offset, sh.sh_size))
+      return sg_err_set(err, SG_EPARSE, "ELF .dynsym out of bounds");
+    Elf64_Shdr st;
+    memcpy(&st, p + eh.e_shoff + (uint64_t)sh.sh_link * sizeof st, sizeof st);
+    if (!in_bounds(len, st.sh_offset, st.sh_size))
+      return sg_err_set(err, SG_EPARSE, "ELF .dynstr out of bounds");
+    const char *strs = (const char *)p + st.sh_offset;
+    size_t count = sh.sh_size / sizeof(Elf64_Sym);
+    sg_elf_sym *syms = count ? sg_calloc(count, sizeof *syms) : NULL;
+    size_t k = 0;
+    for (size_t s = 1; s < count; s++) { /* symbol 0 is the null symbol */
+      Elf64_Sym sym;
+      memcpy(&sym, p + sh.sh_offset + s * sizeof sym, sizeof sym);
+      if (sym.st_name == 0 || sym.st_name >= st.sh_size)
+        continue;
+      const char *name = strs + sym.st_name;
+      size_t max = st.sh_size - sym.st_name;
+      size_t nl = strnlen(name, max);
+      if (nl == max) {
+        sg_elf_symbols_free(syms, k);
+        return sg_err_set(err, SG_EPARSE, "ELF symbol name not terminated");
+      }
+      syms[k].name = sg_strndup(name, nl);
+      syms[k].defined = sym.st_shndx != SHN_UNDEF;
+      syms[k].weak = ELF64_ST_BIND(sym.st_info) == STB_WEAK;
+      syms[k].func = ELF64_ST_TYPE(sym.st_info) == STT_FUNC ||
+                     ELF64_ST_TYPE(sym.st_info) == STT_GNU_IFUNC;
+      k++;
+    }
+    *out = syms;
+    *n = k;
+    return 0;
+  }
+  return 0; /* no dynamic symbols at all */
+}
+
+/* ---- the symbol rules ------------------------------------------------------ */
+
+typedef struct rule {
+  const char *const *names;
+  const char *why;
+} rule;
+
+static const char *const spawn_names[] = {
+    "fork", "vfork", "_Fork", "clone", "clone3", "execve", "execv", "execvp",
+    "execvpe", "execl", "execlp", "execle", "execveat", "fexecve", "system",
+    "popen", "posix_spawn", "posix_spawnp", "daemon", NULL};
+static const char *const thread_names[] = {
+    "pthread_create", "thrd_create", NULL};
+static const char *const net_names[] = {
+    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+    "send", "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "getaddrinfo",
+    "gethostbyname", "gethostbyname2", "gethostbyaddr", NULL};
+static const char *const file_names[] = {
+    "open", "open64", "openat", "openat64", "creat", "creat64", "fopen",
+    "fopen64", "freopen", "freopen64", "fdopen", "opendir", "mkstemp",
+    "tmpfile", "unlink", "remove", "rename", "truncate", "ftruncate", "mmap",
+    "mmap64", "mprotect", "write", "writev", "pwrite", "pwrite64", "pwritev",
+    "dup", "dup2", "dup3", "fcntl", "ioctl", NULL};
+static const char *const dl_names[] = {
+    "dlopen", "dlmopen", "dlsym", "dlvsym", "dladdr", "dlinfo", NULL};
+static const char *const sys_names[] = {
+    "syscall", "kill", "killpg", "tgkill", "sigqueue", "ptrace", "prctl",
+    "setrlimit", "prlimit", "prlimit64", "unshare", "setns", "chroot",
+    "chdir", "setpgid", "setsid", "sched_setaffinity", "seccomp", NULL};
+
+static const rule rules[] = {
+    {spawn_names, "starts a process or runs a program"},
+    {thread_names, "starts threads (the kernel runs on one pinned core)"},
+    {net_names, "uses the network"},
+    {file_names, "opens, writes or maps files or descriptors"},
+    {dl_names, "loads code or looks up symbols at run time"},
+    {sys_names, "makes raw system calls or changes its process or limits"},
+};
+
+const char *sg_eval_forbidden_symbol(const char *name) {
+  if (strncmp(name, "reference", 9) == 0)
+    return "calls the reference implementation (symbols named reference* are "
+           "off limits)";
+  for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
+    for (const char *const *n = rules[i].names; *n; n++)
+      if (strcmp(name, *n) == 0)
+        return rules[i].why;
+  return NULL;
+}
+
+void sg_eval_check_symbols(const sg_elf_sym *syms, size_t n, const char *entry,
+                           sg_eval_resolver resolve, void *ctx,
+                           sg_eval_status *status, char **message) {
+  *status = SG_EVAL_OK;
+  *message = NULL;
+  /* rejections first: a forbidden call is the worse news */
+  for (size_t i = 0; i < n; i++) {
+    if (syms[i].defined)
+      continue;
+    const char *why = sg_eval_forbidden_symbol(syms[i].name);
+    if (why) {
+      *status = SG_EVAL_REJECTED;
+      *message = sg_asprintf(
+          "rejected: the kernel uses `%s`, which %s. A kernel may only compute: "
+          "no processes, threads, files, network, dynamic loading, system calls "
+          "or calls to the reference.",
+          syms[i].name, why);
+      return;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (syms[i].defined || syms[i].weak)
+      continue;
+    if (!resolve(syms[i].name, ctx)) {
+      *status = SG_EVAL_COMPILE_ERROR;
+      *message = sg_asprintf(
+          "link error: undefined reference to `%s` (only the C standard "
+          "library and libm are available)",
+          syms[i].name);
+      return;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (syms[i].defined && syms[i].func && strcmp(syms[i].name, entry) == 0)
+      return;
+  *status = SG_EVAL_COMPILE_ERROR;
+  *message = sg_asprintf(
+      "the candidate does not define the entry function `%s` (it must be "
+      "defined with external linkage, with the task's signature)",
+      entry);
+}
+
+/* ---- compiler diagnostics ---------------------------------------------- */
+
+static bool is_diagnostic_line(const char *line, size_t len) {
+  static const char *const kinds[] = {": error:", ": warning:", ": fatal error:"};
+  for (size_t k = 0; k < 3; k++) {
+    size_t kl = strlen(kinds[k]);
+    for (size_t i = 0; i + kl <= len; i++)
+      if (memcmp(line + i, kinds[k], kl) == 0)
+        return true;
+  }
+  return false;
+}
+
+char *sg_eval_trim_diagnostics(const char *text, size_t max_diags,
+                               size_t max_bytes) {
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  size_t diags = 0, cut_diags = 0;
+  bool cut_bytes = false, cutting = false;
+  const char *p = text;
+  while (*p) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+    bool diag = is_diagnostic_line(p, len);
+    if (diag) {
+      diags++;
+      if (diags > max_diags)
+        cutting = true;
+    }
+    if (cutting) {
+      cut_diags += diag;
+    } else if (b.len + len > max_bytes) {
+      cut_bytes = true;
+      cutting = true;
+      cut_diags += diag;
+    } else {
+      sg_buf_append(&b, p, len);
+    }
+    p += len;
+  }
+  if (cutting) {
+    if (b.len && b.data[b.len - 1] != '\n')
+      sg_buf_puts(&b, "\n");
+    if (cut_diags)
+      sg_buf_printf(&b, "[%zu more diagnostics not shown]\n", cut_diags);
+    else if (cut_bytes)
+      sg_buf_printf(&b, "[output cut at %zu bytes]\n", max_bytes);
+  }
+  return sg_buf_steal(&b);
+}
+
+char *sg_eval_signal_text(int sig) {
+  const char *abbrev = sigabbrev_np(sig);
+  const char *descr = sigdescr_np(sig);
+  if (!abbrev)
+    return sg_asprintf("signal %d", sig);
+  char d[64];
+  snprintf(d, sizeof d, "%s", descr ? descr : "unknown");
+  if (d[0] >= 'A' && d[0] <= 'Z' && !(d[1] >= 'A' && d[1] <= 'Z'))
+    d[0] = (char)(d[0] - 'A' + 'a');
+  return sg_asprintf("SIG%s (%s)", abbrev, d);
+}
+
+int sg_eval_cpu_parse_device(const char *device, int *cpu, sg_err *err) {
+  *cpu = 0;
+  if (!device)
+    return 0;
+  if (strncmp(device, "cpu:", 4) != 0 || !device[4])
+    return sg_err_set(err, SG_EINVAL,
+                      "device \"%s\": the cpu evaluator takes cpu:N (a core number)",
+                      device);
+  char *end = NULL;
+  long v = strtol(device + 4, &end, 10);
+  if (*end || v < 0 || v > 4095)
+    return sg_err_set(err, SG_EINVAL,
+                      "device \"%s\": the cpu evaluator takes cpu:N (a core number)",
+                      device);
+  *cpu = (int)v;
+  return 0;
+}
