@@ -1,0 +1,1250 @@
+/* test_server.c: the built-in test LLM server over real loopback HTTP
+ * (libcurl's easy interface), in-process, and `specgen llm serve` as a
+ * program. Every wait is bounded; pacing is off except where a test needs a
+ * generation long enough to interrupt. */
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_clock.h"
+#include "common/sg_file.h"
+#include "llm/sg_fakemodel.h"
+#include "llm/sg_llm_server.h"
+#include "sg_test.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <time.h>
+
+/* ---- fixture: two small tasks in a temporary directory ---- */
+
+static char fixture_dir[64];
+
+static void write_file(const char *dir, const char *name, const char *text) {
+  char *p = sg_asprintf("%s/%s", dir, name);
+  sg_err err;
+  SG_CHECK_OK(sg_file_write(p, text, strlen(text), &err), err);
+  free(p);
+}
+
+static void write_task(const char *name, const char *op) {
+  char *dir = sg_asprintf("%s/cpu/%s", fixture_dir, name);
+  char *ex = sg_asprintf("%s/examples", dir);
+  sg_err err;
+  SG_CHECK_OK(sg_mkdir_p(ex, &err), err);
+  char *json = sg_asprintf(
+      "{\"name\": \"%s\", \"evaluator\": \"cpu\", \"language\": \"c\",\n"
+      " \"description\": \"elementwise %s of two vectors\", \"entry\": \"%s\",\n"
+      " \"signature\": \"void %s(const float *a, const float *b, float *out, int n)\",\n"
+      " \"args\": [\n"
+      "  {\"name\": \"a\", \"kind\": \"input\", \"dtype\": \"float32\", \"shape\": [4096],\n"
+      "   \"init\": {\"dist\": \"normal\", \"mean\": 0, \"std\": 1}},\n"
+      "  {\"name\": \"b\", \"kind\": \"input\", \"dtype\": \"float32\", \"shape\": [4096],\n"
+      "   \"init\": {\"dist\": \"normal\", \"mean\": 0, \"std\": 1}},\n"
+      "  {\"name\": \"out\", \"kind\": \"output\", \"dtype\": \"float32\", \"shape\": [4096]},\n"
+      "  {\"name\": \"n\", \"kind\": \"scalar\", \"dtype\": \"int32\", \"value\": 4096}],\n"
+      " \"tolerance\": {\"atol\": 1e-5, \"rtol\": 1e-5}, \"reference\": \"reference.c\"}\n",
+      name, op, name, name);
+  write_file(dir, "task.json", json);
+  char *ref = sg_asprintf("void %s(const float *a, const float *b, float *out, int n) {\n"
+                          "  for (int i = 0; i < n; i++)\n    out[i] = a[i] %s b[i];\n}\n",
+                          name, strcmp(op, "add") == 0 ? "+" : "*");
+  write_file(dir, "reference.c", ref);
+  write_file(ex, "ok-reference.c", ref);
+  char *fast = sg_asprintf("/* FAST */\n%s", ref);
+  write_file(ex, "ok-fast.c", fast);
+  write_file(ex, "compile_error-syntax.c", "void broken( {\n");
+  write_file(ex, "numerical_error-wrong.c", "/* WRONG */ void wrong(void) {}\n");
+  free(fast);
+  free(ref);
+  free(json);
+  free(ex);
+  free(dir);
+}
+
+static void fixture_make(void) {
+  snprintf(fixture_dir, sizeof fixture_dir, "/tmp/sg_test_server.XXXXXX");
+  SG_CHECK(mkdtemp(fixture_dir) != NULL);
+  write_task("toy_add", "add");
+  write_task("toy_mul", "mul");
+}
+
+static void fixture_remove(void) {
+  sg_err err;
+  sg_rm_rf(fixture_dir, &err);
+}
+
+static sg_llm_server *start(sg_llm_server_opts *o) {
+  if (!fixture_dir[0])
+    fixture_make();
+  o->tasks_root = fixture_dir;
+  if (!o->reasoning_tokens_min) {
+    o->reasoning_tokens_min = 150;
+    o->reasoning_tokens_max = 300;
+  }
+  sg_llm_server *s = NULL;
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_llm_server_start(o, &s, &err), err);
+  SG_CHECK(sg_llm_server_port(s) > 0);
+  SG_CHECK_EQ_INT(sg_llm_server_ntasks(s), 2);
+  return s;
+}
+
+static sg_llm_server *start_default(void) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  return start(&o);
+}
+
+static void stop(sg_llm_server *s) {
+  sg_llm_server_stop(s);
+  fixture_remove();
+}
+
+/* ---- HTTP ---- */
+
+typedef struct resp {
+  long status;
+  CURLcode rc;
+  sg_buf body;
+  sg_buf headers;
+  double first_byte_s, total_s;
+  int stop_after_events; /* >0: hang up after this many SSE events */
+} resp;
+
+static size_t count_events(const sg_buf *b) {
+  size_t n = 0;
+  for (const char *p = strstr(sg_buf_str(b), "\n\n"); p; p = strstr(p + 2, "\n\n"))
+    n++;
+  return n;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *ud) {
+  resp *r = ud;
+  sg_buf_append(&r->body, data, size * nmemb);
+  if (r->stop_after_events > 0 && count_events(&r->body) >= (size_t)r->stop_after_events)
+    return 0; /* the client goes away */
+  return size * nmemb;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *ud) {
+  resp *r = ud;
+  sg_buf_append(&r->headers, data, size * nmemb);
+  return size * nmemb;
+}
+
+/* POST (body not NULL) or GET to path; extra headers as "Name: value". */
+static void http(sg_llm_server *s, const char *path, const char *body, const char *h1,
+                 const char *h2, resp *r) {
+  int stop_after = r->stop_after_events;
+  memset(r, 0, sizeof *r);
+  r->stop_after_events = stop_after;
+  sg_buf_init(&r->body, 0);
+  sg_buf_init(&r->headers, 0);
+  CURL *c = curl_easy_init();
+  char *url = sg_asprintf("http://127.0.0.1:%d%s", sg_llm_server_port(s), path);
+  struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+  if (h1)
+    hl = curl_slist_append(hl, h1);
+  if (h2)
+    hl = curl_slist_append(hl, h2);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  if (body)
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  r->rc = curl_easy_perform(c);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+  curl_easy_getinfo(c, CURLINFO_STARTTRANSFER_TIME, &r->first_byte_s);
+  curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->total_s);
+  curl_slist_free_all(hl);
+  free(url);
+  curl_easy_cleanup(c);
+}
+
+static void resp_free(resp *r) {
+  sg_buf_free(&r->body);
+  sg_buf_free(&r->headers);
+}
+
+static json_t *body_json(const resp *r) {
+  json_error_t je;
+  json_t *j = json_loads(sg_buf_str(&r->body), 0, &je);
+  SG_CHECK_MSG(j != NULL, "body is not JSON: %s: %.200s", je.text, sg_buf_str(&r->body));
+  return j;
+}
+
+/* The header's value (a copy the caller frees), or NULL. */
+static char *header(const resp *r, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *p = sg_buf_str(&r->headers); *p;) {
+    const char *eol = strstr(p, "\r\n");
+    if (!eol)
+      break;
+    if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+      const char *v = p + nl + 1;
+      while (*v == ' ')
+        v++;
+      return sg_strndup(v, (size_t)(eol - v));
+    }
+    p = eol + 2;
+  }
+  return NULL;
+}
+
+/* The SSE stream, split. */
+typedef struct stream {
+  json_t *events[8192]; /* parsed data payloads (NULL: not JSON) */
+  size_t n;
+  size_t malformed;
+  bool done;      /* ended with data: [DONE] */
+  bool after_done; /* anything after [DONE] */
+} stream;
+
+static void parse_stream(const resp *r, stream *st) {
+  memset(st, 0, sizeof *st);
+  const char *p = sg_buf_str(&r->body);
+  while (*p) {
+    const char *end = strstr(p, "\n\n");
+    if (!end)
+      break;
+    SG_CHECK_MSG(strncmp(p, "data: ", 6) == 0, "event without data: %.40s", p);
+    char *payload = sg_strndup(p + 6, (size_t)(end - p - 6));
+    if (st->done)
+      st->after_done = true;
+    if (strcmp(payload, "[DONE]") == 0) {
+      st->done = true;
+    } else {
+      SG_CHECK(st->n < 8192);
+      json_t *j = json_loads(payload, 0, NULL);
+      if (!j)
+        st->malformed++;
+      st->events[st->n++] = j;
+    }
+    free(payload);
+    p = end + 2;
+  }
+}
+
+static void stream_free(stream *st) {
+  for (size_t i = 0; i < st->n; i++)
+    json_decref(st->events[i]);
+}
+
+static json_t *choice0(json_t *ev) { return json_array_get(json_object_get(ev, "choices"), 0); }
+
+static const char *jstr(json_t *o, const char *k) {
+  return json_string_value(json_object_get(o, k));
+}
+
+/* Concatenates the stream's reasoning (field rfield) and content deltas. */
+static void stream_text(const stream *st, const char *rfield, sg_buf *reasoning, sg_buf *content,
+                        const char **finish) {
+  for (size_t i = 0; i < st->n; i++) {
+    json_t *c = choice0(st->events[i]);
+    if (!c)
+      continue;
+    json_t *d = json_object_get(c, "delta");
+    const char *r = jstr(d, rfield);
+    const char *t = d ? jstr(d, "content") : jstr(c, "text");
+    if (r)
+      sg_buf_puts(reasoning, r);
+    if (t)
+      sg_buf_puts(content, t);
+    if (json_is_string(json_object_get(c, "finish_reason")) && finish)
+      *finish = jstr(c, "finish_reason");
+  }
+}
+
+#define CHAT(extra)                                                                     \
+  "{\"model\": \"m\", \"messages\": [{\"role\": \"system\", \"content\": \"You write "     \
+  "fast kernels.\"}, {\"role\": \"user\", \"content\": \"Optimize toy_add.\"}]" extra "}"
+
+static void wait_for(sg_llm_server *s, bool (*cond)(const sg_llm_server_stats *), const char *what) {
+  for (int i = 0; i < 1000; i++) { /* 10 s at most */
+    sg_llm_server_stats st;
+    sg_llm_server_stats_get(s, &st);
+    if (cond(&st))
+      return;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  SG_FAIL("timed out waiting for %s", what);
+}
+
+/* ---- endpoints ---- */
+
+static void models_lists_the_model(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/models", NULL, NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  json_t *j = body_json(&r);
+  SG_CHECK_STR_EQ(jstr(j, "object"), "list");
+  SG_CHECK_STR_EQ(jstr(json_array_get(json_object_get(j, "data"), 0), "id"), "specgen-test");
+  json_decref(j);
+  resp_free(&r);
+  http(s, "/health", NULL, NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  resp_free(&r);
+  stop(s);
+}
+
+static void chat_stream_sends_reasoning_then_content_then_usage(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions",
+       CHAT(", \"stream\": true, \"stream_options\": {\"include_usage\": true}"), NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  char *ct = header(&r, "Content-Type");
+  SG_CHECK_STR_EQ(ct, "text/event-stream");
+  free(ct);
+  stream st;
+  parse_stream(&r, &st);
+  SG_CHECK(st.done && !st.after_done && st.malformed == 0);
+  SG_CHECK(st.n > 100);
+  /* All reasoning deltas come before the first content delta. */
+  bool seen_content = false;
+  size_t nreason = 0, ntok = 0;
+  for (size_t i = 0; i < st.n; i++) {
+    json_t *d = json_object_get(choice0(st.events[i]), "delta");
+    SG_CHECK(jstr(d, "reasoning") == NULL); /* the other field name is not used */
+    if (jstr(d, "reasoning_content")) {
+      SG_CHECK(!seen_content);
+      nreason++;
+      ntok++;
+    }
+    if (jstr(d, "content") && *jstr(d, "content")) {
+      seen_content = true;
+      ntok++;
+    }
+  }
+  SG_CHECK(seen_content && nreason > 100);
+  SG_CHECK_STR_EQ(jstr(json_object_get(choice0(st.events[0]), "delta"), "role"), "assistant");
+  sg_buf rb, cb;
+  sg_buf_init(&rb, 0);
+  sg_buf_init(&cb, 0);
+  const char *finish = NULL;
+  stream_text(&st, "reasoning_content", &rb, &cb, &finish);
+  SG_CHECK_STR_EQ(finish, "stop");
+  SG_CHECK_CONTAINS(sg_buf_str(&rb), "toy_add");
+  SG_CHECK_CONTAINS(sg_buf_str(&cb), "```c\n");
+  /* The last event holds the usage and no choices. */
+  json_t *last = st.events[st.n - 1];
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(last, "choices")), 0);
+  json_t *u = json_object_get(last, "usage");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(u, "completion_tokens")), ntok);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(
+                      json_object_get(u, "completion_tokens_details"), "reasoning_tokens")),
+                  nreason);
+  SG_CHECK(json_integer_value(json_object_get(u, "prompt_tokens")) > 10);
+  sg_llm_server_stats ss;
+  sg_llm_server_stats_get(s, &ss);
+  SG_CHECK_EQ_INT(ss.tokens_generated, ntok);
+  SG_CHECK_EQ_INT(ss.generations_completed, 1);
+  sg_buf_free(&rb);
+  sg_buf_free(&cb);
+  stream_free(&st);
+  resp_free(&r);
+  stop(s);
+}
+
+static void stream_without_include_usage_has_no_usage_event(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true"), NULL, NULL, &r);
+  stream st;
+  parse_stream(&r, &st);
+  SG_CHECK(st.done);
+  for (size_t i = 0; i < st.n; i++)
+    SG_CHECK(json_object_get(st.events[i], "usage") == NULL);
+  stream_free(&st);
+  resp_free(&r);
+  stop(s);
+}
+
+static void reasoning_field_option_names_the_delta_field(void) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  o.reasoning_field = "reasoning";
+  sg_llm_server *s = start(&o);
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true"), NULL, NULL, &r);
+  stream st;
+  parse_stream(&r, &st);
+  sg_buf rb, cb, rc2, cb2;
+  sg_buf_init(&rb, 0), sg_buf_init(&cb, 0), sg_buf_init(&rc2, 0), sg_buf_init(&cb2, 0);
+  stream_text(&st, "reasoning", &rb, &cb, NULL);
+  stream_text(&st, "reasoning_content", &rc2, &cb2, NULL);
+  SG_CHECK(rb.len > 200);
+  SG_CHECK_EQ_INT(rc2.len, 0);
+  stream_free(&st);
+  resp_free(&r);
+  /* Non-streaming: message.reasoning. */
+  http(s, "/v1/chat/completions", CHAT(""), NULL, NULL, &r);
+  json_t *j = body_json(&r);
+  json_t *msg = json_object_get(choice0(j), "message");
+  SG_CHECK_STR_EQ(jstr(msg, "reasoning"), sg_buf_str(&rb));
+  SG_CHECK(json_object_get(msg, "reasoning_content") == NULL);
+  json_decref(j);
+  resp_free(&r);
+  sg_buf_free(&rb), sg_buf_free(&cb), sg_buf_free(&rc2), sg_buf_free(&cb2);
+  stop(s);
+}
+
+static void nonstreaming_chat_matches_the_stream_and_has_usage(void) {
+  sg_llm_server *s = start_default();
+  resp a = {0}, b = {0};
+  http(s, "/v1/chat/completions", CHAT(""), NULL, NULL, &a);
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true"), NULL, NULL, &b);
+  SG_CHECK_EQ_INT(a.status, 200);
+  char *ct = header(&a, "Content-Type");
+  SG_CHECK_STR_EQ(ct, "application/json");
+  free(ct);
+  json_t *j = body_json(&a);
+  SG_CHECK_STR_EQ(jstr(j, "object"), "chat.completion");
+  json_t *c = choice0(j);
+  SG_CHECK_STR_EQ(jstr(c, "finish_reason"), "stop");
+  json_t *msg = json_object_get(c, "message");
+  stream st;
+  parse_stream(&b, &st);
+  sg_buf rb, cb;
+  sg_buf_init(&rb, 0), sg_buf_init(&cb, 0);
+  stream_text(&st, "reasoning_content", &rb, &cb, NULL);
+  SG_CHECK_STR_EQ(jstr(msg, "reasoning_content"), sg_buf_str(&rb));
+  SG_CHECK_STR_EQ(jstr(msg, "content"), sg_buf_str(&cb));
+  json_t *u = json_object_get(j, "usage");
+  SG_CHECK(json_integer_value(json_object_get(u, "completion_tokens")) > 100);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(u, "total_tokens")),
+                  json_integer_value(json_object_get(u, "completion_tokens")) +
+                      json_integer_value(json_object_get(u, "prompt_tokens")));
+  sg_buf_free(&rb), sg_buf_free(&cb);
+  stream_free(&st);
+  json_decref(j);
+  resp_free(&a);
+  resp_free(&b);
+  stop(s);
+}
+
+static void completions_take_a_string_or_token_ids(void) {
+  sg_llm_server *s = start_default();
+  const char *prompt = "Write the toy_mul kernel.\n";
+  size_t n = sg_fm_tokenize(prompt, strlen(prompt), NULL, NULL, 0);
+  int32_t ids[64];
+  SG_CHECK(n < 64);
+  sg_fm_tokenize(prompt, strlen(prompt), ids, NULL, n);
+  sg_buf ib;
+  sg_buf_init(&ib, 0);
+  for (size_t i = 0; i < n; i++)
+    sg_buf_printf(&ib, "%s%d", i ? "," : "", ids[i]);
+  char *b1 = sg_asprintf("{\"model\": \"m\", \"prompt\": \"Write the toy_mul kernel.\\n\"}");
+  char *b2 = sg_asprintf("{\"model\": \"m\", \"prompt\": [%s]}", sg_buf_str(&ib));
+  resp r1 = {0}, r2 = {0};
+  http(s, "/v1/completions", b1, NULL, NULL, &r1);
+  http(s, "/v1/completions", b2, NULL, NULL, &r2);
+  SG_CHECK_EQ_INT(r1.status, 200);
+  SG_CHECK_EQ_INT(r2.status, 200);
+  json_t *j1 = body_json(&r1), *j2 = body_json(&r2);
+  SG_CHECK_STR_EQ(jstr(j1, "object"), "text_completion");
+  const char *t1 = jstr(choice0(j1), "text"), *t2 = jstr(choice0(j2), "text");
+  SG_CHECK_STR_EQ(t1, t2);
+  /* No open <think> block: a plain prompt is answered at once. */
+  SG_CHECK(strncmp(t1, "```", 3) == 0 || strstr(t1, "```c\n") != NULL);
+  SG_CHECK(strstr(t1, "</think>") == NULL);
+  char *task = header(&r1, "X-Specgen-Task");
+  SG_CHECK_STR_EQ(task, "toy_mul");
+  free(task);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(j2, "usage"),
+                                                     "prompt_tokens")), n);
+  json_decref(j1), json_decref(j2);
+  resp_free(&r1), resp_free(&r2);
+  /* A prompt ending inside <think> keeps reasoning, closes it, then answers. */
+  http(s, "/v1/completions",
+       "{\"model\": \"m\", \"stream\": true, \"prompt\": \"toy_add please\\n<think>\\n\"}",
+       NULL, NULL, &r1);
+  stream st;
+  parse_stream(&r1, &st);
+  sg_buf rb, cb;
+  sg_buf_init(&rb, 0), sg_buf_init(&cb, 0);
+  stream_text(&st, "reasoning_content", &rb, &cb, NULL);
+  SG_CHECK_EQ_INT(rb.len, 0);
+  SG_CHECK_CONTAINS(sg_buf_str(&cb), "\n</think>\n\n");
+  SG_CHECK_CONTAINS(strstr(sg_buf_str(&cb), "</think>"), "```c\n");
+  SG_CHECK_STR_EQ(jstr(st.events[0], "object"), "text_completion");
+  sg_buf_free(&rb), sg_buf_free(&cb);
+  stream_free(&st);
+  resp_free(&r1);
+  free(b1), free(b2);
+  sg_buf_free(&ib);
+  stop(s);
+}
+
+static void return_token_ids_gives_ids_that_decode_to_the_text(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions",
+       CHAT(", \"stream\": true, \"return_token_ids\": true, \"stream_options\": "
+            "{\"include_usage\": true}"),
+       NULL, NULL, &r);
+  stream st;
+  parse_stream(&r, &st);
+  json_t *pids = json_object_get(st.events[0], "prompt_token_ids");
+  SG_CHECK(json_is_array(pids));
+  size_t np = json_array_size(pids);
+  int32_t *ids = sg_malloc(np * sizeof *ids);
+  for (size_t i = 0; i < np; i++)
+    ids[i] = (int32_t)json_integer_value(json_array_get(pids, i));
+  sg_buf prompt;
+  sg_buf_init(&prompt, 0);
+  sg_err err;
+  SG_CHECK_OK(sg_fm_detokenize(ids, np, &prompt, &err), err);
+  SG_CHECK_CONTAINS(sg_buf_str(&prompt), "Optimize toy_add.");
+  SG_CHECK_CONTAINS(sg_buf_str(&prompt), "<think>\n");
+  free(ids);
+  size_t ntok = 0;
+  for (size_t i = 0; i < st.n; i++) {
+    json_t *c = choice0(st.events[i]);
+    json_t *tids = json_object_get(c, "token_ids");
+    json_t *d = json_object_get(c, "delta");
+    const char *piece = jstr(d, "reasoning_content") ? jstr(d, "reasoning_content")
+                                                      : jstr(d, "content");
+    if (!piece || !*piece)
+      continue;
+    SG_CHECK_EQ_INT(json_array_size(tids), 1);
+    char buf[SG_FM_PIECE_MAX];
+    size_t pl = sg_fm_token_piece((int32_t)json_integer_value(json_array_get(tids, 0)), buf);
+    SG_CHECK(pl == strlen(piece) && memcmp(buf, piece, pl) == 0);
+    ntok++;
+  }
+  json_t *u = json_object_get(st.events[st.n - 1], "usage");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(u, "prompt_tokens")), np);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(u, "completion_tokens")), ntok);
+  stream_free(&st);
+  resp_free(&r);
+  /* Non-streaming: the ids of the whole answer. */
+  http(s, "/v1/chat/completions", CHAT(", \"return_token_ids\": true"), NULL, NULL, &r);
+  json_t *j = body_json(&r);
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(choice0(j), "token_ids")), ntok);
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(j, "prompt_token_ids")), np);
+  json_decref(j);
+  resp_free(&r);
+  sg_buf_free(&prompt);
+  stop(s);
+}
+
+static long cached_of(const resp *r) {
+  json_t *j = body_json(r);
+  long v = (long)json_integer_value(json_object_get(
+      json_object_get(json_object_get(j, "usage"), "prompt_tokens_details"), "cached_tokens"));
+  json_decref(j);
+  return v;
+}
+
+static void cached_tokens_count_the_shared_prefix_in_blocks_of_16(void) {
+  sg_llm_server *s = start_default();
+  sg_buf sys;
+  sg_buf_init(&sys, 0);
+  for (int i = 0; i < 40; i++)
+    sg_buf_printf(&sys, "Rule %d: kernels must be correct and fast. ", i);
+  char *b1 = sg_asprintf("{\"model\": \"m\", \"max_tokens\": 4, \"messages\": [{\"role\": "
+                         "\"system\", \"content\": \"%s\"}, {\"role\": \"user\", \"content\": "
+                         "\"toy_add\"}]}", sg_buf_str(&sys));
+  char *b2 = sg_asprintf("{\"model\": \"m\", \"max_tokens\": 4, \"messages\": [{\"role\": "
+                         "\"system\", \"content\": \"%s\"}, {\"role\": \"user\", \"content\": "
+                         "\"toy_mul, different question\"}]}", sg_buf_str(&sys));
+  resp r1 = {0}, r2 = {0};
+  http(s, "/v1/chat/completions", b1, NULL, NULL, &r1);
+  http(s, "/v1/chat/completions", b2, NULL, NULL, &r2);
+  SG_CHECK_EQ_INT(cached_of(&r1), 0);
+  long c2 = cached_of(&r2);
+  /* The shared part: the system message and the start of the user turn. */
+  const char *shared = sg_asprintf("<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n",
+                                   sg_buf_str(&sys));
+  size_t lcp = sg_fm_tokenize(shared, strlen(shared), NULL, NULL, 0);
+  SG_CHECK_MSG(c2 > 0 && c2 % 16 == 0 && (size_t)c2 <= lcp && (size_t)c2 > lcp - 16,
+               "cached %ld of a %zu-token shared prefix", c2, lcp);
+  free((void *)shared);
+  sg_llm_server_stats st;
+  sg_llm_server_stats_get(s, &st);
+  SG_CHECK_EQ_INT(st.cached_tokens, c2);
+  resp_free(&r1), resp_free(&r2);
+  free(b1), free(b2);
+  sg_buf_free(&sys);
+  stop(s);
+}
+
+static void cached_prompt_gets_its_first_token_sooner(void) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  o.prefill_tokens_per_s = 2000; /* ~1500 prompt tokens: ~0.75 s cold */
+  sg_llm_server *s = start(&o);
+  sg_buf sys;
+  sg_buf_init(&sys, 0);
+  for (int i = 0; i < 120; i++)
+    sg_buf_printf(&sys, "Rule %d: be fast. ", i);
+  char *b = sg_asprintf("{\"model\": \"m\", \"stream\": true, \"max_tokens\": 2, \"messages\": "
+                        "[{\"role\": \"user\", \"content\": \"toy_add %s\"}]}",
+                        sg_buf_str(&sys));
+  resp r1 = {0}, r2 = {0};
+  int64_t t0 = sg_clock_now_us();
+  http(s, "/v1/chat/completions", b, NULL, NULL, &r1);
+  int64_t t1 = sg_clock_now_us();
+  http(s, "/v1/chat/completions", b, NULL, NULL, &r2);
+  int64_t t2 = sg_clock_now_us();
+  double cold = (double)(t1 - t0) / 1e6, warm = (double)(t2 - t1) / 1e6;
+  SG_CHECK_MSG(cold > 0.5 && warm < cold / 2, "cold %.3f s, warm %.3f s", cold, warm);
+  resp_free(&r1), resp_free(&r2);
+  free(b);
+  sg_buf_free(&sys);
+  stop(s);
+}
+
+static void same_seed_gives_the_same_bytes(void) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  o.seed = 42;
+  const char *req = CHAT(", \"stream\": true, \"seed\": 7");
+  sg_llm_server *s1 = start(&o);
+  resp a = {0}, b = {0}, c = {0};
+  http(s1, "/v1/chat/completions", req, NULL, NULL, &a);
+  sg_llm_server_stop(s1);
+  sg_llm_server *s2 = start(&o);
+  http(s2, "/v1/chat/completions", req, NULL, NULL, &b);
+  sg_llm_server_stop(s2);
+  o.seed = 43;
+  sg_llm_server *s3 = start(&o);
+  http(s3, "/v1/chat/completions", req, NULL, NULL, &c);
+  SG_CHECK(a.body.len > 1000);
+  SG_CHECK_STR_EQ(sg_buf_str(&a.body), sg_buf_str(&b.body));
+  SG_CHECK(strcmp(sg_buf_str(&a.body), sg_buf_str(&c.body)) != 0);
+  resp_free(&a), resp_free(&b), resp_free(&c);
+  stop(s3);
+}
+
+static void thinking_off_answers_at_once_with_a_kernel(void) {
+  sg_llm_server *s = start_default();
+  const char *bodies[] = {
+      CHAT(", \"chat_template_kwargs\": {\"enable_thinking\": false}"),
+      CHAT(", \"chat_template_kwargs\": {\"thinking\": false}"),
+      CHAT(", \"thinking\": false"),
+      CHAT(", \"thinking\": {\"type\": \"disabled\"}"),
+  };
+  for (size_t i = 0; i < 4; i++) {
+    resp r = {0};
+    http(s, "/v1/chat/completions", bodies[i], NULL, NULL, &r);
+    SG_CHECK_EQ_INT(r.status, 200);
+    json_t *j = body_json(&r);
+    json_t *msg = json_object_get(choice0(j), "message");
+    SG_CHECK(json_is_null(json_object_get(msg, "reasoning_content")));
+    SG_CHECK_CONTAINS(jstr(msg, "content"), "```c\n");
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(
+                        json_object_get(json_object_get(j, "usage"), "completion_tokens_details"),
+                        "reasoning_tokens")), 0);
+    json_decref(j);
+    resp_free(&r);
+  }
+  /* Explicitly on is the same as the default. */
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(", \"thinking\": {\"type\": \"enabled\"}"), NULL, NULL,
+       &r);
+  json_t *j = body_json(&r);
+  SG_CHECK(jstr(json_object_get(choice0(j), "message"), "reasoning_content") != NULL);
+  json_decref(j);
+  resp_free(&r);
+  stop(s);
+}
+
+/* A fork: the same conversation plus the first `frac` of the reasoning as a
+ * final assistant message, thinking off. Returns the X-Specgen-Example. */
+static char *fork_example(sg_llm_server *s, const char *reasoning, double frac, int k,
+                          double *f_out) {
+  size_t cut = (size_t)(frac * (double)strlen(reasoning));
+  json_t *body = json_pack(
+      "{s:s, s:b, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s#, s:s}], s:{s:b}}", "model", "m",
+      "stream", 0, "messages", "role", "system", "content", "You write fast kernels.", "role",
+      "user", "content", "Optimize toy_add.", "role", "assistant", "reasoning_content",
+      reasoning, (int)cut, "content", "", "chat_template_kwargs", "enable_thinking", 0);
+  char *text = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  char hdr[64];
+  snprintf(hdr, sizeof hdr, "X-Request-Id: fork-%d", k);
+  resp r = {0};
+  http(s, "/v1/chat/completions", text, hdr, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  char *f = header(&r, "X-Specgen-Prefix-Fraction");
+  *f_out = atof(f);
+  free(f);
+  char *ex = header(&r, "X-Specgen-Example");
+  json_t *j = body_json(&r);
+  SG_CHECK(json_is_null(json_object_get(json_object_get(choice0(j), "message"),
+                                        "reasoning_content")));
+  json_decref(j);
+  resp_free(&r);
+  free(text);
+  return ex;
+}
+
+static void forks_with_the_reasoning_prefix_write_valid_kernels(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(""), NULL, NULL, &r);
+  json_t *j = body_json(&r);
+  char *reasoning = sg_strdup(jstr(json_object_get(choice0(j), "message"), "reasoning_content"));
+  json_decref(j);
+  resp_free(&r);
+  int valid0 = 0, valid1 = 0, n = 30;
+  for (int k = 0; k < n; k++) {
+    double f;
+    char *ex = fork_example(s, reasoning, 0.0, k, &f);
+    SG_CHECK(f < 0.01);
+    valid0 += strncmp(ex, "ok-", 3) == 0;
+    free(ex);
+    ex = fork_example(s, reasoning, 1.0, k, &f);
+    SG_CHECK_NEAR(f, 1.0, 1e-9);
+    valid1 += strncmp(ex, "ok-", 3) == 0;
+    free(ex);
+  }
+  SG_CHECK_MSG(valid0 <= 6 && valid1 >= 22, "valid: %d/%d without, %d/%d with the prefix",
+               valid0, n, valid1, n);
+  free(reasoning);
+  stop(s);
+}
+
+static void continued_final_message_resumes_the_reasoning(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(""), NULL, NULL, &r);
+  json_t *j = body_json(&r);
+  const char *full = jstr(json_object_get(choice0(j), "message"), "reasoning_content");
+  size_t cut = strlen(full) / 2;
+  json_t *body = json_pack(
+      "{s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s#}]}", "model", "m", "messages", "role",
+      "system", "content", "You write fast kernels.", "role", "user", "content",
+      "Optimize toy_add.", "role", "assistant", "reasoning_content", full, (int)cut);
+  char *text = json_dumps(body, JSON_COMPACT);
+  resp r2 = {0};
+  http(s, "/v1/chat/completions", text, NULL, NULL, &r2);
+  json_t *j2 = body_json(&r2);
+  SG_CHECK_STR_EQ(jstr(json_object_get(choice0(j2), "message"), "reasoning_content"),
+                  full + cut);
+  json_decref(j2);
+  json_decref(body);
+  free(text);
+  json_decref(j);
+  resp_free(&r), resp_free(&r2);
+  stop(s);
+}
+
+static void max_tokens_stops_with_length(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions",
+       CHAT(", \"max_tokens\": 7, \"stream\": true, \"stream_options\": {\"include_usage\": true}"),
+       NULL, NULL, &r);
+  stream st;
+  parse_stream(&r, &st);
+  const char *finish = NULL;
+  sg_buf rb, cb;
+  sg_buf_init(&rb, 0), sg_buf_init(&cb, 0);
+  stream_text(&st, "reasoning_content", &rb, &cb, &finish);
+  SG_CHECK_STR_EQ(finish, "length");
+  json_t *u = json_object_get(st.events[st.n - 1], "usage");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(u, "completion_tokens")), 7);
+  sg_buf_free(&rb), sg_buf_free(&cb);
+  stream_free(&st);
+  resp_free(&r);
+  stop(s);
+}
+
+/* ---- faults ---- */
+
+static void fault_disconnect_closes_after_n_chunks(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true"), "X-Specgen-Fault: disconnect:3",
+       NULL, &r);
+  SG_CHECK(r.rc != CURLE_OK); /* the chunked body never ended */
+  stream st;
+  parse_stream(&r, &st);
+  SG_CHECK_EQ_INT(st.n, 3);
+  SG_CHECK(!st.done);
+  sg_llm_server_stats ss;
+  sg_llm_server_stats_get(s, &ss);
+  SG_CHECK_EQ_INT(ss.faults_injected, 1);
+  SG_CHECK_EQ_INT(ss.generations_cancelled, 0); /* the server hung up, not the client */
+  stream_free(&st);
+  resp_free(&r);
+  stop(s);
+}
+
+static void fault_status429_fails_the_first_attempts_of_a_request(void) {
+  sg_llm_server *s = start_default();
+  const char *fault = "X-Specgen-Fault: status429:1:2";
+  long want[] = {429, 429, 200, 200};
+  for (int i = 0; i < 4; i++) {
+    resp r = {0};
+    http(s, "/v1/chat/completions", CHAT(", \"max_tokens\": 3"), fault, "X-Request-Id: job-7",
+         &r);
+    SG_CHECK_EQ_INT(r.status, want[i]);
+    if (r.status == 429) {
+      char *ra = header(&r, "Retry-After");
+      SG_CHECK_STR_EQ(ra, "1");
+      free(ra);
+      json_t *j = body_json(&r);
+      SG_CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(j, "error"), "code")),
+                      429);
+      json_decref(j);
+    }
+    resp_free(&r);
+  }
+  /* Another request id starts over; without an id, the body names it. */
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(", \"max_tokens\": 3"), fault, "X-Request-Id: job-8", &r);
+  SG_CHECK_EQ_INT(r.status, 429);
+  resp_free(&r);
+  for (int i = 0; i < 3; i++) {
+    http(s, "/v1/chat/completions", CHAT(", \"max_tokens\": 3, \"rid\": \"r9\""), fault, NULL,
+         &r);
+    SG_CHECK_EQ_INT(r.status, i < 2 ? 429 : 200);
+    resp_free(&r);
+  }
+  /* Without a count, every attempt fails. */
+  for (int i = 0; i < 3; i++) {
+    http(s, "/v1/chat/completions", CHAT(""), "X-Specgen-Fault: status429:0", NULL, &r);
+    SG_CHECK_EQ_INT(r.status, 429);
+    resp_free(&r);
+  }
+  stop(s);
+}
+
+static void fault_status500_from_the_server_options(void) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  sg_err err;
+  SG_CHECK_OK(sg_llm_fault_parse("status500:1", &o.fault, &err), err);
+  sg_llm_server *s = start(&o);
+  resp r = {0};
+  http(s, "/v1/completions", "{\"model\": \"m\", \"prompt\": \"toy_add\", \"max_tokens\": 2}",
+       NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 500);
+  json_t *j = body_json(&r);
+  SG_CHECK_STR_EQ(jstr(json_object_get(j, "error"), "type"), "server_error");
+  json_decref(j);
+  resp_free(&r);
+  http(s, "/v1/completions", "{\"model\": \"m\", \"prompt\": \"toy_add\", \"max_tokens\": 2}",
+       NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  resp_free(&r);
+  stop(s);
+}
+
+static void fault_stall_pauses_mid_stream_then_resumes(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true, \"max_tokens\": 10"),
+       "X-Specgen-Fault: stall:0.6:2", NULL, &r);
+  SG_CHECK_EQ_INT(r.rc, CURLE_OK);
+  SG_CHECK_MSG(r.first_byte_s < 0.5 && r.total_s >= 0.55, "first byte %.3f s, total %.3f s",
+               r.first_byte_s, r.total_s);
+  stream st;
+  parse_stream(&r, &st);
+  SG_CHECK(st.done && st.n == 11);
+  stream_free(&st);
+  resp_free(&r);
+  stop(s);
+}
+
+static bool one_cancelled_none_active(const sg_llm_server_stats *st) {
+  return st->generations_cancelled == 1 && st->generations_active == 0;
+}
+
+static void fault_stall_ends_when_the_client_gives_up(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  r.stop_after_events = 2; /* gives up once the stall begins */
+  int64_t t0 = sg_clock_now_us();
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true"), "X-Specgen-Fault: stall:60:2",
+       NULL, &r);
+  SG_CHECK(r.rc == CURLE_WRITE_ERROR);
+  wait_for(s, one_cancelled_none_active, "the stalled generation to end");
+  SG_CHECK((sg_clock_now_us() - t0) < 10 * 1000000);
+  resp_free(&r);
+  stop(s);
+}
+
+static void fault_malformed_sends_one_chunk_that_is_not_json(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true, \"max_tokens\": 6"),
+       "X-Specgen-Fault: malformed:1", NULL, &r);
+  stream st;
+  parse_stream(&r, &st);
+  SG_CHECK_EQ_INT(st.malformed, 1);
+  SG_CHECK(st.events[1] == NULL && st.events[0] != NULL);
+  SG_CHECK(st.done);
+  stream_free(&st);
+  resp_free(&r);
+  stop(s);
+}
+
+static void fault_slow_first_byte_delays_the_response(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true, \"max_tokens\": 3"),
+       "X-Specgen-Fault: slow_first_byte:0.5", NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  SG_CHECK_MSG(r.first_byte_s >= 0.45, "first byte after %.3f s", r.first_byte_s);
+  stream st;
+  parse_stream(&r, &st);
+  SG_CHECK(st.done);
+  stream_free(&st);
+  resp_free(&r);
+  stop(s);
+}
+
+static void fault_error_in_stream_sends_an_error_chunk(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true"), "X-Specgen-Fault: error_in_stream:4",
+       NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  stream st;
+  parse_stream(&r, &st);
+  SG_CHECK_EQ_INT(st.n, 5);
+  json_t *e = json_object_get(st.events[4], "error");
+  SG_CHECK(json_is_object(e));
+  SG_CHECK_CONTAINS(jstr(e, "message"), "error_in_stream");
+  SG_CHECK(st.done);
+  stream_free(&st);
+  resp_free(&r);
+  stop(s);
+}
+
+static void fault_specs_are_checked(void) {
+  sg_llm_fault f;
+  sg_err err;
+  SG_CHECK_OK(sg_llm_fault_parse("status429:2.5:3", &f, &err), err);
+  SG_CHECK(f.kind == SG_LLM_FAULT_STATUS429 && f.seconds == 2.5 && f.attempts == 3);
+  SG_CHECK_OK(sg_llm_fault_parse("disconnect:0", &f, &err), err);
+  SG_CHECK(f.kind == SG_LLM_FAULT_DISCONNECT && f.after_chunks == 0);
+  SG_CHECK_STR_EQ(sg_llm_fault_name(f.kind), "disconnect");
+  SG_CHECK_OK(sg_llm_fault_parse("none", &f, &err), err);
+  SG_CHECK(f.kind == SG_LLM_FAULT_NONE);
+  const char *bad[] = {"explode", "stall", "stall:x", "disconnect:-1", "disconnect:1.5",
+                       "status500:1:2", "slow_first_byte", "status429:1:2:3"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sg_err_clear(&err);
+    SG_CHECK_MSG(sg_llm_fault_parse(bad[i], &f, &err) == SG_EINVAL, "%s accepted", bad[i]);
+    SG_CHECK_CONTAINS(err.msg, bad[i]);
+  }
+  /* A bad per-request header is a bad request naming the header. */
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(""), "X-Specgen-Fault: explode", NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 400);
+  SG_CHECK_CONTAINS(sg_buf_str(&r.body), "X-Specgen-Fault");
+  resp_free(&r);
+  stop(s);
+}
+
+/* ---- cancellation ---- */
+
+static void client_disconnect_stops_the_generation(void) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  o.tokens_per_s = 400; /* 600+ tokens: at least 1.5 s if nobody stopped it */
+  o.reasoning_tokens_min = 600;
+  o.reasoning_tokens_max = 700;
+  sg_llm_server *s = start(&o);
+  resp r = {0};
+  r.stop_after_events = 3;
+  http(s, "/v1/chat/completions", CHAT(", \"stream\": true"), NULL, NULL, &r);
+  SG_CHECK(r.rc == CURLE_WRITE_ERROR);
+  wait_for(s, one_cancelled_none_active, "the server to notice the client left");
+  sg_llm_server_stats st;
+  sg_llm_server_stats_get(s, &st);
+  SG_CHECK_MSG(st.tokens_generated < 100, "%llu tokens generated after the client left",
+               (unsigned long long)st.tokens_generated);
+  SG_CHECK_EQ_INT(st.generations_completed, 0);
+  resp_free(&r);
+  stop(s);
+}
+
+typedef struct bg {
+  sg_llm_server *s;
+  const char *body;
+  const char *h1;
+  resp r;
+} bg;
+
+static void *bg_run(void *arg) {
+  bg *b = arg;
+  http(b->s, "/v1/chat/completions", b->body, b->h1, NULL, &b->r);
+  return NULL;
+}
+
+static bool generating(const sg_llm_server_stats *st) {
+  return st->generations_active == 1 && st->tokens_generated >= 5;
+}
+
+static void abort_by(const char *body, const char *h1, const char *abort_body) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  o.tokens_per_s = 300;
+  o.reasoning_tokens_min = 600;
+  o.reasoning_tokens_max = 700;
+  sg_llm_server *s = start(&o);
+  bg b = {.s = s, .body = body, .h1 = h1};
+  pthread_t th;
+  SG_CHECK(pthread_create(&th, NULL, bg_run, &b) == 0);
+  wait_for(s, generating, "the generation to start");
+  resp r = {0};
+  http(s, "/abort_request", abort_body, NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  json_t *j = body_json(&r);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(j, "aborted")), 1);
+  json_decref(j);
+  resp_free(&r);
+  pthread_join(th, NULL);
+  stream st;
+  parse_stream(&b.r, &st);
+  const char *finish = NULL;
+  sg_buf rb, cb;
+  sg_buf_init(&rb, 0), sg_buf_init(&cb, 0);
+  stream_text(&st, "reasoning_content", &rb, &cb, &finish);
+  SG_CHECK_STR_EQ(finish, "abort");
+  SG_CHECK(st.done);
+  SG_CHECK_EQ_INT(cb.len, 0); /* stopped while still reasoning */
+  sg_llm_server_stats ss;
+  sg_llm_server_stats_get(s, &ss);
+  SG_CHECK_EQ_INT(ss.abort_requests, 1);
+  SG_CHECK_EQ_INT(ss.generations_aborted, 1);
+  SG_CHECK(ss.tokens_generated < 600);
+  sg_buf_free(&rb), sg_buf_free(&cb);
+  stream_free(&st);
+  resp_free(&b.r);
+  stop(s);
+}
+
+static void abort_request_stops_the_generation_by_rid(void) {
+  abort_by(CHAT(", \"stream\": true, \"rid\": \"job-1\""), NULL, "{\"rid\": \"job-1\"}");
+}
+
+static void abort_request_matches_the_request_id_header(void) {
+  abort_by(CHAT(", \"stream\": true"), "X-Request-Id: hdr-2", "{\"rid\": \"hdr-2\"}");
+}
+
+static void abort_request_checks_its_body(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/abort_request", "{\"id\": 3}", NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 400);
+  json_t *j = body_json(&r);
+  SG_CHECK_STR_EQ(jstr(json_object_get(j, "error"), "param"), "rid");
+  json_decref(j);
+  resp_free(&r);
+  http(s, "/abort_request", "{\"rid\": \"nobody\"}", NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  SG_CHECK_CONTAINS(sg_buf_str(&r.body), "\"aborted\":0");
+  resp_free(&r);
+  stop(s);
+}
+
+/* ---- bad requests ---- */
+
+static void expect_error(sg_llm_server *s, const char *path, const char *body, long status,
+                         const char *param, const char *in_message) {
+  resp r = {0};
+  http(s, path, body, NULL, NULL, &r);
+  SG_CHECK_MSG(r.status == status, "%s %s: status %ld, want %ld", path, body ? body : "(GET)",
+               r.status, status);
+  json_t *j = body_json(&r);
+  json_t *e = json_object_get(j, "error");
+  SG_CHECK(json_is_object(e));
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(e, "code")), status);
+  if (param)
+    SG_CHECK_STR_EQ(jstr(e, "param"), param);
+  if (in_message)
+    SG_CHECK_CONTAINS(jstr(e, "message"), in_message);
+  json_decref(j);
+  resp_free(&r);
+}
+
+static void bad_requests_get_errors_naming_the_field(void) {
+  sg_llm_server *s = start_default();
+  const char *chat = "/v1/chat/completions";
+  expect_error(s, chat, "{\"model\": ", 400, NULL, "not valid JSON");
+  expect_error(s, chat, "[1, 2]", 400, NULL, "not a JSON object");
+  expect_error(s, chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}", 400,
+               "model", "model");
+  expect_error(s, chat, "{\"model\": \"m\"}", 400, "messages", "messages");
+  expect_error(s, chat, "{\"model\": \"m\", \"messages\": []}", 400, "messages", NULL);
+  expect_error(s, chat, "{\"model\": \"m\", \"messages\": [{\"role\": \"pirate\"}]}", 400,
+               "messages[0].role", NULL);
+  expect_error(s, chat, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": 5}]}",
+               400, "messages[0].content", NULL);
+  expect_error(s, chat, CHAT(", \"stream\": \"yes\""), 400, "stream", NULL);
+  expect_error(s, chat, CHAT(", \"max_tokens\": 0"), 400, "max_tokens", NULL);
+  expect_error(s, chat, CHAT(", \"n\": 2"), 400, "n", NULL);
+  expect_error(s, "/v1/completions", "{\"model\": \"m\"}", 400, "prompt", NULL);
+  expect_error(s, "/v1/completions", "{\"model\": \"m\", \"prompt\": [23134208, 5]}", 400,
+               "prompt[1]", NULL);
+  expect_error(s, "/v1/completions", "{\"model\": \"m\", \"prompt\": [\"a\", \"b\"]}", 400,
+               "prompt", "batches");
+  expect_error(s, "/v1/nothing", "{}", 404, NULL, "no route");
+  expect_error(s, chat, NULL, 405, NULL, "POST");
+  sg_llm_server_stats st;
+  sg_llm_server_stats_get(s, &st);
+  SG_CHECK_EQ_INT(st.generations_started, 0);
+  SG_CHECK_EQ_INT(st.requests_total, 15);
+  stop(s);
+}
+
+static void start_rejects_bad_options(void) {
+  sg_llm_server_opts o;
+  sg_llm_server *s = NULL;
+  sg_err err;
+  sg_llm_server_opts_init(&o);
+  o.reasoning_field = "thoughts";
+  SG_CHECK_EQ_INT(sg_llm_server_start(&o, &s, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "thoughts");
+  sg_llm_server_opts_init(&o);
+  o.host = "localhost.invalid";
+  SG_CHECK_EQ_INT(sg_llm_server_start(&o, &s, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "localhost.invalid");
+  sg_llm_server_opts_init(&o);
+  o.tasks_root = "/nonexistent/tasks";
+  SG_CHECK_EQ_INT(sg_llm_server_start(&o, &s, &err), SG_ENOENT);
+  SG_CHECK_CONTAINS(err.msg, "/nonexistent/tasks");
+  SG_CHECK(s == NULL);
+  /* A port in use. */
+  sg_llm_server *a = start_default();
+  sg_llm_server_opts_init(&o);
+  o.tasks_root = "";
+  o.port = sg_llm_server_port(a);
+  SG_CHECK_EQ_INT(sg_llm_server_start(&o, &s, &err), SG_EIO);
+  SG_CHECK(s == NULL);
+  stop(a);
+}
+
+/* ---- the program ---- */
+
+static void serve_command_prints_its_address_and_stops_on_sigterm(void) {
+  fixture_make();
+  int out[2];
+  SG_CHECK(pipe(out) == 0);
+  pid_t pid = fork();
+  SG_CHECK(pid >= 0);
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    execl(SG_TEST_SPECGEN, SG_TEST_SPECGEN, "llm", "serve", "--port", "0", "--tasks",
+          fixture_dir, "--tokens-per-s", "0", "--seed", "5", (char *)NULL);
+    _exit(127);
+  }
+  close(out[1]);
+  FILE *f = fdopen(out[0], "r");
+  char line[256] = "";
+  SG_CHECK(fgets(line, sizeof line, f) != NULL);
+  int port = 0;
+  SG_CHECK_MSG(sscanf(line, "listening on http://127.0.0.1:%d", &port) == 1, "first line: %s",
+               line);
+  /* A request through it, with a stand-in server handle for the helper. */
+  CURL *c = curl_easy_init();
+  char *url = sg_asprintf("http://127.0.0.1:%d/v1/models", port);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  resp r = {0};
+  sg_buf_init(&r.body, 0);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+  SG_CHECK_EQ_INT(curl_easy_perform(c), CURLE_OK);
+  SG_CHECK_CONTAINS(sg_buf_str(&r.body), "specgen-test");
+  curl_easy_cleanup(c);
+  free(url);
+  sg_buf_free(&r.body);
+  SG_CHECK(kill(pid, SIGTERM) == 0);
+  int st;
+  SG_CHECK(waitpid(pid, &st, 0) == pid);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  SG_CHECK(fgets(line, sizeof line, f) != NULL);
+  SG_CHECK_CONTAINS(line, "stopped: 1 requests");
+  fclose(f);
+  fixture_remove();
+}
+
+static int run_specgen(const char *a1, const char *a2, char *err_out, size_t n) {
+  int pe[2];
+  SG_CHECK(pipe(pe) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pe[1], 2);
+    close(pe[0]);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    execl(SG_TEST_SPECGEN, SG_TEST_SPECGEN, "llm", "serve", a1, a2, (char *)NULL);
+    _exit(127);
+  }
+  close(pe[1]);
+  ssize_t k = read(pe[0], err_out, n - 1);
+  err_out[k > 0 ? k : 0] = '\0';
+  close(pe[0]);
+  int st;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void serve_command_rejects_bad_flags_naming_them(void) {
+  char e[512];
+  SG_CHECK_EQ_INT(run_specgen("--reasoning-field", "thoughts", e, sizeof e), 2);
+  SG_CHECK_CONTAINS(e, "--reasoning-field");
+  SG_CHECK_EQ_INT(run_specgen("--fault", "explode", e, sizeof e), 2);
+  SG_CHECK_CONTAINS(e, "--fault");
+  SG_CHECK_EQ_INT(run_specgen("--port", "70000", e, sizeof e), 2);
+  SG_CHECK_CONTAINS(e, "--port");
+  SG_CHECK_EQ_INT(run_specgen("--tasks", "/nonexistent/tasks", e, sizeof e), 2);
+  SG_CHECK_CONTAINS(e, "/nonexistent/tasks");
+  SG_CHECK_EQ_INT(run_specgen("--help", NULL, e, sizeof e), 0);
+}
+
+SG_TEST_MAIN(SG_TEST(models_lists_the_model),
+             SG_TEST(chat_stream_sends_reasoning_then_content_then_usage),
+             SG_TEST(stream_without_include_usage_has_no_usage_event),
+             SG_TEST(reasoning_field_option_names_the_delta_field),
+             SG_TEST(nonstreaming_chat_matches_the_stream_and_has_usage),
+             SG_TEST(completions_take_a_string_or_token_ids),
+             SG_TEST(return_token_ids_gives_ids_that_decode_to_the_text),
+             SG_TEST(cached_tokens_count_the_shared_prefix_in_blocks_of_16),
+             SG_TEST(cached_prompt_gets_its_first_token_sooner),
+             SG_TEST(same_seed_gives_the_same_bytes),
+             SG_TEST(thinking_off_answers_at_once_with_a_kernel),
+             SG_TEST(forks_with_the_reasoning_prefix_write_valid_kernels),
+             SG_TEST(continued_final_message_resumes_the_reasoning),
+             SG_TEST(max_tokens_stops_with_length),
+             SG_TEST(fault_disconnect_closes_after_n_chunks),
+             SG_TEST(fault_status429_fails_the_first_attempts_of_a_request),
+             SG_TEST(fault_status500_from_the_server_options),
+             SG_TEST(fault_stall_pauses_mid_stream_then_resumes),
+             SG_TEST(fault_stall_ends_when_the_client_gives_up),
+             SG_TEST(fault_malformed_sends_one_chunk_that_is_not_json),
+             SG_TEST(fault_slow_first_byte_delays_the_response),
+             SG_TEST(fault_error_in_stream_sends_an_error_chunk),
+             SG_TEST(fault_specs_are_checked),
+             SG_TEST(client_disconnect_stops_the_generation),
+             SG_TEST(abort_request_stops_the_generation_by_rid),
+             SG_TEST(abort_request_matches_the_request_id_header),
+             SG_TEST(abort_request_checks_its_body),
+             SG_TEST(bad_requests_get_errors_naming_the_field),
+             SG_TEST(start_rejects_bad_options),
+             SG_TEST(serve_command_prints_its_address_and_stops_on_sigterm),
+             SG_TEST(serve_command_rejects_bad_flags_naming_them))
