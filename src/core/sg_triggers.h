@@ -60,6 +60,11 @@ typedef void (*sg_trigger_cb)(void *user, const sg_trigger *t);
 void sg_scanner_feed(sg_scanner *s, const char *data, size_t len,
                      sg_trigger_cb cb, void *user);
 
+/* Ends the text (added to the contract): fires what only the end can
+ * complete, a sentence without its final newline or a closing fence on the
+ * last line. Feed nothing after it. */
+void sg_scanner_finish(sg_scanner *s, sg_trigger_cb cb, void *user);
+
 /* Bytes fed so far. */
 uint64_t sg_scanner_offset(const sg_scanner *s);
 
