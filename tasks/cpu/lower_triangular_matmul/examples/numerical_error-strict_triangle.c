@@ -1,0 +1,15 @@
+/* tril(A @ B) for lower-triangular A and B, in i-k-j order: for each
+ * nonzero A[i][k], add it times the nonzero head of row k of B. */
+void lower_triangular_matmul(const float *A, const float *B, float *C, int N) {
+  for (int i = 0; i < N; i++) {
+    float *c = C + (long)i * N;
+    for (int j = 0; j < N; j++)
+      c[j] = 0.0f;
+    for (int k = 0; k < i; k++) {
+      float a = A[(long)i * N + k];
+      const float *b = B + (long)k * N;
+      for (int j = 0; j <= k; j++)
+        c[j] += a * b[j];
+    }
+  }
+}

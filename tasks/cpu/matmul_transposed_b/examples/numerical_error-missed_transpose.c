@@ -1,0 +1,16 @@
+/* C = A @ B^T in i-k-j order: broadcast A[i][k] and add it times row k of
+ * B into row i of C; the inner loop vectorizes. */
+void matmul_transposed_b(const float *A, const float *B, float *C, int M, int K,
+                         int N) {
+  for (int i = 0; i < M; i++) {
+    float *c = C + (long)i * N;
+    for (int j = 0; j < N; j++)
+      c[j] = 0.0f;
+    for (int k = 0; k < K; k++) {
+      float a = A[(long)i * K + k];
+      const float *b = B + (long)k * N;
+      for (int j = 0; j < N; j++)
+        c[j] += a * b[j];
+    }
+  }
+}
