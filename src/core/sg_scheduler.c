@@ -110,7 +110,7 @@ struct sg_scheduler {
   sg_req_id *slots;         /* compile slots: the request compiling, or 0 */
   workflow *wf;
   size_t nwf, capwf;
-  size_t rr[STAGE__COUNT][SG_PHASE__COUNT]; /* last served workflow + 1 */
+  size_t rr[STAGE__COUNT][SG_PHASE__COUNT]; /* last served workflow index */
   size_t live;              /* requests not yet DONE/ABORTED/FAILED */
   size_t waiting[SG_PHASE__COUNT];  /* live, not yet on a device */
   size_t running[SG_PHASE__COUNT];
@@ -346,18 +346,20 @@ static void assign_parts(sg_scheduler *s) {
       dv->part = SG_PHASE_VALIDATE;
     prof += dv->part == SG_PHASE_PROFILE;
   }
-  /* Two passes: idle devices first, then busy ones; highest index first for
-   * profiling->validation, lowest first the other way (deterministic). */
+  /* Two passes: idle devices first, then busy ones. Profiling gathers at
+   * the high indices: validation->profiling takes the highest index first,
+   * profiling->validation the lowest (deterministic, and a fresh pool reads
+   * "validation devices, then profiling devices"). */
   for (int pass = 0; pass < 2 && prof != s->prof_target; pass++) {
     sg_device_state want = pass == 0 ? SG_DEVICE_IDLE : SG_DEVICE_BUSY;
     if (prof > s->prof_target) {
-      for (int d = s->o.devices - 1; d >= 0 && prof > s->prof_target; d--)
+      for (int d = 0; d < s->o.devices && prof > s->prof_target; d++)
         if (s->dev[d].state == want && s->dev[d].part == SG_PHASE_PROFILE) {
           s->dev[d].part = SG_PHASE_VALIDATE;
           prof--;
         }
     } else {
-      for (int d = 0; d < s->o.devices && prof < s->prof_target; d++)
+      for (int d = s->o.devices - 1; d >= 0 && prof < s->prof_target; d--)
         if (s->dev[d].state == want && s->dev[d].part == SG_PHASE_VALIDATE) {
           s->dev[d].part = SG_PHASE_PROFILE;
           prof++;
@@ -400,8 +402,10 @@ static req *pick(sg_scheduler *s, int stage, sg_phase phase) {
                                              : SG_REQ_DEVICE_WAIT;
   bool lifo = phase == SG_PHASE_VALIDATE && s->o.validate_lifo;
   size_t nwf = s->nwf;
+  /* Start after the last served workflow; workflows that joined since are
+   * at the end, so they wait at most one round too. */
   for (size_t k = 0; k < nwf; k++) {
-    size_t i = (s->rr[stage][phase] + k) % nwf;
+    size_t i = (s->rr[stage][phase] + 1 + k) % nwf;
     deque *q = &s->wf[i].q[stage][phase];
     while (dq_len(q) > 0) {
       sg_req_id id = lifo ? q->v[q->tail - 1] : q->v[q->head];
@@ -413,7 +417,7 @@ static req *pick(sg_scheduler *s, int stage, sg_phase phase) {
       assert(r != NULL);
       if (r->state != want)
         continue; /* aborted or failed while queued */
-      s->rr[stage][phase] = (i + 1) % nwf;
+      s->rr[stage][phase] = i;
       return r;
     }
   }
@@ -528,6 +532,9 @@ int sg_scheduler_new(const sg_sched_opts *opts, sg_scheduler **out,
   s->slots = sg_calloc((size_t)opts->compile_slots, sizeof *s->slots);
   for (int d = 0; d < opts->devices; d++)
     s->dev[d].part = SG_PHASE_VALIDATE;
+  for (int st = 0; st < STAGE__COUNT; st++)
+    for (int p = 0; p < SG_PHASE__COUNT; p++)
+      s->rr[st][p] = (size_t)-1; /* none yet: the first pick starts at 0 */
   s->prof_target = opts->static_profile_devices >= 0
                        ? opts->static_profile_devices
                        : sg_scheduler_split(opts->devices, 0, 0);
