@@ -1,10 +1,94 @@
-/* cmd_tasks.c: placeholder until the module that serves it lands. */
+/* cmd_tasks.c: `specgen tasks`: lists the built-in tasks. */
 #include "cli/commands.h"
 
+#include "eval/sg_task.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: specgen tasks [--json] [--evaluator cpu|cuda|kernelbench]\n"
+          "\n"
+          "Lists the built-in tasks (found under $SPECGEN_TASKS_DIR, else the\n"
+          "installed data directory, else the source tree's tasks/).\n"
+          "\n"
+          "  --json            an array of objects: name, evaluator, language,\n"
+          "                    description, dir, entry, signature\n"
+          "  --evaluator NAME  only the tasks of that evaluator\n"
+          "  -h, --help        this help\n");
+}
 
 int sg_cmd_tasks(int argc, char **argv) {
-  (void)argc;
-  fprintf(stderr, "specgen %s: not built yet\n", argv[0]);
-  return SG_EXIT_USAGE;
+  static const struct option longopts[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"evaluator", required_argument, NULL, 'e'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  bool json = false;
+  const char *only = NULL;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'j': json = true; break;
+    case 'e': only = optarg; break;
+    case 'h': usage(stdout); return SG_EXIT_OK;
+    default:
+      fprintf(stderr, "specgen tasks: unknown or incomplete option '%s'\n\n",
+              argv[optind - 1]);
+      usage(stderr);
+      return SG_EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "specgen tasks: unexpected argument '%s'\n\n", argv[optind]);
+    usage(stderr);
+    return SG_EXIT_USAGE;
+  }
+  sg_task **tasks = NULL;
+  size_t n = 0;
+  sg_err err;
+  sg_err_clear(&err);
+  if (sg_task_list(&tasks, &n, &err) != 0) {
+    fprintf(stderr, "specgen tasks: %s\n", err.msg);
+    return SG_EXIT_USAGE;
+  }
+  if (json) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+      const sg_task *t = tasks[i];
+      if (only && strcmp(t->evaluator, only) != 0)
+        continue;
+      json_array_append_new(
+          arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", t->name,
+                         "evaluator", t->evaluator, "language", t->language,
+                         "description", t->description, "dir", t->dir, "entry",
+                         t->entry, "signature", t->signature));
+    }
+    char *s = json_dumps(arr, JSON_INDENT(2));
+    printf("%s\n", s);
+    free(s);
+    json_decref(arr);
+  } else {
+    size_t w = 4;
+    for (size_t i = 0; i < n; i++)
+      if (strlen(tasks[i]->name) > w)
+        w = strlen(tasks[i]->name);
+    printf("%-*s  %-11s  %s\n", (int)w, "NAME", "EVALUATOR", "DESCRIPTION");
+    for (size_t i = 0; i < n; i++) {
+      const sg_task *t = tasks[i];
+      if (only && strcmp(t->evaluator, only) != 0)
+        continue;
+      printf("%-*s  %-11s  %s\n", (int)w, t->name, t->evaluator, t->description);
+    }
+    if (n == 0)
+      printf("(no tasks under %s)\n", sg_task_builtin_root());
+  }
+  sg_task_list_free(tasks, n);
+  return SG_EXIT_OK;
 }

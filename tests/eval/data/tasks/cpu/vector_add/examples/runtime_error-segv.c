@@ -1,7 +1,8 @@
-/* Writes through a null pointer. */
+/* Writes through a wild pointer. */
+#include <stdint.h>
 void vector_add(const float *a, const float *b, float *out, float alpha, int n) {
-  (void)out;
-  float *volatile p = 0;
+  volatile float *wild = (volatile float *)(uintptr_t)64;
   for (int i = 0; i < n; i++)
-    p[i] = alpha * (a[i] + b[i]);
+    out[i] = alpha * (a[i] + b[i]);
+  *wild = out[0];
 }
