@@ -72,7 +72,8 @@ void sg_scanner_opts_default(sg_scanner_opts *opts) {
 
 /* ---------------------------------------------------------------- patterns
  *
- * Pattern syntax: lower case; '0' stands for a run of digits; one space for
+ * Pattern syntax: lower case; 'N' stands for a number (a run of digits), '0'
+ * for exactly one digit ("float0$" is float4 but not float32); one space for
  * any whitespace run; a leading '^' means "only at the first word of a
  * sentence"; a trailing '$' means "the next symbol is not a word character"
  * (so "mma$" does not match "mmap"). Every pattern that starts with a letter
@@ -89,38 +90,38 @@ typedef struct pattern_src {
 
 static const pattern_src pattern_table[] = {
     /* design: tile and block shapes ("64x64 tiles", "a 128 x 128 x 32 tile") */
-    {KIND_DESIGN, "0x0 til"}, {KIND_DESIGN, "0 x 0 til"},
-    {KIND_DESIGN, "0x0 block"}, {KIND_DESIGN, "0 x 0 block"},
-    {KIND_DESIGN, "0x0 sub"}, {KIND_DESIGN, "0 x 0 sub"},
-    {KIND_DESIGN, "0x0 thread"}, {KIND_DESIGN, "0 x 0 thread"},
-    {KIND_DESIGN, "0x0 output"}, {KIND_DESIGN, "0x0 regist"},
-    {KIND_DESIGN, "0x0 micro"}, {KIND_DESIGN, "0x0 warp"},
-    {KIND_DESIGN, "0x0 fragment"}, {KIND_DESIGN, "0x0 grid"},
-    {KIND_DESIGN, "0x0 chunk"}, {KIND_DESIGN, "0x0 element"},
-    {KIND_DESIGN, "0x0 shared"}, {KIND_DESIGN, "0x0-til"},
-    {KIND_DESIGN, "0-wide til"}, {KIND_DESIGN, "tile of 0x0"},
-    {KIND_DESIGN, "tiles of 0x0"}, {KIND_DESIGN, "tile size of 0"},
-    {KIND_DESIGN, "tile size 0"}, {KIND_DESIGN, "block size of 0"},
-    {KIND_DESIGN, "block size 0"}, {KIND_DESIGN, "blocks of 0"},
-    {KIND_DESIGN, "block of 0"},
+    {KIND_DESIGN, "NxN til"}, {KIND_DESIGN, "N x N til"},
+    {KIND_DESIGN, "NxN block"}, {KIND_DESIGN, "N x N block"},
+    {KIND_DESIGN, "NxN sub"}, {KIND_DESIGN, "N x N sub"},
+    {KIND_DESIGN, "NxN thread"}, {KIND_DESIGN, "N x N thread"},
+    {KIND_DESIGN, "NxN output"}, {KIND_DESIGN, "NxN regist"},
+    {KIND_DESIGN, "NxN micro"}, {KIND_DESIGN, "NxN warp"},
+    {KIND_DESIGN, "NxN fragment"}, {KIND_DESIGN, "NxN grid"},
+    {KIND_DESIGN, "NxN chunk"}, {KIND_DESIGN, "NxN element"},
+    {KIND_DESIGN, "NxN shared"}, {KIND_DESIGN, "NxN-til"},
+    {KIND_DESIGN, "N-wide til"}, {KIND_DESIGN, "tile of NxN"},
+    {KIND_DESIGN, "tiles of NxN"}, {KIND_DESIGN, "tile size of N"},
+    {KIND_DESIGN, "tile size N"}, {KIND_DESIGN, "block size of N"},
+    {KIND_DESIGN, "block size N"}, {KIND_DESIGN, "blocks of N"},
+    {KIND_DESIGN, "block of N"},
     /* design: named sizes ("BLOCK_SIZE = 128", "#define TILE 32") */
-    {KIND_DESIGN, "block_size=0"}, {KIND_DESIGN, "blocksize=0"},
-    {KIND_DESIGN, "tile_size=0"}, {KIND_DESIGN, "tile=0"},
-    {KIND_DESIGN, "tile_dim=0"}, {KIND_DESIGN, "tile_width=0"},
-    {KIND_DESIGN, "tile_m=0"}, {KIND_DESIGN, "tile_n=0"},
-    {KIND_DESIGN, "tile_k=0"}, {KIND_DESIGN, "block_m=0"},
-    {KIND_DESIGN, "block_n=0"}, {KIND_DESIGN, "block_k=0"},
-    {KIND_DESIGN, "bm=0"}, {KIND_DESIGN, "bn=0"}, {KIND_DESIGN, "bk=0"},
-    {KIND_DESIGN, "tm=0"}, {KIND_DESIGN, "tn=0"},
-    {KIND_DESIGN, "threads_per_block=0"}, {KIND_DESIGN, "num_threads=0"},
-    {KIND_DESIGN, "block_dim=0"}, {KIND_DESIGN, "blockdim=0"},
-    {KIND_DESIGN, "warps_per_block=0"}, {KIND_DESIGN, "unroll=0"},
-    {KIND_DESIGN, "vec_size=0"}, {KIND_DESIGN, "elems_per_thread=0"},
+    {KIND_DESIGN, "block_size=N"}, {KIND_DESIGN, "blocksize=N"},
+    {KIND_DESIGN, "tile_size=N"}, {KIND_DESIGN, "tile=N"},
+    {KIND_DESIGN, "tile_dim=N"}, {KIND_DESIGN, "tile_width=N"},
+    {KIND_DESIGN, "tile_m=N"}, {KIND_DESIGN, "tile_n=N"},
+    {KIND_DESIGN, "tile_k=N"}, {KIND_DESIGN, "block_m=N"},
+    {KIND_DESIGN, "block_n=N"}, {KIND_DESIGN, "block_k=N"},
+    {KIND_DESIGN, "bm=N"}, {KIND_DESIGN, "bn=N"}, {KIND_DESIGN, "bk=N"},
+    {KIND_DESIGN, "tm=N"}, {KIND_DESIGN, "tn=N"},
+    {KIND_DESIGN, "threads_per_block=N"}, {KIND_DESIGN, "num_threads=N"},
+    {KIND_DESIGN, "block_dim=N"}, {KIND_DESIGN, "blockdim=N"},
+    {KIND_DESIGN, "warps_per_block=N"}, {KIND_DESIGN, "unroll=N"},
+    {KIND_DESIGN, "vec_size=N"}, {KIND_DESIGN, "elems_per_thread=N"},
     /* design: launch shape and thread mapping */
-    {KIND_DESIGN, "0 threads per"}, {KIND_DESIGN, "0 threads/block"},
-    {KIND_DESIGN, "0 threads in a block"}, {KIND_DESIGN, "0-thread block"},
-    {KIND_DESIGN, "0 thread block"}, {KIND_DESIGN, "0 warps per"},
-    {KIND_DESIGN, "0 elements per thread"}, {KIND_DESIGN, "0 outputs per thread"},
+    {KIND_DESIGN, "N threads per"}, {KIND_DESIGN, "N threads/block"},
+    {KIND_DESIGN, "N threads in a block"}, {KIND_DESIGN, "N-thread block"},
+    {KIND_DESIGN, "N thread block"}, {KIND_DESIGN, "N warps per"},
+    {KIND_DESIGN, "N elements per thread"}, {KIND_DESIGN, "N outputs per thread"},
     {KIND_DESIGN, "dim0 block("}, {KIND_DESIGN, "dim0 threads("},
     {KIND_DESIGN, "dim0 grid("}, {KIND_DESIGN, "<<<"},
     {KIND_DESIGN, "each thread comput"}, {KIND_DESIGN, "each thread handl"},
@@ -145,8 +146,8 @@ static const pattern_src pattern_table[] = {
     {KIND_DESIGN, "float0$"}, {KIND_DESIGN, "half0$"}, {KIND_DESIGN, "int0 load"},
     {KIND_DESIGN, "vectorized load"}, {KIND_DESIGN, "vectorized memory"},
     {KIND_DESIGN, "vectorized access"}, {KIND_DESIGN, "vectorize the load"},
-    {KIND_DESIGN, "vectorized stor"}, {KIND_DESIGN, "0-bit load"},
-    {KIND_DESIGN, "0-byte load"}, {KIND_DESIGN, "wide load"},
+    {KIND_DESIGN, "vectorized stor"}, {KIND_DESIGN, "N-bit load"},
+    {KIND_DESIGN, "N-byte load"}, {KIND_DESIGN, "wide load"},
     {KIND_DESIGN, "wmma"}, {KIND_DESIGN, "mma.sync"}, {KIND_DESIGN, "mma$"},
     {KIND_DESIGN, "tensor core"}, {KIND_DESIGN, "tensorcore"},
     {KIND_DESIGN, "ldmatrix"}, {KIND_DESIGN, "__shfl"}, {KIND_DESIGN, "shfl_"},
@@ -168,7 +169,7 @@ static const pattern_src pattern_table[] = {
     /* design: CPU (C kernels) */
     {KIND_DESIGN, "simd"}, {KIND_DESIGN, "avx"}, {KIND_DESIGN, "sse0"},
     {KIND_DESIGN, "sse$"}, {KIND_DESIGN, "neon$"}, {KIND_DESIGN, "_mm_"},
-    {KIND_DESIGN, "_mm0_"}, {KIND_DESIGN, "cache block"},
+    {KIND_DESIGN, "_mmN_"}, {KIND_DESIGN, "cache block"},
     {KIND_DESIGN, "cache-block"}, {KIND_DESIGN, "cache til"},
     {KIND_DESIGN, "loop order"}, {KIND_DESIGN, "loop interchange"},
     {KIND_DESIGN, "i-k-j"}, {KIND_DESIGN, "ikj$"}, {KIND_DESIGN, "#pragma omp"},
@@ -272,6 +273,7 @@ enum {
 #define BLOCK_SEEN 128          /* fences and kernels remembered */
 #define SYM_OTHER 1             /* a byte no pattern uses */
 #define SYM_DIGIT '0'
+#define SYM_DIGIT2 '1'         /* a run's second digit */
 
 /* FNV-1a over "words": runs of non-whitespace joined by one separator,
  * leading and trailing whitespace ignored, so re-indented or re-wrapped
@@ -435,7 +437,8 @@ struct sg_scanner {
 /* ---------------------------------------------------------------- automaton */
 
 static bool sym_is_word(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || c == SYM_DIGIT || c == '_';
+  return (c >= 'a' && c <= 'z') || c == SYM_DIGIT || c == SYM_DIGIT2 ||
+         c == '_';
 }
 
 static void add_pattern(sg_scanner *s, unsigned kind, const char *text,
@@ -461,71 +464,98 @@ static void add_pattern(sg_scanner *s, unsigned kind, const char *text,
   s->npats++;
 }
 
-/* Expands a pattern's '=' (see above) and strips its '^' and '$'. */
-static void add_pattern_src(sg_scanner *s, const pattern_src *p,
-                            unsigned *cap_nodes) {
-  const char *t = p->text;
-  unsigned flags = 0;
-  if (*t == '^') {
-    flags |= PAT_FLAG_START;
-    t++;
-  }
-  size_t len = strlen(t);
-  if (len > 0 && t[len - 1] == '$') {
-    flags |= PAT_FLAG_RB;
-    len--;
-  }
-  if ((t[0] >= 'a' && t[0] <= 'z') || t[0] == '_')
-    flags |= PAT_FLAG_LB;
-  const char *eq = memchr(t, '=', len);
-  if (eq == NULL) {
-    add_pattern(s, p->kind, t, len, flags, cap_nodes);
+/* Digit runs reach the matcher as '0' (the first digit) and '1' (a second
+ * one; more are dropped), so 'N' in a pattern expands into "0" and "01". '='
+ * expands into the joins below. The expansions of one pattern text. */
+#define EXPAND_MAX 32
+static const char *const eq_joins[] = {"=", " = ", " =", "= ", " "};
+
+static void expand(const char *t, size_t len, char *buf, size_t at,
+                   char out[][PAT_MAX], size_t *n) {
+  if (len == 0) {
+    assert(*n < EXPAND_MAX);
+    memcpy(out[*n], buf, at);
+    out[*n][at] = '\0';
+    (*n)++;
     return;
   }
-  static const char *const joins[] = {"=", " = ", " =", "= ", " "};
-  for (size_t j = 0; j < sizeof joins / sizeof joins[0]; j++) {
-    char buf[PAT_MAX];
-    size_t pre = (size_t)(eq - t), jl = strlen(joins[j]);
-    size_t post = len - pre - 1;
-    assert(pre + jl + post < sizeof buf);
-    memcpy(buf, t, pre);
-    memcpy(buf + pre, joins[j], jl);
-    memcpy(buf + pre + jl, eq + 1, post);
-    add_pattern(s, p->kind, buf, pre + jl + post, flags, cap_nodes);
+  if (*t == 'N' || *t == '=') {
+    size_t k = *t == 'N' ? 2 : sizeof eq_joins / sizeof eq_joins[0];
+    for (size_t j = 0; j < k; j++) {
+      const char *ins = *t == 'N' ? (j ? "01" : "0") : eq_joins[j];
+      size_t il = strlen(ins);
+      assert(at + il < PAT_MAX);
+      memcpy(buf + at, ins, il);
+      expand(t + 1, len - 1, buf, at + il, out, n);
+    }
+    return;
+  }
+  assert(at + 1 < PAT_MAX);
+  buf[at] = *t;
+  expand(t + 1, len - 1, buf, at + 1, out, n);
+}
+
+/* Calls fn for each expanded pattern of the table, with its flags. */
+static void each_pattern(void (*fn)(sg_scanner *, unsigned, const char *,
+                                    unsigned, unsigned *),
+                         sg_scanner *s, unsigned *cap_nodes) {
+  for (size_t i = 0; i < sizeof pattern_table / sizeof pattern_table[0]; i++) {
+    const char *t = pattern_table[i].text;
+    unsigned flags = 0;
+    if (*t == '^') {
+      flags |= PAT_FLAG_START;
+      t++;
+    }
+    size_t len = strlen(t);
+    if (len > 0 && t[len - 1] == '$') {
+      flags |= PAT_FLAG_RB;
+      len--;
+    }
+    if ((t[0] >= 'a' && t[0] <= 'z') || t[0] == '_')
+      flags |= PAT_FLAG_LB;
+    char out[EXPAND_MAX][PAT_MAX], buf[PAT_MAX];
+    size_t n = 0;
+    expand(t, len, buf, 0, out, &n);
+    for (size_t k = 0; k < n; k++)
+      fn(s, pattern_table[i].kind, out[k], flags, cap_nodes);
   }
 }
 
+static void count_pattern(sg_scanner *s, unsigned kind, const char *text,
+                          unsigned flags, unsigned *cap_nodes) {
+  (void)kind;
+  (void)flags;
+  for (const char *c = text; *c; c++)
+    if (s->cls_of[(unsigned char)*c] == 0)
+      s->cls_of[(unsigned char)*c] = (unsigned char)s->nclass++;
+  *cap_nodes += (unsigned)strlen(text);
+  s->npats++;
+}
+
+static void insert_pattern(sg_scanner *s, unsigned kind, const char *text,
+                           unsigned flags, unsigned *cap_nodes) {
+  add_pattern(s, kind, text, strlen(text), flags, cap_nodes);
+}
+
 static void build_automaton(sg_scanner *s) {
-  size_t np = sizeof pattern_table / sizeof pattern_table[0];
-  /* The alphabet: every character some pattern uses gets a class. */
+  /* First pass: the alphabet (every character some pattern uses gets a
+   * class; class 0 is every other symbol) and the sizes. */
   memset(s->cls_of, 0, sizeof s->cls_of);
   s->nclass = 1;
-  unsigned total = 1;
-  for (size_t i = 0; i < np; i++) {
-    for (const char *c = pattern_table[i].text; *c; c++) {
-      unsigned char u = (unsigned char)*c;
-      if (u == '^' || u == '$')
-        continue;
-      if (u == '=')
-        s->cls_of[' '] = s->cls_of[' '] ? s->cls_of[' '] : (unsigned char)s->nclass++;
-      if (s->cls_of[u] == 0)
-        s->cls_of[u] = (unsigned char)s->nclass++;
-    }
-    total += (unsigned)strlen(pattern_table[i].text) * 5 + 8;
-  }
+  s->npats = 0;
+  unsigned cap_nodes = 1;
+  each_pattern(count_pattern, s, &cap_nodes);
   assert(s->nclass < 256);
-  unsigned cap_nodes = total;
   assert(cap_nodes < UINT16_MAX);
   s->next = sg_calloc((size_t)cap_nodes * s->nclass, sizeof *s->next);
   s->out = sg_malloc(cap_nodes * sizeof *s->out);
   for (unsigned i = 0; i < cap_nodes; i++)
     s->out[i] = UINT16_MAX;
   s->dict = sg_calloc(cap_nodes, sizeof *s->dict);
-  s->pats = sg_calloc(np * 5, sizeof *s->pats);
+  s->pats = sg_calloc(s->npats, sizeof *s->pats);
   s->nnodes = 1;
   s->npats = 0;
-  for (size_t i = 0; i < np; i++)
-    add_pattern_src(s, &pattern_table[i], &cap_nodes);
+  each_pattern(insert_pattern, s, &cap_nodes);
 
   /* Breadth-first: failure links folded into a full transition table, so a
    * step is one lookup; dict links chain the outputs along the suffixes. */
@@ -744,7 +774,11 @@ static void walk_outputs(sg_scanner *s, uint16_t node, bool rb,
 }
 
 static void symbol(sg_scanner *s, unsigned char sym) {
-  if ((sym == ' ' || sym == SYM_DIGIT) && sym == s->last_sym)
+  if (sym == ' ' && s->last_sym == ' ')
+    return;
+  if (sym == SYM_DIGIT && s->last_sym == SYM_DIGIT)
+    sym = SYM_DIGIT2;
+  else if (sym == SYM_DIGIT && s->last_sym == SYM_DIGIT2)
     return;
   s->last_sym = sym;
   /* Patterns that must end a word complete one symbol late. */
