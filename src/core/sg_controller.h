@@ -159,8 +159,11 @@ typedef enum sg_ctl_action_type {
 
 const char *sg_ctl_action_type_name(sg_ctl_action_type t);
 
-/* An action out. Pointers are valid until the next call into the controller
- * (prompt and source: until the controller is freed). */
+/* An action out. Lifetimes of its pointers: prefix, until the next call
+ * into the controller; prompt, until its iteration ends (the runtime renders
+ * it at once); source, until the controller is freed. `iteration` is the
+ * iteration the action belongs to (WORKFLOW_DONE: the count of iterations
+ * ended). */
 typedef struct sg_ctl_action {
   sg_ctl_action_type type;
   uint32_t iteration;

@@ -1,0 +1,686 @@
+/* sg_controller.c: the per-workflow controller (Algorithm 1 of the SpecGen
+ * paper) as a pure state machine.
+ *
+ * How it works. The controller keeps the generations of the current
+ * iteration in a small array (a main generation holds its reasoning text and
+ * its trigger scanner; every generation holds its answer text), the workflow
+ * history (every candidate and what became of it) and, per candidate, where
+ * its evaluation stands (validating, profiling, done, dropped). Events update
+ * these and may fork, submit, terminate or end the iteration; every change of
+ * the controller's state goes through ctl_set_state(). Nothing here reads a
+ * clock, does I/O or draws a random number: time comes with the events and
+ * the fork count K comes from the scheduler's capacity.
+ *
+ * Paper references (Algorithm 1): the main generation is started with the
+ * search's prompt (line 3); its stream is watched for triggers (lines 5-7);
+ * a trigger or idle devices fork K = max(1, min(free validation, free
+ * profiling)) speculative generations from the prefix (lines 8-11); each
+ * candidate is validated and, when valid, profiled (lines 12-15); a profiled
+ * speedup that passes the criterion cancels the main generation and the
+ * forks (lines 16-19); otherwise the main generation's answer is the
+ * fallback (lines 20-22).
+ *
+ * Never: fork twice from the same prefix length, submit a candidate twice or
+ * for an ended iteration, act on an event of a cancelled generation.
+ */
+#include "core/sg_controller.h"
+
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Where a candidate's evaluation stands. */
+typedef enum cand_state {
+  CAND_NONE,        /* no source: nothing to evaluate */
+  CAND_VALIDATING,
+  CAND_PROFILING,
+  CAND_DONE,
+  CAND_DROPPED,     /* its iteration ended first */
+} cand_state;
+
+typedef struct gen {
+  uint64_t id;
+  sg_gen_kind kind;
+  size_t prompt_index;
+  uint64_t parent;           /* spec: the main generation */
+  uint64_t prefix_len;       /* spec: where it was forked */
+  bool live;                 /* still generating */
+  bool failed;
+  uint64_t candidate;        /* after it finished: its kernel, 0 none */
+  sg_buf reasoning;          /* main only */
+  sg_buf content;
+  sg_scanner *scanner;       /* main only */
+  uint64_t last_fork_prefix; /* main: prefix of the last fork, 0 none */
+  uint64_t provisional;      /* completion tokens counted from chunks */
+} gen;
+
+struct sg_controller {
+  sg_ctl_opts o;
+  sg_ctl_state state;
+  uint32_t iteration;
+  sg_search_plan plan;
+  gen *gens;                 /* this iteration's generations */
+  size_t ngens, capgens;
+  uint64_t next_gen;
+  size_t iter_first_kernel;  /* history index where this iteration began */
+  int iter_forks;
+  sg_history hist;
+  uint8_t *cand;             /* cand_state by kernel id - 1 */
+  size_t capcand;
+  sg_sched_capacity cap;
+  uint64_t tokens;           /* spent, provisional included */
+  sg_ctl_stats st;
+};
+
+const char *sg_ctl_state_name(sg_ctl_state s) {
+  static const char *const names[SG_CTL__COUNT] = {"new", "generating",
+                                                   "fallback", "done"};
+  return (unsigned)s < SG_CTL__COUNT ? names[s] : "unknown";
+}
+
+const char *sg_ctl_reason_name(sg_ctl_reason r) {
+  static const char *const names[SG_REASON__COUNT] = {
+      "early",         "fallback",      "budget_iterations", "budget_wall",
+      "budget_tokens", "search_failed", "fork_trigger",      "fork_idle"};
+  return (unsigned)r < SG_REASON__COUNT ? names[r] : "unknown";
+}
+
+const char *sg_ctl_action_type_name(sg_ctl_action_type t) {
+  static const char *const names[SG_CACT__COUNT] = {
+      "start_gen",     "cancel_gen",    "submit_eval",
+      "end_iteration", "workflow_done", "decision"};
+  return (unsigned)t < SG_CACT__COUNT ? names[t] : "unknown";
+}
+
+void sg_ctl_actions_init(sg_ctl_actions *a) { memset(a, 0, sizeof *a); }
+void sg_ctl_actions_clear(sg_ctl_actions *a) { a->n = 0; }
+void sg_ctl_actions_free(sg_ctl_actions *a) {
+  free(a->v);
+  memset(a, 0, sizeof *a);
+}
+
+void sg_ctl_opts_default(sg_ctl_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->speculate = true;
+  o->fork_on_idle = true;
+  o->idle_min_new_bytes = 512;
+  o->max_forks_per_iteration = 64;
+  o->max_live_forks = 16;
+  sg_scanner_opts_default(&o->scanner);
+  o->max_iterations = 10;
+  o->max_text_bytes = 1u << 20;
+}
+
+/* ---- the one door for state changes (STYLE 13) -------------------------- */
+
+static bool transition_ok(sg_ctl_state from, sg_ctl_state to) {
+  switch (to) {
+  case SG_CTL_GENERATING:
+    return from == SG_CTL_NEW || from == SG_CTL_GENERATING ||
+           from == SG_CTL_FALLBACK;
+  case SG_CTL_FALLBACK:
+    return from == SG_CTL_GENERATING;
+  case SG_CTL_DONE:
+    return from != SG_CTL_DONE;
+  default:
+    return false;
+  }
+}
+
+static void ctl_set_state(sg_controller *c, sg_ctl_state to) {
+  assert(transition_ok(c->state, to));
+  c->state = to;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static sg_ctl_action *emit(sg_controller *c, sg_ctl_actions *out,
+                           sg_ctl_action_type type) {
+  if (out->n == out->cap) {
+    out->cap = out->cap ? out->cap * 2 : 16;
+    out->v = sg_realloc(out->v, out->cap * sizeof *out->v);
+  }
+  sg_ctl_action *a = &out->v[out->n++];
+  memset(a, 0, sizeof *a);
+  a->type = type;
+  a->iteration = c->iteration;
+  return a;
+}
+
+static gen *find_gen(sg_controller *c, uint64_t id) {
+  for (size_t i = 0; i < c->ngens; i++)
+    if (c->gens[i].id == id)
+      return &c->gens[i];
+  return NULL;
+}
+
+static gen *new_gen(sg_controller *c, sg_gen_kind kind, size_t prompt_index) {
+  if (c->ngens == c->capgens) {
+    c->capgens = c->capgens ? c->capgens * 2 : 8;
+    c->gens = sg_realloc(c->gens, c->capgens * sizeof *c->gens);
+  }
+  gen *g = &c->gens[c->ngens++];
+  memset(g, 0, sizeof *g);
+  g->id = ++c->next_gen;
+  g->kind = kind;
+  g->prompt_index = prompt_index;
+  g->live = true;
+  sg_buf_init(&g->content, c->o.max_text_bytes);
+  if (kind == SG_GEN_MAIN) {
+    sg_buf_init(&g->reasoning, c->o.max_text_bytes);
+    g->scanner = sg_scanner_new(&c->o.scanner);
+  }
+  return g;
+}
+
+static void free_gens(sg_controller *c) {
+  for (size_t i = 0; i < c->ngens; i++) {
+    sg_buf_free(&c->gens[i].content);
+    sg_buf_free(&c->gens[i].reasoning);
+    sg_scanner_free(c->gens[i].scanner);
+  }
+  c->ngens = 0;
+}
+
+static cand_state cand_get(const sg_controller *c, uint64_t id) {
+  if (id == 0 || id > c->hist.n)
+    return CAND_NONE;
+  return (cand_state)c->cand[id - 1];
+}
+
+static void cand_set(sg_controller *c, uint64_t id, cand_state st) {
+  assert(id >= 1 && id <= c->hist.n);
+  if (c->capcand < c->hist.n) {
+    size_t old = c->capcand;
+    c->capcand = c->hist.n * 2;
+    c->cand = sg_realloc(c->cand, c->capcand);
+    memset(c->cand + old, CAND_NONE, c->capcand - old);
+  }
+  c->cand[id - 1] = (uint8_t)st;
+}
+
+static int live_forks(const sg_controller *c) {
+  int n = 0;
+  for (size_t i = 0; i < c->ngens; i++)
+    n += c->gens[i].kind == SG_GEN_SPEC && c->gens[i].live;
+  return n;
+}
+
+/* A main generation is resolved once it can no longer change the iteration:
+ * it failed or was cancelled, or it finished and its candidate (if any) has
+ * been evaluated. */
+static bool main_resolved(const sg_controller *c, const gen *g) {
+  assert(g->kind == SG_GEN_MAIN);
+  if (g->live)
+    return false;
+  if (g->failed || g->candidate == 0)
+    return true;
+  cand_state cs = cand_get(c, g->candidate);
+  return cs != CAND_VALIDATING && cs != CAND_PROFILING;
+}
+
+/* ---- iterations ------------------------------------------------------------ */
+
+static void workflow_done(sg_controller *c, int64_t now_us,
+                          sg_ctl_reason reason, sg_ctl_actions *out) {
+  ctl_set_state(c, SG_CTL_DONE);
+  free_gens(c);
+  c->st.end_us = now_us;
+  sg_ctl_action *a = emit(c, out, SG_CACT_WORKFLOW_DONE);
+  a->u.done.reason = reason;
+  a->u.done.best_kernel = c->hist.best_id;
+}
+
+/* The budget a workflow has spent, or SG_REASON__COUNT while none is. */
+static sg_ctl_reason budget_spent(const sg_controller *c, int64_t now_us,
+                                  bool at_boundary) {
+  if (at_boundary && c->o.max_iterations > 0 &&
+      c->st.iterations >= c->o.max_iterations)
+    return SG_REASON_BUDGET_ITERATIONS;
+  if (c->o.max_wall_us > 0 && now_us - c->st.start_us >= c->o.max_wall_us)
+    return SG_REASON_BUDGET_WALL;
+  if (c->o.max_tokens > 0 && c->tokens >= c->o.max_tokens)
+    return SG_REASON_BUDGET_TOKENS;
+  return SG_REASON__COUNT;
+}
+
+static int start_iteration(sg_controller *c, int64_t now_us,
+                           sg_ctl_actions *out, sg_err *err) {
+  assert(c->ngens == 0);
+  int rc = sg_search_next(c->o.search, &c->hist, c->iteration, &c->plan, err);
+  if (rc < 0) {
+    workflow_done(c, now_us, SG_REASON_SEARCH_FAILED, out);
+    return rc;
+  }
+  ctl_set_state(c, SG_CTL_GENERATING);
+  c->iter_first_kernel = c->hist.n;
+  c->iter_forks = 0;
+  for (size_t i = 0; i < c->plan.n; i++) {
+    gen *g = new_gen(c, SG_GEN_MAIN, i);
+    sg_ctl_action *a = emit(c, out, SG_CACT_START_GEN);
+    a->u.start.gen = g->id;
+    a->u.start.kind = SG_GEN_MAIN;
+    a->u.start.thinking = true;
+    a->u.start.prompt_index = i;
+    a->u.start.prompt = &c->plan.prompts[i];
+  }
+  return 0;
+}
+
+/* Ends the iteration: cancels what still generates, drops what is still
+ * being evaluated (the scheduler aborts it at the boundary END_ITERATION
+ * announces), then starts the next iteration or ends the workflow. */
+static int end_iteration(sg_controller *c, int64_t now_us,
+                         sg_ctl_reason reason, sg_ctl_actions *out,
+                         sg_err *err) {
+  assert(c->state == SG_CTL_GENERATING || c->state == SG_CTL_FALLBACK);
+  for (size_t i = 0; i < c->ngens; i++) {
+    gen *g = &c->gens[i];
+    if (!g->live)
+      continue;
+    g->live = false;
+    sg_ctl_action *a = emit(c, out, SG_CACT_CANCEL_GEN);
+    a->u.cancel.gen = g->id;
+  }
+  uint64_t best = 0;
+  for (size_t i = c->iter_first_kernel; i < c->hist.n; i++) {
+    sg_kernel *k = &c->hist.v[i];
+    cand_state cs = cand_get(c, k->id);
+    if (cs == CAND_VALIDATING || cs == CAND_PROFILING) {
+      cand_set(c, k->id, CAND_DROPPED);
+      k->dropped = true;
+    }
+    if (k->profiled && !isnan(k->speedup) &&
+        (best == 0 || k->speedup > sg_history_get(&c->hist, best)->speedup))
+      best = k->id;
+  }
+  sg_ctl_action *a = emit(c, out, SG_CACT_END_ITERATION);
+  a->u.end.reason = reason;
+  a->u.end.best_kernel = best;
+  c->st.iterations++;
+  c->hist.iterations_done = c->st.iterations;
+  if (reason == SG_REASON_EARLY)
+    c->st.early_terminations++;
+  free_gens(c);
+  c->iteration++;
+  sg_ctl_reason spent = reason >= SG_REASON_BUDGET_ITERATIONS &&
+                                reason <= SG_REASON_BUDGET_TOKENS
+                            ? reason
+                            : budget_spent(c, now_us, true);
+  if (spent != SG_REASON__COUNT) {
+    workflow_done(c, now_us, spent, out);
+    return 0;
+  }
+  return start_iteration(c, now_us, out, err);
+}
+
+/* Fallback (Algorithm 1, lines 20-22): every main generation resolved. */
+static int maybe_fallback(sg_controller *c, int64_t now_us,
+                          sg_ctl_actions *out, sg_err *err) {
+  if (c->state != SG_CTL_GENERATING && c->state != SG_CTL_FALLBACK)
+    return 0;
+  bool all_finished = true, all_resolved = true;
+  for (size_t i = 0; i < c->ngens; i++) {
+    const gen *g = &c->gens[i];
+    if (g->kind != SG_GEN_MAIN)
+      continue;
+    all_finished &= !g->live;
+    all_resolved &= main_resolved(c, g);
+  }
+  if (all_finished && c->state == SG_CTL_GENERATING)
+    ctl_set_state(c, SG_CTL_FALLBACK);
+  if (all_resolved)
+    return end_iteration(c, now_us, SG_REASON_FALLBACK, out, err);
+  return 0;
+}
+
+static int check_budget(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
+                        sg_err *err) {
+  if (c->state != SG_CTL_GENERATING && c->state != SG_CTL_FALLBACK)
+    return 0;
+  sg_ctl_reason spent = budget_spent(c, now_us, false);
+  if (spent == SG_REASON__COUNT)
+    return 0;
+  return end_iteration(c, now_us, spent, out, err);
+}
+
+/* ---- forks (Algorithm 1, lines 8-11) ----------------------------------------- */
+
+static void fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
+                      sg_ctl_reason reason, int trigger, int64_t now_us,
+                      sg_ctl_actions *out) {
+  assert(m->kind == SG_GEN_MAIN);
+  if (!c->o.speculate || !m->live || c->state != SG_CTL_GENERATING)
+    return;
+  if (prefix_len > m->reasoning.len)
+    prefix_len = m->reasoning.len; /* the kept text was capped */
+  /* never twice from the same prefix, nor from a shorter one */
+  if (prefix_len == 0 || prefix_len <= m->last_fork_prefix)
+    return;
+  int fv = c->cap.free_validate, fp = c->cap.free_profile;
+  int k = fv < fp ? fv : fp;
+  if (k < 1)
+    k = 1;
+  int room = c->o.max_forks_per_iteration - c->iter_forks;
+  if (k > room)
+    k = room;
+  room = c->o.max_live_forks - live_forks(c);
+  if (k > room)
+    k = room;
+  if (k < 1)
+    return;
+  m->last_fork_prefix = prefix_len;
+  sg_ctl_action *d = emit(c, out, SG_CACT_DECISION);
+  d->u.decision.reason = reason;
+  d->u.decision.now_us = now_us;
+  d->u.decision.gen = m->id;
+  d->u.decision.prefix_len = prefix_len;
+  d->u.decision.k = k;
+  d->u.decision.trigger = trigger;
+  d->u.decision.speedup = NAN;
+  d->u.decision.threshold_mean = NAN;
+  d->u.decision.threshold_best = NAN;
+  uint64_t parent = m->id;
+  size_t prompt_index = m->prompt_index;
+  for (int i = 0; i < k; i++) {
+    gen *g = new_gen(c, SG_GEN_SPEC, prompt_index); /* may move m */
+    g->parent = parent;
+    g->prefix_len = prefix_len;
+    gen *mm = find_gen(c, parent);
+    sg_ctl_action *a = emit(c, out, SG_CACT_START_GEN);
+    a->u.start.gen = g->id;
+    a->u.start.kind = SG_GEN_SPEC;
+    a->u.start.thinking = false;
+    a->u.start.prompt_index = prompt_index;
+    a->u.start.prompt = &c->plan.prompts[prompt_index];
+    a->u.start.parent_gen = parent;
+    a->u.start.prefix_len = prefix_len;
+    a->u.start.prefix = sg_buf_str(&mm->reasoning);
+  }
+  c->iter_forks += k;
+  c->st.forks += (uint64_t)k;
+  c->st.forks_by_reason[reason] += (uint64_t)k;
+  if (trigger >= 0 && trigger < SG_TRIGGER__COUNT)
+    c->st.forks_by_trigger[trigger] += (uint64_t)k;
+}
+
+typedef struct trig_seen {
+  bool any;
+  uint64_t offset;
+  int cls;
+} trig_seen;
+
+static void on_trigger(void *user, const sg_trigger *t) {
+  trig_seen *ts = user;
+  /* The scanner reports in offset order: keep the last. One chunk forks at
+   * most once, at its last trigger: its prefix holds all the others. */
+  ts->any = true;
+  ts->offset = t->offset;
+  ts->cls = (int)t->cls;
+}
+
+/* ---- events -------------------------------------------------------------------- */
+
+static void count_usage(sg_controller *c, gen *g, const sg_usage *u) {
+  /* final usage replaces what the chunks counted */
+  c->tokens -= g->provisional;
+  g->provisional = 0;
+  c->tokens += u->prompt_tokens + u->completion_tokens;
+  c->st.prompt_tokens += u->prompt_tokens;
+  c->st.completion_tokens += u->completion_tokens;
+  c->st.cached_tokens += u->cached_tokens;
+}
+
+static void on_chunk(sg_controller *c, const sg_ctl_event *ev,
+                     sg_ctl_actions *out) {
+  gen *g = find_gen(c, ev->u.chunk.gen);
+  if (g == NULL || !g->live)
+    return;
+  g->provisional += ev->u.chunk.tokens;
+  c->tokens += ev->u.chunk.tokens;
+  if (ev->u.chunk.content != NULL && ev->u.chunk.content_len > 0)
+    sg_buf_append(&g->content, ev->u.chunk.content, ev->u.chunk.content_len);
+  if (g->kind != SG_GEN_MAIN || ev->u.chunk.reasoning == NULL ||
+      ev->u.chunk.reasoning_len == 0)
+    return;
+  sg_buf_append(&g->reasoning, ev->u.chunk.reasoning,
+                ev->u.chunk.reasoning_len);
+  trig_seen ts = {false, 0, -1};
+  sg_scanner_feed(g->scanner, ev->u.chunk.reasoning,
+                  ev->u.chunk.reasoning_len, on_trigger, &ts);
+  if (ts.any)
+    fork_from(c, g, ts.offset, SG_REASON_FORK_TRIGGER, ts.cls, ev->now_us,
+              out);
+}
+
+/* A generation ended with text: extract and submit its candidate. */
+static void take_candidate(sg_controller *c, gen *g, const char *text,
+                           size_t len, sg_ctl_actions *out) {
+  sg_extracted ex;
+  sg_extract_candidate(text, len, c->o.language, c->o.entry, &ex);
+  const char *src = ex.outcome == SG_EXTRACT_FOUND ? text + ex.start : NULL;
+  size_t srclen = ex.outcome == SG_EXTRACT_FOUND ? ex.len : 0;
+  sg_kernel *k = sg_history_add(&c->hist, c->iteration, g->kind, g->id,
+                                g->prefix_len, ex.outcome, src, srclen);
+  g->candidate = k->id;
+  c->st.candidates++;
+  if (ex.outcome != SG_EXTRACT_FOUND) {
+    /* the reason becomes the feedback the search shows */
+    k->validate_message =
+        ex.reason ? sg_strndup(ex.reason, strlen(ex.reason)) : NULL;
+    cand_set(c, k->id, CAND_NONE);
+    return;
+  }
+  cand_set(c, k->id, CAND_VALIDATING);
+  sg_ctl_action *a = emit(c, out, SG_CACT_SUBMIT_EVAL);
+  a->u.submit.candidate = k->id;
+  a->u.submit.phase = SG_PHASE_VALIDATE;
+  a->u.submit.source = k->source;
+  a->u.submit.source_len = k->source_len;
+}
+
+static int on_finished(sg_controller *c, const sg_ctl_event *ev,
+                       sg_ctl_actions *out, sg_err *err) {
+  gen *g = find_gen(c, ev->u.finished.gen);
+  if (g == NULL || !g->live)
+    return 0;
+  g->live = false;
+  count_usage(c, g, &ev->u.finished.usage);
+  const char *text = ev->u.finished.text;
+  size_t len = ev->u.finished.len;
+  if (text == NULL) {
+    text = sg_buf_str(&g->content);
+    len = g->content.len;
+  }
+  take_candidate(c, g, text, len, out);
+  return maybe_fallback(c, ev->now_us, out, err);
+}
+
+static int on_failed(sg_controller *c, const sg_ctl_event *ev,
+                     sg_ctl_actions *out, sg_err *err) {
+  gen *g = find_gen(c, ev->u.failed.gen);
+  if (g == NULL || !g->live)
+    return 0;
+  g->live = false;
+  g->failed = true;
+  count_usage(c, g, &ev->u.failed.usage);
+  return maybe_fallback(c, ev->now_us, out, err);
+}
+
+static int on_eval(sg_controller *c, const sg_ctl_event *ev,
+                   sg_ctl_actions *out, sg_err *err) {
+  uint64_t id = ev->u.eval.candidate;
+  sg_phase phase = ev->u.eval.phase;
+  sg_eval_status status = ev->u.eval.status;
+  if ((unsigned)phase >= SG_PHASE__COUNT || (unsigned)status >= SG_EVAL__COUNT)
+    return sg_err_set(err, SG_EINVAL, "controller: eval event with phase %d "
+                      "status %d", (int)phase, (int)status);
+  cand_state cs = cand_get(c, id);
+  cand_state want =
+      phase == SG_PHASE_VALIDATE ? CAND_VALIDATING : CAND_PROFILING;
+  if (cs != want)
+    return 0; /* dropped, unknown, or a duplicate result: ignore */
+  sg_kernel *k = sg_history_get(&c->hist, id);
+  if (phase == SG_PHASE_VALIDATE) {
+    sg_history_validated(&c->hist, id, status, ev->u.eval.speedup,
+                         ev->u.eval.message);
+    if (status != SG_EVAL_OK) {
+      cand_set(c, id, CAND_DONE);
+      return maybe_fallback(c, ev->now_us, out, err);
+    }
+    c->st.validated_ok++;
+    cand_set(c, id, CAND_PROFILING);
+    sg_ctl_action *a = emit(c, out, SG_CACT_SUBMIT_EVAL);
+    a->u.submit.candidate = id;
+    a->u.submit.phase = SG_PHASE_PROFILE;
+    a->u.submit.source = k->source;
+    a->u.submit.source_len = k->source_len;
+    return 0;
+  }
+  cand_set(c, id, CAND_DONE);
+  if (status != SG_EVAL_OK)
+    return maybe_fallback(c, ev->now_us, out, err);
+  /* Algorithm 1, lines 16-19: ask the criterion against the history as it
+   * was, then add this speedup to it. */
+  double speedup = isnan(ev->u.eval.speedup) ? k->speedup : ev->u.eval.speedup;
+  sg_termination_history view = sg_speedup_history_view(&c->hist.speedups);
+  bool stop = sg_termination_decide(c->o.termination, &view, speedup);
+  sg_history_profiled(&c->hist, id, speedup, ev->u.eval.profile_text);
+  c->st.profiled++;
+  if (!stop)
+    return maybe_fallback(c, ev->now_us, out, err);
+  sg_ctl_action *d = emit(c, out, SG_CACT_DECISION);
+  d->u.decision.reason = SG_REASON_EARLY;
+  d->u.decision.now_us = ev->now_us;
+  d->u.decision.gen = k->gen;
+  d->u.decision.prefix_len = k->prefix_len;
+  d->u.decision.trigger = -1;
+  d->u.decision.candidate = id;
+  d->u.decision.speedup = speedup;
+  d->u.decision.threshold_mean = view.mean;
+  d->u.decision.threshold_best = view.best;
+  return end_iteration(c, ev->now_us, SG_REASON_EARLY, out, err);
+}
+
+static void on_tick(sg_controller *c, const sg_ctl_event *ev,
+                    sg_ctl_actions *out) {
+  c->cap = ev->u.tick.capacity;
+  if (!c->o.fork_on_idle || c->state != SG_CTL_GENERATING ||
+      c->cap.free_validate < 1)
+    return;
+  /* Idle devices (Algorithm 1, line 8): fork from each main generation
+   * whose reasoning grew enough since its last fork. Index loop: a fork
+   * appends to gens. */
+  size_t n = c->ngens;
+  for (size_t i = 0; i < n; i++) {
+    gen *m = &c->gens[i];
+    if (m->kind != SG_GEN_MAIN || !m->live)
+      continue;
+    uint64_t len = m->reasoning.len;
+    if (len >= m->last_fork_prefix + c->o.idle_min_new_bytes && len > 0)
+      fork_from(c, m, len, SG_REASON_FORK_IDLE, -1, ev->now_us, out);
+  }
+}
+
+/* ---- public API -------------------------------------------------------------------- */
+
+int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
+                      sg_err *err) {
+  *out = NULL;
+  if (o->search == NULL)
+    return sg_err_set(err, SG_EINVAL, "controller: search is required");
+  if (o->termination == NULL)
+    return sg_err_set(err, SG_EINVAL, "controller: termination is required");
+  if (o->language == NULL)
+    return sg_err_set(err, SG_EINVAL, "controller: language is required");
+  if (o->max_forks_per_iteration < 0 || o->max_live_forks < 0)
+    return sg_err_set(err, SG_EINVAL, "controller: max_forks_per_iteration "
+                      "and max_live_forks must be >= 0");
+  if (o->max_wall_us < 0)
+    return sg_err_set(err, SG_EINVAL, "controller: max_wall_us must be >= 0");
+  if (o->max_text_bytes < 1024)
+    return sg_err_set(err, SG_EINVAL, "controller: max_text_bytes must be >= "
+                      "1024, got %zu", o->max_text_bytes);
+  sg_controller *c = sg_calloc(1, sizeof *c);
+  c->o = *o;
+  c->state = SG_CTL_NEW;
+  sg_history_init(&c->hist);
+  *out = c;
+  return 0;
+}
+
+void sg_controller_free(sg_controller *c) {
+  if (c == NULL)
+    return;
+  free_gens(c);
+  free(c->gens);
+  free(c->cand);
+  sg_history_free(&c->hist);
+  free(c);
+}
+
+int sg_controller_start(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
+                        sg_err *err) {
+  if (c->state != SG_CTL_NEW)
+    return sg_err_set(err, SG_ESTATE, "controller: already started");
+  c->st.start_us = now_us; /* no budget at all is allowed: the runtime
+                              stops such a workflow */
+  return start_iteration(c, now_us, out, err);
+}
+
+int sg_controller_event(sg_controller *c, const sg_ctl_event *ev,
+                        sg_ctl_actions *out, sg_err *err) {
+  if (c->state == SG_CTL_NEW)
+    return sg_err_set(err, SG_ESTATE, "controller: event before start");
+  if (c->state == SG_CTL_DONE)
+    return 0;
+  int rc = 0;
+  switch (ev->type) {
+  case SG_CEV_GEN_STARTED:
+    break;
+  case SG_CEV_GEN_CHUNK:
+    on_chunk(c, ev, out);
+    break;
+  case SG_CEV_GEN_FINISHED:
+    rc = on_finished(c, ev, out, err);
+    break;
+  case SG_CEV_GEN_FAILED:
+    rc = on_failed(c, ev, out, err);
+    break;
+  case SG_CEV_EVAL_DONE:
+    rc = on_eval(c, ev, out, err);
+    break;
+  case SG_CEV_TICK:
+    on_tick(c, ev, out);
+    break;
+  default:
+    return sg_err_set(err, SG_EINVAL, "controller: unknown event type %d",
+                      (int)ev->type);
+  }
+  if (rc < 0)
+    return rc;
+  return check_budget(c, ev->now_us, out, err);
+}
+
+void sg_controller_set_capacity(sg_controller *c,
+                                const sg_sched_capacity *cap) {
+  c->cap = *cap;
+}
+
+sg_ctl_state sg_controller_state(const sg_controller *c) { return c->state; }
+
+uint32_t sg_controller_iteration(const sg_controller *c) {
+  return c->iteration;
+}
+
+const sg_history *sg_controller_history(const sg_controller *c) {
+  return &c->hist;
+}
+
+void sg_controller_stats(const sg_controller *c, sg_ctl_stats *st) {
+  *st = c->st;
+}
