@@ -1,0 +1,86 @@
+/* sg_sim.h: the simulated runtime: a discrete-event loop in virtual time that
+ * drives the real decision core (sg_controller per workflow, one shared
+ * sg_scheduler) against stochastic models of the LLM and the evaluators.
+ *
+ * How it works. Virtual time is int64 microseconds; events sit in a binary
+ * heap (sg_sim_queue) ordered by time, then by scheduling order, so a seed
+ * replays a campaign byte for byte. The runtime never decides anything: it
+ * executes the controller's actions (start or cancel a generation, submit a
+ * candidate, end an iteration) and the scheduler's (start a compile or a
+ * device run, abort, fail), and turns the models' outcomes back into core
+ * events. Main generations stream synthetic reasoning text in chunks; the
+ * controller's own trigger scanner reads it, so triggers are found by the
+ * real scanner, at positions the model planted. A fork's kernel is valid
+ * according to the fraction of its parent's trace it was forked from
+ * (docs/simulation.md has every model and its calibration).
+ *
+ * Configurations (the paper's ablation):
+ *   baseline                no forks, static split, FIFO validation
+ *   spec                    + speculative generation
+ *   spec+realloc            + elastic re-split at iteration boundaries
+ *   spec+realloc+priority   + LIFO validation queue
+ *   full                    + remote prefix cache (forks find more of their
+ *                             prefix cached: shorter prefill)
+ */
+#ifndef SG_SIM_H
+#define SG_SIM_H
+
+#include "common/sg_error.h"
+#include "sim/sg_sim_params.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct sg_sim_variant {
+  char name[SG_SIM_NAME_MAX];
+  bool speculate;     /* controller forks speculative generations */
+  bool elastic;       /* scheduler re-splits at iteration boundaries */
+  bool lifo;          /* LIFO validation queue */
+  bool remote_cache;  /* forks' prefixes hit the remote prefix cache */
+} sg_sim_variant;
+
+#define SG_SIM_VARIANTS 5
+/* "baseline", "spec", "spec+realloc", "spec+realloc+priority", "full". */
+const char *sg_sim_variant_name(int i);
+/* SG_ENOENT naming the known ones for an unknown name. */
+int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err);
+
+/* What one configuration's campaign measured. Counts are totals over all
+ * workflows. */
+typedef struct sg_sim_result {
+  char name[SG_SIM_NAME_MAX];
+  double e2e_s;                  /* virtual time until the last workflow ended */
+  uint64_t workflows_done;
+  uint64_t iterations;
+  uint64_t early_terminations;
+  uint64_t profiling_feedback;   /* profiled valid kernels (profile results
+                                    with status ok given to controllers) */
+  uint64_t controller_profiled;  /* the same, as the controllers counted it */
+  uint64_t candidates;           /* candidates submitted for validation */
+  uint64_t validated_ok;
+  uint64_t main_validated, main_valid; /* main-generation candidates */
+  uint64_t forks;                /* speculative generations started */
+  uint64_t main_gens;
+  uint64_t gens_cancelled, gens_failed;
+  double main_gen_s;             /* summed duration of completed main gens */
+  uint64_t main_gens_completed;
+  double util_validate;          /* busy validation device time / pool time */
+  double util_profile;
+  double util_overall;           /* sum of the two; 0..1 */
+  uint64_t prompt_tokens, completion_tokens, cached_tokens;
+  double best_speedup_mean;      /* mean over workflows of the best kernel */
+  double best_speedup_geomean;
+  uint64_t devices_died;         /* by the fault model */
+  uint64_t devices_retired;      /* taken out of service by the scheduler */
+  uint64_t infra_failures, requests_failed, requests_aborted, resplits;
+  uint64_t events;               /* events processed */
+} sg_sim_result;
+
+/* Runs one configuration's campaign. p must be valid
+ * (sg_sim_params_validate). Errors: the core's (a bad termination or search
+ * spec names it), SG_ESTATE if the campaign stalls (no event left while a
+ * workflow is unfinished: a bug), SG_ETIMEDOUT past the virtual-time guard. */
+int sg_sim_run(const sg_sim_params *p, const sg_sim_variant *v,
+               sg_sim_result *out, sg_err *err);
+
+#endif

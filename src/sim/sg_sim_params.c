@@ -1,0 +1,461 @@
+/* sg_sim_params.c: the parameter table, the presets, `--set` and YAML
+ * loading (libyaml's event parser). See sg_sim_params.h. */
+#include "sim/sg_sim_params.h"
+
+#include "common/sg_alloc.h"
+#include "common/sg_file.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+typedef enum { T_INT, T_DBL, T_STR, T_U64 } ptype;
+
+typedef struct pdef {
+  const char *key;
+  ptype type;
+  size_t off;
+  double min, max;
+  const char *doc;
+} pdef;
+
+#define F(field) offsetof(sg_sim_params, field)
+#define BIG 1e12
+
+static const pdef defs[] = {
+    {"preset", T_STR, F(preset), 0, 0, "preset the values started from"},
+    {"workflows", T_INT, F(workflows), 1, 10000, "parallel workflows (tasks)"},
+    {"devices", T_INT, F(devices), 1, 4096, "devices in the pool"},
+    {"iterations", T_INT, F(iterations), 1, 1000000, "iterations per workflow"},
+    {"termination", T_STR, F(termination), 0, 0,
+     "termination criterion: first-valid, hist-avg, hist-best, none"},
+    {"search", T_STR, F(search), 0, 0, "search algorithm: refine, best-of-n:N"},
+    {"gen.mean_s", T_DBL, F(gen_mean_s), 1e-3, BIG,
+     "mean duration of a main (reasoning) generation, s"},
+    {"gen.cv", T_DBL, F(gen_cv), 0, 10, "its coefficient of variation (log-normal)"},
+    {"gen.rate_tok_s", T_DBL, F(gen_rate_tok_s), 1e-3, BIG, "decode rate, tokens/s"},
+    {"gen.answer_tokens", T_DBL, F(gen_answer_tokens), 0, BIG,
+     "answer tokens after the reasoning"},
+    {"gen.prompt_tokens", T_DBL, F(gen_prompt_tokens), 0, BIG, "task prompt tokens"},
+    {"gen.feedback_tokens", T_DBL, F(gen_feedback_tokens), 0, BIG,
+     "prompt tokens per feedback item"},
+    {"gen.chunk_s", T_DBL, F(gen_chunk_s), 1e-3, BIG, "streaming chunk interval, s"},
+    {"text.bytes_per_token", T_DBL, F(text_bytes_per_token), 0.05, 16,
+     "synthetic reasoning bytes per token"},
+    {"triggers.per_gen", T_DBL, F(triggers_per_gen), 0, 400,
+     "mean trigger sentences per reasoning trace (Poisson)"},
+    {"spec.answer_tokens", T_DBL, F(spec_answer_tokens), 1, BIG,
+     "tokens a speculative fork writes"},
+    {"spec.rate_tok_s", T_DBL, F(spec_rate_tok_s), 1e-3, BIG, "its decode rate, tokens/s"},
+    {"llm.prefill_tok_s", T_DBL, F(prefill_tok_s), 1e-3, BIG,
+     "prefill rate of uncached prompt tokens, tokens/s"},
+    {"llm.local_cache_hit", T_DBL, F(local_cache_hit), 0, 1,
+     "fraction of a fork's prefix served by the server's own cache"},
+    {"llm.remote_cache_hit", T_DBL, F(remote_cache_hit), 0, 1,
+     "the same with the remote prefix cache (config full)"},
+    {"valid.main_p", T_DBL, F(valid_main_p), 0, 1,
+     "probability a main generation's kernel is valid"},
+    {"valid.threshold_min", T_DBL, F(valid_threshold_min), 0, 1,
+     "shortest useful prefix (fraction of the trace), lower bound"},
+    {"valid.threshold_max", T_DBL, F(valid_threshold_max), 0, 1,
+     "shortest useful prefix, upper bound (drawn per workflow)"},
+    {"valid.spec_p", T_DBL, F(valid_spec_p), 0, 1,
+     "probability a fork past the threshold is valid"},
+    {"valid.no_prefix_p", T_DBL, F(valid_no_prefix_p), 0, 1,
+     "probability a fork before the threshold is valid"},
+    {"fail.compile_w", T_DBL, F(fail_compile_w), 0, BIG, "weight of compile errors"},
+    {"fail.runtime_w", T_DBL, F(fail_runtime_w), 0, BIG, "weight of runtime errors"},
+    {"fail.numerical_w", T_DBL, F(fail_numerical_w), 0, BIG,
+     "weight of numerical mismatches"},
+    {"speed.first", T_DBL, F(speed_first), 1e-6, BIG,
+     "median speedup of a from-scratch kernel"},
+    {"speed.first_sigma", T_DBL, F(speed_first_sigma), 0, 10,
+     "its log-spread across tasks"},
+    {"speed.step_mu", T_DBL, F(speed_step_mu), -10, 10,
+     "mean log-gain of a refinement over its base kernel"},
+    {"speed.step_sigma", T_DBL, F(speed_step_sigma), 0, 10, "its log-spread"},
+    {"speed.spec_gap", T_DBL, F(speed_spec_gap), 0, 10,
+     "log-loss of a fork forked at prefix 0 (times 1 - fraction)"},
+    {"speed.spec_sigma", T_DBL, F(speed_spec_sigma), 0, 10,
+     "log-spread of a fork's kernel around its parent's"},
+    {"speed.noise_sigma", T_DBL, F(speed_noise_sigma), 0, 10,
+     "log-noise of a profile measurement"},
+    {"val.mean_s", T_DBL, F(val_mean_s), 1e-3, BIG, "mean validation time on a device, s"},
+    {"val.cv", T_DBL, F(val_cv), 0, 10, "its coefficient of variation"},
+    {"prof.mean_s", T_DBL, F(prof_mean_s), 1e-3, BIG, "mean profiling time on a device, s"},
+    {"prof.cv", T_DBL, F(prof_cv), 0, 10, "its coefficient of variation"},
+    {"compile.mean_s", T_DBL, F(compile_s), 0, BIG,
+     "CPU compile time before validation, s (0: none)"},
+    {"compile.slots", T_INT, F(compile_slots), 1, 4096, "CPU compile slots"},
+    {"ctl.tick_s", T_DBL, F(tick_s), 1e-3, BIG, "controller tick interval, s"},
+    {"ctl.idle_min_new_tokens", T_DBL, F(idle_min_new_tokens), 0, BIG,
+     "reasoning growth needed for an idle fork, tokens"},
+    {"ctl.max_forks_per_iteration", T_INT, F(max_forks_per_iteration), 1, 100000,
+     "forks per iteration at most"},
+    {"ctl.max_live_forks", T_INT, F(max_live_forks), 1, 100000,
+     "forks generating at once per workflow"},
+    {"sched.static_profile_devices", T_INT, F(static_profile_devices), -1, 4096,
+     "profiling devices of the static split (-1: half)"},
+    {"sched.max_infra_failures", T_INT, F(max_infra_failures), 1, 1000,
+     "consecutive infra failures that retire a device"},
+    {"sched.max_retries", T_INT, F(max_retries), 0, 1000,
+     "re-queues of a request after infra failures"},
+    {"fault.gen_fail_p", T_DBL, F(fault_gen_fail_p), 0, 1,
+     "probability a generation fails midway"},
+    {"fault.device_mtbf_s", T_DBL, F(fault_device_mtbf_s), 0, BIG,
+     "mean time until a device dies, s (0: never)"},
+    {"fault.infra_s", T_DBL, F(fault_infra_s), 1e-3, BIG,
+     "time a dead device takes to fail a request, s"},
+    {"seed", T_U64, F(seed), 0, 0, "random seed"},
+};
+
+#define NDEFS (sizeof defs / sizeof defs[0])
+
+/* The presets. The paper's characterization fixes generation, validation and
+ * profiling times, the valid fraction of baseline iterations and the useful
+ * prefix range; the rest (rates, token counts, speed model) are assumptions
+ * documented in docs/simulation.md. */
+static void base_preset(sg_sim_params *p) {
+  memset(p, 0, sizeof *p);
+  p->workflows = 10;
+  p->devices = 10;
+  p->iterations = 100;
+  snprintf(p->termination, sizeof p->termination, "hist-avg");
+  snprintf(p->search, sizeof p->search, "refine");
+  p->gen_cv = 0.35;
+  p->gen_rate_tok_s = 50;
+  p->gen_answer_tokens = 1500;
+  p->gen_prompt_tokens = 3000;
+  p->gen_feedback_tokens = 800;
+  p->gen_chunk_s = 2;
+  p->text_bytes_per_token = 1;
+  p->triggers_per_gen = 8;
+  p->spec_answer_tokens = 1500;
+  p->spec_rate_tok_s = 50;
+  p->prefill_tok_s = 1500;
+  p->local_cache_hit = 0.5;
+  p->remote_cache_hit = 0.95;
+  p->valid_threshold_min = 0.14;
+  p->valid_threshold_max = 0.70;
+  p->valid_no_prefix_p = 0.02;
+  p->fail_compile_w = 0.45;
+  p->fail_runtime_w = 0.2;
+  p->fail_numerical_w = 0.35;
+  p->speed_first = 1.0;
+  p->speed_first_sigma = 0.3;
+  p->speed_step_mu = 0.02;
+  p->speed_step_sigma = 0.15;
+  p->speed_spec_gap = 0.3;
+  p->speed_spec_sigma = 0.1;
+  p->speed_noise_sigma = 0.02;
+  p->val_cv = 0.3;
+  p->prof_cv = 0.2;
+  p->compile_s = 0;
+  p->compile_slots = 16;
+  p->tick_s = 5;
+  p->idle_min_new_tokens = 1024;
+  p->max_forks_per_iteration = 64;
+  p->max_live_forks = 8;
+  p->static_profile_devices = -1;
+  p->max_infra_failures = 3;
+  p->max_retries = 2;
+  p->fault_gen_fail_p = 0;
+  p->fault_device_mtbf_s = 0;
+  p->fault_infra_s = 1;
+  p->seed = 1;
+}
+
+static void preset_glm(sg_sim_params *p) {
+  base_preset(p);
+  snprintf(p->preset, sizeof p->preset, "paper-glm");
+  p->gen_mean_s = 706.9;
+  p->val_mean_s = 22.9;
+  p->prof_mean_s = 26.5;
+  p->valid_main_p = 0.363;
+  p->valid_spec_p = 0.363;
+}
+
+static void preset_dsv4(sg_sim_params *p) {
+  base_preset(p);
+  snprintf(p->preset, sizeof p->preset, "paper-dsv4");
+  p->gen_mean_s = 522.6;
+  p->val_mean_s = 59.0;
+  p->prof_mean_s = 26.6;
+  p->valid_main_p = 0.407;
+  p->valid_spec_p = 0.407;
+}
+
+static const struct {
+  const char *name;
+  void (*fill)(sg_sim_params *p);
+} presets[] = {
+    {"paper-glm", preset_glm},
+    {"paper-dsv4", preset_dsv4},
+};
+
+size_t sg_sim_preset_count(void) { return sizeof presets / sizeof presets[0]; }
+
+const char *sg_sim_preset_name(size_t i) {
+  return i < sg_sim_preset_count() ? presets[i].name : NULL;
+}
+
+int sg_sim_params_preset(sg_sim_params *p, const char *name, sg_err *err) {
+  for (size_t i = 0; i < sg_sim_preset_count(); i++)
+    if (strcmp(name, presets[i].name) == 0) {
+      presets[i].fill(p);
+      return 0;
+    }
+  return sg_err_set(err, SG_ENOENT, "unknown preset \"%s\" (known: paper-glm, paper-dsv4)",
+                    name);
+}
+
+static const pdef *find(const char *key) {
+  for (size_t i = 0; i < NDEFS; i++)
+    if (strcmp(defs[i].key, key) == 0)
+      return &defs[i];
+  return NULL;
+}
+
+int sg_sim_params_set(sg_sim_params *p, const char *key, const char *value,
+                      sg_err *err) {
+  const pdef *d = find(key);
+  if (d == NULL)
+    return sg_err_set(err, SG_ENOENT,
+                      "%s: unknown parameter (`specgen sim --list-params` lists them)",
+                      key);
+  if (strcmp(key, "preset") == 0) {
+    uint64_t seed = p->seed;
+    int rc = sg_sim_params_preset(p, value, err);
+    if (rc == 0)
+      p->seed = seed;
+    return rc;
+  }
+  char *base = (char *)p + d->off;
+  char *end = NULL;
+  errno = 0;
+  switch (d->type) {
+  case T_STR:
+    if (value[0] == '\0' || strlen(value) >= SG_SIM_NAME_MAX)
+      return sg_err_set(err, SG_EINVAL, "%s: \"%s\" must be 1..%d characters", key,
+                        value, SG_SIM_NAME_MAX - 1);
+    snprintf(base, SG_SIM_NAME_MAX, "%s", value);
+    return 0;
+  case T_U64: {
+    if (value[0] == '-' || value[0] == '\0')
+      return sg_err_set(err, SG_EINVAL, "%s: \"%s\" is not an unsigned integer", key,
+                        value);
+    unsigned long long v = strtoull(value, &end, 0);
+    if (errno || *end)
+      return sg_err_set(err, SG_EINVAL, "%s: \"%s\" is not an unsigned integer", key,
+                        value);
+    *(uint64_t *)base = v;
+    return 0;
+  }
+  case T_INT: {
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end)
+      return sg_err_set(err, SG_EINVAL, "%s: \"%s\" is not an integer", key, value);
+    if (v < d->min || v > d->max)
+      return sg_err_set(err, SG_EINVAL, "%s: %ld is out of range [%g, %g]", key, v,
+                        d->min, d->max);
+    *(int *)base = (int)v;
+    return 0;
+  }
+  case T_DBL: {
+    double v = strtod(value, &end);
+    if (errno || end == value || *end || !isfinite(v))
+      return sg_err_set(err, SG_EINVAL, "%s: \"%s\" is not a number", key, value);
+    if (v < d->min || v > d->max)
+      return sg_err_set(err, SG_EINVAL, "%s: %g is out of range [%g, %g]", key, v,
+                        d->min, d->max);
+    *(double *)base = v;
+    return 0;
+  }
+  }
+  return sg_err_set(err, SG_EINVAL, "%s: bad parameter type", key);
+}
+
+int sg_sim_params_set_kv(sg_sim_params *p, const char *kv, sg_err *err) {
+  const char *eq = strchr(kv, '=');
+  if (eq == NULL || eq == kv)
+    return sg_err_set(err, SG_EINVAL, "\"%s\": expected key=value", kv);
+  char *key = sg_strndup(kv, (size_t)(eq - kv));
+  int rc = sg_sim_params_set(p, key, eq + 1, err);
+  free(key);
+  return rc;
+}
+
+int sg_sim_params_validate(const sg_sim_params *p, sg_err *err) {
+  if (p->valid_threshold_min > p->valid_threshold_max)
+    return sg_err_set(err, SG_EINVAL,
+                      "valid.threshold_min (%g) is above valid.threshold_max (%g)",
+                      p->valid_threshold_min, p->valid_threshold_max);
+  if (p->fail_compile_w + p->fail_runtime_w + p->fail_numerical_w <= 0)
+    return sg_err_set(err, SG_EINVAL,
+                      "fail.compile_w, fail.runtime_w, fail.numerical_w: all zero");
+  if (p->static_profile_devices >= p->devices && p->devices > 1)
+    return sg_err_set(err, SG_EINVAL,
+                      "sched.static_profile_devices (%d) must be below devices (%d)",
+                      p->static_profile_devices, p->devices);
+  for (size_t i = 0; i < NDEFS; i++)
+    if (defs[i].type == T_STR && strcmp(defs[i].key, "preset") != 0 &&
+        ((const char *)p + defs[i].off)[0] == '\0')
+      return sg_err_set(err, SG_EINVAL, "%s: empty", defs[i].key);
+  return 0;
+}
+
+size_t sg_sim_param_count(void) { return NDEFS; }
+
+const sg_sim_param_info *sg_sim_param_get(size_t i) {
+  static sg_sim_param_info info[NDEFS];
+  if (i >= NDEFS)
+    return NULL;
+  info[i].key = defs[i].key;
+  info[i].doc = defs[i].doc;
+  return &info[i];
+}
+
+void sg_sim_param_format(const sg_sim_params *p, size_t i, char *buf,
+                         size_t n) {
+  if (i >= NDEFS || n == 0)
+    return;
+  const char *base = (const char *)p + defs[i].off;
+  switch (defs[i].type) {
+  case T_STR:
+    snprintf(buf, n, "%s", base);
+    break;
+  case T_INT:
+    snprintf(buf, n, "%d", *(const int *)base);
+    break;
+  case T_U64:
+    snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)base);
+    break;
+  case T_DBL:
+    snprintf(buf, n, "%.17g", *(const double *)base);
+    break;
+  }
+}
+
+/* YAML: a mapping whose values are scalars or nested mappings; nested keys
+ * are joined with dots. Sequences, anchors and aliases are refused. */
+#define KEY_MAX 256
+#define DEPTH_MAX 8
+
+int sg_sim_params_load_yaml_string(sg_sim_params *p, const char *text,
+                                   size_t len, const char *name, sg_err *err) {
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser))
+    return sg_err_set(err, SG_EIO, "%s: cannot start the YAML parser", name);
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+
+  /* Stack of key prefixes, one per open mapping; expecting_key per level. */
+  char prefix[DEPTH_MAX][KEY_MAX];
+  bool expect_key[DEPTH_MAX];
+  char pending[KEY_MAX] = "";
+  int depth = -1;
+  int rc = 0;
+  bool done = false, first_key = true;
+  while (!done) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&parser, &ev)) {
+      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: %s", name,
+                      parser.problem_mark.line + 1,
+                      parser.problem ? parser.problem : "malformed YAML");
+      break;
+    }
+    size_t line = ev.start_mark.line + 1;
+    switch (ev.type) {
+    case YAML_STREAM_END_EVENT:
+      done = true;
+      break;
+    case YAML_MAPPING_START_EVENT:
+      if (depth + 1 >= DEPTH_MAX) {
+        rc = sg_err_set(err, SG_EPARSE, "%s:%zu: nested too deep", name, line);
+        break;
+      }
+      if (depth >= 0 && expect_key[depth]) {
+        rc = sg_err_set(err, SG_EPARSE, "%s:%zu: a mapping cannot be a key", name,
+                        line);
+        break;
+      }
+      depth++;
+      if (depth == 0)
+        prefix[0][0] = '\0';
+      else {
+        snprintf(prefix[depth], KEY_MAX, "%s", pending);
+        expect_key[depth - 1] = true;
+      }
+      expect_key[depth] = true;
+      break;
+    case YAML_MAPPING_END_EVENT:
+      depth--;
+      break;
+    case YAML_SEQUENCE_START_EVENT:
+      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: %s: lists are not parameters", name,
+                      line, depth >= 0 && !expect_key[depth] ? pending : "(top)");
+      break;
+    case YAML_ALIAS_EVENT:
+      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: aliases are not supported", name, line);
+      break;
+    case YAML_SCALAR_EVENT: {
+      const char *s = (const char *)ev.data.scalar.value;
+      if (depth < 0) {
+        if (ev.data.scalar.length == 0)
+          break; /* an empty document */
+        rc = sg_err_set(err, SG_EPARSE, "%s:%zu: expected a mapping of parameters",
+                        name, line);
+        break;
+      }
+      if (expect_key[depth]) {
+        int w = depth == 0 || prefix[depth][0] == '\0'
+                    ? snprintf(pending, KEY_MAX, "%s", s)
+                    : snprintf(pending, KEY_MAX, "%s.%s", prefix[depth], s);
+        if (w < 0 || w >= KEY_MAX) {
+          rc = sg_err_set(err, SG_EPARSE, "%s:%zu: key too long", name, line);
+          break;
+        }
+        expect_key[depth] = false;
+      } else {
+        if (strcmp(pending, "preset") == 0 && !first_key) {
+          rc = sg_err_set(err, SG_EINVAL,
+                          "%s:%zu: preset: must be the first key (it resets the others)",
+                          name, line);
+          break;
+        }
+        first_key = false;
+        sg_err e2;
+        sg_err_clear(&e2);
+        int r = sg_sim_params_set(p, pending, s, &e2);
+        if (r < 0) {
+          rc = sg_err_set(err, r, "%s:%zu: %s", name, line, e2.msg);
+          break;
+        }
+        expect_key[depth] = true;
+      }
+      break;
+    }
+    default:
+      break;
+    }
+    yaml_event_delete(&ev);
+    if (rc < 0)
+      break;
+  }
+  yaml_parser_delete(&parser);
+  return rc;
+}
+
+int sg_sim_params_load_yaml(sg_sim_params *p, const char *path, sg_err *err) {
+  char *buf = NULL;
+  size_t len = 0;
+  int rc = sg_file_read(path, 1u << 20, &buf, &len, err);
+  if (rc < 0)
+    return rc;
+  rc = sg_sim_params_load_yaml_string(p, buf, len, path, err);
+  free(buf);
+  return rc;
+}
