@@ -53,6 +53,7 @@ int sg_cuda_api_load(sg_cuda_api *api, sg_err *err) {
       {(void **)&api->cuEventCreate, SG_NAMES("cuEventCreate")},
       {(void **)&api->cuEventRecord, SG_NAMES("cuEventRecord")},
       {(void **)&api->cuEventSynchronize, SG_NAMES("cuEventSynchronize")},
+      {(void **)&api->cuEventQuery, SG_NAMES("cuEventQuery")},
       {(void **)&api->cuEventElapsedTime,
        SG_NAMES("cuEventElapsedTime_v2", "cuEventElapsedTime")},
       {(void **)&api->cuEventDestroy, SG_NAMES("cuEventDestroy_v2")},

@@ -21,6 +21,8 @@ typedef void *sg_CUstream;
 typedef void *sg_CUevent;
 typedef unsigned long long sg_CUdeviceptr;
 
+#define SG_CUDA_ERROR_NOT_READY 600
+
 /* Device attributes used here (values from the driver's cuda.h). */
 #define SG_CU_ATTR_MULTIPROCESSOR_COUNT 16
 #define SG_CU_ATTR_L2_CACHE_SIZE 38
@@ -47,6 +49,7 @@ typedef struct sg_cuda_api {
   sg_CUresult (*cuEventCreate)(sg_CUevent *, unsigned);
   sg_CUresult (*cuEventRecord)(sg_CUevent, sg_CUstream);
   sg_CUresult (*cuEventSynchronize)(sg_CUevent);
+  sg_CUresult (*cuEventQuery)(sg_CUevent);
   sg_CUresult (*cuEventElapsedTime)(float *, sg_CUevent, sg_CUevent);
   sg_CUresult (*cuEventDestroy)(sg_CUevent);
   sg_CUresult (*cuGetErrorName)(sg_CUresult, const char **);

@@ -6,6 +6,7 @@
 
 #include "common/sg_alloc.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -74,20 +75,34 @@ static void set(sg_dtype d, void *p, int64_t i, double v) {
   }
 }
 
-void sg_cuda_fill_input(const sg_task_arg *a, void *host, sg_cuda_rng *r) {
+void sg_cuda_fill_range(const sg_task_arg *a, void *host, uint64_t seed,
+                        uint64_t arg_index, int64_t begin, int64_t end) {
   const sg_init_spec *s = &a->init;
-  for (int64_t i = 0; i < a->numel; i++) {
+  int dist = strcmp(s->dist, "normal") == 0    ? 0
+             : strcmp(s->dist, "uniform") == 0 ? 1
+             : strcmp(s->dist, "choice") == 0 && s->nvalues ? 2
+                                                            : 3;
+  sg_cuda_rng r;
+  assert(begin % SG_CUDA_FILL_CHUNK == 0);
+  for (int64_t i = begin; i < end; i++) {
+    if (i % SG_CUDA_FILL_CHUNK == 0) {
+      uint64_t x = seed ^ (arg_index * 0x9e3779b97f4a7c15ULL);
+      x = splitmix64(&x) ^ (uint64_t)(i / SG_CUDA_FILL_CHUNK);
+      sg_cuda_rng_seed(&r, x);
+    }
     double v;
-    if (strcmp(s->dist, "normal") == 0)
-      v = s->p[0] + s->p[1] * sg_cuda_rng_normal(r);
-    else if (strcmp(s->dist, "uniform") == 0)
-      v = s->p[0] + (s->p[1] - s->p[0]) * sg_cuda_rng_uniform(r);
-    else if (strcmp(s->dist, "choice") == 0 && s->nvalues > 0)
-      v = s->values[sg_cuda_rng_next(r) % s->nvalues];
-    else
-      v = 0;
+    switch (dist) {
+    case 0: v = s->p[0] + s->p[1] * sg_cuda_rng_normal(&r); break;
+    case 1: v = s->p[0] + (s->p[1] - s->p[0]) * sg_cuda_rng_uniform(&r); break;
+    case 2: v = s->values[sg_cuda_rng_next(&r) % s->nvalues]; break;
+    default: v = 0; break;
+    }
     set(a->dtype, host, i, v);
   }
+}
+
+void sg_cuda_apply_structure(const sg_task_arg *a, void *host) {
+  const sg_init_spec *s = &a->init;
   if (!s->structure[0] || a->ndims < 2)
     return;
   int64_t n = a->shape[a->ndims - 1];
@@ -110,6 +125,12 @@ void sg_cuda_fill_input(const sg_task_arg *a, void *host, sg_cuda_rng *r) {
         }
       }
   }
+}
+
+void sg_cuda_fill_input(const sg_task_arg *a, void *host, uint64_t seed,
+                        uint64_t arg_index) {
+  sg_cuda_fill_range(a, host, seed, arg_index, 0, a->numel);
+  sg_cuda_apply_structure(a, host);
 }
 
 /* ---- comparison ----------------------------------------------------------- */

@@ -28,10 +28,23 @@ double sg_cuda_rng_uniform(sg_cuda_rng *r);
 /* Standard normal (Box-Muller). */
 double sg_cuda_rng_normal(sg_cuda_rng *r);
 
-/* Fills host memory (numel elements of a->dtype) with values drawn per
- * a->init, then applies its structure (symmetric, upper, lower, diagonal) to
- * every trailing square matrix. */
-void sg_cuda_fill_input(const sg_task_arg *a, void *host, sg_cuda_rng *r);
+/* Inputs are drawn in chunks of SG_CUDA_FILL_CHUNK elements, chunk c from
+ * its own stream seeded by (seed, arg, c), so several threads can fill one
+ * input and the values do not depend on how many did. */
+#define SG_CUDA_FILL_CHUNK ((int64_t)1 << 20)
+
+/* Draws elements [begin, end) of input a (chunk-aligned begin) per a->init
+ * into host (the whole input's memory). */
+void sg_cuda_fill_range(const sg_task_arg *a, void *host, uint64_t seed,
+                        uint64_t arg_index, int64_t begin, int64_t end);
+
+/* Applies a->init.structure (symmetric, upper, lower, diagonal) to every
+ * trailing square matrix of a drawn input. */
+void sg_cuda_apply_structure(const sg_task_arg *a, void *host);
+
+/* Both, on the calling thread. */
+void sg_cuda_fill_input(const sg_task_arg *a, void *host, uint64_t seed,
+                        uint64_t arg_index);
 
 /* The outcome of comparing a candidate's output with the reference's. */
 typedef struct sg_cuda_cmp {

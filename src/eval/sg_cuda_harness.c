@@ -30,11 +30,14 @@
 #include "eval/sg_cuda_check.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef void (*sg_launch_fn)(void **args);
 
@@ -140,16 +143,57 @@ static int setup(harness *h, char *msg, size_t msg_len) {
   return 0;
 }
 
+typedef struct fill_job {
+  const sg_task_arg *a;
+  void *host;
+  uint64_t seed, arg;
+  int64_t begin, end;
+} fill_job;
+
+static void *fill_thread(void *p) {
+  fill_job *j = p;
+  sg_cuda_fill_range(j->a, j->host, j->seed, j->arg, j->begin, j->end);
+  return NULL;
+}
+
+/* Large inputs (a 32768 x 32768 matrix is a billion draws) are drawn by
+ * several threads, each over whole chunks; the values are the same as one
+ * thread's (sg_cuda_fill_range). */
+static void fill_parallel(const sg_task_arg *a, void *host, uint64_t seed,
+                          uint64_t arg) {
+  enum { MAX_THREADS = 16 };
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t chunks = (a->numel + SG_CUDA_FILL_CHUNK - 1) / SG_CUDA_FILL_CHUNK;
+  int nt = (int)(cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : cpus);
+  if (chunks < nt)
+    nt = (int)chunks;
+  pthread_t th[MAX_THREADS];
+  fill_job jobs[MAX_THREADS];
+  int started = 0;
+  for (int t = 0; t < nt; t++) {
+    int64_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
+    jobs[t] = (fill_job){a, host, seed, arg, c0 * SG_CUDA_FILL_CHUNK,
+                         c1 * SG_CUDA_FILL_CHUNK < a->numel ? c1 * SG_CUDA_FILL_CHUNK
+                                                           : a->numel};
+    if (nt > 1 && pthread_create(&th[t], NULL, fill_thread, &jobs[t]) == 0)
+      started |= 1 << t;
+    else
+      fill_thread(&jobs[t]);
+  }
+  for (int t = 0; t < nt; t++)
+    if (started & (1 << t))
+      pthread_join(th[t], NULL);
+  sg_cuda_apply_structure(a, host);
+}
+
 /* Draws this trial's inputs and uploads them to both sides; poisons outputs. */
 static sg_CUresult prepare_trial(harness *h, uint64_t seed) {
   const sg_task *t = h->cfg->task;
-  sg_cuda_rng rng;
-  sg_cuda_rng_seed(&rng, seed);
   for (size_t i = 0; i < t->nargs; i++) {
     const sg_task_arg *a = &t->args[i];
     sg_CUresult rc = 0;
     if (a->kind == SG_ARG_INPUT) {
-      sg_cuda_fill_input(a, h->host_in[i], &rng);
+      fill_parallel(a, h->host_in[i], seed, i);
       rc = h->api.cuMemcpyHtoD(h->dcand[i], h->host_in[i], arg_bytes(a));
       if (!rc && h->dref[i])
         rc = h->api.cuMemcpyHtoD(h->dref[i], h->host_in[i], arg_bytes(a));
@@ -244,6 +288,33 @@ static json_t *times_json(const double *v, size_t n) {
   return a;
 }
 
+/* Waits for everything queued on the legacy stream, at most limit_s: a
+ * kernel that never ends is reported as a timeout here, long before the
+ * sandbox's wall clock, and the process then ends (which is what stops it). */
+static sg_CUresult wait_bounded(harness *h, double limit_s, bool *timed_out) {
+  *timed_out = false;
+  sg_CUevent e;
+  sg_CUresult rc = h->api.cuEventCreate(&e, 0);
+  if (rc || (rc = h->api.cuEventRecord(e, LEGACY_STREAM)))
+    return rc;
+  double deadline = sg_clock_now_s() + limit_s;
+  struct timespec ts = {0, 200000};
+  while ((rc = h->api.cuEventQuery(e)) == SG_CUDA_ERROR_NOT_READY) {
+    if (sg_clock_now_s() > deadline) {
+      *timed_out = true;
+      return 0;
+    }
+    nanosleep(&ts, NULL);
+  }
+  h->api.cuEventDestroy(e);
+  return rc ? rc : sync_all(h);
+}
+
+static double call_limit_s(const sg_task *t) {
+  const json_t *v = json_object_get(t->raw, "call_timeout_s");
+  return json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : 10.0;
+}
+
 static json_t *validate(harness *h, sg_launch_fn cand, sg_launch_fn ref) {
   const sg_cuda_harness_cfg *cfg = h->cfg;
   char msg[1536];
@@ -255,9 +326,15 @@ static json_t *validate(harness *h, sg_launch_fn cand, sg_launch_fn ref) {
     if (rc)
       return finish(h, "infra_error", "preparing inputs: %s", cuerr(h, rc));
     cand(h->args_cand);
-    if ((rc = sync_all(h)))
+    bool late = false;
+    if ((rc = wait_bounded(h, call_limit_s(cfg->task), &late)))
       return finish(h, "runtime_error", "the candidate failed on trial %d: %s",
                     trial + 1, cuerr(h, rc));
+    if (late)
+      return finish(h, "timeout",
+                    "one call of the candidate did not finish within %.1f s "
+                    "(trial %d); it was stopped", call_limit_s(cfg->task),
+                    trial + 1);
     ref(h->args_ref);
     if ((rc = sync_all(h)))
       return finish(h, "infra_error", "the reference failed: %s", cuerr(h, rc));

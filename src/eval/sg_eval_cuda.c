@@ -345,6 +345,7 @@ int sg_eval_cuda_compile(const sg_task *task, const char *source, size_t len,
     char *m = sg_asprintf("rejected: the candidate %s", why);
     set_message(r, m);
     free(m);
+    r->compile_s = sg_clock_now_s() - t0;
     return 0;
   }
   char *nvcc = sg_eval_cuda_find_nvcc();
@@ -571,6 +572,17 @@ int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
     set_message(r, "timeout: profiling did not finish in time");
     sg_sandbox_outcome_free(&o);
     return 0;
+  }
+  /* $SPECGEN_NCU_SAVE_DIR keeps ncu's raw output (for a person reading it,
+   * and for recording parser test data). */
+  const char *save = getenv("SPECGEN_NCU_SAVE_DIR");
+  if (save && *save && o.out) {
+    static int seq;
+    char *path = sg_asprintf("%s/%s-%d-%d.csv", save, task->name, (int)getpid(), seq++);
+    sg_err serr;
+    if (sg_mkdir_p(save, &serr) == 0)
+      sg_file_write(path, o.out, strlen(o.out), &serr);
+    free(path);
   }
   sg_ncu_report rep;
   sg_err perr;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# gpu-check.sh [specgen-gpu-check options...]: the GPU test suite and benchmark
+# in one command, for a machine with an NVIDIA GPU, nvcc and ncu.
+#
+# It expects the two GPU-side programs already built (they link only libc and
+# a static jansson, so a build from another Linux machine runs here):
+#   build-cuda/tests/gpu/specgen-cuda-run  and  .../specgen-gpu-check
+# (BUILD=dir overrides build-cuda). It records the machine (GPU, driver, nvcc,
+# ncu), runs every built-in CUDA task's examples through validation (and
+# profiling with --profile), and the kernelbench harness's GPU checks when
+# PyTorch is there. Logs and tables go to $OUT (default gpu-check-out/):
+#   env.txt  check.txt  check.jsonl  ncu.tar.gz  kb.txt
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build=${BUILD:-build-cuda}
+out=${OUT:-$root/gpu-check-out}
+mkdir -p "$out"
+export PATH="$PATH:/usr/local/cuda/bin"
+export SPECGEN_TASKS_DIR="$root/tasks"
+export SPECGEN_CUDA_RUNNER="$root/$build/tests/gpu/specgen-cuda-run"
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/specgen-gpu-cache}
+export SPECGEN_NCU_SAVE_DIR=/tmp/specgen-ncu-csv
+rm -rf "$SPECGEN_NCU_SAVE_DIR"
+
+{
+  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1
+  nvcc --version 2>&1 | tail -n 2
+  ncu --version 2>&1 | tail -n 1
+  python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())' 2>&1
+  nproc
+} >"$out/env.txt"
+cat "$out/env.txt"
+
+status=0
+"$root/$build/tests/gpu/specgen-gpu-check" --jsonl "$out/check.jsonl" "$@" 2>&1 | tee "$out/check.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if [ -d "$SPECGEN_NCU_SAVE_DIR" ]; then
+  tar -C "$SPECGEN_NCU_SAVE_DIR" -czf "$out/ncu.tar.gz" .
+fi
+
+if [ -z "${SKIP_KB:-}" ] && python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  if [ -f python/specgen_kb/gpu_check.py ]; then
+    PYTHONPATH="$root/python" python3 -m specgen_kb.gpu_check 2>&1 | tee "$out/kb.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
+fi
+exit $status

@@ -1,0 +1,11 @@
+// rejected example for matmul_transposed_both: hands the product to cuBLAS instead of
+// computing it (the rules forbid vendor libraries that do the work).
+#include <cublas_v2.h>
+
+extern "C" void matmul_transposed_both(const float *A, const float *B, float *C, int M, int K, int N) {
+  const int Mr = M, Kd = K, Nc = N;
+  static cublasHandle_t h;
+  if (!h) cublasCreate(&h);
+  const float one = 1.0f, zero = 0.0f;
+  cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_T, Nc, Mr, Kd, &one, B, Kd, A, Mr, &zero, C, Nc);
+}
