@@ -323,9 +323,22 @@ static const char *find_word(const char *text, const char *word) {
   return NULL;
 }
 
+/* Whether the text asks for a GPU kernel: it breaks ties between tasks of the
+ * same name (tasks/cpu/x and tasks/cuda/x). */
+static bool wants_gpu(const char *text) {
+  return strstr(text, "CUDA") || strstr(text, "cuda") || strstr(text, "__global__") ||
+         strstr(text, "GPU");
+}
+
+static bool task_is_gpu(const sg_fm_task *t) {
+  return (t->language && strcmp(t->language, "c") != 0) ||
+         (t->evaluator && strcmp(t->evaluator, "cpu") != 0);
+}
+
 int sg_fakemodel_pick_task(const sg_fakemodel *m, const char *text) {
   if (!text)
     return -1;
+  bool gpu = wants_gpu(text);
   /* Names first: "matmul" may be the entry of one task and part of the name
    * of another, and a prompt names its task. */
   for (int pass = 0; pass < 2; pass++) {
@@ -340,7 +353,10 @@ int sg_fakemodel_pick_task(const sg_fakemodel *m, const char *text) {
       if (!pos)
         continue;
       size_t len = strlen(w);
-      if (best < 0 || pos < best_pos || (pos == best_pos && len > best_len)) {
+      bool better = best < 0 || pos < best_pos || (pos == best_pos && len > best_len);
+      if (!better && pos == best_pos && len == best_len)
+        better = task_is_gpu(&m->tasks[i]) == gpu && task_is_gpu(&m->tasks[best]) != gpu;
+      if (better) {
         best = (int)i;
         best_pos = pos;
         best_len = len;
@@ -376,6 +392,8 @@ double sg_fakemodel_p_valid(const sg_fakemodel *m, int task, double f) {
   return m->p.p_valid_floor + (m->p.p_valid_ceil - m->p.p_valid_floor) * s;
 }
 
+/* Matches shorter than 16 bytes (a few words) do not count: they are not the
+ * reasoning, just common text. */
 double sg_fm_prefix_fraction(const char *trace, const char *text) {
   size_t tl = trace ? strlen(trace) : 0;
   if (tl == 0 || !text)
@@ -394,18 +412,209 @@ double sg_fm_prefix_fraction(const char *trace, const char *text) {
     if (best == tl || p + 1 >= end)
       break;
   }
-  if (best == 0) {
-    for (size_t n = k - 1; n > 0; n--)
-      if (memmem(text, xl, trace, n)) {
-        best = n;
-        break;
-      }
-  }
   return (double)best / (double)tl;
 }
 
 /* ------------------------------------------------------------------------ */
 /* The reasoning trace                                                       */
+
+/* A trace is written move by move. Each move picks a template from its bank
+ * (preferring ones not used yet in this trace, so repetition happens only
+ * where the model means to repeat itself) and fills its {placeholders} from
+ * the task and the current design. */
+
+typedef enum bank_id {
+  B_OPEN, B_ANALYSIS, B_DESIGN_CPU, B_DESIGN_GPU, B_CORRECT, B_CHECK, B_DRAFT_INTRO,
+  B_DRAFT_AFTER, B_PLAN_CPU, B_PLAN_GPU, B_IMPLEMENT, B_NOISE, B_ESTIMATE, B_CLOSE,
+  B__COUNT
+} bank_id;
+
+static const char *const bank_open[] = {
+    "Okay, let me look at this task. We need to implement `{name}`: {desc}.",
+    "Alright, so the task is {name}. {Desc}. The entry point is `{entry}`.",
+    "Let me start by understanding what is being asked: {desc}. The function to write is "
+    "`{sig}`.",
+    "Hmm, okay. Let's think about this kernel carefully. It's {name}: {desc}.",
+    "First, let me restate the problem to make sure I understand it. We have to write "
+    "`{entry}`, which computes {desc}.",
+    "So we need a faster `{entry}`. The reference is straightforward; the question is how "
+    "much faster we can make it. The operator: {desc}.",
+    "Let me read the task again. {Desc}. Signature: `{sig}`.",
+    "We're asked to optimize {name}. Let me first figure out what the reference does and "
+    "where its time goes.",
+};
+
+static const char *const bank_analysis[] = {
+    "Is this compute-bound or memory-bound? The inputs hold about {mb} of data. If each "
+    "element is touched only a few times, memory bandwidth is the limit; if the inner "
+    "dimension is reused, the arithmetic intensity grows with the tile size.",
+    "The naive version walks memory with a large stride in the inner loop, which thrashes "
+    "the cache. The fix is to reorder the loops so the innermost loop is contiguous, and "
+    "to block so the working set fits in cache.",
+    "The reference does the obvious thing. It is correct but it reads every input many "
+    "times from main memory. If I keep a block of the inputs in fast memory and reuse it, "
+    "I should get a large speedup.",
+    "There may be structure to exploit: if part of the work is redundant (zeros, a "
+    "diagonal, a triangle), the kernel can skip it instead of computing and reading it.",
+    "Let me count the work. The largest input has {elems} elements. Every output needs a "
+    "pass over its share of them, so this is dominated by multiply-adds that can be "
+    "vectorized.",
+    "What limits the reference? Probably the access pattern, not the arithmetic. The "
+    "compiler cannot vectorize a loop whose accesses jump by a whole row each iteration.",
+    "The dimension {dim} is a multiple of 16, 32 and 64, so tiles divide it evenly and I "
+    "may not need remainder handling, but I should not rely on it blindly.",
+    "Accuracy: the check uses a tolerance, so reordering the sums is fine, but I have to "
+    "keep the accumulation in float and not drop any term.",
+};
+
+static const char *const bank_design_cpu[] = {
+    "Let me block the loops with {ta}x{tb} tiles so a tile of the second operand stays in "
+    "L1/L2 while I sweep over the rows. Loop order i-k-j, so the innermost loop is "
+    "contiguous and the compiler can vectorize it; unroll by {unroll}.",
+    "Design decision: loop order i, k, j with {ta}x{tb} blocking. The innermost loop streams "
+    "through contiguous memory with vectorized loads ({vec} floats per register), and I keep "
+    "{unroll} independent accumulators to hide the FMA latency.",
+    "Plan for the loops: tile sizes {ta}x{tb}, `restrict` on every pointer so the compiler "
+    "knows nothing aliases, and unroll the reduction by {unroll}.",
+    "I'll use a {ta}x{tb} register/cache blocking scheme: the outer loops walk tiles, the "
+    "inner micro-kernel computes a small block with {vec}-wide vector loads.",
+    "For cache reuse: {ta} rows of the first operand times {tb} columns of the second is a "
+    "{kb} KB working set, which fits in L2. Loop order i-k-j inside each tile.",
+    "Let me hoist the invariant loads out of the inner loop and use {ta}x{tb} tiles. Each "
+    "inner iteration does {vec} multiply-adds from contiguous memory.",
+    "To vectorize: make the innermost loop run over a contiguous index with unit stride, "
+    "{vec} lanes at a time, unrolled by {unroll}; block the outer loops {ta}x{tb}.",
+};
+
+static const char *const bank_design_gpu[] = {
+    "Let me use {ta}x{tb} tiles: each thread block computes a {ta}x{tb} tile of the output "
+    "with {threads} threads. Tiles of the inputs go to shared memory, padded by one column "
+    "to avoid bank conflicts.",
+    "Design: a {ta}x{tb} output tile per block, blockIdx.y over rows and blockIdx.x over "
+    "columns, threadIdx.x mapped to consecutive columns so global loads coalesce. I'll use "
+    "float4 vectorized loads and unroll the inner loop by {unroll}.",
+    "I think {ta}x{tb} tiles in shared memory with a {unroll}-way unrolled k-loop is a good "
+    "start. Grid = ceil(N / tile) blocks in x and y, {threads} threads per block.",
+    "Thread mapping: one warp per {tb} columns, each thread computing a {unroll}x1 strip of "
+    "outputs in registers; the block stages {ta}x{tb} tiles through shared memory.",
+    "Let me use {threads} threads per block and __shared__ float tiles of {ta}x{tb}; with "
+    "double buffering the loads of the next tile overlap the math of this one.",
+    "Each block handles a {ta}x{tb} tile; I'll use __ldg for read-only inputs and keep the "
+    "accumulators in registers, writing the tile once at the end.",
+};
+
+static const char *const bank_correct[] = {
+    "Wait, that's wrong. With {ota}x{otb} tiles the working set is {okb} KB, which does not "
+    "fit where I wanted it. Let me redo that with {ta}x{tb} tiles instead.",
+    "Hmm, actually no. {ota}x{otb} is too big: {okb} KB of tiles leaves no room for the "
+    "accumulators. Let me reconsider: {ta}x{tb} should be better.",
+    "Wait, I made a mistake in the sizes: two {ota}x{otb} tiles of floats is {okb} KB. "
+    "That's too much. Going with {ta}x{tb}.",
+    "No wait, that's not right either. If the tile is {ota}x{otb}, the inner loop runs over "
+    "the wrong dimension. Let me switch to {ta}x{tb} and put k in the middle.",
+    "Hold on. I said {ota}x{otb}, but the occupancy with that much fast memory per tile "
+    "would be poor. {ta}x{tb} it is.",
+    "Actually, wait. Let me recompute: {ota} times {otb} times 4 bytes times 2 is {okb} KB. "
+    "Too large. I'll use {ta}x{tb}.",
+};
+
+static const char *const bank_check[] = {
+    "Let me double-check the indexing. Element (i, j) of a row-major matrix with ld "
+    "columns is at i * ld + j. For the transposed operand it is j * ld + i, so I need to be "
+    "careful which loop is innermost.",
+    "Wait, I mixed up the indices: the output row comes from the first operand and the "
+    "column from the second. Let me fix that in the draft.",
+    "Edge cases: the sizes might not be multiples of the tile, so the last tile needs "
+    "bounds checks. Here they are multiples, but I'll keep the checks anyway.",
+    "Hmm, is the accumulation order going to change the result? Summing in a different "
+    "order changes rounding a little, but within the tolerance.",
+    "Let me trace through a tiny example by hand, 2x2, to make sure the loop bounds are "
+    "right... yes, every output gets every term exactly once.",
+    "One more check: the output must be fully written, including any part the reference "
+    "sets to zero. If I skip work, I still have to write those zeros.",
+    "Wait, does `{entry}` get the sizes as arguments? Yes: `{sig}`. So I should use the "
+    "arguments, not hard-code {dim}.",
+};
+
+static const char *const bank_draft_intro[] = {
+    "Let me sketch a first version:", "Here's a rough draft:",
+    "Let me write the core loop first:", "Something like this:", "A first attempt:",
+    "Let me write it out to see if it's right:", "Draft:",
+};
+
+static const char *const bank_draft_after[] = {
+    "Hmm, this draft is not quite right. Let me look at it again.",
+    "That's the idea, but it's incomplete. I still need the tiling around it.",
+    "Wait, that draft has a bug in the loop bounds. I'll fix it in the final version.",
+    "OK, that looks plausible. It's not the final version, though.",
+    "This is basically the reference. It's correct but won't be fast. Let me improve it.",
+    "Good, the structure is there. Now the optimizations.",
+};
+
+static const char *const bank_plan_cpu[] = {
+    "{Head}\n1. Block the loops into {ta}x{tb} tiles.\n2. Loop order i-k-j so the inner loop "
+    "is contiguous and vectorizes.\n3. Keep partial sums in {unroll} accumulators.\n4. Handle "
+    "the remainder without branches in the hot loop.",
+    "{Head}\n1. Skip any work whose result is known.\n2. Tile {ta}x{tb} for cache reuse.\n3. "
+    "Vectorize the inner loop, {vec} lanes.\n4. Write every output exactly once.",
+    "{Head}\n- outer loops over {ta}x{tb} tiles\n- a contiguous innermost loop, unrolled by "
+    "{unroll}\n- restrict pointers, no aliasing\n- bounds checks outside the hot loop",
+};
+
+static const char *const bank_plan_gpu[] = {
+    "{Head}\n1. One thread block per {ta}x{tb} output tile.\n2. Load input tiles into shared "
+    "memory with coalesced, vectorized loads; __syncthreads() between phases.\n3. Accumulate "
+    "in registers, unrolled by {unroll}.\n4. Write the tile back with bounds checks.",
+    "{Head}\n1. {threads} threads per block, grid over {ta}x{tb} tiles.\n2. float4 loads into "
+    "shared memory.\n3. Register accumulators.\n4. Coalesced stores.",
+};
+
+static const char *const bank_plan_head[] = {
+    "Here is the plan:", "So here is the plan:", "OK, the plan:", "Let me summarize the plan:",
+    "Plan:",
+};
+
+static const char *const bank_implement[] = {
+    "Let me implement this.", "OK, let me implement it now.", "Let me write the kernel.",
+    "Let me implement the plan step by step.",
+    "Alright, let me implement this and then check it again.",
+    "Let me implement it carefully this time.", "Now let me write the actual code.",
+};
+
+static const char *const bank_estimate[] = {
+    "Rough estimate: {mb} at ~20 GB/s on one core is the floor for a memory-bound version; "
+    "anything much slower than that is leaving performance on the table.",
+    "If the reference takes time proportional to {elems} scattered accesses, a blocked "
+    "version with contiguous accesses should be several times faster.",
+    "With {vec}-wide vectors and {unroll} accumulators, the inner loop can retire several "
+    "multiply-adds per cycle, versus one dependent add per cycle in the reference.",
+    "Expected speedup: maybe 2-5x from the access pattern alone, more if the structure lets "
+    "me skip work.",
+};
+
+static const char *const bank_close[] = {
+    "I think this is correct now. Let me write the final answer.",
+    "Okay, that should work. Let me put it together.",
+    "Alright, I'm fairly confident in this version. Final answer below.",
+    "Good. Let me write out the complete kernel.",
+    "That's the plan and I've checked the indexing. Writing the final version now.",
+};
+
+typedef struct bank {
+  const char *const *v;
+  size_t n;
+} bank;
+
+#define BANK(a) {a, sizeof(a) / sizeof(a[0])}
+static const bank banks[B__COUNT] = {
+    [B_OPEN] = BANK(bank_open),           [B_ANALYSIS] = BANK(bank_analysis),
+    [B_DESIGN_CPU] = BANK(bank_design_cpu), [B_DESIGN_GPU] = BANK(bank_design_gpu),
+    [B_CORRECT] = BANK(bank_correct),     [B_CHECK] = BANK(bank_check),
+    [B_DRAFT_INTRO] = BANK(bank_draft_intro), [B_DRAFT_AFTER] = BANK(bank_draft_after),
+    [B_PLAN_CPU] = BANK(bank_plan_cpu),   [B_PLAN_GPU] = BANK(bank_plan_gpu),
+    [B_IMPLEMENT] = BANK(bank_implement), [B_NOISE] = {NULL, 0},
+    [B_ESTIMATE] = BANK(bank_estimate),   [B_CLOSE] = BANK(bank_close),
+};
 
 /* The state of one trace being written. */
 typedef struct writer {
@@ -413,11 +622,12 @@ typedef struct writer {
   const sg_fm_task *t;
   sg_buf out;
   size_t tokens;       /* tokens written so far */
-  int tile_a, tile_b;  /* the current design */
-  int unroll;
-  bool drafted;
-  bool planned;
-  char last_sentence[256];
+  int ta, tb;          /* the current design: tile sizes */
+  int ota, otb;        /* the previous one (for a self-correction) */
+  int unroll, vec, threads;
+  bool drafted, planned, designed;
+  uint32_t used[B__COUNT]; /* templates used so far, per bank */
+  char last_para[1024];
 } writer;
 
 static const char *lang_tag(const sg_fm_task *t) {
@@ -428,38 +638,6 @@ static const char *lang_tag(const sg_fm_task *t) {
   return "c";
 }
 
-static bool is_cuda(const sg_fm_task *t) {
-  return strcmp(lang_tag(t), "c") != 0;
-}
-
-static void w_para(writer *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void w_para(writer *w, const char *fmt, ...) {
-  char tmp[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (w->out.len)
-    sg_buf_puts(&w->out, "\n\n");
-  sg_buf_puts(&w->out, tmp);
-  /* Remember the last sentence for the model's habit of repeating itself. */
-  const char *s = tmp + strlen(tmp);
-  while (s > tmp && s[-1] != '.' && s[-1] != '\n')
-    s--;
-  const char *start = tmp;
-  for (const char *q = tmp; q < s - 1; q++)
-    if ((q[0] == '.' || q[0] == '\n') && q[1] == ' ')
-      start = q + 2;
-  size_t sl = strlen(start);
-  if (sl >= sizeof w->last_sentence)
-    sl = sizeof w->last_sentence - 1;
-  memcpy(w->last_sentence, start, sl);
-  w->last_sentence[sl] = '\0';
-  w->tokens = sg_fm_tokenize(w->out.data, w->out.len, NULL, NULL, 0);
-}
-
 static int64_t numel(const sg_fm_arg *a) {
   int64_t n = 1;
   for (int d = 0; d < a->ndims; d++)
@@ -467,172 +645,205 @@ static int64_t numel(const sg_fm_arg *a) {
   return n;
 }
 
-static size_t dtype_bytes(const char *d) {
-  if (d && (strstr(d, "64")))
-    return 8;
-  return 4;
+static size_t dtype_bytes(const char *d) { return d && strstr(d, "64") ? 8 : 4; }
+
+static void human_bytes(double b, char *out, size_t n) {
+  if (b >= 1e9)
+    snprintf(out, n, "%.1f GB", b / 1e9);
+  else if (b >= 1e6)
+    snprintf(out, n, "%.1f MB", b / 1e6);
+  else if (b >= 1e3)
+    snprintf(out, n, "%.1f KB", b / 1e3);
+  else
+    snprintf(out, n, "%.0f bytes", b);
 }
 
-static void shape_str(const sg_fm_arg *a, char *buf, size_t n) {
-  size_t off = 0;
-  off += (size_t)snprintf(buf + off, n - off, "[");
-  for (int d = 0; d < a->ndims && off < n; d++)
-    off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? ", " : "",
-                            (long long)a->shape[d]);
-  if (off < n)
-    snprintf(buf + off, n - off, "]");
+/* The largest non-scalar argument (NULL if none). */
+static const sg_fm_arg *largest_arg(const sg_fm_task *t) {
+  const sg_fm_arg *best = NULL;
+  for (size_t i = 0; i < t->nargs; i++)
+    if (t->args[i].ndims > 0 && (!best || numel(&t->args[i]) > numel(best)))
+      best = &t->args[i];
+  return best;
 }
 
-static void move_opening(writer *w) {
+/* Appends template tpl to b with its {placeholders} filled. */
+static void expand(writer *w, sg_buf *b, const char *tpl) {
   const sg_fm_task *t = w->t;
-  static const char *openers[] = {
-      "Okay, let me look at this task.",
-      "Alright, so the task is to write a faster version of this operator.",
-      "Let me start by understanding what is being asked.",
-      "Hmm, okay. Let's think about this kernel carefully.",
-      "First, let me restate the problem to make sure I understand it.",
-  };
-  w_para(w, "%s We need to implement `%s`: %s. The entry point is `%s`, with signature `%s`.",
-         PICK(&w->r, openers), t->name, t->description ? t->description : "the operator",
-         t->entry ? t->entry : t->name, t->signature ? t->signature : "(not given)");
+  const sg_fm_arg *big = largest_arg(t);
+  for (const char *p = tpl; *p;) {
+    const char *open = strchr(p, '{');
+    const char *close = open ? strchr(open, '}') : NULL;
+    if (!open || !close) {
+      sg_buf_puts(b, p);
+      break;
+    }
+    sg_buf_append(b, p, (size_t)(open - p));
+    char key[16];
+    size_t kl = (size_t)(close - open - 1);
+    if (kl >= sizeof key) {
+      sg_buf_append(b, open, (size_t)(close - open + 1));
+      p = close + 1;
+      continue;
+    }
+    memcpy(key, open + 1, kl);
+    key[kl] = '\0';
+    const char *desc = t->description ? t->description : "the operator";
+    if (!strcmp(key, "name"))
+      sg_buf_puts(b, t->name);
+    else if (!strcmp(key, "entry"))
+      sg_buf_puts(b, t->entry ? t->entry : t->name);
+    else if (!strcmp(key, "sig"))
+      sg_buf_puts(b, t->signature ? t->signature : "(no signature given)");
+    else if (!strcmp(key, "desc") || !strcmp(key, "Desc")) {
+      /* Without its final period, capitalized on request. */
+      size_t dl = strlen(desc);
+      while (dl && desc[dl - 1] == '.')
+        dl--;
+      if (key[0] == 'D' && dl) {
+        char c0 = (char)toupper((unsigned char)desc[0]);
+        sg_buf_append(b, &c0, 1);
+        sg_buf_append(b, desc + 1, dl - 1);
+      } else {
+        sg_buf_append(b, desc, dl);
+      }
+    } else if (!strcmp(key, "ta"))
+      sg_buf_printf(b, "%d", w->ta);
+    else if (!strcmp(key, "tb"))
+      sg_buf_printf(b, "%d", w->tb);
+    else if (!strcmp(key, "ota"))
+      sg_buf_printf(b, "%d", w->ota);
+    else if (!strcmp(key, "otb"))
+      sg_buf_printf(b, "%d", w->otb);
+    else if (!strcmp(key, "kb"))
+      sg_buf_printf(b, "%d", w->ta * w->tb * 4 * 2 / 1024);
+    else if (!strcmp(key, "okb"))
+      sg_buf_printf(b, "%d", w->ota * w->otb * 4 * 2 / 1024);
+    else if (!strcmp(key, "unroll"))
+      sg_buf_printf(b, "%d", w->unroll);
+    else if (!strcmp(key, "vec"))
+      sg_buf_printf(b, "%d", w->vec);
+    else if (!strcmp(key, "threads"))
+      sg_buf_printf(b, "%d", w->threads);
+    else if (!strcmp(key, "elems"))
+      sg_buf_printf(b, "%lld", (long long)(big ? numel(big) : 0));
+    else if (!strcmp(key, "dim"))
+      sg_buf_printf(b, "%lld", (long long)(big ? big->shape[0] : 0));
+    else if (!strcmp(key, "mb")) {
+      double total = 0;
+      for (size_t i = 0; i < t->nargs; i++)
+        if (t->args[i].ndims > 0)
+          total += (double)numel(&t->args[i]) * (double)dtype_bytes(t->args[i].dtype);
+      char hb[32];
+      human_bytes(total, hb, sizeof hb);
+      sg_buf_puts(b, hb);
+    } else if (!strcmp(key, "Head")) {
+      sg_buf_puts(b, PICK(&w->r, bank_plan_head));
+    } else {
+      sg_buf_append(b, open, (size_t)(close - open + 1));
+    }
+    p = close + 1;
+  }
+}
+
+/* Adds a paragraph. */
+static void w_text(writer *w, const char *text) {
+  if (w->out.len)
+    sg_buf_puts(&w->out, "\n\n");
+  sg_buf_puts(&w->out, text);
+  size_t l = strlen(text);
+  if (l >= sizeof w->last_para)
+    l = sizeof w->last_para - 1;
+  memcpy(w->last_para, text, l);
+  w->last_para[l] = '\0';
+  w->tokens = sg_fm_tokenize(w->out.data, w->out.len, NULL, NULL, 0);
+}
+
+/* Adds a paragraph from bank id, preferring a template not used yet. */
+static void w_bank(writer *w, bank_id id) {
+  const bank *bk = &banks[id];
+  assert(bk->n > 0 && bk->n <= 32);
+  size_t k = rng_below(&w->r, bk->n);
+  for (size_t tries = 0; tries < bk->n && (w->used[id] >> k & 1u); tries++)
+    k = (k + 1) % bk->n;
+  w->used[id] |= 1u << k;
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  expand(w, &b, bk->v[k]);
+  w_text(w, sg_buf_str(&b));
+  sg_buf_free(&b);
+}
+
+static const int tiles[] = {16, 32, 64, 128};
+
+static void new_design(writer *w) {
+  w->ota = w->ta ? w->ta : PICK(&w->r, tiles);
+  w->otb = w->tb ? w->tb : PICK(&w->r, tiles);
+  w->ta = PICK(&w->r, tiles);
+  w->tb = PICK(&w->r, tiles);
+  w->unroll = 1 << rng_range(&w->r, 1, 3);
+  w->vec = task_is_gpu(w->t) ? 4 : 8;
+  w->threads = 128 << rng_range(&w->r, 0, 2);
 }
 
 static void move_shapes(writer *w) {
   const sg_fm_task *t = w->t;
   sg_buf b;
   sg_buf_init(&b, 0);
-  static const char *intros[] = {
-      "Let me look at the shapes.", "Now the shapes and sizes:",
-      "What are the sizes here?", "Let me check the dimensions first."};
+  static const char *intros[] = {"Let me look at the shapes.", "Now the shapes and sizes:",
+                                 "What are the sizes here?",
+                                 "Let me check the dimensions first."};
   sg_buf_puts(&b, PICK(&w->r, intros));
-  int64_t total_bytes = 0;
+  double total = 0;
   for (size_t i = 0; i < t->nargs; i++) {
     const sg_fm_arg *a = &t->args[i];
-    if (a->kind && strcmp(a->kind, "scalar") == 0) {
+    if (a->ndims == 0) {
       sg_buf_printf(&b, " `%s` is a scalar equal to %g.", a->name, a->value);
       continue;
     }
-    char sh[128];
-    shape_str(a, sh, sizeof sh);
-    int64_t n = numel(a);
-    total_bytes += n * (int64_t)dtype_bytes(a->dtype);
-    sg_buf_printf(&b, " The %s `%s` is %s with shape %s, so %lld elements (%.1f MB).",
-                  a->kind ? a->kind : "argument", a->name, a->dtype ? a->dtype : "float32",
-                  sh, (long long)n, (double)n * (double)dtype_bytes(a->dtype) / 1e6);
+    sg_buf_printf(&b, " The %s `%s` is %s with shape [", a->kind ? a->kind : "argument",
+                  a->name, a->dtype ? a->dtype : "float32");
+    for (int d = 0; d < a->ndims; d++)
+      sg_buf_printf(&b, "%s%lld", d ? ", " : "", (long long)a->shape[d]);
+    double bytes = (double)numel(a) * (double)dtype_bytes(a->dtype);
+    char hb[32];
+    human_bytes(bytes, hb, sizeof hb);
+    sg_buf_printf(&b, "], so %lld elements (%s).", (long long)numel(a), hb);
+    total += bytes;
   }
-  if (t->nargs)
-    sg_buf_printf(&b, " In total about %.1f MB of memory traffic at minimum.",
-                  (double)total_bytes / 1e6);
-  w_para(w, "%s", sg_buf_str(&b));
+  char hb[32];
+  human_bytes(total, hb, sizeof hb);
+  sg_buf_printf(&b, " In total about %s touched at least once.", hb);
+  w_text(w, sg_buf_str(&b));
   sg_buf_free(&b);
 }
 
-static void move_analysis(writer *w) {
-  static const char *bodies[] = {
-      "Is this compute-bound or memory-bound? Each output element needs a reduction "
-      "over the inner dimension, so the arithmetic intensity grows with the tile size; "
-      "reusing loaded values from fast memory is the whole game.",
-      "The naive version walks memory with a large stride in the inner loop, which "
-      "thrashes the cache. The fix is to reorder the loops so the innermost loop is "
-      "contiguous, and to block so the working set fits in cache.",
-      "The reference does the obvious thing. It is correct but it reads every input "
-      "many times from main memory. If I keep a block of the inputs in fast memory and "
-      "reuse it, I should get a large speedup.",
-      "The operation has structure I can exploit: some of the work is redundant, so the "
-      "kernel can skip it instead of computing zeros or reading them.",
-      "Let me count the work: the output has one value per (row, column) pair and each "
-      "needs a dot product, so this is dominated by multiply-adds that can be vectorized.",
-  };
-  w_para(w, "%s", PICK(&w->r, bodies));
-}
-
-static const int tiles[] = {16, 32, 64, 128};
-
 static void move_design(writer *w) {
-  w->tile_a = PICK(&w->r, tiles);
-  w->tile_b = PICK(&w->r, tiles);
-  w->unroll = 1 << rng_range(&w->r, 1, 3);
-  if (is_cuda(w->t)) {
-    static const char *fmts[] = {
-        "Let me use %dx%d tiles: each thread block computes a %dx%d tile of the output "
-        "with 256 threads, and each thread computes a small %dx1 strip. Tiles of the "
-        "inputs go to shared memory, padded by one column to avoid bank conflicts.",
-        "Design: a %dx%d output tile per block, blockIdx.y over rows and blockIdx.x over "
-        "columns, threadIdx.x mapped to consecutive columns so global loads coalesce. "
-        "I'll use float4 vectorized loads and unroll the inner loop by %d.",
-        "I think %dx%d tiles in shared memory with a %d-way unrolled k-loop is a good "
-        "start. Grid = ceil(N / tile) blocks in x and y, 16x16 threads per block.",
-    };
-    size_t which = rng_below(&w->r, 3);
-    if (which == 0)
-      w_para(w, fmts[0], w->tile_a, w->tile_b, w->tile_a, w->tile_b, w->unroll);
-    else if (which == 1)
-      w_para(w, fmts[1], w->tile_a, w->tile_b, w->unroll);
-    else
-      w_para(w, fmts[2], w->tile_a, w->tile_b, w->unroll);
-  } else {
-    static const char *fmts[] = {
-        "Let me block the loops with %dx%d tiles so a tile of the second operand stays "
-        "in L1/L2 while I sweep over the rows. Loop order i-k-j, so the innermost loop "
-        "is contiguous and the compiler can vectorize it; unroll by %d.",
-        "Design decision: loop order i, k, j with %dx%d blocking. The innermost loop "
-        "streams through contiguous memory with vectorized loads (8 floats per AVX "
-        "register), and I keep %d independent accumulators to hide the FMA latency.",
-        "Plan for the loops: tile sizes %dx%d, `restrict` on every pointer so the "
-        "compiler knows nothing aliases, and unroll the reduction by %d.",
-    };
-    w_para(w, PICK(&w->r, fmts), w->tile_a, w->tile_b, w->unroll);
-  }
+  new_design(w);
+  w_bank(w, task_is_gpu(w->t) ? B_DESIGN_GPU : B_DESIGN_CPU);
+  w->designed = true;
 }
 
 static void move_correction(writer *w) {
-  int old_a = w->tile_a, old_b = w->tile_b;
-  if (old_a == 0) {
+  if (!w->designed) {
     move_design(w);
     return;
   }
-  w->tile_a = old_a > 16 ? old_a / 2 : old_a * 2;
-  w->tile_b = old_b > 16 ? old_b / 2 : old_b * 2;
-  static const char *fmts[] = {
-      "Wait, that's wrong. With %dx%d tiles the working set is %d KB per tile pair, which "
-      "does not fit where I wanted it. Let me redo that with %dx%d tiles instead.",
-      "Hmm, actually no. %dx%d is too big: %d KB of tiles leaves no room for the "
-      "accumulators. Let me reconsider: %dx%d should be better.",
-      "Wait, I made a mistake in the sizes: %dx%d tiles of floats, two of them, is %d KB. "
-      "That's too much. Going with %dx%d.",
-  };
-  int kb = old_a * old_b * 4 * 2 / 1024;
-  w_para(w, PICK(&w->r, fmts), old_a, old_b, kb, w->tile_a, w->tile_b);
-}
-
-static void move_index_check(writer *w) {
-  static const char *fmts[] = {
-      "Let me double-check the indexing. Element (i, j) of a row-major matrix with "
-      "ld columns is at i * ld + j. For the transposed operand it is j * ld + i, so I "
-      "need to be careful which loop is innermost.",
-      "Wait, I mixed up the indices: the output row comes from the first operand and "
-      "the column from the second. Let me fix that in the draft.",
-      "Edge cases: the sizes might not be multiples of the tile, so the last tile needs "
-      "bounds checks. Here they are multiples, but I'll keep the checks anyway.",
-      "Hmm, is the accumulation order going to change the result? Summing in a "
-      "different order changes rounding a little, but within the tolerance.",
-  };
-  w_para(w, "%s", PICK(&w->r, fmts));
+  new_design(w);
+  if (w->ta == w->ota && w->tb == w->otb)
+    w->ta = w->ota > 16 ? w->ota / 2 : w->ota * 2;
+  w_bank(w, B_CORRECT);
 }
 
 /* The first lines of one of the task's examples, as a draft. */
 static void move_draft(writer *w) {
   const sg_fm_task *t = w->t;
-  static const char *intros[] = {
-      "Let me sketch a first version:", "Here's a rough draft:",
-      "Let me write the core loop first:", "Something like this:",
-      "A first attempt:"};
   const char *code = NULL;
   if (t->nexamples)
     code = t->examples[rng_below(&w->r, t->nexamples)].code;
   char *snippet;
   if (code) {
-    /* Up to 8-20 lines of it: a draft, not the answer. */
+    /* 8-20 lines of it: a draft, not the answer. */
     int lines = rng_range(&w->r, 8, 20);
     const char *p = code;
     while (*p && lines > 0) {
@@ -646,68 +857,55 @@ static void move_draft(writer *w) {
                           t->signature ? t->signature : "void kernel(void)");
   }
   size_t sl = strlen(snippet);
-  w_para(w, "%s\n\n```%s\n%s%s```", PICK(&w->r, intros), lang_tag(t), snippet,
-         sl && snippet[sl - 1] == '\n' ? "" : "\n");
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  expand(w, &b, PICK(&w->r, bank_draft_intro));
+  sg_buf_printf(&b, "\n\n```%s\n%s%s```", lang_tag(t), snippet,
+                sl && snippet[sl - 1] == '\n' ? "" : "\n");
+  w_text(w, sg_buf_str(&b));
+  sg_buf_free(&b);
   free(snippet);
+  if (rng_unit(&w->r) < 0.6)
+    w_bank(w, B_DRAFT_AFTER);
   w->drafted = true;
 }
 
 static void move_plan(writer *w) {
-  static const char *heads[] = {"Here is the plan:", "So here is the plan:",
-                                "OK, the plan:", "Let me summarize the plan:"};
-  if (is_cuda(w->t))
-    w_para(w,
-           "%s\n1. One thread block per %dx%d output tile.\n2. Load input tiles into "
-           "shared memory with coalesced, vectorized loads; __syncthreads() between "
-           "phases.\n3. Accumulate in registers, unrolled by %d.\n4. Write the tile back "
-           "with bounds checks.",
-           PICK(&w->r, heads), w->tile_a ? w->tile_a : 64, w->tile_b ? w->tile_b : 64,
-           w->unroll ? w->unroll : 4);
-  else
-    w_para(w,
-           "%s\n1. Block the loops into %dx%d tiles.\n2. Loop order i-k-j so the inner "
-           "loop is contiguous and vectorizes.\n3. Keep partial sums in %d accumulators."
-           "\n4. Handle the remainder without branches in the hot loop.",
-           PICK(&w->r, heads), w->tile_a ? w->tile_a : 64, w->tile_b ? w->tile_b : 64,
-           w->unroll ? w->unroll : 4);
+  if (!w->designed)
+    new_design(w);
+  w_bank(w, task_is_gpu(w->t) ? B_PLAN_GPU : B_PLAN_CPU);
+  w_bank(w, B_IMPLEMENT);
   w->planned = true;
 }
 
-static void move_implement(writer *w) {
-  static const char *phrases[] = {
-      "Let me implement this.", "OK, let me implement it now.",
-      "Let me write the kernel.", "Let me implement the plan step by step.",
-      "Alright, let me implement this and then check it again."};
-  w_para(w, "%s", PICK(&w->r, phrases));
-}
-
 static void move_noise(writer *w) {
-  size_t k = rng_below(&w->r, 4);
-  if (k == 0 && w->last_sentence[0]) {
-    /* Reasoning models repeat themselves. */
-    char again[256];
-    snprintf(again, sizeof again, "%s", w->last_sentence);
-    w_para(w, "%s %s", again, again);
+  size_t k = rng_below(&w->r, 5);
+  char buf[1200];
+  if (k == 0 && w->last_para[0] && !strstr(w->last_para, "```")) {
+    /* Reasoning models repeat themselves, sometimes verbatim. */
+    snprintf(buf, sizeof buf, "%s", w->last_para);
+    w_text(w, buf);
   } else if (k == 1) {
-    w_para(w, "Hmm.");
+    w_text(w, "Hmm.");
   } else if (k == 2) {
-    w_para(w, "Wait, let me re-read the task. %s. Yes, that's what I thought.",
-           w->t->description ? w->t->description : "The operator");
+    sg_buf b;
+    sg_buf_init(&b, 0);
+    expand(w, &b, "Wait, let me re-read the task. {Desc}. Yes, that's what I thought.");
+    w_text(w, sg_buf_str(&b));
+    sg_buf_free(&b);
+  } else if (k == 3) {
+    if (!w->designed)
+      new_design(w);
+    sg_buf b;
+    sg_buf_init(&b, 0);
+    expand(w, &b, "OK. So, to recap: {ta}x{tb} tiles, unroll by {unroll}. I think that's "
+                  "right. Is there anything better... no, let's go with it.");
+    w_text(w, sg_buf_str(&b));
+    sg_buf_free(&b);
   } else {
-    w_para(w, "OK. So, to recap: %dx%d tiles, unroll by %d. I think that's right. "
-           "Let me think about whether there's anything better... no, let's go with it.",
-           w->tile_a ? w->tile_a : 32, w->tile_b ? w->tile_b : 32,
-           w->unroll ? w->unroll : 4);
+    w_text(w, "Let me think about this more carefully. Let me think about this more "
+              "carefully. The main cost is memory traffic, so reuse is what matters.");
   }
-}
-
-static void move_closing(writer *w) {
-  static const char *phrases[] = {
-      "I think this is correct now. Let me write the final answer.",
-      "Okay, that should work. Let me put it together.",
-      "Alright, I'm fairly confident in this version. Final answer below.",
-      "Good. Let me write out the complete kernel."};
-  w_para(w, "%s", PICK(&w->r, phrases));
 }
 
 /* A task-like stand-in for prompts that name no task. */
@@ -725,39 +923,38 @@ static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t ke
   sg_buf_init(&w.out, 0);
   size_t target = (size_t)rng_range(&w.r, m->p.reasoning_tokens_min,
                                      m->p.reasoning_tokens_max);
-  move_opening(&w);
+  w_bank(&w, B_OPEN);
   if (t->nargs)
     move_shapes(&w);
-  move_analysis(&w);
+  w_bank(&w, B_ANALYSIS);
   move_design(&w);
   /* Moves until the budget is spent, in a loose order: a correction only
-   * after a design, a plan before the implementation phrase. */
+   * after a design, the implementation phrase after a plan. */
   int guard = 0;
   while (w.tokens < target && guard++ < 10000) {
     double u = rng_unit(&w.r);
-    if (u < 0.17)
+    if (u < 0.14)
       move_design(&w);
-    else if (u < 0.30)
+    else if (u < 0.27)
       move_correction(&w);
-    else if (u < 0.45)
-      move_index_check(&w);
-    else if (u < 0.62)
+    else if (u < 0.40)
+      w_bank(&w, B_CHECK);
+    else if (u < 0.55)
       move_draft(&w);
-    else if (u < 0.72) {
+    else if (u < 0.64)
       move_plan(&w);
-      move_implement(&w);
-    } else if (u < 0.84)
+    else if (u < 0.76)
       move_noise(&w);
+    else if (u < 0.84)
+      w_bank(&w, B_ESTIMATE);
     else
-      move_analysis(&w);
+      w_bank(&w, B_ANALYSIS);
   }
-  if (!w.planned) {
+  if (!w.planned)
     move_plan(&w);
-    move_implement(&w);
-  }
   if (!w.drafted)
     move_draft(&w);
-  move_closing(&w);
+  w_bank(&w, B_CLOSE);
   return sg_buf_steal(&w.out);
 }
 

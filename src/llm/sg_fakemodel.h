@@ -121,7 +121,8 @@ const sg_fm_task *sg_fakemodel_task(const sg_fakemodel *m, size_t i);
 
 /* The index of the task the text asks about (-1: none): the task whose name,
  * else whose entry, occurs earliest in the text as a whole word, the longest
- * on a tie. */
+ * on a tie; between tasks of the same name, the CUDA one when the text says
+ * CUDA, GPU or __global__, else the CPU one. */
 int sg_fakemodel_pick_task(const sg_fakemodel *m, const char *text);
 
 /* The task's threshold on the prefix fraction, in
@@ -165,7 +166,7 @@ char *sg_fakemodel_trace(const sg_fakemodel *m, int task, const char *context,
                          bool has_seed, uint64_t request_seed);
 
 /* The length of the longest prefix of trace that occurs in text, over the
- * trace's length (0 for an empty trace). */
+ * trace's length; 0 for an empty trace or a match shorter than 16 bytes. */
 double sg_fm_prefix_fraction(const char *trace, const char *text);
 
 #endif

@@ -398,6 +398,16 @@ static json_t *usage_json(const gen *g, size_t completion) {
                    "completion_tokens_details", "reasoning_tokens", (json_int_t)reasoning);
 }
 
+/* With return_token_ids, the prompt's ids go where vLLM puts them: at the top
+ * of a chat response (its first chunk when streaming), in the choice of a
+ * completions response. */
+static void put_prompt_ids(const gen *g, json_t *obj, json_t *choice, bool first) {
+  if (!g->return_token_ids || !first)
+    return;
+  json_object_set_new(g->chat ? obj : choice, "prompt_token_ids",
+                      ids_json(g->prompt_ids, g->nprompt));
+}
+
 static json_t *chunk_base(const gen *g) {
   return json_pack("{s:s, s:s, s:i, s:s}", "id", g->id, "object",
                    g->chat ? "chat.completion.chunk" : "text_completion", "created",
@@ -436,9 +446,8 @@ static void put_token_event(gen *g, size_t i) {
   json_object_set_new(choice, "finish_reason", json_null());
   if (g->return_token_ids)
     json_object_set_new(choice, "token_ids", json_pack("[i]", (int)tk->id));
+  put_prompt_ids(g, j, choice, i == 0);
   json_object_set_new(j, "choices", json_pack("[o]", choice));
-  if (i == 0 && g->return_token_ids)
-    json_object_set_new(j, "prompt_token_ids", ids_json(g->prompt_ids, g->nprompt));
   put_event(g, j);
 }
 
@@ -451,9 +460,8 @@ static void put_finish_events(gen *g) {
     json_object_set_new(choice, "text", json_string(""));
   json_object_set_new(choice, "logprobs", json_null());
   json_object_set_new(choice, "finish_reason", json_string(g->finish_reason));
+  put_prompt_ids(g, j, choice, g->next == 0);
   json_object_set_new(j, "choices", json_pack("[o]", choice));
-  if (g->next == 0 && g->return_token_ids)
-    json_object_set_new(j, "prompt_token_ids", ids_json(g->prompt_ids, g->nprompt));
   put_event(g, j);
   if (g->include_usage) {
     j = chunk_base(g);
@@ -496,10 +504,9 @@ static void put_body(gen *g) {
     json_object_set_new(choice, "token_ids", ids);
   else
     json_decref(ids);
+  put_prompt_ids(g, j, choice, true);
   json_object_set_new(j, "choices", json_pack("[o]", choice));
   json_object_set_new(j, "usage", usage_json(g, g->next));
-  if (g->return_token_ids)
-    json_object_set_new(j, "prompt_token_ids", ids_json(g->prompt_ids, g->nprompt));
   char *t = json_dumps(j, JSON_COMPACT);
   json_decref(j);
   sg_buf_puts(&g->out, t);

@@ -188,6 +188,19 @@ static void picks_the_task_named_in_the_prompt(void) {
   SG_CHECK_EQ_INT(sg_fakemodel_pick_task(m, "hinge_loss_v2 and xdiag_matmul"), -1);
   SG_CHECK_EQ_INT(sg_fakemodel_pick_task(m, "hello"), -1);
   sg_fakemodel_free(m);
+  /* Same name on the CPU and in CUDA: the prompt's words decide. */
+  sg_fm_task *tasks = sg_calloc(2, sizeof *tasks);
+  make_task(&tasks[0], "hinge_loss", "hinge_loss");
+  make_task(&tasks[1], "hinge_loss", "hinge_loss");
+  free(tasks[1].evaluator);
+  free(tasks[1].language);
+  tasks[1].evaluator = dupe("cuda");
+  tasks[1].language = dupe("cuda");
+  m = sg_fakemodel_new(NULL, 1, tasks, 2);
+  SG_CHECK_EQ_INT(sg_fakemodel_pick_task(m, "write hinge_loss in C"), 0);
+  SG_CHECK_EQ_INT(sg_fakemodel_pick_task(m, "write a CUDA hinge_loss"), 1);
+  SG_CHECK_EQ_INT(sg_fakemodel_pick_task(m, "a __global__ kernel for hinge_loss"), 1);
+  sg_fakemodel_free(m);
 }
 
 /* ---- traces ---- */
@@ -252,7 +265,7 @@ static void trace_reads_like_a_reasoning_model_writing_a_kernel(void) {
     SG_CHECK_CONTAINS(t, "[512, 512]");      /* shape analysis */
     SG_CHECK_CONTAINS(t, "```c\n");         /* a draft in a fenced block */
     SG_CHECK(has_tile_size(t));              /* a tile decision, "64x64" */
-    SG_CHECK(icontains(t, "let me implement") || icontains(t, "let me write the kernel"));
+    SG_CHECK(icontains(t, "let me implement") || icontains(t, "let me write"));
     SG_CHECK(icontains(t, "plan:"));
     with_correction += icontains(t, "wait, ") || icontains(t, "actually no");
     with_noise_repeat += icontains(t, "Hmm.") || icontains(t, "to recap");
@@ -316,7 +329,12 @@ static double valid_rate_with_prefix(sg_fakemodel *m, double frac, int n) {
     sg_fm_answer a;
     sg_fakemodel_generate(m, &r, &a);
     SG_CHECK_STR_EQ(a.reasoning, "");
-    SG_CHECK_NEAR(a.prefix_fraction, (double)cut / (double)strlen(trace), 1e-9);
+    /* At least the cut; a few bytes more when the text after it happens to
+     * continue the trace. */
+    double want = (double)cut / (double)strlen(trace);
+    SG_CHECK_MSG(a.prefix_fraction >= want - 1e-12 &&
+                     a.prefix_fraction <= want + 16.0 / (double)strlen(trace),
+                 "f %.6f for a cut at %.6f", a.prefix_fraction, want);
     valid += is_valid(&a);
     sg_fm_answer_free(&a);
     free(prompt);
@@ -379,7 +397,9 @@ static void prefix_fraction_finds_the_longest_prefix_anywhere(void) {
   SG_CHECK_NEAR(sg_fm_prefix_fraction(trace, "xx0123456789abcdefghijklmnopqrstuvwxyzyy"), 1, 1e-12);
   SG_CHECK_NEAR(sg_fm_prefix_fraction(trace, "0123456789abcdefgh!! 0123456789abcdefghijklm"),
                 23.0 / 36, 1e-12);
-  SG_CHECK_NEAR(sg_fm_prefix_fraction(trace, "..0123.."), 4.0 / 36, 1e-12);
+  SG_CHECK_NEAR(sg_fm_prefix_fraction(trace, "..0123456789abcde.."), 15.0 / 36 * 0, 1e-12);
+  SG_CHECK_NEAR(sg_fm_prefix_fraction(trace, "..0123456789abcdef.."), 16.0 / 36, 1e-12);
+  SG_CHECK_NEAR(sg_fm_prefix_fraction("short", "a short text"), 1, 1e-12);
   SG_CHECK_NEAR(sg_fm_prefix_fraction("", "x"), 0, 1e-12);
 }
 

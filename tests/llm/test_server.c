@@ -74,6 +74,7 @@ static void fixture_make(void) {
 static void fixture_remove(void) {
   sg_err err;
   sg_rm_rf(fixture_dir, &err);
+  fixture_dir[0] = '\0';
 }
 
 static sg_llm_server *start(sg_llm_server_opts *o) {
@@ -464,6 +465,7 @@ static void completions_take_a_string_or_token_ids(void) {
   free(task);
   SG_CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(j2, "usage"),
                                                      "prompt_tokens")), n);
+  SG_CHECK(json_object_get(choice0(j2), "prompt_token_ids") == NULL); /* not asked */
   json_decref(j1), json_decref(j2);
   resp_free(&r1), resp_free(&r2);
   /* A prompt ending inside <think> keeps reasoning, closes it, then answers. */
@@ -482,6 +484,20 @@ static void completions_take_a_string_or_token_ids(void) {
   sg_buf_free(&rb), sg_buf_free(&cb);
   stream_free(&st);
   resp_free(&r1);
+  /* With return_token_ids, the prompt's ids come back in the choice (as
+   * vLLM's completions do), equal to those sent. */
+  char *b3 = sg_asprintf("{\"model\": \"m\", \"max_tokens\": 3, \"return_token_ids\": true, "
+                         "\"prompt\": [%s]}", sg_buf_str(&ib));
+  http(s, "/v1/completions", b3, NULL, NULL, &r1);
+  j1 = body_json(&r1);
+  json_t *pids = json_object_get(choice0(j1), "prompt_token_ids");
+  SG_CHECK_EQ_INT(json_array_size(pids), n);
+  for (size_t i = 0; i < n; i++)
+    SG_CHECK_EQ_INT(json_integer_value(json_array_get(pids, i)), ids[i]);
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(choice0(j1), "token_ids")), 3);
+  json_decref(j1);
+  resp_free(&r1);
+  free(b3);
   free(b1), free(b2);
   sg_buf_free(&ib);
   stop(s);
