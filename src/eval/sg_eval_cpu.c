@@ -309,6 +309,7 @@ typedef struct child_ctx {
   int trials, warmups, runs;
   uint64_t seed;
   char nonce[40];
+  call_fn fns[2]; /* the reference's and the candidate's call shims */
 } child_ctx;
 
 static void emit(int fd, json_t *j) {
@@ -370,9 +371,82 @@ static call_fn load(const char *path, void **handle, char **why) {
   return f;
 }
 
+/* Draws input set `set` into copy k, runs the reference and the candidate
+ * on it with poisoned outputs, and compares. NULL when all is well; else the
+ * final report (status numerical_error or infra_error) without its nonce. */
+static json_t *check_once(const child_ctx *c, int fd, int k, uint64_t set,
+                          int copies, void **in, void **pristine, void **out_c,
+                          void **out_r, void **args_c, void **args_r,
+                          double *max_abs, double *max_rel) {
+  const sg_task *t = c->task;
+  size_t n = t->nargs;
+  (void)copies;
+  for (size_t i = 0; i < n; i++) {
+    const sg_task_arg *a = &t->args[i];
+    if (a->kind == SG_ARG_INPUT) {
+      sg_rng rng;
+      sg_rng_seed(&rng, sg_rng_derive(c->seed, set, i));
+      sg_eval_fill(a, in[(size_t)k * n + i], &rng);
+      memcpy(pristine[i], in[(size_t)k * n + i],
+             (size_t)a->numel * sg_dtype_size(a->dtype));
+    } else if (a->kind == SG_ARG_OUTPUT) {
+      sg_eval_poison(a->dtype, out_r[i], a->numel);
+      sg_eval_poison(a->dtype, out_c[i], a->numel);
+    }
+  }
+  int trial = set < 1000 ? (int)set : -1;
+  progress(fd, set < 1000 ? "correctness" : "recheck", trial, "reference");
+  c->fns[0](args_r + (size_t)k * n);
+  progress(fd, set < 1000 ? "correctness" : "recheck", trial, "candidate");
+  c->fns[1](args_c + (size_t)k * n);
+  for (size_t i = 0; i < n; i++) {
+    const sg_task_arg *a = &t->args[i];
+    size_t es = sg_dtype_size(a->dtype);
+    size_t bytes = (size_t)a->numel * es;
+    const char *cur = in[(size_t)k * n + i];
+    if (a->kind == SG_ARG_INPUT && memcmp(pristine[i], cur, bytes) != 0) {
+      int64_t at = 0;
+      while (memcmp((const char *)pristine[i] + at * (int64_t)es,
+                    cur + at * (int64_t)es, es) == 0)
+        at++;
+      char *m = sg_asprintf("the kernel wrote into its input %s (element %" PRId64
+                            " changed); inputs are read-only",
+                            a->name, at);
+      json_t *j = json_pack("{s:s,s:s,s:I}", "status", "numerical_error",
+                            "message", m, "first_mismatch", (json_int_t)at);
+      free(m);
+      return j;
+    }
+    if (a->kind != SG_ARG_OUTPUT)
+      continue;
+    for (int64_t e = 0; e < a->numel; e++)
+      if (sg_eval_is_poison(a->dtype, out_r[i], e))
+        return json_pack("{s:s,s:s++}", "status", "infra_error", "message",
+                         "the reference left elements of ", a->name,
+                         " unwritten (a bug in the task)");
+    sg_eval_cmp cmp;
+    sg_eval_compare(a->dtype, out_c[i], out_r[i], a->numel, t->atol, t->rtol, &cmp);
+    if (cmp.max_abs > *max_abs)
+      *max_abs = cmp.max_abs;
+    if (cmp.max_rel > *max_rel)
+      *max_rel = cmp.max_rel;
+    if (cmp.first_bad >= 0) {
+      char *msg = sg_eval_cmp_message(a, &cmp, t->atol, t->rtol);
+      json_t *j = json_pack("{s:s,s:s,s:I}", "status", "numerical_error",
+                            "message", msg, "first_mismatch",
+                            (json_int_t)cmp.first_bad);
+      json_object_set_new(j, "max_abs_err", isfinite(*max_abs) ? json_real(*max_abs) : json_null());
+      json_object_set_new(j, "max_rel_err", isfinite(*max_rel) ? json_real(*max_rel) : json_null());
+      free(msg);
+      return j;
+    }
+  }
+  return NULL;
+}
+
 /* The child's whole job; runs in the sandbox. */
 static int child_main(void *arg, int fd) {
-  const child_ctx *c = arg;
+  child_ctx *c = arg;
   const sg_task *t = c->task;
   double t_start = sg_clock_now_s();
   json_t *phases = json_object();
@@ -387,6 +461,8 @@ static int child_main(void *arg, int fd) {
   if (!cand)
     return final(fd, c, json_pack("{s:s,s:s+}", "status", "runtime_error",
                                   "message", "the kernel cannot be loaded: ", why));
+  c->fns[0] = ref;
+  c->fns[1] = cand;
   json_object_set_new(phases, "load", json_real(sg_clock_now_s() - t_start));
 
   /* buffers: inputs in `copies` rotated copies, one pristine copy of set 0,
@@ -434,76 +510,29 @@ static int child_main(void *arg, int fd) {
       args_r[(size_t)k * n + i] = a->kind == SG_ARG_OUTPUT ? out_r[i] : p;
     }
 
-  /* correctness */
+  /* correctness: input set t goes into copy t % copies, where the timed
+   * runs find it again (drawing inputs is the slow part for big tasks) */
   double t_corr = sg_clock_now_s();
   double max_abs = 0, max_rel = 0;
   for (int trial = 0; trial < c->trials; trial++) {
-    for (size_t i = 0; i < n; i++) {
-      const sg_task_arg *a = &t->args[i];
-      if (a->kind != SG_ARG_INPUT)
-        continue;
-      sg_rng rng;
-      sg_rng_seed(&rng, sg_rng_derive(c->seed, (uint64_t)trial, i));
-      sg_eval_fill(a, in[i], &rng);
-      memcpy(pristine[i], in[i], (size_t)a->numel * sg_dtype_size(a->dtype));
-    }
-    for (size_t i = 0; i < n; i++)
-      if (t->args[i].kind == SG_ARG_OUTPUT) {
-        sg_eval_poison(t->args[i].dtype, out_r[i], t->args[i].numel);
-        sg_eval_poison(t->args[i].dtype, out_c[i], t->args[i].numel);
-      }
-    progress(fd, "correctness", trial, "reference");
-    ref(args_r);
-    progress(fd, "correctness", trial, "candidate");
-    cand(args_c);
-    for (size_t i = 0; i < n; i++) {
-      const sg_task_arg *a = &t->args[i];
-      size_t bytes = (size_t)a->numel * sg_dtype_size(a->dtype);
-      if (a->kind == SG_ARG_INPUT && memcmp(pristine[i], in[i], bytes) != 0) {
-        int64_t at = 0;
-        size_t es = sg_dtype_size(a->dtype);
-        while (memcmp((char *)pristine[i] + at * (int64_t)es,
-                      (char *)in[i] + at * (int64_t)es, es) == 0)
-          at++;
-        return final(fd, c, json_pack(
-            "{s:s,s:s++,s:I}", "status", "numerical_error", "message",
-            "the kernel wrote into its input ", a->name,
-            " (inputs are read-only; first changed element shown)",
-            "first_mismatch", (json_int_t)at));
-      }
-      if (a->kind != SG_ARG_OUTPUT)
-        continue;
-      for (int64_t e = 0; e < a->numel; e++)
-        if (sg_eval_is_poison(a->dtype, out_r[i], e))
-          return final(fd, c, json_pack("{s:s,s:s++}", "status", "infra_error",
-                                        "message", "the reference left elements of ",
-                                        a->name, " unwritten (a bug in the task)"));
-      sg_eval_cmp cmp;
-      sg_eval_compare(a->dtype, out_c[i], out_r[i], a->numel, t->atol, t->rtol, &cmp);
-      if (cmp.max_abs > max_abs)
-        max_abs = cmp.max_abs;
-      if (cmp.max_rel > max_rel)
-        max_rel = cmp.max_rel;
-      if (cmp.first_bad >= 0) {
-        char *msg = sg_eval_cmp_message(a, &cmp, t->atol, t->rtol);
-        char *full = sg_asprintf("wrong result on input set %d of %d: %s",
-                                 trial + 1, c->trials, msg);
-        json_t *j = json_pack("{s:s,s:s,s:I}", "status", "numerical_error",
-                              "message", full, "first_mismatch",
-                              (json_int_t)cmp.first_bad);
-        json_object_set_new(j, "max_abs_err", isfinite(max_abs) ? json_real(max_abs) : json_null());
-        json_object_set_new(j, "max_rel_err", isfinite(max_rel) ? json_real(max_rel) : json_null());
-        free(msg);
-        free(full);
-        return final(fd, c, j);
-      }
+    int k = trial % copies;
+    json_t *bad = check_once(c, fd, k, (uint64_t)trial, copies, in, pristine,
+                             out_c, out_r, args_c, args_r, &max_abs, &max_rel);
+    if (bad) {
+      char *m = sg_asprintf("wrong result on input set %d of %d: %s", trial + 1,
+                            c->trials,
+                            json_string_value(json_object_get(bad, "message")));
+      json_object_set_new(bad, "message", json_string(m));
+      free(m);
+      return final(fd, c, bad);
     }
   }
   json_object_set_new(phases, "correctness", json_real(sg_clock_now_s() - t_corr));
 
-  /* timing: fresh values in every copy, then ref, cand, ref, cand, ... */
+  /* timing: copies no trial filled get fresh values; then ref, cand, ref,
+   * cand, ... cycling through the copies */
   double t_time = sg_clock_now_s();
-  for (int k = 0; k < copies; k++)
+  for (int k = c->trials; k < copies; k++)
     for (size_t i = 0; i < n; i++)
       if (t->args[i].kind == SG_ARG_INPUT) {
         sg_rng rng;
@@ -514,7 +543,6 @@ static int child_main(void *arg, int fd) {
   int total = c->warmups + c->runs;
   char *order = sg_calloc((size_t)total * 2 + 1, 1);
   json_t *ref_ns = json_array(), *cand_ns = json_array();
-  int last_k = 0;
   for (int it = 0; it < total; it++) {
     int k = it % copies;
     bool timed = it >= c->warmups;
@@ -529,29 +557,25 @@ static int child_main(void *arg, int fd) {
       json_array_append_new(ref_ns, json_integer(a1 - a0));
       json_array_append_new(cand_ns, json_integer(a2 - a1));
     }
-    last_k = k;
-  }
-  (void)last_k;
-  /* the last timed call must still be right: no caching by pointer */
-  for (size_t i = 0; i < n; i++) {
-    const sg_task_arg *a = &t->args[i];
-    if (a->kind != SG_ARG_OUTPUT)
-      continue;
-    sg_eval_cmp cmp;
-    sg_eval_compare(a->dtype, out_c[i], out_r[i], a->numel, t->atol, t->rtol, &cmp);
-    if (cmp.first_bad >= 0) {
-      char *msg = sg_eval_cmp_message(a, &cmp, t->atol, t->rtol);
-      char *full = sg_asprintf("wrong result during timing (after repeated "
-                               "calls on other inputs): %s", msg);
-      json_t *j = json_pack("{s:s,s:s,s:I}", "status", "numerical_error",
-                            "message", full, "first_mismatch",
-                            (json_int_t)cmp.first_bad);
-      free(msg);
-      free(full);
-      return final(fd, c, j);
-    }
   }
   json_object_set_new(phases, "timing", json_real(sg_clock_now_s() - t_time));
+  /* one more check, on new values in buffers the kernel has seen before: a
+   * kernel that caches its answer by pointer fails here */
+  double t_final = sg_clock_now_s();
+  json_t *bad = check_once(c, fd, 0, 2000, copies, in, pristine, out_c, out_r,
+                           args_c, args_r, &max_abs, &max_rel);
+  if (bad) {
+    char *m = sg_asprintf("wrong result when called again on the same buffers "
+                          "holding new values (is the kernel caching results?): %s",
+                          json_string_value(json_object_get(bad, "message")));
+    json_object_set_new(bad, "message", json_string(m));
+    free(m);
+    free(order);
+    json_decref(ref_ns);
+    json_decref(cand_ns);
+    return final(fd, c, bad);
+  }
+  json_object_set_new(phases, "recheck", json_real(sg_clock_now_s() - t_final));
   json_t *j = json_pack("{s:s,s:s,s:o,s:o,s:o,s:i,s:f,s:f}", "status", "ok",
                         "order", order, "ref_ns", ref_ns, "cand_ns", cand_ns,
                         "phase_s", phases, "copies", copies, "max_abs_err",
@@ -609,6 +633,11 @@ static char *phase_text(const json_t *prog, int trials) {
     return sg_asprintf("during correctness check %d of %d, in the %s",
                        (int)json_integer_value(json_object_get(prog, "trial")) + 1,
                        trials, who ? who : "kernel");
+  }
+  if (strcmp(phase, "recheck") == 0) {
+    const char *who = json_string_value(json_object_get(prog, "who"));
+    return sg_asprintf("during the final check on new input values, in the %s",
+                       who ? who : "kernel");
   }
   if (strcmp(phase, "timing") == 0)
     return sg_strdup("during the timed runs (after the correctness checks passed)");

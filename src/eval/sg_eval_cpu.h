@@ -31,7 +31,7 @@ void sg_rng_seed(sg_rng *r, uint64_t seed);
 uint64_t sg_rng_next(sg_rng *r);
 /* Uniform in [0, 1). */
 double sg_rng_uniform(sg_rng *r);
-/* Standard normal (Marsaglia's polar method). */
+/* Standard normal (Marsaglia and Tsang's ziggurat). */
 double sg_rng_normal(sg_rng *r);
 /* The seed of one input set: (seed, trial, argument) mixed. */
 uint64_t sg_rng_derive(uint64_t seed, uint64_t trial, uint64_t arg);
