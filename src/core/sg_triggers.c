@@ -418,6 +418,7 @@ struct sg_scanner {
 
   /* sentence machine */
   bool term_pending;         /* last byte was . ! ? : ; */
+  unsigned char term_char;   /* which one */
   bool question;
   bool sent_selftalk;
   bool sent_match[2];        /* design, phrase */
@@ -670,6 +671,7 @@ static void emit(sg_scanner *s, sg_trigger_class cls, const char *text,
 
 static void sentence_reset(sg_scanner *s) {
   s->term_pending = false;
+  s->term_char = 0;
   s->question = false;
   s->sent_selftalk = false;
   s->sent_match[0] = s->sent_match[1] = false;
@@ -681,6 +683,9 @@ static void sentence_reset(sg_scanner *s) {
 }
 
 static void sentence_end(sg_scanner *s) {
+  /* A "sentence" that runs into a signature or a body is code, not prose. */
+  if (s->code != CODE_IDLE)
+    s->sent_match[0] = s->sent_match[1] = false;
   if (s->sent_match[0] || s->sent_match[1]) {
     /* A repetition loop writes the same sentence again and again: it is
      * remembered even when it does not fire, so the loop stays quiet. */
@@ -696,7 +701,10 @@ static void sentence_end(sg_scanner *s) {
       }
     }
   }
+  /* "Wait: ..." and "Hmm; ..." doubt what follows the colon too. */
+  bool carry = s->sent_selftalk && (s->term_char == ':' || s->term_char == ';');
   sentence_reset(s);
+  s->sent_selftalk = carry;
 }
 
 /* Collapsed sentence text: a head (first bytes) and a ring (last bytes). */
@@ -1007,6 +1015,8 @@ static void body_step(sg_scanner *s, unsigned char c) {
       if (!dup)
         emit(s, SG_TRIGGER_KERNEL, s->kernel_text.s, s->kernel_text.len);
       code_reset(s);
+      /* words matched in the signature were code, not a decision */
+      s->sent_match[0] = s->sent_match[1] = false;
     }
   }
 }
@@ -1237,9 +1247,11 @@ static inline void scan_byte(sg_scanner *s, unsigned char c) {
     sentence_end(s);
   } else if (c == '.' || c == '!' || c == '?' || c == ':' || c == ';') {
     s->term_pending = true;
+    s->term_char = c;
     s->question = c == '?';
   } else {
     s->term_pending = false;
+    s->term_char = 0;
   }
 }
 

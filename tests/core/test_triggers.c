@@ -1,0 +1,562 @@
+/* test_triggers.c: the trigger scanner (src/core/sg_triggers.c).
+ *
+ * Every case is fed whole, byte by byte, in every chunk size up to its length
+ * (or up to 64 for long inputs) and in seeded random splits, each chunk copied
+ * against the end of its own malloc'd buffer so an over-read crashes under
+ * ASan; all feedings must give identical triggers. Tables pin each class and
+ * each noise rule; realistic traces in tests/core/data/triggers/ pin whole
+ * runs against their .expected files.
+ */
+#include "common/sg_alloc.h"
+#include "common/sg_file.h"
+#include "core/sg_triggers.h"
+#include "sg_test.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA SG_SOURCE_ROOT "/tests/core/data/triggers"
+#define MAX_TRIGGERS 256
+
+typedef struct result {
+  sg_trigger t[MAX_TRIGGERS];
+  size_t n;
+} result;
+
+static void collect(void *user, const sg_trigger *t) {
+  result *r = user;
+  SG_CHECK_MSG(r->n < MAX_TRIGGERS, "too many triggers");
+  if (r->n > 0)
+    SG_CHECK_MSG(t->offset >= r->t[r->n - 1].offset, "offsets out of order");
+  SG_CHECK(strlen(t->text) < SG_TRIGGER_TEXT_MAX);
+  r->t[r->n++] = *t;
+}
+
+/* Feeds one chunk from a copy that ends exactly where the chunk does. */
+static void feed_tight(sg_scanner *s, const char *p, size_t n, result *r) {
+  char *copy = sg_malloc(n ? n : 1);
+  memcpy(copy, p, n);
+  sg_scanner_feed(s, copy, n, collect, r);
+  free(copy);
+}
+
+/* chunk 0: random splits from seed; otherwise fixed-size chunks. */
+static void run(const char *in, size_t len, const sg_scanner_opts *o,
+                size_t chunk, uint64_t seed, result *r) {
+  memset(r, 0, sizeof *r);
+  sg_scanner *s = sg_scanner_new(o);
+  size_t i = 0;
+  uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
+  while (i < len) {
+    size_t n = chunk;
+    if (n == 0) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      n = 1 + (size_t)((x >> 33) % 97);
+    }
+    if (n > len - i)
+      n = len - i;
+    feed_tight(s, in + i, n, r);
+    i += n;
+  }
+  SG_CHECK_EQ_INT(sg_scanner_offset(s), len);
+  sg_scanner_finish(s, collect, r);
+  sg_scanner_free(s);
+}
+
+static bool same(const result *a, const result *b) {
+  if (a->n != b->n)
+    return false;
+  for (size_t i = 0; i < a->n; i++)
+    if (a->t[i].cls != b->t[i].cls || a->t[i].offset != b->t[i].offset ||
+        strcmp(a->t[i].text, b->t[i].text) != 0)
+      return false;
+  return true;
+}
+
+static void dump(const char *what, const result *r) {
+  printf("# %s: %zu triggers\n", what, r->n);
+  for (size_t i = 0; i < r->n; i++)
+    printf("#   %llu %s \"%s\"\n", (unsigned long long)r->t[i].offset,
+           sg_trigger_class_name(r->t[i].cls), r->t[i].text);
+}
+
+/* Scans in at every split; checks they agree; returns the whole-feed result. */
+static void scan_all_splits(const char *in, const sg_scanner_opts *o,
+                            result *whole) {
+  size_t len = strlen(in);
+  run(in, len, o, len ? len : 1, 0, whole);
+  result *other = sg_malloc(sizeof *other);
+  size_t max_chunk = len <= 400 ? len : 64;
+  for (size_t c = 1; c < max_chunk; c++) {
+    run(in, len, o, c, 0, other);
+    if (!same(whole, other)) {
+      dump("whole", whole);
+      dump("split", other);
+      SG_FAIL("chunk size %zu disagrees with the whole feed", c);
+    }
+  }
+  for (uint64_t seed = 1; seed <= 8; seed++) {
+    run(in, len, o, 0, seed, other);
+    if (!same(whole, other)) {
+      dump("whole", whole);
+      dump("split", other);
+      SG_FAIL("random split (seed %llu) disagrees", (unsigned long long)seed);
+    }
+  }
+  free(other);
+}
+
+static sg_scanner_opts gap0(void) {
+  sg_scanner_opts o;
+  sg_scanner_opts_default(&o);
+  o.min_gap_bytes = 0;
+  return o;
+}
+
+/* Expected classes as letters: D design, F fence, K kernel, P phrase. */
+static void expect_classes(const char *in, const char *want) {
+  sg_scanner_opts o = gap0();
+  result *r = sg_malloc(sizeof *r);
+  scan_all_splits(in, &o, r);
+  char got[MAX_TRIGGERS + 1];
+  for (size_t i = 0; i < r->n; i++)
+    got[i] = "DFKP"[r->t[i].cls];
+  got[r->n] = '\0';
+  if (strcmp(got, want) != 0) {
+    dump("got", r);
+    SG_FAIL("input \"%s\": classes \"%s\", want \"%s\"", in, got, want);
+  }
+  free(r);
+}
+
+typedef struct tcase {
+  const char *in;
+  const char *want;
+} tcase;
+
+static void run_table(const tcase *t, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    expect_classes(t[i].in, t[i].want);
+}
+#define RUN_TABLE(t) run_table(t, sizeof t / sizeof t[0])
+
+/* ---------------------------------------------------------------- names */
+
+static void test_class_names_round_trip(void) {
+  for (int c = 0; c < SG_TRIGGER__COUNT; c++)
+    SG_CHECK_EQ_INT(sg_trigger_class_parse(sg_trigger_class_name(c)), c);
+  SG_CHECK_STR_EQ(sg_trigger_class_name(SG_TRIGGER_FENCE), "fence");
+  SG_CHECK_EQ_INT(sg_trigger_class_parse("kernels"), -1);
+  SG_CHECK_EQ_INT(sg_trigger_class_parse(NULL), -1);
+  sg_scanner_opts o;
+  sg_scanner_opts_default(&o);
+  SG_CHECK_EQ_INT(o.classes, 0);
+  SG_CHECK(o.min_gap_bytes > 0);
+}
+
+/* ---------------------------------------------------------------- design */
+
+static void test_design_decisions_fire(void) {
+  static const tcase t[] = {
+      {"I'll use 64x64 tiles in shared memory.\n", "D"},
+      {"Use 128 x 128 x 32 tiles for the main loop.\n", "D"},
+      {"Use 64\xc3\x97" "64 tiles.\n", "D"},  /* U+00D7 */
+      {"We set BLOCK_SIZE = 128 for the launch.\n", "D"},
+      {"With TILE_M=64 and TILE_N=32 it fits.\n", "D"},
+      {"Each thread computes a 4x4 sub-block of C.\n", "D"},
+      {"One warp per row keeps it simple.\n", "D"},
+      {"Launch 256 threads per block.\n", "D"},
+      {"A grid-stride loop covers any size.\n", "D"},
+      {"Load A with float4 so each access is 16 bytes.\n", "D"},
+      {"Switch to wmma fragments.\n", "D"},
+      {"Tensor cores would help for fp16.\n", "D"},
+      {"Reduce with __shfl_down_sync inside a warp.\n", "D"},
+      {"Overlap copies with cp.async and double buffering.\n", "D"},
+      {"The loads must be coalesced.\n", "D"},
+      {"Pad the tile to avoid bank conflicts.\n", "D"},
+      {"Unroll the k loop by 4.\n", "D"},
+      {"Keep the accumulators in registers.\n", "D"},
+      {"Use AVX2 intrinsics for the inner loop.\n", "D"},
+      {"Apply cache blocking over k.\n", "D"},
+      {"Change the loop order to i-k-j.\n", "D"},
+      {"The MMA instruction is the fastest path.\n", "D"},
+  };
+  RUN_TABLE(t);
+}
+
+static void test_design_needs_word_boundaries(void) {
+  static const tcase t[] = {
+      {"The comma is fine here.\n", ""},              /* mma inside comma */
+      {"We mmap the file first.\n", ""},              /* mma then a letter */
+      {"The matrix is 4096x4096 floats.\n", ""},      /* a shape, not a tile */
+      {"Inputs are float32 tensors.\n", ""},          /* float0 is one digit */
+      {"Sensible choices only.\n", ""},               /* sse inside a word */
+      {"The dilemma remains open.\n", ""},
+      {"", ""},
+  };
+  RUN_TABLE(t);
+}
+
+/* ---------------------------------------------------------------- phrase */
+
+static void test_phrases_fire_case_insensitively(void) {
+  static const tcase t[] = {
+      {"Let me write the kernel now.\n", "P"},
+      {"LET ME IMPLEMENT this.\n", "P"},
+      {"Here's the plan:\n", "P"},
+      {"Here\xe2\x80\x99s the plan:\n", "P"},  /* U+2019 apostrophe */
+      {"Here is the kernel:\n", "P"},
+      {"Now I'll write the code.\n", "P"},
+      {"Final implementation:\n", "P"},
+      {"Putting it all together:\n", "P"},
+      {"Let me write it with 64x64 tiles.\n", "DP"},
+  };
+  RUN_TABLE(t);
+}
+
+static void test_phrase_offsets_and_text(void) {
+  sg_scanner_opts o = gap0();
+  result r;
+  scan_all_splits("Let me write it.\nMore text", &o, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_PHRASE);
+  SG_CHECK_EQ_INT(r.t[0].offset, 17);  /* just past the newline */
+  SG_CHECK_STR_EQ(r.t[0].text, "Let me write it.");
+  scan_all_splits("Let me write it.   Then", &o, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  SG_CHECK_EQ_INT(r.t[0].offset, 17);  /* the space after the period */
+  /* A sentence the text ends in fires at finish, at the end. */
+  scan_all_splits("  Let   me\twrite it", &o, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  SG_CHECK_EQ_INT(r.t[0].offset, 19);
+  SG_CHECK_STR_EQ(r.t[0].text, "Let me write it");
+}
+
+/* ---------------------------------------------------------------- noise */
+
+static void test_self_talk_does_not_fire(void) {
+  static const tcase t[] = {
+      {"Hmm, let me write it with 64x64 tiles.\n", ""},
+      {"Wait, no, each thread computes one element.\n", ""},
+      {"But wait: 32x32 tiles might be better.\n", ""},
+      {"Maybe 64x64 tiles.\n", ""},
+      {"Actually, no, let me write the naive one.\n", ""},
+      {"Let me double-check the 4x4 sub-block indexing.\n", ""},
+      {"I'm not sure 256 threads per block is right.\n", ""},
+      /* "wait" as a verb, not as the first word, is not self-talk */
+      {"Threads wait at the barrier, so use 16x16 thread blocks.\n", "D"},
+      /* self-talk ends with its sentence */
+      {"Hmm. I'll use 64x64 tiles.\n", "D"},
+  };
+  RUN_TABLE(t);
+}
+
+static void test_questions_do_not_fire(void) {
+  static const tcase t[] = {
+      {"Should each thread compute a 4x4 sub-block?\n", ""},
+      {"Should I use float4 loads? Yes, use float4 loads.\n", "D"},
+      {"Is this right? Let me write the kernel.\n", "P"},
+  };
+  RUN_TABLE(t);
+}
+
+static void test_repetition_loop_fires_once(void) {
+  static const tcase t[] = {
+      {"I'll use 64x64 tiles. I'll use 64x64 tiles. I'll use 64x64 tiles.\n", "D"},
+      {"Let me write the kernel.\nLet me write the kernel.\nLet me write the "
+       "kernel.\n", "P"},
+      /* re-wrapped copies are the same sentence */
+      {"Use  64x64\ttiles.\nUse 64x64 tiles.\n", "D"},
+      /* a changed decision is a new sentence */
+      {"I'll use 64x64 tiles.\nI'll use 32x32 tiles.\n", "DD"},
+  };
+  RUN_TABLE(t);
+}
+
+static void test_repetition_storm_stays_quiet(void) {
+  /* A model stuck in a loop: 2000 copies of the same decision. */
+  const char *line = "So each thread computes a 4x4 sub-block of the tile.\n";
+  size_t ll = strlen(line), n = 2000;
+  char *in = sg_malloc(ll * n + 1);
+  for (size_t i = 0; i < n; i++)
+    memcpy(in + i * ll, line, ll);
+  in[ll * n] = '\0';
+  sg_scanner_opts o = gap0();
+  result r;
+  run(in, ll * n, &o, 4096, 0, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  run(in, ll * n, &o, 0, 7, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  free(in);
+}
+
+static void test_min_gap_drops_close_triggers(void) {
+  const char *in = "Let me write the kernel. I'll use 64x64 tiles.\n"
+                   "```c\nvoid f(int *x) { x[0] = 1; }\n```\n";
+  sg_scanner_opts o = gap0();
+  result r;
+  scan_all_splits(in, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 4);  /* P D K F */
+  o.min_gap_bytes = 1000;
+  scan_all_splits(in, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_PHRASE);
+  /* the gap is measured from the last reported trigger */
+  o.min_gap_bytes = 30;
+  scan_all_splits(in, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 2);
+  SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_PHRASE);
+  SG_CHECK_EQ_INT(r.t[1].cls, SG_TRIGGER_KERNEL);
+  SG_CHECK(r.t[1].offset - r.t[0].offset >= 30);
+}
+
+static void test_class_filter(void) {
+  const char *in = "Let me write the kernel. I'll use 64x64 tiles.\n"
+                   "```c\nvoid f(int *x) { x[0] = 1; }\n```\n";
+  sg_scanner_opts o = gap0();
+  o.classes = 1u << SG_TRIGGER_DESIGN | 1u << SG_TRIGGER_FENCE;
+  result r;
+  scan_all_splits(in, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 2);
+  SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_DESIGN);
+  SG_CHECK_EQ_INT(r.t[1].cls, SG_TRIGGER_FENCE);
+  /* a filtered-out class does not hold the gap */
+  o.classes = 1u << SG_TRIGGER_FENCE;
+  o.min_gap_bytes = 1000;
+  scan_all_splits(in, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_FENCE);
+}
+
+/* ---------------------------------------------------------------- fence */
+
+static void test_fences(void) {
+  static const tcase t[] = {
+      {"```cuda\n__global__ void k(float *x) { x[0] = 1; }\n```\n", "KF"},
+      {"```python\nimport torch\n```\n", "F"},
+      {"```C++\nint x;\n```\n", "F"},
+      {"```cpp {.line-numbers}\nint x;\n```\n", "F"},
+      {"   ```c\nint x;\n   ```   \n", "F"},
+      {"~~~cpp\nint y;\n~~~\n", "F"},
+      {"```\nint main() { return 0; }\n```\n", "F"},  /* unlabelled code */
+      {"```\nsome program output\n```\n", ""},        /* unlabelled text */
+      {"```bash\nnvcc -O3 -o k k.cu\n```\n", ""},
+      {"```json\n{\"a\": 1}\n```\n", ""},
+      {"```cuda\n```\n", ""},                          /* empty */
+      {"```cuda\n  \n\n```\n", ""},                    /* blank */
+      {"```cuda\nint x;\n", ""},                       /* never closed */
+      {"Use ```inline``` code.\n", ""},
+      {"```c\nint a;\n````` not a close\n```\n", "F"},
+      {"````c\nint x;\n```\nint y;\n````\n", "F"},     /* 3 do not close 4 */
+      {"```c\nint x;\n`````\n", "F"},                  /* 5 close 3 */
+      {"```c\nint x;\n```", "F"},                      /* closed at the end */
+      {"```c\nint x;\n``", ""},
+      {"```cuda\nint x;\n```python\nint y;\n```\n", "F"},  /* info: content */
+  };
+  RUN_TABLE(t);
+}
+
+static void test_fence_quoted_twice_fires_once(void) {
+  static const tcase t[] = {
+      {"```c\nvoid f(int *x) { *x = 1; }\n```\n\nAgain:\n\n"
+       "```c\n  void f(int *x) {\n *x = 1; }\n```\n", "KF"},
+      {"```python\nx = 1\n```\n```python\nx = 2\n```\n", "FF"},
+      /* the same content in another language is the same block */
+      {"```cpp\nint x;\n```\n```cuda\nint x;\n```\n", "F"},
+  };
+  RUN_TABLE(t);
+}
+
+static void test_fence_text_and_offset(void) {
+  const char *in = "Code:\n```CUDA\n__global__\nvoid k() {}\n```\nafter";
+  sg_scanner_opts o = gap0();
+  o.classes = 1u << SG_TRIGGER_FENCE;
+  result r;
+  scan_all_splits(in, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  SG_CHECK_EQ_INT(r.t[0].offset, strstr(in, "after") - in);
+  SG_CHECK_STR_EQ(r.t[0].text, "```cuda __global__ void k() {}");
+  /* fences inside prose sentences do not make design triggers */
+  expect_classes("```c\n// use 64x64 tiles.\nint x;\n```\n", "F");
+}
+
+/* ---------------------------------------------------------------- kernel */
+
+static void test_kernels(void) {
+  static const tcase t[] = {
+      {"__global__ void add(float *a, const float *b) {\n"
+       "  a[threadIdx.x] += b[threadIdx.x];\n}\n", "K"},
+      {"void f(int *x) { if (x) { for (;;) { break; } } }\n", "K"},
+      {"template <int N>\n__global__ void k(float *x) { x[0] = N; }\n", "K"},
+      {"__global__ void __launch_bounds__(256) k(float *x) { x[0] = 0; }\n", "K"},
+      {"extern \"C\" void launch(float *x, int n) { k<<<1, 1>>>(x); }\n", "K"},
+      {"static void helper(float *restrict y)\n{\n  y[0] = 0;\n}\n", "K"},
+      {"__global__ void k(float *x);\n", ""},         /* a declaration */
+      {"__device__ void h(float *x) { x[0] = 1; }\n", ""},
+      {"__device__ __forceinline__ void h(float *x) { x[0] = 1; }\n", ""},
+      {"The kernel returns void. It is fine.\n", ""},
+      {"The kernel returns `void` (nothing) {ok}.\n", ""},
+      {"We avoid (x) {y}.\n", ""},
+      {"void (*fp)(int) = 0;\n", ""},
+      {"__global__ void k(float *x) { x[0] = 1;\n", ""},  /* cut */
+      {"int f(int x) { return x; }\n", ""},           /* not a kernel */
+  };
+  RUN_TABLE(t);
+}
+
+static void test_kernel_braces_in_literals_and_comments(void) {
+  const char *in = "void f(char *s) {\n"
+                   "  s[0] = '}'; s[1] = '\\''; /* } */ // }\n"
+                   "  const char *t = \"}\\\"{\";\n"
+                   "}\nafter";
+  sg_scanner_opts o = gap0();
+  result r;
+  scan_all_splits(in, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_KERNEL);
+  SG_CHECK_EQ_INT(r.t[0].offset, strstr(in, "}\nafter") - in + 1);
+  SG_CHECK_STR_EQ(r.t[0].text, "void f(char *s) {");
+}
+
+static void test_kernel_quoted_twice_fires_once(void) {
+  static const tcase t[] = {
+      {"void f(int *x) { x[0] = 1; }\nAnd again:\nvoid f(int *x) {\n"
+       "  x[0] = 1;\n}\n", "K"},
+      {"void f(int *x) { x[0] = 1; }\nvoid f(int *x) { x[0] = 2; }\n", "KK"},
+  };
+  RUN_TABLE(t);
+}
+
+static void test_kernel_does_not_cross_fences(void) {
+  /* a body opened in one block and closed in another is not a kernel */
+  expect_classes("```c\nvoid f(int *x) {\n```\nprose }\n", "F");
+  /* code in the open is not sentences: no design trigger from its body */
+  expect_classes("void f(float *x) {\n  __shared__ float t[64];\n}\n", "K");
+}
+
+/* ---------------------------------------------------------------- text */
+
+static void test_long_sentence_text_holds_the_match(void) {
+  char in[1200];
+  size_t n = 0;
+  for (int i = 0; i < 60; i++)
+    n += (size_t)snprintf(in + n, sizeof in - n, "word%d ", i);
+  n += (size_t)snprintf(in + n, sizeof in - n, "so use 64x64 tiles. ");
+  /* non-ASCII text right before the cut must not leave half a character */
+  for (int i = 0; i < 40; i++)
+    n += (size_t)snprintf(in + n, sizeof in - n, "\xc3\xa9");
+  snprintf(in + n, sizeof in - n, " and float4 loads.\n");
+  sg_scanner_opts o = gap0();
+  result r;
+  scan_all_splits(in, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 2);
+  SG_CHECK_CONTAINS(r.t[0].text, "so use 64x64 til");
+  SG_CHECK_CONTAINS(r.t[1].text, "and float4");
+  for (size_t k = 0; k < r.n; k++) {
+    const unsigned char *s = (const unsigned char *)r.t[k].text;
+    size_t len = strlen(r.t[k].text);
+    SG_CHECK(len < SG_TRIGGER_TEXT_MAX);
+    SG_CHECK((s[0] & 0xC0) != 0x80);  /* does not start mid-character */
+    size_t i = len;
+    while (i > 0 && (s[i - 1] & 0xC0) == 0x80)
+      i--;
+    if (i > 0 && s[i - 1] >= 0xC0)
+      SG_CHECK_EQ_INT(len - i, 1);    /* é is two bytes: lead + one */
+  }
+}
+
+static void test_binary_noise_is_harmless(void) {
+  char in[4096];
+  uint64_t x = 42;
+  for (size_t i = 0; i < sizeof in - 1; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    in[i] = (char)(1 + (x >> 56) % 255);
+  }
+  in[sizeof in - 1] = '\0';
+  sg_scanner_opts o = gap0();
+  result r;
+  scan_all_splits(in, &o, &r);
+  SG_CHECK(r.n < MAX_TRIGGERS);
+}
+
+/* ---------------------------------------------------------------- traces */
+
+/* Each trace's .expected holds "offset<TAB>class<TAB>text" per trigger at
+ * min_gap_bytes 0, reviewed by hand. */
+static void check_trace(const char *name) {
+  char path[512], epath[512];
+  snprintf(path, sizeof path, DATA "/%s.txt", name);
+  snprintf(epath, sizeof epath, DATA "/%s.expected", name);
+  char *in = NULL, *exp = NULL;
+  size_t len = 0;
+  sg_err err;
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &in, &len, &err), err);
+  SG_CHECK_OK(sg_file_read(epath, 1 << 20, &exp, NULL, &err), err);
+  sg_scanner_opts o = gap0();
+  result *r = sg_malloc(sizeof *r);
+  scan_all_splits(in, &o, r);
+  char *line = exp, *save = NULL;
+  size_t k = 0;
+  for (line = strtok_r(exp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char *t1 = strchr(line, '\t');
+    SG_CHECK(t1 != NULL);
+    char *t2 = strchr(t1 + 1, '\t');
+    SG_CHECK(t2 != NULL);
+    *t1 = *t2 = '\0';
+    SG_CHECK_MSG(k < r->n, "%s: expected trigger %zu (%s at %s) missing", name,
+                 k, t1 + 1, line);
+    SG_CHECK_EQ_INT(r->t[k].offset, strtoull(line, NULL, 10));
+    SG_CHECK_STR_EQ(sg_trigger_class_name(r->t[k].cls), t1 + 1);
+    SG_CHECK_STR_EQ(r->t[k].text, t2 + 1);
+    k++;
+  }
+  SG_CHECK_EQ_INT(r->n, k);
+  /* The default gap keeps a subset, in order, of the same triggers. */
+  result *d = sg_malloc(sizeof *d);
+  run(in, len, NULL, 4096, 0, d);
+  SG_CHECK(d->n > 0 && d->n < r->n);
+  size_t j = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    while (j < r->n && r->t[j].offset != d->t[i].offset)
+      j++;
+    SG_CHECK_MSG(j < r->n, "default-gap trigger %zu is not a gap-0 trigger", i);
+    if (i > 0)
+      SG_CHECK(d->t[i].offset - d->t[i - 1].offset >= 256);
+  }
+  free(d);
+  free(r);
+  free(in);
+  free(exp);
+}
+
+static void test_trace_matmul_cuda(void) { check_trace("matmul_cuda"); }
+static void test_trace_hinge_c(void) { check_trace("hinge_c"); }
+static void test_trace_softmax_kernelbench(void) {
+  check_trace("softmax_kernelbench");
+}
+
+SG_TEST_MAIN(SG_TEST(test_class_names_round_trip),
+             SG_TEST(test_design_decisions_fire),
+             SG_TEST(test_design_needs_word_boundaries),
+             SG_TEST(test_phrases_fire_case_insensitively),
+             SG_TEST(test_phrase_offsets_and_text),
+             SG_TEST(test_self_talk_does_not_fire),
+             SG_TEST(test_questions_do_not_fire),
+             SG_TEST(test_repetition_loop_fires_once),
+             SG_TEST(test_repetition_storm_stays_quiet),
+             SG_TEST(test_min_gap_drops_close_triggers),
+             SG_TEST(test_class_filter),
+             SG_TEST(test_fences),
+             SG_TEST(test_fence_quoted_twice_fires_once),
+             SG_TEST(test_fence_text_and_offset),
+             SG_TEST(test_kernels),
+             SG_TEST(test_kernel_braces_in_literals_and_comments),
+             SG_TEST(test_kernel_quoted_twice_fires_once),
+             SG_TEST(test_kernel_does_not_cross_fences),
+             SG_TEST(test_long_sentence_text_holds_the_match),
+             SG_TEST(test_binary_noise_is_harmless),
+             SG_TEST(test_trace_matmul_cuda),
+             SG_TEST(test_trace_hinge_c),
+             SG_TEST(test_trace_softmax_kernelbench))
