@@ -513,8 +513,17 @@ static void put_body(gen *g) {
   free(t);
 }
 
+/* The error_in_stream fault: an error chunk then [DONE]; without streaming,
+ * the body is the error object (the 200 status is already sent). */
 static void put_error_event(gen *g) {
   json_t *e = error_json(500, NULL, "injected fault: error_in_stream");
+  if (!g->stream) {
+    char *t = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    sg_buf_puts(&g->out, t);
+    free(t);
+    return;
+  }
   put_event(g, e);
   sg_buf_puts(&g->out, "data: [DONE]\n\n");
 }
@@ -547,13 +556,14 @@ static bool gen_step(gen *g) {
   }
   case GS_TOKENS: {
     const sg_llm_fault *f = &g->fault;
-    /* Faults that strike after N streamed chunks. */
-    if (g->stream && g->chunks == f->after_chunks) {
+    /* Faults that strike after N streamed chunks (N tokens when not
+     * streaming: the body is then cut, delayed or replaced). */
+    if ((g->stream ? g->chunks : (int)g->next) == f->after_chunks) {
       if (f->kind == SG_LLM_FAULT_DISCONNECT) {
         g->fault_closed = true;
         return false;
       }
-      if (f->kind == SG_LLM_FAULT_MALFORMED) {
+      if (f->kind == SG_LLM_FAULT_MALFORMED && g->stream) {
         sg_buf_puts(&g->out, "data: {\"id\": \"");
         sg_buf_puts(&g->out, g->id);
         sg_buf_puts(&g->out, "\", \"choices\": [{\"delta\": {\"content\": \n\n");

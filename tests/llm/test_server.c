@@ -281,6 +281,10 @@ static void wait_for(sg_llm_server *s, bool (*cond)(const sg_llm_server_stats *)
   SG_FAIL("timed out waiting for %s", what);
 }
 
+static bool one_cancelled_none_active(const sg_llm_server_stats *st) {
+  return st->generations_cancelled == 1 && st->generations_active == 0;
+}
+
 /* ---- endpoints ---- */
 
 static void models_lists_the_model(void) {
@@ -878,10 +882,6 @@ static void fault_stall_pauses_mid_stream_then_resumes(void) {
   stop(s);
 }
 
-static bool one_cancelled_none_active(const sg_llm_server_stats *st) {
-  return st->generations_cancelled == 1 && st->generations_active == 0;
-}
-
 static void fault_stall_ends_when_the_client_gives_up(void) {
   sg_llm_server *s = start_default();
   resp r = {0};
@@ -941,6 +941,53 @@ static void fault_error_in_stream_sends_an_error_chunk(void) {
   SG_CHECK(st.done);
   stream_free(&st);
   resp_free(&r);
+  stop(s);
+}
+
+static void faults_apply_to_nonstreaming_answers(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(""), "X-Specgen-Fault: disconnect:5", NULL, &r);
+  SG_CHECK(r.rc != CURLE_OK);
+  SG_CHECK_EQ_INT(r.body.len, 0);
+  resp_free(&r);
+  http(s, "/v1/chat/completions", CHAT(""), "X-Specgen-Fault: error_in_stream:5", NULL, &r);
+  SG_CHECK_EQ_INT(r.rc, CURLE_OK);
+  json_t *j = body_json(&r);
+  SG_CHECK_CONTAINS(jstr(json_object_get(j, "error"), "message"), "error_in_stream");
+  SG_CHECK(json_object_get(j, "choices") == NULL);
+  json_decref(j);
+  resp_free(&r);
+  http(s, "/v1/chat/completions", CHAT(""), "X-Specgen-Fault: malformed", NULL, &r);
+  SG_CHECK_EQ_INT(r.rc, CURLE_OK);
+  SG_CHECK(r.body.len > 0 && json_loads(sg_buf_str(&r.body), 0, NULL) == NULL);
+  resp_free(&r);
+  http(s, "/v1/chat/completions", CHAT(", \"max_tokens\": 8"), "X-Specgen-Fault: stall:0.5:4",
+       NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  SG_CHECK_MSG(r.total_s >= 0.45, "answered after %.3f s", r.total_s);
+  json_t *j2 = body_json(&r);
+  SG_CHECK_STR_EQ(jstr(choice0(j2), "finish_reason"), "length");
+  json_decref(j2);
+  resp_free(&r);
+  stop(s);
+}
+
+static void client_leaving_before_a_slow_first_byte_is_counted(void) {
+  sg_llm_server *s = start_default();
+  CURL *c = curl_easy_init();
+  char *url = sg_asprintf("http://127.0.0.1:%d/v1/chat/completions", sg_llm_server_port(s));
+  struct curl_slist *hl = curl_slist_append(NULL, "X-Specgen-Fault: slow_first_byte:30");
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, CHAT(""));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 300L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  SG_CHECK_EQ_INT(curl_easy_perform(c), CURLE_OPERATION_TIMEDOUT);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(hl);
+  free(url);
+  wait_for(s, one_cancelled_none_active, "the server to notice the client left");
   stop(s);
 }
 
@@ -1199,6 +1246,42 @@ static void serve_command_prints_its_address_and_stops_on_sigterm(void) {
   fixture_remove();
 }
 
+static void serve_command_json_reports_address_and_counters(void) {
+  fixture_make();
+  int out[2];
+  SG_CHECK(pipe(out) == 0);
+  pid_t pid = fork();
+  SG_CHECK(pid >= 0);
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    execl(SG_TEST_SPECGEN, SG_TEST_SPECGEN, "llm", "serve", "--json", "--tasks", fixture_dir,
+          (char *)NULL);
+    _exit(127);
+  }
+  close(out[1]);
+  FILE *f = fdopen(out[0], "r");
+  char line[512] = "";
+  SG_CHECK(fgets(line, sizeof line, f) != NULL);
+  json_t *j = json_loads(line, 0, NULL);
+  SG_CHECK_MSG(j != NULL, "not JSON: %s", line);
+  SG_CHECK(strncmp(jstr(j, "listening"), "http://127.0.0.1:", 17) == 0);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(j, "tasks")), 2);
+  json_decref(j);
+  SG_CHECK(kill(pid, SIGINT) == 0);
+  int st;
+  SG_CHECK(waitpid(pid, &st, 0) == pid);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  SG_CHECK(fgets(line, sizeof line, f) != NULL);
+  j = json_loads(line, 0, NULL);
+  SG_CHECK_MSG(j != NULL, "not JSON: %s", line);
+  SG_CHECK_STR_EQ(jstr(j, "stopped_by"), "SIGINT");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(j, "requests_total")), 0);
+  json_decref(j);
+  fclose(f);
+  fixture_remove();
+}
+
 static int run_specgen(const char *a1, const char *a2, char *err_out, size_t n) {
   int pe[2];
   SG_CHECK(pipe(pe) == 0);
@@ -1256,6 +1339,8 @@ SG_TEST_MAIN(SG_TEST(models_lists_the_model),
              SG_TEST(fault_slow_first_byte_delays_the_response),
              SG_TEST(fault_error_in_stream_sends_an_error_chunk),
              SG_TEST(fault_specs_are_checked),
+             SG_TEST(faults_apply_to_nonstreaming_answers),
+             SG_TEST(client_leaving_before_a_slow_first_byte_is_counted),
              SG_TEST(client_disconnect_stops_the_generation),
              SG_TEST(abort_request_stops_the_generation_by_rid),
              SG_TEST(abort_request_matches_the_request_id_header),
@@ -1263,4 +1348,5 @@ SG_TEST_MAIN(SG_TEST(models_lists_the_model),
              SG_TEST(bad_requests_get_errors_naming_the_field),
              SG_TEST(start_rejects_bad_options),
              SG_TEST(serve_command_prints_its_address_and_stops_on_sigterm),
+             SG_TEST(serve_command_json_reports_address_and_counters),
              SG_TEST(serve_command_rejects_bad_flags_naming_them))
