@@ -1,0 +1,724 @@
+/* test_controller.c: Algorithm 1, rule by rule, from hand-built event
+ * sequences: forks on each trigger class and on idle devices, K at its
+ * edges, never twice from one prefix, validate-then-profile, every
+ * termination criterion (a plugin too), cancellation on early termination,
+ * the main generation as fallback, budgets, stale events. */
+#include "core/sg_controller.h"
+
+#include "sg_test.h"
+
+#include <math.h>
+
+#define CODE "Here it is.\n```c\nvoid hinge(float *x) { x[0] = 1; }\n```\n"
+#define PHRASE "Let me implement the kernel now.\n"
+#define DESIGN "I will use a tile size of 32x32 for the shared memory blocks.\n"
+#define FILLER "First I think about the problem in general terms here.\n"
+
+typedef struct fx {
+  sg_termination_registry treg;
+  sg_search_registry sreg;
+  sg_termination *term;
+  sg_search *search;
+  sg_controller *c;
+  sg_ctl_actions a;
+  sg_err err;
+  int64_t now;
+  uint64_t main_gen;
+} fx;
+
+typedef void (*tweak_fn)(sg_ctl_opts *);
+
+static int ratio_init(void **st, const char *arg, sg_err *err) {
+  double *r = malloc(sizeof *r);
+  if (arg == NULL || sscanf(arg, "%lf", r) != 1) {
+    free(r);
+    return sg_err_set(err, SG_EINVAL, "bad ratio");
+  }
+  *st = r;
+  return 0;
+}
+static bool ratio_decide(void *st, const sg_termination_history *h,
+                         double speedup) {
+  return speedup > h->best * *(double *)st;
+}
+static const sg_termination_plugin ratio_plugin = {"above-ratio", ratio_init,
+                                                   ratio_decide, free};
+
+static const sg_ctl_action *act(const fx *f, sg_ctl_action_type t, int nth) {
+  for (size_t i = 0; i < f->a.n; i++)
+    if (f->a.v[i].type == t && nth-- == 0)
+      return &f->a.v[i];
+  return NULL;
+}
+
+static int count(const fx *f, sg_ctl_action_type t) {
+  int n = 0;
+  for (size_t i = 0; i < f->a.n; i++)
+    n += f->a.v[i].type == t;
+  return n;
+}
+
+static void fx_init3(fx *f, const char *term, const char *search,
+                     tweak_fn tweak) {
+  memset(f, 0, sizeof *f);
+  sg_err_clear(&f->err);
+  sg_termination_registry_init(&f->treg);
+  SG_CHECK_OK(sg_termination_register(&f->treg, &ratio_plugin, &f->err),
+              f->err);
+  sg_search_registry_init(&f->sreg);
+  SG_CHECK_OK(sg_termination_new(&f->treg, term, &f->term, &f->err), f->err);
+  SG_CHECK_OK(sg_search_new(&f->sreg, search, 7, &f->search, &f->err),
+              f->err);
+  sg_ctl_opts o;
+  sg_ctl_opts_default(&o);
+  o.search = f->search;
+  o.termination = f->term;
+  o.language = "c";
+  o.entry = "hinge";
+  o.scanner.min_gap_bytes = 0;
+  o.idle_min_new_bytes = 16;
+  if (tweak)
+    tweak(&o);
+  SG_CHECK_OK(sg_controller_new(&o, &f->c, &f->err), f->err);
+  sg_ctl_actions_init(&f->a);
+  f->now = 1000;
+  SG_CHECK_OK(sg_controller_start(f->c, f->now, &f->a, &f->err), f->err);
+  const sg_ctl_action *s = act(f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL);
+  f->main_gen = s->u.start.gen;
+}
+
+static void fx_init(fx *f, const char *term, tweak_fn tweak) {
+  fx_init3(f, term, "refine", tweak);
+}
+
+static void fx_free(fx *f) {
+  sg_controller_free(f->c);
+  sg_termination_free(f->term);
+  sg_search_free(f->search);
+  sg_ctl_actions_free(&f->a);
+}
+
+static int ev(fx *f, sg_ctl_event *e) {
+  e->now_us = ++f->now;
+  sg_ctl_actions_clear(&f->a);
+  return sg_controller_event(f->c, e, &f->a, &f->err);
+}
+
+static void set_cap(fx *f, int fv, int fp) {
+  sg_sched_capacity cap = {0};
+  cap.free_validate = fv;
+  cap.free_profile = fp;
+  sg_controller_set_capacity(f->c, &cap);
+}
+
+static void chunk(fx *f, uint64_t gen, const char *reasoning,
+                  const char *content, uint64_t tokens) {
+  sg_ctl_event e = {.type = SG_CEV_GEN_CHUNK};
+  e.u.chunk.gen = gen;
+  e.u.chunk.reasoning = reasoning;
+  e.u.chunk.reasoning_len = reasoning ? strlen(reasoning) : 0;
+  e.u.chunk.content = content;
+  e.u.chunk.content_len = content ? strlen(content) : 0;
+  e.u.chunk.tokens = tokens;
+  SG_CHECK_OK(ev(f, &e), f->err);
+}
+
+static void finish(fx *f, uint64_t gen, const char *text) {
+  sg_ctl_event e = {.type = SG_CEV_GEN_FINISHED};
+  e.u.finished.gen = gen;
+  e.u.finished.text = text;
+  e.u.finished.len = text ? strlen(text) : 0;
+  e.u.finished.usage.prompt_tokens = 10;
+  e.u.finished.usage.completion_tokens = 20;
+  SG_CHECK_OK(ev(f, &e), f->err);
+}
+
+static void fail_gen(fx *f, uint64_t gen) {
+  sg_ctl_event e = {.type = SG_CEV_GEN_FAILED};
+  e.u.failed.gen = gen;
+  e.u.failed.error = SG_EHTTP;
+  SG_CHECK_OK(ev(f, &e), f->err);
+}
+
+static void eval(fx *f, uint64_t cand, sg_phase phase, sg_eval_status st,
+                 double speedup) {
+  sg_ctl_event e = {.type = SG_CEV_EVAL_DONE};
+  e.u.eval.candidate = cand;
+  e.u.eval.phase = phase;
+  e.u.eval.status = st;
+  e.u.eval.speedup = speedup;
+  e.u.eval.message = st == SG_EVAL_OK ? NULL : "wrong at index 3";
+  e.u.eval.profile_text = phase == SG_PHASE_PROFILE ? "memory-bound" : NULL;
+  SG_CHECK_OK(ev(f, &e), f->err);
+}
+
+static void tick(fx *f, int fv, int fp) {
+  sg_ctl_event e = {.type = SG_CEV_TICK};
+  e.u.tick.capacity.free_validate = fv;
+  e.u.tick.capacity.free_profile = fp;
+  SG_CHECK_OK(ev(f, &e), f->err);
+}
+
+/* The candidate submitted in the last batch (nth SUBMIT_EVAL), or 0. */
+static uint64_t submitted(const fx *f, sg_phase phase) {
+  for (size_t i = 0; i < f->a.n; i++)
+    if (f->a.v[i].type == SG_CACT_SUBMIT_EVAL &&
+        f->a.v[i].u.submit.phase == phase)
+      return f->a.v[i].u.submit.candidate;
+  return 0;
+}
+
+/* Forks once from text (which must trigger); returns the fork's id. */
+static uint64_t fork_on(fx *f, const char *text) {
+  set_cap(f, 1, 1);
+  chunk(f, f->main_gen, text, NULL, 5);
+  const sg_ctl_action *s = act(f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->u.start.kind == SG_GEN_SPEC);
+  return s->u.start.gen;
+}
+
+/* Runs a spec generation to a profiled candidate with this speedup. */
+static uint64_t spec_to_profile(fx *f, uint64_t gen, double speedup) {
+  finish(f, gen, CODE);
+  uint64_t cand = submitted(f, SG_PHASE_VALIDATE);
+  SG_CHECK(cand != 0);
+  eval(f, cand, SG_PHASE_VALIDATE, SG_EVAL_OK, speedup);
+  SG_CHECK_EQ_INT(submitted(f, SG_PHASE_PROFILE), cand);
+  eval(f, cand, SG_PHASE_PROFILE, SG_EVAL_OK, speedup);
+  return cand;
+}
+
+/* ---- start ---------------------------------------------------------------- */
+
+static void test_start_issues_main_generation(void) {
+  fx f;
+  fx_init(&f, "hist-avg", NULL);
+  /* fx_init's batch: one main generation with thinking, the task alone */
+  SG_CHECK_EQ_INT(f.a.n, 1);
+  const sg_ctl_action *s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s->u.start.kind == SG_GEN_MAIN && s->u.start.thinking);
+  SG_CHECK_EQ_INT(s->u.start.prompt->base_kernel, 0);
+  SG_CHECK_EQ_INT(s->iteration, 0);
+  SG_CHECK(sg_controller_state(f.c) == SG_CTL_GENERATING);
+  sg_ctl_actions_clear(&f.a);
+  SG_CHECK_EQ_INT(sg_controller_start(f.c, 5, &f.a, &f.err), SG_ESTATE);
+  fx_free(&f);
+}
+
+static void test_event_before_start_refused(void) {
+  sg_termination_registry treg;
+  sg_search_registry sreg;
+  sg_termination_registry_init(&treg);
+  sg_search_registry_init(&sreg);
+  sg_termination *t;
+  sg_search *s;
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_termination_new(&treg, "none", &t, &err), err);
+  SG_CHECK_OK(sg_search_new(&sreg, "refine", 1, &s, &err), err);
+  sg_ctl_opts o;
+  sg_ctl_opts_default(&o);
+  sg_controller *c;
+  SG_CHECK_EQ_INT(sg_controller_new(&o, &c, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "search");
+  o.search = s;
+  SG_CHECK_EQ_INT(sg_controller_new(&o, &c, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "termination");
+  o.termination = t;
+  SG_CHECK_EQ_INT(sg_controller_new(&o, &c, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "language");
+  o.language = "c";
+  SG_CHECK_OK(sg_controller_new(&o, &c, &err), err);
+  sg_ctl_actions a;
+  sg_ctl_actions_init(&a);
+  sg_ctl_event e = {.type = SG_CEV_TICK};
+  SG_CHECK_EQ_INT(sg_controller_event(c, &e, &a, &err), SG_ESTATE);
+  SG_CHECK(sg_controller_state(c) == SG_CTL_NEW);
+  sg_controller_free(c);
+  sg_termination_free(t);
+  sg_search_free(s);
+  sg_ctl_actions_free(&a);
+}
+
+/* ---- forks ---------------------------------------------------------------------- */
+
+static void test_fork_on_each_trigger_class(void) {
+  struct {
+    const char *text;
+    sg_trigger_class cls;
+  } rows[] = {
+      {DESIGN, SG_TRIGGER_DESIGN},
+      {"```cuda\n__global__ void k(float *x) { x[0] = 1.0f; }\n```\n",
+       SG_TRIGGER_FENCE},
+      {"Consider __global__ void k2(float *y, int n) { if (n) { y[0] = 2.0f; "
+       "} } as",
+       SG_TRIGGER_KERNEL},
+      {PHRASE, SG_TRIGGER_PHRASE},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    fx f;
+    fx_init(&f, "hist-avg", NULL);
+    set_cap(&f, 2, 3);
+    chunk(&f, f.main_gen, FILLER, NULL, 1);
+    SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+    chunk(&f, f.main_gen, rows[i].text, NULL, 1);
+    const sg_ctl_action *d = act(&f, SG_CACT_DECISION, 0);
+    SG_CHECK_MSG(d != NULL, "row %zu: no fork", i);
+    SG_CHECK(d->u.decision.reason == SG_REASON_FORK_TRIGGER);
+    SG_CHECK_MSG(d->u.decision.trigger == (int)rows[i].cls,
+                 "row %zu: trigger %d", i, d->u.decision.trigger);
+    SG_CHECK_EQ_INT(d->u.decision.k, 2);
+    SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 2);
+    for (int k = 0; k < 2; k++) {
+      const sg_ctl_action *s = act(&f, SG_CACT_START_GEN, k);
+      SG_CHECK(s->u.start.kind == SG_GEN_SPEC && !s->u.start.thinking);
+      SG_CHECK_EQ_INT(s->u.start.parent_gen, f.main_gen);
+      SG_CHECK_EQ_INT(s->u.start.prefix_len, d->u.decision.prefix_len);
+      SG_CHECK(s->u.start.prefix_len > strlen(FILLER));
+      SG_CHECK(s->u.start.prefix_len <= strlen(FILLER) + strlen(rows[i].text));
+      SG_CHECK(memcmp(s->u.start.prefix, FILLER, strlen(FILLER)) == 0);
+      SG_CHECK(s->u.start.prompt != NULL);
+    }
+    sg_ctl_stats st;
+    sg_controller_stats(f.c, &st);
+    SG_CHECK_EQ_INT(st.forks_by_trigger[rows[i].cls], 2);
+    SG_CHECK_EQ_INT(st.forks_by_reason[SG_REASON_FORK_TRIGGER], 2);
+    fx_free(&f);
+  }
+}
+
+static int max_live_3(void) { return 3; }
+static void live3(sg_ctl_opts *o) { o->max_live_forks = max_live_3(); }
+static void per_iter5(sg_ctl_opts *o) { o->max_forks_per_iteration = 5; }
+
+/* K = max(1, min(free validate, free profile)), then the fork caps. */
+static void test_k_formula_edges(void) {
+  struct {
+    int fv, fp;
+    tweak_fn tweak;
+    int want;
+  } rows[] = {
+      {0, 0, NULL, 1}, {3, 0, NULL, 1}, {0, 3, NULL, 1}, {2, 5, NULL, 2},
+      {5, 2, NULL, 2}, {4, 4, NULL, 4}, {1, 1, NULL, 1},
+      {8, 8, live3, 3}, /* max_live_forks */
+      {8, 8, per_iter5, 5},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    fx f;
+    fx_init(&f, "hist-avg", rows[i].tweak);
+    set_cap(&f, rows[i].fv, rows[i].fp);
+    chunk(&f, f.main_gen, PHRASE, NULL, 1);
+    SG_CHECK_MSG(count(&f, SG_CACT_START_GEN) == rows[i].want,
+                 "row %zu: %d forks, want %d", i,
+                 count(&f, SG_CACT_START_GEN), rows[i].want);
+    fx_free(&f);
+  }
+  /* the caps hold across forks: 3 live at most, and 5 per iteration */
+  fx f;
+  fx_init(&f, "hist-avg", live3);
+  set_cap(&f, 2, 2);
+  chunk(&f, f.main_gen, PHRASE, NULL, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 2);
+  chunk(&f, f.main_gen, DESIGN, NULL, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 1);
+  chunk(&f, f.main_gen, "Now let me write the code.\n", NULL, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  fx_free(&f);
+  fx_init(&f, "hist-avg", per_iter5);
+  set_cap(&f, 3, 3);
+  chunk(&f, f.main_gen, PHRASE, NULL, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 3);
+  chunk(&f, f.main_gen, DESIGN, NULL, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 2);
+  fx_free(&f);
+}
+
+static void test_fork_on_idle_devices(void) {
+  fx f;
+  fx_init(&f, "hist-avg", NULL);
+  chunk(&f, f.main_gen, FILLER, NULL, 1); /* no trigger in it */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  tick(&f, 0, 4); /* validation busy: no fork */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  tick(&f, 2, 3);
+  const sg_ctl_action *d = act(&f, SG_CACT_DECISION, 0);
+  SG_CHECK(d != NULL && d->u.decision.reason == SG_REASON_FORK_IDLE);
+  SG_CHECK_EQ_INT(d->u.decision.trigger, -1);
+  SG_CHECK_EQ_INT(d->u.decision.prefix_len, strlen(FILLER));
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 2);
+  fx_free(&f);
+}
+
+static void test_never_twice_from_same_prefix(void) {
+  fx f;
+  fx_init(&f, "hist-avg", NULL); /* idle_min_new_bytes = 16 */
+  set_cap(&f, 1, 1);
+  chunk(&f, f.main_gen, PHRASE, NULL, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 1);
+  uint64_t p1 = act(&f, SG_CACT_DECISION, 0)->u.decision.prefix_len;
+  tick(&f, 4, 4); /* idle, but nothing new since the trigger */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  chunk(&f, f.main_gen, "ok", NULL, 1); /* 2 new bytes < 16 */
+  tick(&f, 4, 4);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  chunk(&f, f.main_gen, " and now some more thinking.", NULL, 1);
+  tick(&f, 1, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 1);
+  uint64_t p2 = act(&f, SG_CACT_DECISION, 0)->u.decision.prefix_len;
+  SG_CHECK(p2 > p1);
+  tick(&f, 1, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  fx_free(&f);
+}
+
+static void no_spec(sg_ctl_opts *o) { o->speculate = false; }
+
+static void test_speculation_off_is_the_baseline(void) {
+  fx f;
+  fx_init(&f, "hist-avg", no_spec);
+  chunk(&f, f.main_gen, PHRASE, NULL, 1);
+  chunk(&f, f.main_gen, DESIGN, NULL, 1);
+  tick(&f, 4, 4);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  finish(&f, f.main_gen, CODE);
+  SG_CHECK(submitted(&f, SG_PHASE_VALIDATE) != 0);
+  fx_free(&f);
+}
+
+/* ---- evaluation and termination ------------------------------------------------ */
+
+static void test_early_termination_cancels_main_and_forks(void) {
+  fx f;
+  fx_init(&f, "hist-avg", NULL);
+  set_cap(&f, 3, 3);
+  chunk(&f, f.main_gen, PHRASE, NULL, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 3);
+  uint64_t g1 = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  uint64_t g2 = act(&f, SG_CACT_START_GEN, 1)->u.start.gen;
+  uint64_t g3 = act(&f, SG_CACT_START_GEN, 2)->u.start.gen;
+  /* g2: validated, waiting for its profile; g3 still generating */
+  finish(&f, g2, CODE);
+  uint64_t c2 = submitted(&f, SG_PHASE_VALIDATE);
+  eval(&f, c2, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.1);
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), c2);
+  /* g1 wins: 1.5 > mean {0} */
+  finish(&f, g1, CODE);
+  uint64_t c1 = submitted(&f, SG_PHASE_VALIDATE);
+  eval(&f, c1, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.5);
+  eval(&f, c1, SG_PHASE_PROFILE, SG_EVAL_OK, 1.5);
+  const sg_ctl_action *d = act(&f, SG_CACT_DECISION, 0);
+  SG_CHECK(d != NULL && d->u.decision.reason == SG_REASON_EARLY);
+  SG_CHECK_EQ_INT(d->u.decision.candidate, c1);
+  SG_CHECK_NEAR(d->u.decision.speedup, 1.5, 0);
+  SG_CHECK_NEAR(d->u.decision.threshold_mean, 0.0, 0);
+  SG_CHECK_EQ_INT(d->u.decision.gen, g1);
+  /* the main generation and g3 are cancelled, before END_ITERATION */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 2);
+  bool main_cancelled = false, g3_cancelled = false;
+  for (int i = 0; i < 2; i++) {
+    uint64_t g = act(&f, SG_CACT_CANCEL_GEN, i)->u.cancel.gen;
+    main_cancelled |= g == f.main_gen;
+    g3_cancelled |= g == g3;
+  }
+  SG_CHECK(main_cancelled && g3_cancelled);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_EARLY);
+  SG_CHECK_EQ_INT(end->u.end.best_kernel, c1);
+  SG_CHECK_EQ_INT(end->iteration, 0);
+  SG_CHECK(act(&f, SG_CACT_CANCEL_GEN, 1) < end);
+  /* the next iteration starts at once and refines the winner */
+  const sg_ctl_action *next = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(next != NULL && next > end);
+  SG_CHECK(next->u.start.kind == SG_GEN_MAIN);
+  SG_CHECK_EQ_INT(next->iteration, 1);
+  SG_CHECK_EQ_INT(next->u.start.prompt->base_kernel, c1);
+  SG_CHECK_EQ_INT(sg_controller_iteration(f.c), 1);
+  /* c2's pending profile was dropped: its result is ignored */
+  uint64_t new_main = next->u.start.gen;
+  eval(&f, c2, SG_PHASE_PROFILE, SG_EVAL_OK, 9.0);
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  SG_CHECK(sg_controller_history(f.c)->v[c2 - 1].dropped);
+  SG_CHECK(!sg_controller_history(f.c)->v[c2 - 1].profiled);
+  /* and so are events of the cancelled generations */
+  finish(&f, g3, CODE);
+  chunk(&f, f.main_gen, PHRASE, NULL, 1);
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  (void)new_main;
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.early_terminations, 1);
+  SG_CHECK_EQ_INT(st.iterations, 1);
+  fx_free(&f);
+}
+
+static void test_fallback_to_main_generation(void) {
+  fx f;
+  fx_init(&f, "none", NULL);
+  uint64_t g = fork_on(&f, PHRASE);
+  spec_to_profile(&f, g, 3.0); /* "none" never stops early */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  fork_on(&f, DESIGN); /* a second fork, still running at the end */
+  /* the main generation finishes: no more forks from it */
+  finish(&f, f.main_gen, CODE);
+  SG_CHECK(sg_controller_state(f.c) == SG_CTL_FALLBACK);
+  uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
+  SG_CHECK(cm != 0);
+  tick(&f, 4, 4);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  eval(&f, cm, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.0);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0); /* profile pending */
+  eval(&f, cm, SG_PHASE_PROFILE, SG_EVAL_OK, 1.0);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_FALLBACK);
+  /* the iteration's best is the fork's 3.0, not the main's 1.0 */
+  SG_CHECK(end->u.end.best_kernel != cm);
+  SG_CHECK_NEAR(sg_history_get(sg_controller_history(f.c),
+                               end->u.end.best_kernel)->speedup, 3.0, 0);
+  /* the still-running second fork was cancelled */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 1);
+  SG_CHECK(sg_controller_state(f.c) == SG_CTL_GENERATING);
+  fx_free(&f);
+}
+
+/* Each way a main generation resolves ends the iteration by fallback. */
+static void test_fallback_when_main_has_no_kernel(void) {
+  for (int mode = 0; mode < 4; mode++) {
+    fx f;
+    fx_init(&f, "none", NULL);
+    if (mode == 0) {
+      finish(&f, f.main_gen, "I could not do it.");
+    } else if (mode == 1) {
+      fail_gen(&f, f.main_gen);
+    } else {
+      finish(&f, f.main_gen, CODE);
+      uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
+      eval(&f, cm, SG_PHASE_VALIDATE,
+           mode == 2 ? SG_EVAL_COMPILE_ERROR : SG_EVAL_OK, NAN);
+      if (mode == 3) /* valid, but its profile failed */
+        eval(&f, cm, SG_PHASE_PROFILE, SG_EVAL_TIMEOUT, NAN);
+    }
+    const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+    SG_CHECK_MSG(end != NULL, "mode %d: iteration did not end", mode);
+    SG_CHECK(end->u.end.reason == SG_REASON_FALLBACK);
+    SG_CHECK_EQ_INT(end->u.end.best_kernel, 0);
+    /* the failure is fed back in the next prompt */
+    const sg_ctl_action *next = act(&f, SG_CACT_START_GEN, 0);
+    SG_CHECK(next != NULL);
+    if (mode == 0 || mode == 2) {
+      SG_CHECK_EQ_INT(next->u.start.prompt->n_items, 1);
+      SG_CHECK(next->u.start.prompt->items[0].kind == SG_ITEM_FAILURE);
+    }
+    fx_free(&f);
+  }
+}
+
+/* The same events under every criterion: iteration 0 ends with a main
+ * kernel at 2.0 (history {0, 2}: mean 1, best 2); in iteration 1 a fork's
+ * kernel at 1.5 ends it early or not. */
+static void test_each_termination_criterion(void) {
+  struct {
+    const char *spec;
+    bool early;
+  } rows[] = {{"first-valid", true},      {"hist-avg", true},
+              {"hist-best", false},       {"none", false},
+              {"above-ratio:0.7", true},  /* 1.5 > 1.4 */
+              {"above-ratio:0.8", false}}; /* 1.5 < 1.6 */
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    fx f;
+    fx_init(&f, rows[i].spec, NULL);
+    finish(&f, f.main_gen, CODE);
+    uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
+    eval(&f, cm, SG_PHASE_VALIDATE, SG_EVAL_OK, 2.0);
+    eval(&f, cm, SG_PHASE_PROFILE, SG_EVAL_OK, 2.0);
+    SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 1);
+    f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+    uint64_t g = fork_on(&f, PHRASE);
+    spec_to_profile(&f, g, 1.5);
+    const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+    SG_CHECK_MSG((end != NULL) == rows[i].early, "%s: ended=%d",
+                 rows[i].spec, end != NULL);
+    if (end != NULL)
+      SG_CHECK(end->u.end.reason == SG_REASON_EARLY);
+    fx_free(&f);
+  }
+}
+
+static void test_first_valid_takes_a_slow_kernel(void) {
+  fx f;
+  fx_init(&f, "first-valid", NULL);
+  uint64_t g = fork_on(&f, PHRASE);
+  spec_to_profile(&f, g, 0.2);
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
+  fx_free(&f);
+  fx_init(&f, "hist-avg", NULL); /* 0.0 is not above the mean of {0} */
+  g = fork_on(&f, PHRASE);
+  spec_to_profile(&f, g, 0.0);
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) == NULL);
+  fx_free(&f);
+}
+
+/* ---- budgets ---------------------------------------------------------------------- */
+
+static void two_iterations(sg_ctl_opts *o) { o->max_iterations = 2; }
+static void wall_1ms(sg_ctl_opts *o) { o->max_wall_us = 1000; }
+static void tokens_100(sg_ctl_opts *o) { o->max_tokens = 100; }
+
+static void test_iteration_budget(void) {
+  fx f;
+  fx_init(&f, "none", two_iterations);
+  fail_gen(&f, f.main_gen);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_WORKFLOW_DONE), 0);
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  finish(&f, f.main_gen, "nothing");
+  const sg_ctl_action *done = act(&f, SG_CACT_WORKFLOW_DONE, 0);
+  SG_CHECK(done != NULL);
+  SG_CHECK(done->u.done.reason == SG_REASON_BUDGET_ITERATIONS);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) < done);
+  SG_CHECK(sg_controller_state(f.c) == SG_CTL_DONE);
+  tick(&f, 4, 4); /* ignored after DONE */
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  fx_free(&f);
+}
+
+static void test_wall_budget_ends_mid_iteration(void) {
+  fx f;
+  fx_init(&f, "none", wall_1ms); /* started at 1000 us */
+  uint64_t g = fork_on(&f, PHRASE);
+  (void)g;
+  f.now = 1998;
+  tick(&f, 0, 0); /* at 1999: 999 us spent */
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  tick(&f, 0, 0); /* at 2000: spent */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 2);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_BUDGET_WALL);
+  const sg_ctl_action *done = act(&f, SG_CACT_WORKFLOW_DONE, 0);
+  SG_CHECK(done != NULL && done->u.done.reason == SG_REASON_BUDGET_WALL);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.end_us, 2000);
+  fx_free(&f);
+}
+
+static void test_token_budget(void) {
+  fx f;
+  fx_init(&f, "none", tokens_100);
+  chunk(&f, f.main_gen, FILLER, NULL, 60);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_WORKFLOW_DONE), 0);
+  chunk(&f, f.main_gen, FILLER, NULL, 40);
+  const sg_ctl_action *done = act(&f, SG_CACT_WORKFLOW_DONE, 0);
+  SG_CHECK(done != NULL && done->u.done.reason == SG_REASON_BUDGET_TOKENS);
+  fx_free(&f);
+  /* final usage replaces the chunk counts: 90 counted, usage says 30 */
+  fx_init(&f, "none", tokens_100);
+  chunk(&f, f.main_gen, FILLER, NULL, 90);
+  finish(&f, f.main_gen, "no code"); /* usage 10 + 20 */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_WORKFLOW_DONE), 0);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.prompt_tokens, 10);
+  SG_CHECK_EQ_INT(st.completion_tokens, 20);
+  fx_free(&f);
+}
+
+/* ---- best-of-n, stale and malformed events ----------------------------------- */
+
+static void test_best_of_n_waits_for_every_main(void) {
+  fx f;
+  fx_init3(&f, "none", "best-of-n:3", NULL);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 3);
+  uint64_t m[3];
+  for (int i = 0; i < 3; i++) {
+    const sg_ctl_action *s = act(&f, SG_CACT_START_GEN, i);
+    SG_CHECK(s->u.start.kind == SG_GEN_MAIN);
+    SG_CHECK_EQ_INT(s->u.start.prompt_index, i);
+    m[i] = s->u.start.gen;
+  }
+  finish(&f, m[0], "none");
+  fail_gen(&f, m[1]);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  SG_CHECK(sg_controller_state(f.c) == SG_CTL_GENERATING);
+  finish(&f, m[2], "none");
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 3);
+  fx_free(&f);
+}
+
+static void test_stale_and_malformed_events(void) {
+  fx f;
+  fx_init(&f, "hist-avg", NULL);
+  chunk(&f, 999, PHRASE, NULL, 1); /* unknown generation: ignored */
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  eval(&f, 42, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.0); /* unknown candidate */
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  finish(&f, f.main_gen, CODE);
+  uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
+  eval(&f, cm, SG_PHASE_PROFILE, SG_EVAL_OK, 1.0); /* wrong phase: ignored */
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  finish(&f, f.main_gen, CODE); /* finished twice: ignored */
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  sg_ctl_event e = {.type = SG_CEV_EVAL_DONE};
+  e.u.eval.candidate = cm;
+  e.u.eval.phase = (sg_phase)7;
+  SG_CHECK_EQ_INT(ev(&f, &e), SG_EINVAL);
+  e.type = (sg_ctl_event_type)99;
+  SG_CHECK_EQ_INT(ev(&f, &e), SG_EINVAL);
+  eval(&f, cm, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.0);
+  eval(&f, cm, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.0); /* duplicate: ignored */
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  fx_free(&f);
+}
+
+/* The content streamed in chunks is the answer when finished has no text. */
+static void test_answer_from_streamed_content(void) {
+  fx f;
+  fx_init(&f, "hist-avg", NULL);
+  const char *code = CODE;
+  size_t half = strlen(code) / 2;
+  char a[256], b[256];
+  memcpy(a, code, half);
+  a[half] = '\0';
+  strcpy(b, code + half);
+  chunk(&f, f.main_gen, NULL, a, 1);
+  chunk(&f, f.main_gen, NULL, b, 1);
+  finish(&f, f.main_gen, NULL);
+  uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
+  SG_CHECK(cm != 0);
+  const sg_ctl_action *s = act(&f, SG_CACT_SUBMIT_EVAL, 0);
+  SG_CHECK_CONTAINS(s->u.submit.source, "void hinge(float *x)");
+  SG_CHECK_EQ_INT(s->u.submit.source_len, strlen(s->u.submit.source));
+  fx_free(&f);
+}
+
+static void test_names(void) {
+  SG_CHECK_STR_EQ(sg_ctl_state_name(SG_CTL_FALLBACK), "fallback");
+  SG_CHECK_STR_EQ(sg_ctl_reason_name(SG_REASON_FORK_IDLE), "fork_idle");
+  SG_CHECK_STR_EQ(sg_ctl_reason_name(SG_REASON_BUDGET_TOKENS),
+                  "budget_tokens");
+  SG_CHECK_STR_EQ(sg_ctl_action_type_name(SG_CACT_SUBMIT_EVAL),
+                  "submit_eval");
+  SG_CHECK_STR_EQ(sg_ctl_state_name(SG_CTL__COUNT), "unknown");
+}
+
+SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
+             SG_TEST(test_event_before_start_refused),
+             SG_TEST(test_fork_on_each_trigger_class),
+             SG_TEST(test_k_formula_edges),
+             SG_TEST(test_fork_on_idle_devices),
+             SG_TEST(test_never_twice_from_same_prefix),
+             SG_TEST(test_speculation_off_is_the_baseline),
+             SG_TEST(test_early_termination_cancels_main_and_forks),
+             SG_TEST(test_fallback_to_main_generation),
+             SG_TEST(test_fallback_when_main_has_no_kernel),
+             SG_TEST(test_each_termination_criterion),
+             SG_TEST(test_first_valid_takes_a_slow_kernel),
+             SG_TEST(test_iteration_budget),
+             SG_TEST(test_wall_budget_ends_mid_iteration),
+             SG_TEST(test_token_budget),
+             SG_TEST(test_best_of_n_waits_for_every_main),
+             SG_TEST(test_stale_and_malformed_events),
+             SG_TEST(test_answer_from_streamed_content),
+             SG_TEST(test_names))
