@@ -270,6 +270,11 @@ typedef struct func {
 static const char *const not_names[] = {"if", "for", "while", "switch",
                                         "return", "sizeof", "catch", NULL};
 
+static const char *const qualifiers[] = {
+    "static", "inline", "extern", "const", "volatile", "unsigned", "signed",
+    "void", "int", "float", "double", "char", "long", "short", "bool", "half",
+    "template", "typename", "struct", "auto", NULL};
+
 /* Finds a function definition whose name's '(' is at paren. */
 static bool func_at(const char *t, size_t len, size_t lo, size_t paren,
                     func *fn) {
@@ -283,16 +288,22 @@ static bool func_at(const char *t, size_t len, size_t lo, size_t paren,
   if (ns == ne || (t[ns] >= '0' && t[ns] <= '9') ||
       word_in(t + ns, ne - ns, not_names))
     return false;
+  /* The return type is any identifier; words before it only qualifiers,
+   * built-in types or names with an underscore (__global__, int32_t), so
+   * "Then I call void f(...)" starts at "void". */
   size_t s = ns, types = 0;
   for (;;) {
     size_t k = s;
     while (k > lo && (is_blank(t[k - 1]) || t[k - 1] == '*' || t[k - 1] == '&'))
       k--;
     size_t w = k;
-    while (w > lo && (is_ident(t[w - 1]) || t[w - 1] == ':'))
+    while (w > lo && is_ident(t[w - 1]))
       w--;
     if (w == k || word_in(t + w, k - w, not_names) ||
         (t[w] >= '0' && t[w] <= '9'))
+      break;
+    if (types > 0 && !word_in(t + w, k - w, qualifiers) &&
+        memchr(t + w, '_', k - w) == NULL)
       break;
     types++;
     s = w;
