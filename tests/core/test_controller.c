@@ -350,6 +350,8 @@ static void test_fork_on_idle_devices(void) {
   fx_free(&f);
 }
 
+static void idle_any_growth(sg_ctl_opts *o) { o->idle_min_new_bytes = 0; }
+
 static void test_never_twice_from_same_prefix(void) {
   fx f;
   fx_init(&f, "hist-avg", NULL); /* idle_min_new_bytes = 16 */
@@ -368,6 +370,23 @@ static void test_never_twice_from_same_prefix(void) {
   uint64_t p2 = act(&f, SG_CACT_DECISION, 0)->u.decision.prefix_len;
   SG_CHECK(p2 > p1);
   tick(&f, 1, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  fx_free(&f);
+  /* with no growth threshold at all, the prefix rule alone holds */
+  fx_init(&f, "hist-avg", idle_any_growth);
+  set_cap(&f, 1, 1);
+  chunk(&f, f.main_gen, PHRASE, NULL, 1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 1);
+  for (int i = 0; i < 3; i++) {
+    tick(&f, 4, 4);
+    SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  }
+  chunk(&f, f.main_gen, "x", NULL, 1);
+  tick(&f, 4, 4);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 4);
+  SG_CHECK_EQ_INT(act(&f, SG_CACT_DECISION, 0)->u.decision.prefix_len,
+                  strlen(PHRASE) + 1);
+  tick(&f, 4, 4);
   SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
   fx_free(&f);
 }

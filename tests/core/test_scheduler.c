@@ -465,6 +465,43 @@ static void one_failure_kills(sg_sched_opts *o) {
   o->max_retries = 5;
 }
 
+static void two_failures_kill(sg_sched_opts *o) {
+  o->max_infra_failures = 2;
+  o->max_retries = 10;
+}
+
+static sg_req_id infra(fx *f, sg_req_id id) {
+  sg_sched_actions_clear(&f->a);
+  SG_CHECK_OK(sg_scheduler_device_done(f->s, id, true, ++f->now, &f->a,
+                                       &f->err),
+              f->err);
+  return id;
+}
+
+/* Only consecutive failures count: a success in between resets the count.
+ * A retried request goes first in its (FIFO) queue: it waited already. */
+static void test_failures_must_be_consecutive_and_retry_goes_first(void) {
+  fx f;
+  fx_init(&f, 2, two_failures_kill); /* d0 validate, d1 profile */
+  sg_req_id a = sub(&f, 0, 0, SG_PHASE_PROFILE, false);
+  sg_req_id b = sub(&f, 0, 0, SG_PHASE_PROFILE, false);
+  sg_req_id c = sub(&f, 0, 0, SG_PHASE_PROFILE, false);
+  SG_CHECK_EQ_INT(sg_scheduler_device_request(f.s, 1), a);
+  infra(&f, a); /* d1: 1 failure; a goes before b and c */
+  SG_CHECK_EQ_INT(sg_scheduler_device_request(f.s, 1), a);
+  done(&f, a);  /* reset */
+  SG_CHECK_EQ_INT(sg_scheduler_device_request(f.s, 1), b);
+  infra(&f, b); /* 1 again, not 2 */
+  SG_CHECK(sg_scheduler_device_state(f.s, 1) == SG_DEVICE_BUSY);
+  SG_CHECK_EQ_INT(sg_scheduler_device_request(f.s, 1), b);
+  infra(&f, b); /* 2 in a row: dead */
+  SG_CHECK(sg_scheduler_device_state(f.s, 1) == SG_DEVICE_DEAD);
+  /* one device left: it serves both parts, b (retried) before c */
+  SG_CHECK_EQ_INT(sg_scheduler_device_request(f.s, 0), b);
+  SG_CHECK(state(&f, c) == SG_REQ_DEVICE_WAIT);
+  fx_free(&f);
+}
+
 static void test_no_device_left_fails_requests(void) {
   fx f;
   fx_init(&f, 1, one_failure_kills);
@@ -589,6 +626,7 @@ SG_TEST_MAIN(SG_TEST(test_split_formula_edges),
              SG_TEST(test_boundary_aborts_only_that_workflow),
              SG_TEST(test_ended_iteration_is_refused),
              SG_TEST(test_dead_device_taken_out_of_service),
+             SG_TEST(test_failures_must_be_consecutive_and_retry_goes_first),
              SG_TEST(test_no_device_left_fails_requests),
              SG_TEST(test_one_device_serves_both_profile_first),
              SG_TEST(test_capacity_counts_live_requests),
