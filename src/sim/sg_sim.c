@@ -63,6 +63,7 @@ enum {
 /* Streams of random numbers (sg_sim_rng_seed's stream argument). The task
  * stream is shared by every configuration, so they face the same tasks. */
 enum { RNG_TASK = 1, RNG_WORKFLOW = 1000, RNG_DEVICE = 2000000 };
+#define RNG_MAIN (1ull << 62)
 
 typedef struct sim_gen {
   bool used;
@@ -214,10 +215,10 @@ static int cmp_u64(const void *a, const void *b) {
 
 /* Builds n bytes of reasoning with trigger sentences ending near the
  * planted offsets. */
-static char *make_reasoning(sim_wf *f, uint64_t n, int ntrig) {
+static char *make_reasoning(sg_sim_rng *rng, uint64_t n, int ntrig) {
   uint64_t *at = sg_calloc((size_t)ntrig + 1, sizeof *at);
   for (int i = 0; i < ntrig; i++)
-    at[i] = (uint64_t)(sg_sim_rng_uniform(&f->rng) * (double)n);
+    at[i] = (uint64_t)(sg_sim_rng_uniform(rng) * (double)n);
   qsort(at, (size_t)ntrig, sizeof *at, cmp_u64);
   char *t = sg_malloc(n + 1);
   uint64_t len = 0;
@@ -226,10 +227,10 @@ static char *make_reasoning(sim_wf *f, uint64_t n, int ntrig) {
     const char *piece;
     if (k < ntrig &&
         at[k] <= len + strlen(trigger_text[0]) + 64) {
-      piece = trigger_text[sg_sim_rng_next(&f->rng) % NTRIGGER];
+      piece = trigger_text[sg_sim_rng_next(rng) % NTRIGGER];
       k++;
     } else {
-      piece = filler[sg_sim_rng_next(&f->rng) % NFILLER];
+      piece = filler[sg_sim_rng_next(rng) % NFILLER];
     }
     size_t pl = strlen(piece);
     if (pl > n - len)
@@ -242,10 +243,10 @@ static char *make_reasoning(sim_wf *f, uint64_t n, int ntrig) {
   return t;
 }
 
-static sg_eval_status draw_failure(sim *s, sim_wf *f) {
+static sg_eval_status draw_failure(sim *s, sg_sim_rng *rng) {
   const sg_sim_params *p = s->p;
   double tot = p->fail_compile_w + p->fail_runtime_w + p->fail_numerical_w;
-  double u = sg_sim_rng_uniform(&f->rng) * tot;
+  double u = sg_sim_rng_uniform(rng) * tot;
   if (u < p->fail_compile_w)
     return SG_EVAL_COMPILE_ERROR;
   if (u < p->fail_compile_w + p->fail_runtime_w)
@@ -271,7 +272,14 @@ static int start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   g->used = true;
   g->kind = SG_GEN_MAIN;
   g->epoch = 1;
-  double dur = sg_sim_rng_lognormal(&f->rng, p->gen_mean_s, p->gen_cv);
+  /* Its own stream, keyed by (workflow, iteration, prompt): every
+   * configuration sees the same main generations (common random numbers),
+   * so their differences are the policy's, not the dice's. */
+  sg_sim_rng rr, *rng = &rr;
+  sg_sim_rng_seed(rng, p->seed,
+                  RNG_MAIN | ((uint64_t)w << 32) | ((uint64_t)a->iteration << 8) |
+                      (uint64_t)(a->u.start.prompt_index & 0xff));
+  double dur = sg_sim_rng_lognormal(rng, p->gen_mean_s, p->gen_cv);
   double total = dur * p->gen_rate_tok_s;
   g->answer_tokens = fmin(p->gen_answer_tokens, total * 0.5);
   g->reason_tokens = total - g->answer_tokens;
@@ -281,8 +289,8 @@ static int start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   g->reason_end_us = s->now_us + s_to_us(g->reason_tokens / p->gen_rate_tok_s);
   if (g->reason_end_us > g->end_us)
     g->reason_end_us = g->end_us;
-  int ntrig = sg_sim_rng_poisson(&f->rng, p->triggers_per_gen);
-  g->text = make_reasoning(f, g->reason_bytes, ntrig);
+  int ntrig = sg_sim_rng_poisson(rng, p->triggers_per_gen);
+  g->text = make_reasoning(rng, g->reason_bytes, ntrig);
   /* The kernel this reasoning converges to: a refinement of the prompt's
    * base kernel, or a first attempt at the task. */
   double base = 0;
@@ -292,17 +300,24 @@ static int start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
     if (k != NULL && k->profiled && isfinite(k->speedup))
       base = k->speedup;
   }
-  double z = sg_sim_rng_normal(&f->rng);
-  g->speedup = base > 0 ? base * exp(p->speed_step_mu + p->speed_step_sigma * z)
-                        : f->task_speed * exp(p->speed_step_sigma * z);
-  g->valid = sg_sim_rng_bernoulli(&f->rng, p->valid_main_p);
-  g->fail_status = draw_failure(s, f);
+  double z = sg_sim_rng_normal(rng);
+  if (base > 0) {
+    /* Diminishing returns: a refinement closes a share of the log-distance
+     * from its base to the task's ceiling, with spread. */
+    double ceil_log = log(f->task_speed * p->speed_ceiling);
+    double lb = log(base);
+    g->speedup = exp(lb + p->speed_step_frac * (ceil_log - lb) + p->speed_step_sigma * z);
+  } else {
+    g->speedup = f->task_speed * exp(p->speed_step_sigma * z);
+  }
+  g->valid = sg_sim_rng_bernoulli(rng, p->valid_main_p);
+  g->fail_status = draw_failure(s, rng);
   g->prompt_tokens = prompt_tokens_of(s, pr);
   g->cached_tokens = 0;
   int64_t end = g->end_us;
-  if (sg_sim_rng_bernoulli(&f->rng, p->fault_gen_fail_p)) {
+  if (sg_sim_rng_bernoulli(rng, p->fault_gen_fail_p)) {
     g->fails = true;
-    end = g->t0_us + s_to_us(sg_sim_rng_uniform(&f->rng) * dur);
+    end = g->t0_us + s_to_us(sg_sim_rng_uniform(rng) * dur);
     g->end_us = end;
     if (g->reason_end_us > end)
       g->reason_end_us = end;
@@ -351,7 +366,7 @@ static int start_spec(sim *s, uint32_t w, const sg_ctl_action *a) {
    * shortest useful prefix a fork rarely writes a valid kernel. */
   double pv = frac >= f->threshold ? p->valid_spec_p : p->valid_no_prefix_p;
   g->valid = sg_sim_rng_bernoulli(&f->rng, pv);
-  g->fail_status = draw_failure(s, f);
+  g->fail_status = draw_failure(s, &f->rng);
   double z = sg_sim_rng_normal(&f->rng);
   g->speedup = parent->speedup *
                exp(-p->speed_spec_gap * (1.0 - frac) + p->speed_spec_sigma * z);
@@ -439,6 +454,7 @@ static int apply_ctl(sim *s, uint32_t w) {
   sg_ctl_action *acts = sg_malloc((n ? n : 1) * sizeof *acts);
   memcpy(acts, s->cact.v, n * sizeof *acts);
   int rc = 0;
+  bool cancelled_main = false;
   for (size_t i = 0; i < n && rc == 0; i++) {
     const sg_ctl_action *a = &acts[i];
     switch (a->type) {
@@ -449,6 +465,7 @@ static int apply_ctl(sim *s, uint32_t w) {
       sim_gen *g = gen_get(s, w, a->u.cancel.gen, false);
       if (g != NULL && g->epoch != 0) {
         s->res->gens_cancelled++;
+        cancelled_main |= g->kind == SG_GEN_MAIN;
         end_gen(s, g, tokens_so_far(s, g));
       }
       break;
@@ -458,13 +475,19 @@ static int apply_ctl(sim *s, uint32_t w) {
       break;
     case SG_CACT_END_ITERATION:
       s->res->iterations++;
-      if (a->u.end.reason == SG_REASON_EARLY)
-        s->res->early_terminations++;
+      if (a->u.end.reason == SG_REASON_EARLY) {
+        s->res->criterion_accepts++;
+        /* Early in the paper's sense: the reasoning was still running
+         * (the controller cancels it just before ending the iteration). */
+        if (cancelled_main)
+          s->res->early_terminations++;
+      }
       sg_sched_actions_clear(&s->sact);
       rc = sg_scheduler_iteration_boundary(s->sched, w, a->iteration + 1, s->now_us,
                                            &s->sact, s->err);
       if (rc == 0)
         rc = apply_sched(s);
+      cancelled_main = false;
       break;
     case SG_CACT_WORKFLOW_DONE:
       f->done = true;
@@ -683,6 +706,9 @@ static int deliver_eval(sim *s, sim_req *q) {
     if (g->kind == SG_GEN_MAIN) {
       s->res->main_validated++;
       s->res->main_valid += g->valid;
+    } else {
+      s->res->spec_validated++;
+      s->res->spec_valid += g->valid;
     }
     if (g->valid) {
       s->res->validated_ok++;
@@ -714,6 +740,8 @@ static int on_compile_end(sim *s, const sg_sim_event *e) {
   q->live = false;
   if (g != NULL && g->kind == SG_GEN_MAIN)
     s->res->main_validated++;
+  else if (g != NULL)
+    s->res->spec_validated++;
   sg_ctl_event ev;
   eval_event(s, &ev, q->candidate, q->phase, SG_EVAL_COMPILE_ERROR, NAN,
              "simulated: the kernel did not compile");
@@ -809,6 +837,8 @@ static int setup(sim *s) {
     o.max_forks_per_iteration = p->max_forks_per_iteration;
     o.max_live_forks = p->max_live_forks;
     o.max_iterations = (uint32_t)p->iterations;
+    o.max_wall_us = p->budget_wall_s > 0 ? s_to_us(p->budget_wall_s) : 0;
+    o.max_tokens = (uint64_t)llround(p->budget_tokens);
     rc = sg_controller_new(&o, &f->ctl, s->err);
     if (rc < 0)
       return sg_err_prefix(s->err, "controller");
@@ -861,6 +891,8 @@ static void finish_stats(sim *s) {
     sg_ctl_stats cs;
     sg_controller_stats(s->wf[w].ctl, &cs);
     r->controller_profiled += cs.profiled;
+    r->forks_trigger += cs.forks_by_reason[SG_REASON_FORK_TRIGGER];
+    r->forks_idle += cs.forks_by_reason[SG_REASON_FORK_IDLE];
     const sg_history *h = sg_controller_history(s->wf[w].ctl);
     const sg_kernel *k = h->best_id ? sg_history_get(h, h->best_id) : NULL;
     double best = k != NULL && isfinite(k->speedup) ? k->speedup : 0;

@@ -52,14 +52,19 @@ typedef struct sg_sim_result {
   double e2e_s;                  /* virtual time until the last workflow ended */
   uint64_t workflows_done;
   uint64_t iterations;
-  uint64_t early_terminations;
+  uint64_t early_terminations;   /* iterations ended while their main
+                                    generation still ran (it was cancelled) */
+  uint64_t criterion_accepts;    /* iterations the termination criterion
+                                    ended (early, or after the main one) */
   uint64_t profiling_feedback;   /* profiled valid kernels (profile results
                                     with status ok given to controllers) */
   uint64_t controller_profiled;  /* the same, as the controllers counted it */
   uint64_t candidates;           /* candidates submitted for validation */
   uint64_t validated_ok;
   uint64_t main_validated, main_valid; /* main-generation candidates */
+  uint64_t spec_validated, spec_valid; /* fork candidates */
   uint64_t forks;                /* speculative generations started */
+  uint64_t forks_trigger, forks_idle; /* by the controller's reason */
   uint64_t main_gens;
   uint64_t gens_cancelled, gens_failed;
   double main_gen_s;             /* summed duration of completed main gens */

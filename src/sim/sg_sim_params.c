@@ -75,8 +75,10 @@ static const pdef defs[] = {
      "median speedup of a from-scratch kernel"},
     {"speed.first_sigma", T_DBL, F(speed_first_sigma), 0, 10,
      "its log-spread across tasks"},
-    {"speed.step_mu", T_DBL, F(speed_step_mu), -10, 10,
-     "mean log-gain of a refinement over its base kernel"},
+    {"speed.ceiling", T_DBL, F(speed_ceiling), 1, 1e6,
+     "best reachable speedup, times the task's from-scratch median"},
+    {"speed.step_frac", T_DBL, F(speed_step_frac), -1, 1,
+     "share of the log-distance to the ceiling a refinement closes"},
     {"speed.step_sigma", T_DBL, F(speed_step_sigma), 0, 10, "its log-spread"},
     {"speed.spec_gap", T_DBL, F(speed_spec_gap), 0, 10,
      "log-loss of a fork forked at prefix 0 (times 1 - fraction)"},
@@ -104,6 +106,10 @@ static const pdef defs[] = {
      "consecutive infra failures that retire a device"},
     {"sched.max_retries", T_INT, F(max_retries), 0, 1000,
      "re-queues of a request after infra failures"},
+    {"budget.wall_s", T_DBL, F(budget_wall_s), 0, BIG,
+     "wall-time budget per workflow, s (0: none)"},
+    {"budget.tokens", T_DBL, F(budget_tokens), 0, BIG,
+     "token budget per workflow, prompt + completion (0: none)"},
     {"fault.gen_fail_p", T_DBL, F(fault_gen_fail_p), 0, 1,
      "probability a generation fails midway"},
     {"fault.device_mtbf_s", T_DBL, F(fault_device_mtbf_s), 0, BIG,
@@ -133,7 +139,7 @@ static void base_preset(sg_sim_params *p) {
   p->gen_feedback_tokens = 800;
   p->gen_chunk_s = 2;
   p->text_bytes_per_token = 1;
-  p->triggers_per_gen = 8;
+  p->triggers_per_gen = 4;
   p->spec_answer_tokens = 1500;
   p->spec_rate_tok_s = 50;
   p->prefill_tok_s = 1500;
@@ -147,8 +153,9 @@ static void base_preset(sg_sim_params *p) {
   p->fail_numerical_w = 0.35;
   p->speed_first = 1.0;
   p->speed_first_sigma = 0.3;
-  p->speed_step_mu = 0.02;
-  p->speed_step_sigma = 0.15;
+  p->speed_ceiling = 4.0;
+  p->speed_step_frac = 0.2;
+  p->speed_step_sigma = 0.1;
   p->speed_spec_gap = 0.3;
   p->speed_spec_sigma = 0.1;
   p->speed_noise_sigma = 0.02;
@@ -157,7 +164,7 @@ static void base_preset(sg_sim_params *p) {
   p->compile_s = 0;
   p->compile_slots = 16;
   p->tick_s = 5;
-  p->idle_min_new_tokens = 1024;
+  p->idle_min_new_tokens = 2048;
   p->max_forks_per_iteration = 64;
   p->max_live_forks = 8;
   p->static_profile_devices = -1;

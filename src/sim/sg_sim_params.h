@@ -63,8 +63,11 @@ typedef struct sg_sim_params {
   /* Kernel speed (log-speedup model). */
   double speed_first;        /* median speedup of a from-scratch kernel */
   double speed_first_sigma;  /* its log-spread across tasks */
-  double speed_step_mu;      /* log-gain of a refinement over its base */
-  double speed_step_sigma;
+  double speed_ceiling;      /* best reachable speedup, times the task's
+                                from-scratch median */
+  double speed_step_frac;    /* share of the log-distance from the base
+                                kernel to the ceiling a refinement closes */
+  double speed_step_sigma;   /* log-spread of a refinement */
   double speed_spec_gap;     /* log-loss of a fork at prefix fraction 0
                                 (scaled by 1 - fraction) */
   double speed_spec_sigma;   /* log-spread of a fork around its parent */
@@ -82,6 +85,9 @@ typedef struct sg_sim_params {
   int static_profile_devices;/* -1: even split */
   int max_infra_failures;
   int max_retries;
+  /* Budgets per workflow (0: none), as the controller applies them. */
+  double budget_wall_s;
+  double budget_tokens;
   /* Faults. */
   double fault_gen_fail_p;   /* a generation fails midway */
   double fault_device_mtbf_s;/* mean time to a device dying; 0: never */

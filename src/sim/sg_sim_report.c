@@ -130,7 +130,16 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_object_set_new(o, "tokens", tok);
     json_object_set_new(o, "early_terminations",
                         json_integer((json_int_t)r->early_terminations));
+    json_object_set_new(o, "criterion_accepts",
+                        json_integer((json_int_t)r->criterion_accepts));
     json_object_set_new(o, "forks", json_integer((json_int_t)r->forks));
+    json_object_set_new(o, "forks_trigger", json_integer((json_int_t)r->forks_trigger));
+    json_object_set_new(o, "forks_idle", json_integer((json_int_t)r->forks_idle));
+    json_object_set_new(o, "spec_valid_fraction",
+                        num(r->spec_validated
+                                ? (double)r->spec_valid / (double)r->spec_validated
+                                : NAN,
+                            4));
     json_object_set_new(o, "candidates", json_integer((json_int_t)r->candidates));
     json_object_set_new(o, "validated_ok", json_integer((json_int_t)r->validated_ok));
     json_object_set_new(o, "controller_profiled",
