@@ -204,11 +204,28 @@ static int make_scratch(const sg_eval_opts *opts, char **out, sg_err *err) {
   return 0;
 }
 
+/* Options the evaluator cannot honour; checked before any work. */
+static int check_opts(const sg_eval_opts *opts, sg_err *err) {
+  if (opts->correctness_trials < 3)
+    return sg_err_set(err, SG_EINVAL,
+                      "options: correctness_trials is %d; at least 3 input "
+                      "sets are checked", opts->correctness_trials);
+  if (opts->timed_runs < 1 || opts->warmup_runs < 0)
+    return sg_err_set(err, SG_EINVAL,
+                      "options: timed_runs must be at least 1 and warmup_runs "
+                      "at least 0");
+  int cpu;
+  return sg_eval_cpu_parse_device(opts->device, &cpu, err);
+}
+
 int sg_eval_cpu_compile(const sg_task *task, const char *source, size_t len,
                         const sg_eval_opts *opts, sg_eval_build *build,
                         sg_eval_result *r, sg_err *err) {
   memset(build, 0, sizeof *build);
   double t0 = sg_clock_now_s();
+  int rc0 = check_opts(opts, err);
+  if (rc0)
+    return rc0;
   if (len > SOURCE_MAX_BYTES) {
     r->status = SG_EVAL_COMPILE_ERROR;
     set_message(r, sg_asprintf("the candidate is %zu bytes; the limit is %u",
@@ -701,10 +718,8 @@ int sg_eval_cpu_run_logged(const sg_task *task, const sg_eval_build *build,
   int rc = sg_eval_cpu_parse_device(opts->device, &cpu, err);
   if (rc || (rc = check_cpu_available(cpu, err)))
     return rc;
-  if (opts->correctness_trials < 1 || opts->timed_runs < 1 || opts->warmup_runs < 0)
-    return sg_err_set(err, SG_EINVAL,
-                      "options: correctness_trials and timed_runs must be at "
-                      "least 1, warmup_runs at least 0");
+  if ((rc = check_opts(opts, err)))
+    return rc;
   child_ctx c;
   memset(&c, 0, sizeof c);
   c.task = task;

@@ -479,6 +479,18 @@ void sg_eval_check_symbols(const sg_elf_sym *syms, size_t n, const char *entry,
       return;
     }
   }
+  bool has_entry = false;
+  for (size_t i = 0; i < n; i++)
+    if (syms[i].defined && syms[i].func && strcmp(syms[i].name, entry) == 0)
+      has_entry = true;
+  if (!has_entry) {
+    *status = SG_EVAL_COMPILE_ERROR;
+    *message = sg_asprintf(
+        "the candidate does not define the entry function `%s` (it must be "
+        "defined with external linkage, with the task's signature)",
+        entry);
+    return;
+  }
   for (size_t i = 0; i < n; i++) {
     if (syms[i].defined || syms[i].weak)
       continue;
@@ -491,14 +503,6 @@ void sg_eval_check_symbols(const sg_elf_sym *syms, size_t n, const char *entry,
       return;
     }
   }
-  for (size_t i = 0; i < n; i++)
-    if (syms[i].defined && syms[i].func && strcmp(syms[i].name, entry) == 0)
-      return;
-  *status = SG_EVAL_COMPILE_ERROR;
-  *message = sg_asprintf(
-      "the candidate does not define the entry function `%s` (it must be "
-      "defined with external linkage, with the task's signature)",
-      entry);
 }
 
 /* ---- compiler diagnostics ---------------------------------------------- */

@@ -1,0 +1,291 @@
+/* test_eval_run.c: the cpu evaluator end to end through the library: the
+ * timing protocol (counts and alternation, from the child's own log), seeded
+ * inputs, the options it refuses, compile diagnostics and symbol rules on
+ * real compiler output, and kernels that cheat. */
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_file.h"
+#include "eval/sg_eval.h"
+#include "eval/sg_eval_cpu.h"
+#include "sg_test.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+#define VADD SG_SOURCE_ROOT "/tests/eval/data/tasks/cpu/vector_add"
+
+static sg_task *load_vadd(void) {
+  sg_task *t = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_task_load(VADD, &t, &err), err);
+  return t;
+}
+
+static char *example(const char *name) {
+  char *path = sg_asprintf(VADD "/examples/%s", name);
+  char *src = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &src, NULL, &err), err);
+  free(path);
+  return src;
+}
+
+static void quick_opts(sg_eval_opts *o) {
+  sg_eval_opts_default(o);
+  o->warmup_runs = 0;
+  o->timed_runs = 1;
+  o->run_timeout_s = 30;
+}
+
+/* Validates src; returns the result (caller frees). */
+static sg_eval_result validate(const sg_task *t, const char *src,
+                               const sg_eval_opts *o) {
+  sg_eval_result r;
+  sg_eval_result_init(&r);
+  sg_err err;
+  SG_CHECK_OK(sg_eval_validate(t, src, strlen(src), o, &r, &err), err);
+  return r;
+}
+
+static void check_protocol(int warmups, int runs) {
+  sg_task *t = load_vadd();
+  char *src = example("ok-reference.c");
+  sg_eval_opts o;
+  sg_eval_opts_default(&o);
+  o.warmup_runs = warmups;
+  o.timed_runs = runs;
+  sg_eval_build b;
+  sg_eval_result r;
+  sg_eval_result_init(&r);
+  sg_err err;
+  SG_CHECK_OK(sg_eval_compile(t, src, strlen(src), &o, &b, &r, &err), err);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_OK);
+  json_t *log = NULL;
+  SG_CHECK_OK(sg_eval_cpu_run_logged(t, &b, &o, &r, &log, &err), err);
+  SG_CHECK_MSG(r.status == SG_EVAL_OK, "status %s: %s", sg_eval_status_name(r.status), r.message);
+  SG_CHECK(log != NULL);
+  /* warm-ups then timed runs, each a reference call then a candidate call */
+  sg_buf want;
+  sg_buf_init(&want, 0);
+  for (int i = 0; i < warmups; i++)
+    sg_buf_puts(&want, "rc");
+  for (int i = 0; i < runs; i++)
+    sg_buf_puts(&want, "RC");
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(log, "order")), sg_buf_str(&want));
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(log, "ref_ns")), runs);
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(log, "cand_ns")), runs);
+  SG_CHECK(json_integer_value(json_object_get(log, "copies")) >= 2);
+  /* the medians are of those runs */
+  size_t nr = (size_t)runs;
+  double *x = sg_malloc(nr * sizeof *x);
+  for (size_t i = 0; i < nr; i++)
+    x[i] = (double)json_integer_value(json_array_get(json_object_get(log, "ref_ns"), i)) / 1e6;
+  SG_CHECK_NEAR(r.ref_ms, sg_eval_median(x, nr), 1e-12);
+  SG_CHECK_NEAR(r.ref_mean_ms, sg_eval_mean(x, nr), 1e-12);
+  SG_CHECK_NEAR(r.speedup, r.ref_ms / r.cand_ms, 1e-12);
+  SG_CHECK(r.seed != 0);
+  SG_CHECK(r.run_s > 0 && r.compile_s > 0);
+  free(x);
+  sg_buf_free(&want);
+  json_decref(log);
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  free(src);
+  sg_task_free(t);
+}
+
+static void test_timing_protocol_default_10_and_40(void) { check_protocol(10, 40); }
+static void test_timing_protocol_other_counts(void) { check_protocol(3, 5); }
+
+static void test_seed_reproduces_inputs(void) {
+  sg_task *t = load_vadd();
+  char *src = example("numerical_error-no_alpha.c");
+  sg_eval_opts o;
+  quick_opts(&o);
+  o.seed = 5;
+  sg_eval_result a = validate(t, src, &o), b = validate(t, src, &o);
+  o.seed = 6;
+  sg_eval_result c = validate(t, src, &o);
+  SG_CHECK_EQ_INT(a.status, SG_EVAL_NUMERICAL_ERROR);
+  SG_CHECK_EQ_INT(a.seed, 5);
+  SG_CHECK_STR_EQ(a.message, b.message);
+  SG_CHECK(strcmp(a.message, c.message) != 0);
+  SG_CHECK_EQ_INT(a.first_mismatch, 0);
+  SG_CHECK(a.max_abs_err > 0.1);
+  sg_eval_result_free(&a);
+  sg_eval_result_free(&b);
+  sg_eval_result_free(&c);
+  free(src);
+  sg_task_free(t);
+}
+
+static void test_refused_options(void) {
+  sg_task *t = load_vadd();
+  char *src = example("ok-reference.c");
+  sg_eval_opts o;
+  quick_opts(&o);
+  sg_eval_result r;
+  sg_eval_result_init(&r);
+  sg_err err;
+  o.correctness_trials = 2;
+  SG_CHECK_EQ_INT(sg_eval_validate(t, src, strlen(src), &o, &r, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "correctness_trials");
+  quick_opts(&o);
+  o.device = "cuda:0";
+  SG_CHECK_EQ_INT(sg_eval_validate(t, src, strlen(src), &o, &r, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "cuda:0");
+  o.device = "cpu:4095";
+  SG_CHECK_EQ_INT(sg_eval_validate(t, src, strlen(src), &o, &r, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "cpu:4095: no such core");
+  sg_eval_result_free(&r);
+  free(src);
+  sg_task_free(t);
+}
+
+static void test_compile_error_keeps_candidate_lines(void) {
+  sg_task *t = load_vadd();
+  const char *src =
+      "/* line 1 */\n"
+      "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n"
+      "  for (int i = 0; i < n; i++)\n"
+      "    out[i] = alpha * (a[i] + b[i]) + undeclared_thing;\n"
+      "}\n";
+  sg_eval_opts o;
+  quick_opts(&o);
+  sg_eval_result r = validate(t, src, &o);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_COMPILE_ERROR);
+  SG_CHECK_CONTAINS(r.message, "candidate.c:4:");
+  SG_CHECK_CONTAINS(r.message, "undeclared_thing");
+  SG_CHECK(isnan(r.speedup));
+  sg_eval_result_free(&r);
+
+  /* a flood of errors is cut to the first 20 diagnostics and about 4 KB */
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  sg_buf_puts(&b, "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n");
+  for (int i = 0; i < 60; i++)
+    sg_buf_printf(&b, "  int x%d = missing_%d;\n", i, i);
+  sg_buf_puts(&b, "}\n");
+  r = validate(t, sg_buf_str(&b), &o);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_COMPILE_ERROR);
+  SG_CHECK_CONTAINS(r.message, "candidate.c:2:");
+  SG_CHECK_CONTAINS(r.message, "more diagnostics not shown");
+  SG_CHECK_MSG(strlen(r.message) < 4096 + 200, "message of %zu bytes", strlen(r.message));
+  sg_eval_result_free(&r);
+  sg_buf_free(&b);
+  sg_task_free(t);
+}
+
+static void test_link_rules(void) {
+  sg_task *t = load_vadd();
+  sg_eval_opts o;
+  quick_opts(&o);
+  const char *no_entry = "void vector_add2(void) {}\n";
+  sg_eval_result r = validate(t, no_entry, &o);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_COMPILE_ERROR);
+  SG_CHECK_CONTAINS(r.message, "does not define the entry function `vector_add`");
+  sg_eval_result_free(&r);
+  const char *undefined =
+      "void helper_that_does_not_exist(float *);\n"
+      "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n"
+      "  (void)a; (void)b; (void)alpha; (void)n; helper_that_does_not_exist(out);\n}\n";
+  r = validate(t, undefined, &o);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_COMPILE_ERROR);
+  SG_CHECK_CONTAINS(r.message, "undefined reference to `helper_that_does_not_exist`");
+  sg_eval_result_free(&r);
+  const char *libm =
+      "#include <math.h>\n"
+      "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n"
+      "  for (int i = 0; i < n; i++) out[i] = alpha * (a[i] + b[i]) + 0 * sqrtf(fabsf(a[i]));\n}\n";
+  r = validate(t, libm, &o);
+  SG_CHECK_MSG(r.status == SG_EVAL_OK, "%s", r.message);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
+static void test_cheats_are_caught(void) {
+  sg_task *t = load_vadd();
+  sg_eval_opts o;
+  quick_opts(&o);
+  o.warmup_runs = 2;
+  o.timed_runs = 4;
+  /* remembers its answer per output pointer */
+  const char *cache =
+      "static const float *seen[16]; static int nseen;\n"
+      "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n"
+      "  for (int k = 0; k < nseen; k++) if (seen[k] == a) return;\n"
+      "  if (nseen < 16) seen[nseen++] = a;\n"
+      "  for (int i = 0; i < n; i++) out[i] = alpha * (a[i] + b[i]);\n}\n";
+  sg_eval_result r = validate(t, cache, &o);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_NUMERICAL_ERROR);
+  SG_CHECK_CONTAINS(r.message, "caching");
+  sg_eval_result_free(&r);
+  /* scribbles on an input */
+  const char *scribble =
+      "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n"
+      "  for (int i = 0; i < n; i++) out[i] = alpha * (a[i] + b[i]);\n"
+      "  ((float *)b)[7] = 0;\n}\n";
+  r = validate(t, scribble, &o);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_NUMERICAL_ERROR);
+  SG_CHECK_CONTAINS(r.message, "wrote into its input b (element 7");
+  SG_CHECK_EQ_INT(r.first_mismatch, 7);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
+static void test_scratch_is_removed(void) {
+  sg_task *t = load_vadd();
+  char dir[] = "/tmp/sg_evalwd_XXXXXX";
+  SG_CHECK(mkdtemp(dir));
+  char *src = example("ok-reference.c");
+  sg_eval_opts o;
+  quick_opts(&o);
+  o.work_dir = dir;
+  sg_eval_build b;
+  sg_eval_result r;
+  sg_eval_result_init(&r);
+  sg_err err;
+  SG_CHECK_OK(sg_eval_compile(t, src, strlen(src), &o, &b, &r, &err), err);
+  SG_CHECK(strncmp(b.work_dir, dir, strlen(dir)) == 0);
+  struct stat st;
+  SG_CHECK(stat(b.artifact, &st) == 0 && stat(b.reference_artifact, &st) == 0);
+  char *keep = sg_strdup(b.work_dir);
+  sg_eval_build_free(&b);
+  SG_CHECK(stat(keep, &st) != 0);
+  SG_CHECK(stat(dir, &st) == 0); /* the root given stays */
+  free(keep);
+  sg_rm_rf(dir, &err);
+  sg_eval_result_free(&r);
+  free(src);
+  sg_task_free(t);
+}
+
+static void test_broken_reference_is_a_task_error(void) {
+  char dir[] = "/tmp/sg_evalref_XXXXXX";
+  SG_CHECK(mkdtemp(dir));
+  char *cmd = sg_asprintf("cp -r " VADD "/task.json %s/ && echo 'void vector_add(' > %s/reference.c", dir, dir);
+  SG_CHECK(system(cmd) == 0);
+  sg_task *t = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_task_load(dir, &t, &err), err);
+  char *src = example("ok-reference.c");
+  sg_eval_opts o;
+  quick_opts(&o);
+  sg_eval_result r;
+  sg_eval_result_init(&r);
+  SG_CHECK_EQ_INT(sg_eval_validate(t, src, strlen(src), &o, &r, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "reference.c does not compile");
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+  free(src);
+  sg_rm_rf(dir, &err);
+  free(cmd);
+}
+
+SG_TEST_MAIN(SG_TEST(test_timing_protocol_default_10_and_40),
+             SG_TEST(test_timing_protocol_other_counts),
+             SG_TEST(test_seed_reproduces_inputs), SG_TEST(test_refused_options),
+             SG_TEST(test_compile_error_keeps_candidate_lines),
+             SG_TEST(test_link_rules), SG_TEST(test_cheats_are_caught),
+             SG_TEST(test_scratch_is_removed),
+             SG_TEST(test_broken_reference_is_a_task_error))
