@@ -12,6 +12,8 @@
 #include "core/sg_triggers.h"
 #include "sg_test.h"
 
+#include <jansson.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -537,6 +539,119 @@ static void test_trace_softmax_kernelbench(void) {
   check_trace("softmax_kernelbench");
 }
 
+
+/* ---------------------------------------------------------------- CLI */
+
+/* Runs a shell command; returns its exit status, its output (both streams)
+ * in *out (caller frees). */
+static int sh(const char *cmd, char **out) {
+  char *full = sg_asprintf("%s 2>&1", cmd);
+  FILE *p = popen(full, "r");
+  free(full);
+  SG_CHECK(p != NULL);
+  size_t cap = 1 << 16, len = 0;
+  char *buf = sg_malloc(cap);
+  size_t n;
+  while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    len += n;
+    if (len + 1 == cap)
+      buf = sg_realloc(buf, cap *= 2);
+  }
+  buf[len] = '\0';
+  int st = pclose(p);
+  *out = buf;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli_json_lines_match_library(void) {
+  char *out = NULL;
+  int rc = sh(SG_TEST_SPECGEN " triggers --json --min-gap 0 " DATA "/matmul_cuda.txt",
+              &out);
+  SG_CHECK_EQ_INT(rc, 0);
+  char *exp = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_file_read(DATA "/matmul_cuda.expected", 1 << 20, &exp, NULL, &err),
+              err);
+  char *save = NULL, *esave = NULL;
+  char *line = strtok_r(out, "\n", &save);
+  char *eline = strtok_r(exp, "\n", &esave);
+  size_t n = 0;
+  for (; line && eline; line = strtok_r(NULL, "\n", &save),
+                        eline = strtok_r(NULL, "\n", &esave), n++) {
+    json_error_t je;
+    json_t *o = json_loads(line, 0, &je);
+    SG_CHECK_MSG(o != NULL, "not JSON: %s", line);
+    char *t1 = strchr(eline, '\t'), *t2 = strchr(t1 + 1, '\t');
+    *t1 = *t2 = '\0';
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(o, "offset")),
+                    strtoll(eline, NULL, 10));
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(o, "class")), t1 + 1);
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(o, "text")), t2 + 1);
+    json_decref(o);
+  }
+  SG_CHECK(line == NULL && eline == NULL);
+  SG_CHECK(n > 5);
+  free(out);
+  free(exp);
+}
+
+static void test_cli_chunking_and_stdin_agree(void) {
+  char *a = NULL, *b = NULL, *c = NULL;
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers " DATA "/softmax_kernelbench.txt", &a), 0);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --chunk 1 " DATA "/softmax_kernelbench.txt",
+                     &b), 0);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers - < " DATA "/softmax_kernelbench.txt", &c), 0);
+  SG_CHECK_STR_EQ(a, b);
+  SG_CHECK_STR_EQ(a, c);
+  /* the human summary counts per class */
+  SG_CHECK_CONTAINS(a, "6 triggers in 3997 bytes: design ");
+  SG_CHECK_CONTAINS(a, "kernel 2, phrase 1");
+  free(a);
+  free(b);
+  free(c);
+}
+
+static void test_cli_class_filter_and_extract(void) {
+  char *out = NULL;
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --json --class fence --min-gap 0 "
+                     "--extract c --entry hinge_loss " DATA "/hinge_c.txt", &out), 0);
+  SG_CHECK_CONTAINS(out, "{\"offset\":2074,\"class\":\"fence\",\"text\":\"```c ");
+  SG_CHECK(strstr(out, "\"design\"") == NULL);
+  SG_CHECK_CONTAINS(out, "{\"extract\":\"found\",\"start\":1231,");
+  free(out);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --extract python " DATA "/hinge_c.txt",
+                     &out), 0);
+  SG_CHECK_CONTAINS(out, "candidate: wrong_language: ");
+  free(out);
+}
+
+static void test_cli_bad_usage_exits_2_naming_it(void) {
+  char *out = NULL;
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers /no/such/trace.txt", &out), 2);
+  SG_CHECK_CONTAINS(out, "/no/such/trace.txt");
+  free(out);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --class design,bogus x", &out), 2);
+  SG_CHECK_CONTAINS(out, "'bogus'");
+  free(out);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --min-gap ten x", &out), 2);
+  SG_CHECK_CONTAINS(out, "--min-gap");
+  free(out);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --chunk 0 x", &out), 2);
+  SG_CHECK_CONTAINS(out, "--chunk");
+  free(out);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --extract rust x", &out), 2);
+  SG_CHECK_CONTAINS(out, "'rust'");
+  free(out);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers", &out), 2);
+  SG_CHECK_CONTAINS(out, "usage:");
+  free(out);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers a b", &out), 2);
+  free(out);
+  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --help", &out), 0);
+  SG_CHECK_CONTAINS(out, "--min-gap");
+  free(out);
+}
+
 SG_TEST_MAIN(SG_TEST(test_class_names_round_trip),
              SG_TEST(test_design_decisions_fire),
              SG_TEST(test_design_needs_word_boundaries),
@@ -559,4 +674,8 @@ SG_TEST_MAIN(SG_TEST(test_class_names_round_trip),
              SG_TEST(test_binary_noise_is_harmless),
              SG_TEST(test_trace_matmul_cuda),
              SG_TEST(test_trace_hinge_c),
-             SG_TEST(test_trace_softmax_kernelbench))
+             SG_TEST(test_trace_softmax_kernelbench),
+             SG_TEST(test_cli_json_lines_match_library),
+             SG_TEST(test_cli_chunking_and_stdin_agree),
+             SG_TEST(test_cli_class_filter_and_extract),
+             SG_TEST(test_cli_bad_usage_exits_2_naming_it))
