@@ -193,7 +193,7 @@ static const char *const filler[] = {
     "Numerical accuracy has to stay within the tolerance of the checker. ",
     "So the dominant cost is reading the second operand from memory. ",
     "Hmm, that count was off by one; redo it for the last block. ",
-    "The profile showed low occupancy and many stalls on memory. ",
+    "The last measurement was noisy, so I will not read too much into it. ",
 };
 #define NFILLER (sizeof filler / sizeof filler[0])
 
@@ -364,7 +364,7 @@ static int start_spec(sim *s, uint32_t w, const sg_ctl_action *a) {
   g->end_us = g->reason_end_us = s->now_us + s_to_us(dur);
   /* Validity is a step in the prefix fraction: before the workflow's
    * shortest useful prefix a fork rarely writes a valid kernel. */
-  double pv = frac >= f->threshold ? p->valid_spec_p : p->valid_no_prefix_p;
+  double pv = frac > f->threshold ? p->valid_spec_p : p->valid_no_prefix_p;
   g->valid = sg_sim_rng_bernoulli(&f->rng, pv);
   g->fail_status = draw_failure(s, &f->rng);
   double z = sg_sim_rng_normal(&f->rng);

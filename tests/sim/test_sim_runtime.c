@@ -1,0 +1,303 @@
+/* test_sim_runtime.c: the simulated runtime driving the real core: seeds
+ * replay, each configuration keeps its invariants, the models hold their
+ * calibration, faults never leave a workflow unfinished, and the policy
+ * orders the configurations as it should. */
+#include "sg_test.h"
+#include "sim/sg_sim.h"
+#include "sim/sg_sim_params.h"
+#include "sim/sg_sim_report.h"
+
+#include <stdlib.h>
+
+static sg_sim_params preset(const char *name) {
+  sg_sim_params p;
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_sim_params_preset(&p, name, &err), err);
+  return p;
+}
+
+/* A small campaign: 3 workflows, 12 iterations, 4 devices. */
+static sg_sim_params small(void) {
+  sg_sim_params p = preset("paper-glm");
+  p.workflows = 3;
+  p.iterations = 12;
+  p.devices = 4;
+  return p;
+}
+
+static sg_sim_result run(const sg_sim_params *p, const char *config) {
+  sg_sim_variant v;
+  sg_sim_result r;
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_sim_variant_parse(config, &v, &err), err);
+  SG_CHECK_OK(sg_sim_run(p, &v, &r, &err), err);
+  return r;
+}
+
+static char *campaign_json(const sg_sim_params *p) {
+  sg_sim_variant v[SG_SIM_VARIANTS];
+  for (int i = 0; i < SG_SIM_VARIANTS; i++) {
+    sg_err err;
+    SG_CHECK_OK(sg_sim_variant_parse(sg_sim_variant_name(i), &v[i], &err), err);
+  }
+  sg_sim_campaign *c = malloc(sizeof *c);
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_sim_campaign_run(p, v, SG_SIM_VARIANTS, c, &err), err);
+  char *s = sg_sim_report_json(c);
+  free(c);
+  return s;
+}
+
+static void same_seed_same_bytes(void) {
+  sg_sim_params p = small();
+  p.seed = 5;
+  char *a = campaign_json(&p);
+  char *b = campaign_json(&p);
+  SG_CHECK(strlen(a) > 1000);
+  SG_CHECK_STR_EQ(a, b);
+  free(a);
+  free(b);
+}
+
+static void different_seeds_differ(void) {
+  sg_sim_params p = small();
+  p.seed = 5;
+  sg_sim_result a = run(&p, "full");
+  p.seed = 6;
+  sg_sim_result b = run(&p, "full");
+  SG_CHECK(a.e2e_s != b.e2e_s);
+  SG_CHECK(a.events != b.events || a.forks != b.forks ||
+           a.profiling_feedback != b.profiling_feedback);
+}
+
+static void check_invariants(const sg_sim_params *p, const sg_sim_result *r) {
+  SG_CHECK_EQ_INT(r->workflows_done, p->workflows);
+  SG_CHECK_EQ_INT(r->iterations, (uint64_t)p->workflows * (uint64_t)p->iterations);
+  SG_CHECK(r->e2e_s > 0);
+  SG_CHECK(r->util_validate >= 0 && r->util_validate <= 1);
+  SG_CHECK(r->util_profile >= 0 && r->util_profile <= 1);
+  SG_CHECK(r->util_overall >= 0 && r->util_overall <= 1);
+  SG_CHECK_NEAR(r->util_overall, r->util_validate + r->util_profile, 1e-12);
+  /* Feedback counted by the runtime equals what the controllers saw. */
+  SG_CHECK_EQ_INT(r->profiling_feedback, r->controller_profiled);
+  SG_CHECK(r->profiling_feedback <= r->validated_ok);
+  SG_CHECK(r->validated_ok <= r->candidates);
+  SG_CHECK_EQ_INT(r->validated_ok, r->main_valid + r->spec_valid);
+  SG_CHECK(r->early_terminations <= r->criterion_accepts);
+  SG_CHECK(r->criterion_accepts <= r->iterations);
+  SG_CHECK(r->cached_tokens <= r->prompt_tokens);
+  SG_CHECK_EQ_INT(r->forks, r->forks_trigger + r->forks_idle);
+  SG_CHECK(r->main_gens >= r->iterations);
+}
+
+static void baseline_never_forks(void) {
+  sg_sim_params p = small();
+  sg_sim_result r = run(&p, "baseline");
+  check_invariants(&p, &r);
+  SG_CHECK_EQ_INT(r.forks, 0);
+  SG_CHECK_EQ_INT(r.early_terminations, 0);
+  SG_CHECK_EQ_INT(r.cached_tokens, 0);
+  SG_CHECK_EQ_INT(r.gens_cancelled, 0);
+  /* One main generation per iteration, each candidate validated. */
+  SG_CHECK_EQ_INT(r.main_gens, r.iterations);
+  SG_CHECK_EQ_INT(r.main_validated, r.iterations);
+}
+
+static void spec_configs_fork_and_end_early(void) {
+  sg_sim_params p = small();
+  for (int i = 1; i < SG_SIM_VARIANTS; i++) {
+    sg_sim_result r = run(&p, sg_sim_variant_name(i));
+    check_invariants(&p, &r);
+    SG_CHECK_MSG(r.forks > 0, "%s: no forks", r.name);
+    SG_CHECK_MSG(r.forks_trigger > 0, "%s: no trigger forks", r.name);
+    SG_CHECK_MSG(r.early_terminations > 0, "%s: never ended early", r.name);
+    SG_CHECK_MSG(r.spec_validated > 0, "%s: no fork validated", r.name);
+  }
+}
+
+static void remote_cache_serves_more_of_the_prefix(void) {
+  sg_sim_params p = small();
+  sg_sim_result a = run(&p, "spec+realloc+priority");
+  sg_sim_result b = run(&p, "full");
+  SG_CHECK((double)b.cached_tokens / (double)b.prompt_tokens >
+           (double)a.cached_tokens / (double)a.prompt_tokens + 0.1);
+}
+
+static void synthetic_reasoning_triggers_only_where_planted(void) {
+  /* No planted trigger sentences and no idle forks: the real scanner finds
+   * nothing in the filler, so nothing forks. */
+  sg_sim_params p = small();
+  p.triggers_per_gen = 0;
+  p.idle_min_new_tokens = 1e12;
+  sg_sim_result r = run(&p, "full");
+  check_invariants(&p, &r);
+  SG_CHECK_EQ_INT(r.forks, 0);
+  /* Planted ones are found. */
+  p.triggers_per_gen = 6;
+  r = run(&p, "full");
+  SG_CHECK(r.forks_trigger > 0);
+  SG_CHECK_EQ_INT(r.forks_idle, 0);
+}
+
+static void fork_validity_follows_the_prefix_threshold(void) {
+  sg_sim_params p = small();
+  p.valid_spec_p = 1.0;
+  p.valid_no_prefix_p = 0.0;
+  /* Threshold at the end of the trace: no fork is ever past it. */
+  p.valid_threshold_min = p.valid_threshold_max = 1.0;
+  sg_sim_result r = run(&p, "full");
+  SG_CHECK(r.spec_validated > 20);
+  SG_CHECK_EQ_INT(r.spec_valid, 0);
+  /* Threshold at the start: every fork is past it. */
+  p.valid_threshold_min = p.valid_threshold_max = 0.0;
+  r = run(&p, "full");
+  SG_CHECK(r.spec_validated > 20);
+  SG_CHECK_EQ_INT(r.spec_valid, r.spec_validated);
+}
+
+static void baseline_calibration(const char *name, double gen_s, double valid) {
+  /* 10 workflows x 100 iterations: 1000 baseline iterations. */
+  sg_sim_params p = preset(name);
+  sg_sim_result r = run(&p, "baseline");
+  SG_CHECK_EQ_INT(r.main_gens_completed, 1000);
+  double mean = r.main_gen_s / (double)r.main_gens_completed;
+  SG_CHECK_MSG(fabs(mean / gen_s - 1) < 0.10, "%s: mean generation %.1f s vs %.1f s",
+               name, mean, gen_s);
+  double frac = (double)r.main_valid / (double)r.main_validated;
+  SG_CHECK_MSG(fabs(frac - valid) < 0.04, "%s: valid fraction %.3f vs %.3f", name,
+               frac, valid);
+  /* Generation dominates the iteration (the paper: 70-99%). */
+  double per_iter = r.e2e_s * p.workflows / (double)r.iterations;
+  SG_CHECK_MSG(mean / per_iter > 0.70 && mean / per_iter < 0.99, "%s: share %.3f", name,
+               mean / per_iter);
+}
+
+static void calibration_glm(void) { baseline_calibration("paper-glm", 706.9, 0.363); }
+static void calibration_dsv4(void) { baseline_calibration("paper-dsv4", 522.6, 0.407); }
+
+static void evaluation_times_hold_their_means(void) {
+  /* With one workflow per device and no forks nothing queues: the busy time
+   * per validation is the model's mean. */
+  sg_sim_params p = preset("paper-dsv4");
+  p.iterations = 100;
+  sg_sim_result r = run(&p, "baseline");
+  double pool = r.e2e_s * p.devices;
+  double val_s = r.util_validate * pool / (double)r.main_validated;
+  double prof_s = r.util_profile * pool / (double)r.profiling_feedback;
+  SG_CHECK_MSG(fabs(val_s / 59.0 - 1) < 0.10, "validation %.1f s", val_s);
+  SG_CHECK_MSG(fabs(prof_s / 26.6 - 1) < 0.10, "profiling %.1f s", prof_s);
+}
+
+static void faults_still_finish_every_workflow(void) {
+  sg_sim_params p = small();
+  p.fault_gen_fail_p = 0.2;
+  p.fault_device_mtbf_s = 3000; /* most devices die during the campaign */
+  for (int i = 0; i < SG_SIM_VARIANTS; i++) {
+    sg_sim_result r = run(&p, sg_sim_variant_name(i));
+    check_invariants(&p, &r);
+    SG_CHECK_MSG(r.gens_failed > 0, "%s: no failed generation", r.name);
+    SG_CHECK_MSG(r.devices_died > 0, "%s: no device died", r.name);
+    SG_CHECK_MSG(r.infra_failures > 0, "%s: no infra failure", r.name);
+  }
+}
+
+static void every_device_dead_still_finishes(void) {
+  sg_sim_params p = small();
+  p.fault_device_mtbf_s = 1; /* all dead at once */
+  sg_sim_result r = run(&p, "full");
+  check_invariants(&p, &r);
+  SG_CHECK_EQ_INT(r.devices_died, p.devices);
+  SG_CHECK_EQ_INT(r.devices_retired, p.devices);
+  SG_CHECK_EQ_INT(r.profiling_feedback, 0);
+  SG_CHECK(r.requests_failed > 0);
+}
+
+static void full_beats_baseline_on_the_presets(void) {
+  const char *names[] = {"paper-glm", "paper-dsv4"};
+  for (int i = 0; i < 2; i++) {
+    sg_sim_params p = preset(names[i]);
+    p.iterations = 40;
+    sg_sim_result b = run(&p, "baseline");
+    sg_sim_result f = run(&p, "full");
+    SG_CHECK_MSG(b.e2e_s / f.e2e_s > 1.08, "%s: full only %.3fx", names[i],
+                 b.e2e_s / f.e2e_s);
+    SG_CHECK_MSG(f.profiling_feedback > 1.5 * (double)b.profiling_feedback,
+                 "%s: feedback %llu vs %llu", names[i],
+                 (unsigned long long)f.profiling_feedback,
+                 (unsigned long long)b.profiling_feedback);
+    SG_CHECK_MSG(f.util_overall > 3 * b.util_overall, "%s: utilization %.3f vs %.3f",
+                 names[i], f.util_overall, b.util_overall);
+  }
+}
+
+static void never_terminating_is_slower_than_first_valid(void) {
+  sg_sim_params p = small();
+  p.iterations = 20;
+  snprintf(p.termination, sizeof p.termination, "first-valid");
+  sg_sim_result fv = run(&p, "full");
+  snprintf(p.termination, sizeof p.termination, "none");
+  sg_sim_result none = run(&p, "full");
+  SG_CHECK_EQ_INT(none.early_terminations, 0);
+  SG_CHECK(fv.early_terminations > 0);
+  SG_CHECK(none.e2e_s > fv.e2e_s * 1.1);
+}
+
+static void bad_core_specs_are_named(void) {
+  sg_sim_params p = small();
+  snprintf(p.termination, sizeof p.termination, "hist-median");
+  sg_sim_variant v;
+  sg_sim_result r;
+  sg_err err;
+  SG_CHECK_OK(sg_sim_variant_parse("full", &v, &err), err);
+  SG_CHECK(sg_sim_run(&p, &v, &r, &err) < 0);
+  SG_CHECK_CONTAINS(err.msg, "hist-median");
+  p = small();
+  snprintf(p.search, sizeof p.search, "evolve-ish");
+  SG_CHECK(sg_sim_run(&p, &v, &r, &err) < 0);
+  SG_CHECK_CONTAINS(err.msg, "evolve-ish");
+  SG_CHECK_EQ_INT(sg_sim_variant_parse("turbo", &v, &err), SG_ENOENT);
+  SG_CHECK_CONTAINS(err.msg, "turbo");
+}
+
+static void configs_list_parsing(void) {
+  sg_sim_variant v[SG_SIM_MAX_CONFIGS];
+  size_t n = 0;
+  sg_err err;
+  SG_CHECK_OK(sg_sim_configs_parse("baseline,full", v, &n, &err), err);
+  SG_CHECK_EQ_INT(n, 2);
+  SG_CHECK_STR_EQ(v[1].name, "full");
+  SG_CHECK(v[1].remote_cache && v[1].lifo && v[1].elastic && v[1].speculate);
+  SG_CHECK(!v[0].speculate && !v[0].elastic && !v[0].lifo);
+  SG_CHECK(sg_sim_configs_parse("spec,spec", v, &n, &err) < 0);
+  SG_CHECK_CONTAINS(err.msg, "twice");
+  SG_CHECK(sg_sim_configs_parse("spec,warp", v, &n, &err) < 0);
+  SG_CHECK_CONTAINS(err.msg, "warp");
+  SG_CHECK(sg_sim_configs_parse(",", v, &n, &err) < 0);
+}
+
+static void wall_budget_ends_workflows(void) {
+  sg_sim_params p = small();
+  p.iterations = 1000;
+  p.budget_wall_s = 5000;
+  sg_sim_result r = run(&p, "full");
+  SG_CHECK_EQ_INT(r.workflows_done, p.workflows);
+  SG_CHECK(r.iterations < (uint64_t)p.workflows * 1000);
+  SG_CHECK(r.e2e_s < 5000 + 3 * p.gen_mean_s);
+}
+
+SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
+             SG_TEST(baseline_never_forks), SG_TEST(spec_configs_fork_and_end_early),
+             SG_TEST(remote_cache_serves_more_of_the_prefix),
+             SG_TEST(synthetic_reasoning_triggers_only_where_planted),
+             SG_TEST(fork_validity_follows_the_prefix_threshold),
+             SG_TEST(calibration_glm), SG_TEST(calibration_dsv4),
+             SG_TEST(evaluation_times_hold_their_means),
+             SG_TEST(faults_still_finish_every_workflow),
+             SG_TEST(every_device_dead_still_finishes),
+             SG_TEST(full_beats_baseline_on_the_presets),
+             SG_TEST(never_terminating_is_slower_than_first_valid),
+             SG_TEST(bad_core_specs_are_named), SG_TEST(configs_list_parsing),
+             SG_TEST(wall_budget_ends_workflows))
