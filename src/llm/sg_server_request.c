@@ -140,6 +140,7 @@ int sg_server_request_parse(json_t *body, bool chat, sg_server_request *p) {
     if (!json_is_array(msgs) || json_array_size(msgs) == 0)
       BAD("messages", "field \"messages\" is missing or not a non-empty array");
     size_t n = json_array_size(msgs);
+    bool cont_closed = false;
     json_t *last = json_array_get(msgs, n - 1);
     const char *last_role = json_string_value(json_object_get(last, "role"));
     bool cont = last_role && strcmp(last_role, "assistant") == 0;
@@ -167,20 +168,49 @@ int sg_server_request_parse(json_t *body, bool chat, sg_server_request *p) {
       }
       if (cont && i == n - 1) {
         /* Prefix continuation (vLLM continue_final_message, DeepSeek
-         * prefix: true): the answer continues this message. */
+         * prefix: true): the answer continues this message. Its reasoning is
+         * in reasoning_content (or reasoning), or at the start of its content
+         * between <think> and </think>, as vLLM and SGLang clients send it. */
         json_t *rc = json_object_get(m, "reasoning_content");
         if (!json_is_string(rc))
           rc = json_object_get(m, "reasoning");
-        if (json_is_string(rc))
+        const char *body_text = sg_buf_str(&ct);
+        const char *after = body_text;
+        bool closed = false;
+        if (json_is_string(rc)) {
           sg_buf_puts(&p->reasoning_prefix, json_string_value(rc));
+        } else {
+          const char *q = body_text;
+          while (*q == ' ' || *q == '\n')
+            q++;
+          if (strncmp(q, "<think>", 7) == 0) {
+            q += 7;
+            if (*q == '\n')
+              q++;
+            const char *end = strstr(q, "</think>");
+            sg_buf_append(&p->reasoning_prefix, q, end ? (size_t)(end - q) : strlen(q));
+            /* the template's own newline before </think> is not reasoning */
+            if (end && p->reasoning_prefix.len &&
+                p->reasoning_prefix.data[p->reasoning_prefix.len - 1] == '\n') {
+              p->reasoning_prefix.len--;
+              p->reasoning_prefix.data[p->reasoning_prefix.len] = '\0';
+            }
+            after = end ? end + 8 : q + strlen(q);
+            while (end && *after == '\n')
+              after++;
+            closed = end != NULL;
+          }
+        }
+        closed = closed || *after;
         sg_buf_puts(&p->context, sg_buf_str(&p->prompt));
         sg_buf_puts(&p->context, TPL_GEN);
         sg_buf_puts(&p->prompt, TPL_GEN);
         sg_buf_puts(&p->prompt, sg_buf_str(&p->reasoning_prefix));
-        if (ct.len) {
+        if (closed) {
           sg_buf_puts(&p->prompt, TPL_NOTHINK);
-          sg_buf_puts(&p->prompt, sg_buf_str(&ct));
+          sg_buf_puts(&p->prompt, after);
         }
+        cont_closed = closed;
       } else {
         sg_buf_printf(&p->prompt, TPL_START "%s\n%s" TPL_END, role, sg_buf_str(&ct));
       }
@@ -193,7 +223,7 @@ int sg_server_request_parse(json_t *body, bool chat, sg_server_request *p) {
       sg_buf_puts(&p->prompt, TPL_GEN);
       if (!p->thinking)
         sg_buf_puts(&p->prompt, TPL_NOTHINK);
-    } else if (p->thinking && strstr(sg_buf_str(&p->prompt) + p->context.len, "</think>")) {
+    } else if (cont_closed) {
       p->thinking = false; /* the prefix already closed its reasoning */
     }
   } else {

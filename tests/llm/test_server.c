@@ -769,6 +769,58 @@ static void continued_final_message_resumes_the_reasoning(void) {
   stop(s);
 }
 
+/* The final assistant message as vLLM and SGLang clients send it: the
+ * reasoning inside <think>...</think> at the start of its content. */
+static void think_tags_in_a_continued_message_are_its_reasoning(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(""), NULL, NULL, &r);
+  json_t *j = body_json(&r);
+  const char *full = jstr(json_object_get(choice0(j), "message"), "reasoning_content");
+  /* Closed: a fork, answered at once, with the whole trace found (f = 1). */
+  char *content = sg_asprintf("<think>\n%s\n</think>\n\n", full);
+  json_t *body = json_pack(
+      "{s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}], s:b, s:b, s:{s:b}}", "model", "m",
+      "messages", "role", "system", "content", "You write fast kernels.", "role", "user",
+      "content", "Optimize toy_add.", "role", "assistant", "content", content,
+      "continue_final_message", 1, "add_generation_prompt", 0, "chat_template_kwargs",
+      "enable_thinking", 0);
+  char *text = json_dumps(body, JSON_COMPACT);
+  resp r2 = {0};
+  http(s, "/v1/chat/completions", text, NULL, NULL, &r2);
+  char *f = header(&r2, "X-Specgen-Prefix-Fraction");
+  SG_CHECK_STR_EQ(f, "1.0000");
+  free(f);
+  json_t *j2 = body_json(&r2);
+  SG_CHECK(json_is_null(json_object_get(json_object_get(choice0(j2), "message"),
+                                        "reasoning_content")));
+  json_decref(j2);
+  resp_free(&r2);
+  free(text);
+  json_decref(body);
+  free(content);
+  /* Open, thinking on: the reasoning goes on from where it stopped. */
+  size_t cut = strlen(full) / 3;
+  content = sg_asprintf("<think>\n%.*s", (int)cut, full);
+  body = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}], s:b}", "model", "m",
+                   "messages", "role", "system", "content", "You write fast kernels.", "role",
+                   "user", "content", "Optimize toy_add.", "role", "assistant", "content",
+                   content, "continue_final_message", 1);
+  text = json_dumps(body, JSON_COMPACT);
+  http(s, "/v1/chat/completions", text, NULL, NULL, &r2);
+  j2 = body_json(&r2);
+  SG_CHECK_STR_EQ(jstr(json_object_get(choice0(j2), "message"), "reasoning_content"),
+                  full + cut);
+  json_decref(j2);
+  resp_free(&r2);
+  free(text);
+  json_decref(body);
+  free(content);
+  json_decref(j);
+  resp_free(&r);
+  stop(s);
+}
+
 static void max_tokens_stops_with_length(void) {
   sg_llm_server *s = start_default();
   resp r = {0};
@@ -1335,6 +1387,7 @@ SG_TEST_MAIN(SG_TEST(models_lists_the_model),
              SG_TEST(thinking_off_answers_at_once_with_a_kernel),
              SG_TEST(forks_with_the_reasoning_prefix_write_valid_kernels),
              SG_TEST(continued_final_message_resumes_the_reasoning),
+             SG_TEST(think_tags_in_a_continued_message_are_its_reasoning),
              SG_TEST(max_tokens_stops_with_length),
              SG_TEST(fault_disconnect_closes_after_n_chunks),
              SG_TEST(fault_status429_fails_the_first_attempts_of_a_request),
