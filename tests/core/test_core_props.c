@@ -156,7 +156,8 @@ static void run_ctl_actions(world *w, int wf, sg_ctl_actions *acts) {
   /* a copy: the batch stays stable while its actions run */
   size_t n = acts->n;
   sg_ctl_action *v = malloc(n * sizeof *v + 1);
-  memcpy(v, acts->v, n * sizeof *v);
+  if (n > 0)
+    memcpy(v, acts->v, n * sizeof *v);
   for (size_t i = 0; i < n; i++) {
     const sg_ctl_action *a = &v[i];
     sg_err err;
@@ -243,7 +244,8 @@ static void check_current(world *w, const sg_sched_action *a) {
 static void run_sched_actions(world *w) {
   size_t n = w->sa.n;
   sg_sched_action *v = malloc(n * sizeof *v + 1);
-  memcpy(v, w->sa.v, n * sizeof *v);
+  if (n > 0)
+    memcpy(v, w->sa.v, n * sizeof *v);
   for (size_t i = 0; i < n; i++) {
     const sg_sched_action *a = &v[i];
     wreq *r = a->req ? &w->reqs[a->req] : NULL;
