@@ -336,16 +336,18 @@ static inline void th_teardown(th_ctx *c) {
 
 /* ---- compile and run -------------------------------------------------------- */
 
-/* Compiles src into <tmpdir>/<tag>.so with the system compiler; returns the
+/* Compiles src into <tmpdir>/<tag>.so with the system compiler (cc, or
+ * $SG_TASKS_CC to check the tasks under another compiler); returns the
  * compiler's exit status and its messages in log (the caller frees it). */
 static inline int th_compile(th_ctx *c, const char *src, const char *tag,
                              char *so, size_t so_size, char **log) {
   snprintf(so, so_size, "%s/%s.so", c->tmpdir, tag);
   char logpath[256];
   snprintf(logpath, sizeof logpath, "%s/%s.log", c->tmpdir, tag);
+  const char *cc = getenv("SG_TASKS_CC");
   char *cmd = sg_asprintf(
-      "cc -std=gnu11 -O3 -march=native -fPIC -shared -o '%s' '%s' -lm 2>'%s'",
-      so, src, logpath);
+      "%s -std=gnu11 -O3 -march=native -fPIC -shared -o '%s' '%s' -lm 2>'%s'",
+      cc && cc[0] ? cc : "cc", so, src, logpath);
   int st = system(cmd);
   free(cmd);
   SG_CHECK(st != -1 && WIFEXITED(st));

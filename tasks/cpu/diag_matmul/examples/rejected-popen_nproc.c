@@ -1,5 +1,6 @@
 /* diag(A) @ B with the rows interleaved over as many chunks as the machine
  * has CPUs (read from nproc), so the work splits evenly. */
+#define _GNU_SOURCE
 #include <stdio.h>
 
 void diag_matmul(const float *A, const float *B, float *C, int N, int M) {

@@ -1,5 +1,6 @@
 /* Hinge loss on all cores: one POSIX thread per row block, each with its
  * own double partial sum, joined at the end. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <unistd.h>
 

@@ -1,5 +1,6 @@
 /* einsum("bijl,lk->bijk") on two cores: the rows are split between this
  * process and a forked child that writes its half into shared memory. */
+#define _GNU_SOURCE
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
