@@ -11,14 +11,15 @@
  * clock, does I/O or draws a random number: time comes with the events and
  * the fork count K comes from the scheduler's capacity.
  *
- * Paper references (Algorithm 1): the main generation is started with the
- * search's prompt (line 3); its stream is watched for triggers (lines 5-7);
- * a trigger or idle devices fork K = max(1, min(free validation, free
- * profiling)) speculative generations from the prefix (lines 8-11); each
- * candidate is validated and, when valid, profiled (lines 12-15); a profiled
- * speedup that passes the criterion cancels the main generation and the
- * forks (lines 16-19); otherwise the main generation's answer is the
- * fallback (lines 20-22).
+ * Algorithm 1 of the paper, in the steps docs/core.md numbers (the paper's
+ * own line numbers are not in this repository, so the steps are ours):
+ * (1) start the main generation with the search's prompt; (2) watch its
+ * stream for triggers; (3) on a trigger or idle devices fork K = max(1,
+ * min(free validation, free profiling)) speculative generations from the
+ * prefix; (4) validate each candidate and profile the valid ones; (5) a
+ * profiled speedup that passes the criterion cancels the main generation
+ * and the forks; (6) otherwise the main generation's answer is the
+ * fallback.
  *
  * Never: fork twice from the same prefix length, submit a candidate twice or
  * for an ended iteration, act on an event of a cancelled generation.
@@ -318,7 +319,7 @@ static int end_iteration(sg_controller *c, int64_t now_us,
   return start_iteration(c, now_us, out, err);
 }
 
-/* Fallback (Algorithm 1, lines 20-22): every main generation resolved. */
+/* Fallback (Algorithm 1, step 6): every main generation resolved. */
 static int maybe_fallback(sg_controller *c, int64_t now_us,
                           sg_ctl_actions *out, sg_err *err) {
   if (c->state != SG_CTL_GENERATING && c->state != SG_CTL_FALLBACK)
@@ -348,7 +349,7 @@ static int check_budget(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
   return end_iteration(c, now_us, spent, out, err);
 }
 
-/* ---- forks (Algorithm 1, lines 8-11) ----------------------------------------- */
+/* ---- forks (Algorithm 1, step 3) ------------------------------------------------ */
 
 static void fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
                       sg_ctl_reason reason, int trigger, int64_t now_us,
@@ -544,8 +545,8 @@ static int on_eval(sg_controller *c, const sg_ctl_event *ev,
   cand_set(c, id, CAND_DONE);
   if (status != SG_EVAL_OK)
     return maybe_fallback(c, ev->now_us, out, err);
-  /* Algorithm 1, lines 16-19: ask the criterion against the history as it
-   * was, then add this speedup to it. */
+  /* Algorithm 1, step 5: ask the criterion against the history as it was,
+   * then add this speedup to it. */
   double speedup = isnan(ev->u.eval.speedup) ? k->speedup : ev->u.eval.speedup;
   sg_termination_history view = sg_speedup_history_view(&c->hist.speedups);
   bool stop = sg_termination_decide(c->o.termination, &view, speedup);
@@ -572,7 +573,7 @@ static void on_tick(sg_controller *c, const sg_ctl_event *ev,
   if (!c->o.fork_on_idle || c->state != SG_CTL_GENERATING ||
       c->cap.free_validate < 1)
     return;
-  /* Idle devices (Algorithm 1, line 8): fork from each main generation
+  /* Idle devices (Algorithm 1, step 3): fork from each main generation
    * whose reasoning grew enough since its last fork. Index loop: a fork
    * appends to gens. */
   size_t n = c->ngens;

@@ -4,9 +4,10 @@
  * How it works. Every request lives in a table indexed by its id (ids are
  * dense and never reused, so a stale id from the runtime is recognised by its
  * state). A waiting request sits in one of four queues per workflow: (compile
- * | device) x (validate | profile). Entries are removed lazily: an aborted
- * request stays in its queue until it reaches an end, where pick() drops it,
- * so an abort is O(1) and a pick skips each dead entry once. After every
+ * | device) x (validate | profile). An iteration boundary empties the
+ * workflow's queues; a request that leaves a queue another way (failed when
+ * no device is left) stays in it until it reaches an end, where pick()
+ * drops it, so a pick skips each dead entry once. After every
  * event, dispatch() fills free compile slots and idle devices: a queue is
  * chosen round-robin across workflows, and within a workflow the validation
  * queue pops its newest entry (LIFO: the latest fork saw the longest
