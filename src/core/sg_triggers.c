@@ -31,13 +31,15 @@
  * "a" then "b" runs exactly the same transitions.
  *
  * Never: read beyond the bytes given, allocate after sg_scanner_new, or call
- * the callback out of offset order.
+ * the callback out of offset order. The one piece of process-wide state is
+ * the keyword automaton, built once and read-only afterwards.
  */
 #include "core/sg_triggers.h"
 
 #include "common/sg_alloc.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,15 +361,10 @@ static bool hash_ring_seen_add(hash_ring *r, uint64_t h) {
   return false;
 }
 
-struct sg_scanner {
-  sg_scanner_opts opts;
-  uint64_t off;              /* bytes fed so far */
-  bool emitted_any;
-  uint64_t last_emit;        /* offset of the last trigger reported */
-  sg_trigger_cb cb;          /* valid during one feed or finish call */
-  void *user;
-
-  /* keyword automaton (read-only after sg_scanner_new) */
+/* The keyword automaton. Built once per process (pthread_once) and never
+ * written again, so every scanner shares it: building it costs about a
+ * millisecond, scanning a sentence microseconds. */
+typedef struct automaton {
   unsigned char cls_of[256]; /* symbol -> alphabet class; 0: none */
   unsigned nclass;
   unsigned nnodes;
@@ -376,6 +373,17 @@ struct sg_scanner {
   uint16_t *dict;            /* nearest proper suffix node with an output */
   pattern *pats;
   unsigned npats;
+} automaton;
+
+struct sg_scanner {
+  sg_scanner_opts opts;
+  uint64_t off;              /* bytes fed so far */
+  bool emitted_any;
+  uint64_t last_emit;        /* offset of the last trigger reported */
+  sg_trigger_cb cb;          /* valid during one feed or finish call */
+  void *user;
+
+  const automaton *ac;       /* shared, read-only */
 
   /* normaliser and automaton position */
   unsigned char u8_pend;     /* 0, 0xC3, 0xE2 or 0x80 (after E2 80) */
@@ -442,7 +450,7 @@ static bool sym_is_word(unsigned char c) {
          c == '_';
 }
 
-static void add_pattern(sg_scanner *s, unsigned kind, const char *text,
+static void add_pattern(automaton *s, unsigned kind, const char *text,
                         size_t len, unsigned flags, unsigned *cap_nodes) {
   assert(len > 0 && len < PAT_MAX);
   uint16_t node = 0;
@@ -497,9 +505,9 @@ static void expand(const char *t, size_t len, char *buf, size_t at,
 }
 
 /* Calls fn for each expanded pattern of the table, with its flags. */
-static void each_pattern(void (*fn)(sg_scanner *, unsigned, const char *,
+static void each_pattern(void (*fn)(automaton *, unsigned, const char *,
                                     unsigned, unsigned *),
-                         sg_scanner *s, unsigned *cap_nodes) {
+                         automaton *s, unsigned *cap_nodes) {
   for (size_t i = 0; i < sizeof pattern_table / sizeof pattern_table[0]; i++) {
     const char *t = pattern_table[i].text;
     unsigned flags = 0;
@@ -522,7 +530,7 @@ static void each_pattern(void (*fn)(sg_scanner *, unsigned, const char *,
   }
 }
 
-static void count_pattern(sg_scanner *s, unsigned kind, const char *text,
+static void count_pattern(automaton *s, unsigned kind, const char *text,
                           unsigned flags, unsigned *cap_nodes) {
   (void)kind;
   (void)flags;
@@ -533,12 +541,12 @@ static void count_pattern(sg_scanner *s, unsigned kind, const char *text,
   s->npats++;
 }
 
-static void insert_pattern(sg_scanner *s, unsigned kind, const char *text,
+static void insert_pattern(automaton *s, unsigned kind, const char *text,
                            unsigned flags, unsigned *cap_nodes) {
   add_pattern(s, kind, text, strlen(text), flags, cap_nodes);
 }
 
-static void build_automaton(sg_scanner *s) {
+static void build_automaton(automaton *s) {
   /* First pass: the alphabet (every character some pattern uses gets a
    * class; class 0 is every other symbol) and the sizes. */
   memset(s->cls_of, 0, sizeof s->cls_of);
@@ -591,13 +599,19 @@ static void build_automaton(sg_scanner *s) {
 
 /* ---------------------------------------------------------------- lifecycle */
 
+static automaton shared_ac;
+static pthread_once_t shared_ac_once = PTHREAD_ONCE_INIT;
+
+static void build_shared(void) { build_automaton(&shared_ac); }
+
 sg_scanner *sg_scanner_new(const sg_scanner_opts *opts) {
   sg_scanner *s = sg_calloc(1, sizeof *s);
   if (opts)
     s->opts = *opts;
   else
     sg_scanner_opts_default(&s->opts);
-  build_automaton(s);
+  pthread_once(&shared_ac_once, build_shared);
+  s->ac = &shared_ac;
   s->sent_seen.cap = SENT_SEEN;
   s->sent_seen.h = sg_calloc(SENT_SEEN, sizeof(uint64_t));
   s->block_seen.cap = BLOCK_SEEN;
@@ -613,10 +627,6 @@ sg_scanner *sg_scanner_new(const sg_scanner_opts *opts) {
 void sg_scanner_free(sg_scanner *s) {
   if (s == NULL)
     return;
-  free(s->next);
-  free(s->out);
-  free(s->dict);
-  free(s->pats);
   free(s->sent_seen.h);
   free(s->block_seen.h);
   free(s);
@@ -772,12 +782,12 @@ static void on_pattern(sg_scanner *s, const pattern *p, uint64_t end_sym) {
 
 static void walk_outputs(sg_scanner *s, uint16_t node, bool rb,
                          uint64_t end_sym) {
-  uint16_t v = s->out[node] != UINT16_MAX ? node : s->dict[node];
+  uint16_t v = s->ac->out[node] != UINT16_MAX ? node : s->ac->dict[node];
   while (v) {
-    const pattern *p = &s->pats[s->out[v]];
+    const pattern *p = &s->ac->pats[s->ac->out[v]];
     if (((p->flags & PAT_FLAG_RB) != 0) == rb)
       on_pattern(s, p, end_sym);
-    v = s->dict[v];
+    v = s->ac->dict[v];
   }
 }
 
@@ -795,7 +805,7 @@ static void symbol(sg_scanner *s, unsigned char sym) {
   if (sym >= 'a' && sym <= 'z' && s->sent_first_word == UINT64_MAX)
     s->sent_first_word = s->nsym;
   s->sym_ring[s->nsym % SYM_RING] = sym;
-  s->node = s->next[(size_t)s->node * s->nclass + s->cls_of[sym]];
+  s->node = s->ac->next[(size_t)s->node * s->ac->nclass + s->ac->cls_of[sym]];
   walk_outputs(s, s->node, false, s->nsym);
   s->nsym++;
 }
@@ -831,7 +841,7 @@ static void normalise(sg_scanner *s, unsigned char c) {
     sym = SYM_DIGIT;
   else if (is_ws(c))
     sym = ' ';
-  else if (s->cls_of[c])
+  else if (s->ac->cls_of[c])
     sym = c;
   else
     sym = SYM_OTHER;
