@@ -8,6 +8,7 @@
 #include "common/sg_file.h"
 #include "llm/sg_fakemodel.h"
 #include "llm/sg_llm_server.h"
+#include "llm/sg_server_request.h"
 #include "sg_test.h"
 
 #include <curl/curl.h>
@@ -287,6 +288,104 @@ static bool one_cancelled_none_active(const sg_llm_server_stats *st) {
 
 static bool one_completed_none_active(const sg_llm_server_stats *st) {
   return st->generations_completed == 1 && st->generations_active == 0;
+}
+
+/* ---- reading requests (pure) ---- */
+
+typedef struct req_case {
+  const char *name;
+  bool chat;
+  const char *body;
+  const char *prompt, *context, *reasoning_prefix;
+  bool thinking;
+} req_case;
+
+#define SYS_USER "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
+#define GEN "<|im_start|>assistant\n<think>\n"
+#define MSGS "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": \"U\"}"
+
+static void requests_render_prompt_context_and_thinking(void) {
+  static const req_case cases[] = {
+      {"chat", true, "{\"model\": \"m\", \"messages\": " MSGS "]}", SYS_USER GEN,
+       SYS_USER GEN, "", true},
+      {"chat thinking off", true,
+       "{\"model\": \"m\", \"thinking\": false, \"messages\": " MSGS "]}",
+       SYS_USER GEN "\n</think>\n\n", SYS_USER GEN, "", false},
+      {"content parts", true,
+       "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+       "\"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]}]}",
+       "<|im_start|>user\nab<|im_end|>\n" GEN, "<|im_start|>user\nab<|im_end|>\n" GEN, "",
+       true},
+      {"open reasoning continues", true,
+       "{\"model\": \"m\", \"messages\": " MSGS
+       ", {\"role\": \"assistant\", \"reasoning_content\": \"R1\"}]}",
+       SYS_USER GEN "R1", SYS_USER GEN, "R1", true},
+      {"reasoning with content is closed", true,
+       "{\"model\": \"m\", \"messages\": " MSGS
+       ", {\"role\": \"assistant\", \"reasoning\": \"R1\", \"content\": \"C\"}]}",
+       SYS_USER GEN "R1\n</think>\n\nC", SYS_USER GEN, "R1", false},
+      {"think tags closed", true,
+       "{\"model\": \"m\", \"messages\": " MSGS
+       ", {\"role\": \"assistant\", \"content\": \"<think>\\nR2\\n</think>\\n\\n\"}]}",
+       SYS_USER GEN "R2\n</think>\n\n", SYS_USER GEN, "R2", false},
+      {"think tags open", true,
+       "{\"model\": \"m\", \"messages\": " MSGS
+       ", {\"role\": \"assistant\", \"content\": \"<think>\\nR3\"}]}",
+       SYS_USER GEN "R3", SYS_USER GEN, "R3", true},
+      {"completions plain", false, "{\"model\": \"m\", \"prompt\": \"hi\"}", "hi", "hi", "",
+       false},
+      {"completions open think", false,
+       "{\"model\": \"m\", \"prompt\": \"P<think>\\nR4\"}", "P<think>\nR4", "P<think>\n",
+       "R4", true},
+      {"completions closed think", false,
+       "{\"model\": \"m\", \"prompt\": \"P<think>\\nR5\\n</think>\\n\\n\"}",
+       "P<think>\nR5\n</think>\n\n", "P<think>\n", "", false},
+      {"completions switch wins", false,
+       "{\"model\": \"m\", \"chat_template_kwargs\": {\"enable_thinking\": false}, "
+       "\"prompt\": \"P<think>\\nR6\"}",
+       "P<think>\nR6", "P<think>\n", "R6", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const req_case *c = &cases[i];
+    json_error_t je;
+    json_t *body = json_loads(c->body, 0, &je);
+    SG_CHECK_MSG(body != NULL, "%s: %s", c->name, je.text);
+    sg_server_request r;
+    sg_server_request_init(&r);
+    SG_CHECK_MSG(sg_server_request_parse(body, c->chat, &r) == 0, "%s: %s", c->name, r.msg);
+    SG_CHECK_MSG(strcmp(sg_buf_str(&r.prompt), c->prompt) == 0, "%s: prompt \"%s\"", c->name,
+                 sg_buf_str(&r.prompt));
+    SG_CHECK_MSG(strcmp(sg_buf_str(&r.context), c->context) == 0, "%s: context \"%s\"",
+                 c->name, sg_buf_str(&r.context));
+    SG_CHECK_MSG(strcmp(sg_buf_str(&r.reasoning_prefix), c->reasoning_prefix) == 0,
+                 "%s: reasoning prefix \"%s\"", c->name, sg_buf_str(&r.reasoning_prefix));
+    SG_CHECK_MSG(r.thinking == c->thinking, "%s: thinking %d", c->name, r.thinking);
+    sg_server_request_free(&r);
+    json_decref(body);
+  }
+}
+
+static void request_fields_are_read(void) {
+  json_t *body = json_loads(
+      "{\"model\": \"mm\", \"prompt\": \"x\", \"stream\": true, \"seed\": 9, \"rid\": \"q\","
+      " \"max_tokens\": 5, \"max_completion_tokens\": 7, \"return_token_ids\": true,"
+      " \"stream_options\": {\"include_usage\": true}}",
+      0, NULL);
+  sg_server_request r;
+  sg_server_request_init(&r);
+  SG_CHECK_EQ_INT(sg_server_request_parse(body, false, &r), 0);
+  SG_CHECK(r.stream && r.include_usage && r.return_token_ids && r.has_seed && r.seed == 9);
+  SG_CHECK_EQ_INT(r.max_tokens, 7); /* max_completion_tokens wins */
+  SG_CHECK_STR_EQ(r.model, "mm");
+  SG_CHECK_STR_EQ(r.rid, "q");
+  sg_server_request_free(&r);
+  json_decref(body);
+  body = json_loads("{\"model\": \"m\", \"prompt\": \"x\", \"seed\": 1.5}", 0, NULL);
+  sg_server_request_init(&r);
+  SG_CHECK_EQ_INT(sg_server_request_parse(body, false, &r), SG_EINVAL);
+  SG_CHECK_STR_EQ(r.param, "seed");
+  sg_server_request_free(&r);
+  json_decref(body);
 }
 
 /* ---- endpoints ---- */
@@ -1374,7 +1473,8 @@ static void serve_command_rejects_bad_flags_naming_them(void) {
   SG_CHECK_EQ_INT(run_specgen("--help", NULL, e, sizeof e), 0);
 }
 
-SG_TEST_MAIN(SG_TEST(models_lists_the_model),
+SG_TEST_MAIN(SG_TEST(requests_render_prompt_context_and_thinking),
+             SG_TEST(request_fields_are_read), SG_TEST(models_lists_the_model),
              SG_TEST(chat_stream_sends_reasoning_then_content_then_usage),
              SG_TEST(stream_without_include_usage_has_no_usage_event),
              SG_TEST(reasoning_field_option_names_the_delta_field),
