@@ -128,7 +128,7 @@ int main(int argc, char **argv) {
     close(p[0]);
     snprintf(base[k], sizeof base[k], "http://127.0.0.1:%d", port);
   }
-  printf("# client CPU and byte-to-consumer delay; server in a separate process,\n"
+  printf("# client CPU and byte-to-consumer delay; servers in separate processes,\n"
          "# %d server processes, %.0f tokens/s per stream, %d reasoning tokens + answer,\n"
          "# max_tokens %d\n",
          NSERVERS, rate, tokens, tokens + 100);

@@ -4,7 +4,7 @@
  * chat completions and completions endpoints and the servers specgen talks to
  * (vLLM, SGLang, DeepSeek, OpenAI):
  *   - `[DONE]`, the end of the stream;
- *   - reasoning text from choices[0].delta.reasoning (vLLM >= 0.10) or
+ *   - reasoning text from choices[0].delta.reasoning (vLLM since its rename, RFC #27755) or
  *     choices[0].delta.reasoning_content (DeepSeek, SGLang, older vLLM), and
  *     which of the two fields it came in;
  *   - content from choices[0].delta.content (chat) or choices[0].text

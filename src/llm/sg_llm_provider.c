@@ -3,11 +3,11 @@
  * The table below is the single place that says how servers differ. Each
  * entry follows the server's documented behaviour (docs/llm.md lists the
  * sources and versions):
- *   - vLLM streams reasoning in delta.reasoning (delta.reasoning_content in
- *     releases before 0.10; sg_llm_chunk reads both); chat_template_kwargs
- *     reach the template; `return_token_ids` returns prompt and completion
- *     token ids; /v1/completions takes a token-id prompt; a request is aborted
- *     when its connection closes.
+ *   - vLLM streams reasoning in delta.reasoning (delta.reasoning_content
+ *     before the rename of vLLM RFC #27755; sg_llm_chunk reads both);
+ *     chat_template_kwargs reach the template; `return_token_ids` (0.10.2 and
+ *     later) returns prompt and completion token ids; /v1/completions takes a
+ *     token-id prompt; a request is aborted when its connection closes.
  *   - SGLang streams delta.reasoning_content with --reasoning-parser; takes
  *     chat_template_kwargs; POST /abort_request {"rid"} aborts a request whose
  *     body carried that "rid".
