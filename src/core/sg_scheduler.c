@@ -115,6 +115,7 @@ struct sg_scheduler {
   size_t live;              /* requests not yet DONE/ABORTED/FAILED */
   size_t waiting[SG_PHASE__COUNT];  /* live, not yet on a device */
   size_t running[SG_PHASE__COUNT];
+  size_t nstate[SG_REQ__COUNT][SG_PHASE__COUNT]; /* requests per state */
   int prof_target;          /* the wanted number of profiling devices */
   int64_t now;
   sg_sched_stats st;
@@ -207,6 +208,9 @@ static void req_set_state(sg_scheduler *s, req *r, sg_req_state to) {
     s->running[p]++;
   if (req_live(from) && !req_live(to))
     s->live--;
+  assert(s->nstate[from][p] > 0);
+  s->nstate[from][p]--;
+  s->nstate[to][p]++;
   r->state = to;
 }
 
@@ -401,6 +405,8 @@ static void emit_resplit(sg_scheduler *s, sg_sched_actions *out) {
 static req *pick(sg_scheduler *s, int stage, sg_phase phase) {
   sg_req_state want = stage == STAGE_COMPILE ? SG_REQ_COMPILE_WAIT
                                              : SG_REQ_DEVICE_WAIT;
+  if (s->nstate[want][phase] == 0)
+    return NULL; /* nothing waits: skip the scan over workflows */
   bool lifo = phase == SG_PHASE_VALIDATE && s->o.validate_lifo;
   size_t nwf = s->nwf;
   /* Start after the last served workflow; workflows that joined since are
@@ -593,6 +599,7 @@ int sg_scheduler_submit(sg_scheduler *s, const sg_sched_request *rq,
   r->state = rq->needs_compile ? SG_REQ_COMPILE_WAIT : SG_REQ_DEVICE_WAIT;
   s->live++;
   s->waiting[rq->phase]++;
+  s->nstate[r->state][rq->phase]++;
   *id = r->id;
   if (!rq->needs_compile && live_devices(s) == 0) {
     fail_req(s, r, out);
