@@ -452,7 +452,8 @@ static int apply_ctl(sim *s, uint32_t w) {
    * the list stable anyway. */
   size_t n = s->cact.n;
   sg_ctl_action *acts = sg_malloc((n ? n : 1) * sizeof *acts);
-  memcpy(acts, s->cact.v, n * sizeof *acts);
+  if (n > 0)
+    memcpy(acts, s->cact.v, n * sizeof *acts);
   int rc = 0;
   bool cancelled_main = false;
   for (size_t i = 0; i < n && rc == 0; i++) {
@@ -511,7 +512,8 @@ static int apply_sched(sim *s) {
   const sg_sim_params *p = s->p;
   size_t n = s->sact.n;
   sg_sched_action *acts = sg_malloc((n ? n : 1) * sizeof *acts);
-  memcpy(acts, s->sact.v, n * sizeof *acts);
+  if (n > 0)
+    memcpy(acts, s->sact.v, n * sizeof *acts);
   for (size_t i = 0; i < n; i++) {
     const sg_sched_action *a = &acts[i];
     sim_req *q = a->req ? req_get(s, a->req, false) : NULL;
