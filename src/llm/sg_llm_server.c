@@ -712,6 +712,75 @@ static enum MHD_Result handle_abort(sg_llm_server *s, struct MHD_Connection *c, 
   return send_json(c, 200, json_pack("{s:i}", "aborted", n), NULL, NULL);
 }
 
+/* vLLM's /tokenize: {"prompt": text} or {"messages": [...]} (rendered with
+ * the chat template and its generation prompt) -> {"count", "max_model_len",
+ * "tokens"}. Clients use it to append exact tokens (say "</think>") to a
+ * prompt sent as token ids. */
+static enum MHD_Result handle_tokenize(struct MHD_Connection *c, json_t *body) {
+  sg_buf text;
+  sg_buf_init(&text, 0);
+  json_t *prompt = json_object_get(body, "prompt");
+  if (json_is_string(prompt)) {
+    sg_buf_append(&text, json_string_value(prompt), json_string_length(prompt));
+  } else if (json_object_get(body, "messages")) {
+    json_t *b = json_copy(body);
+    if (!json_is_string(json_object_get(b, "model")))
+      json_object_set_new(b, "model", json_string("any"));
+    sg_server_request r;
+    sg_server_request_init(&r);
+    if (sg_server_request_parse(b, true, &r) < 0) {
+      enum MHD_Result ret = send_error(c, 400, r.param[0] ? r.param : NULL, "%s", r.msg);
+      sg_server_request_free(&r);
+      json_decref(b);
+      sg_buf_free(&text);
+      return ret;
+    }
+    sg_buf_puts(&text, sg_buf_str(&r.prompt));
+    sg_server_request_free(&r);
+    json_decref(b);
+  } else {
+    sg_buf_free(&text);
+    return send_error(c, 400, "prompt",
+                      "field \"prompt\" (a string) or \"messages\" is missing");
+  }
+  size_t n = sg_fm_tokenize(text.data, text.len, NULL, NULL, 0);
+  int32_t *ids = sg_malloc((n ? n : 1) * sizeof *ids);
+  sg_fm_tokenize(text.data, text.len, ids, NULL, n);
+  json_t *j = json_pack("{s:I, s:i, s:o}", "count", (json_int_t)n, "max_model_len", 1 << 20,
+                        "tokens", ids_json(ids, n));
+  free(ids);
+  sg_buf_free(&text);
+  return send_json(c, 200, j, NULL, NULL);
+}
+
+/* vLLM's /detokenize: {"tokens": [...]} -> {"prompt": text}. */
+static enum MHD_Result handle_detokenize(struct MHD_Connection *c, json_t *body) {
+  json_t *toks = json_object_get(body, "tokens");
+  if (!json_is_array(toks))
+    return send_error(c, 400, "tokens", "field \"tokens\" is missing or not an array");
+  size_t n = json_array_size(toks);
+  sg_buf text;
+  sg_buf_init(&text, 0);
+  for (size_t i = 0; i < n; i++) {
+    json_t *e = json_array_get(toks, i);
+    json_int_t id = json_integer_value(e);
+    char piece[SG_FM_PIECE_MAX];
+    size_t pl = json_is_integer(e) && id > 0 && id <= INT32_MAX
+                    ? sg_fm_token_piece((int32_t)id, piece)
+                    : 0;
+    if (pl == 0) {
+      sg_buf_free(&text);
+      char param[48];
+      snprintf(param, sizeof param, "tokens[%zu]", i);
+      return send_error(c, 400, param, "field \"%s\" is not a token id of this model", param);
+    }
+    sg_buf_append(&text, piece, pl);
+  }
+  json_t *j = json_pack("{s:s%}", "prompt", sg_buf_str(&text), text.len);
+  sg_buf_free(&text);
+  return send_json(c, 200, j, NULL, NULL);
+}
+
 static enum MHD_Result handle_completion(sg_llm_server *s, struct MHD_Connection *c,
                                          req *rq, json_t *body, bool chat) {
   /* The fault: the request's header, else the server's. */
@@ -893,6 +962,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   bool is_chat = strcmp(url, "/v1/chat/completions") == 0;
   bool is_cmpl = strcmp(url, "/v1/completions") == 0;
   bool is_abort = strcmp(url, "/abort_request") == 0;
+  bool is_tok = strcmp(url, "/tokenize") == 0;
+  bool is_detok = strcmp(url, "/detokenize") == 0;
   if (strcmp(url, "/v1/models") == 0 || strcmp(url, "/health") == 0) {
     if (!get)
       return send_error(c, 405, NULL, "%s %s: use GET", method, url);
@@ -900,7 +971,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       return send_json(c, 200, json_object(), NULL, NULL);
     return handle_models(s, c);
   }
-  if (!is_chat && !is_cmpl && !is_abort)
+  if (!is_chat && !is_cmpl && !is_abort && !is_tok && !is_detok)
     return send_error(c, 404, NULL, "no route %s %s", method, url);
   if (!post)
     return send_error(c, 405, NULL, "%s %s: use POST", method, url);
@@ -915,8 +986,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     json_decref(body);
     return send_error(c, 400, NULL, "request body is not a JSON object");
   }
-  enum MHD_Result ret = is_abort ? handle_abort(s, c, body)
-                                 : handle_completion(s, c, rq, body, is_chat);
+  enum MHD_Result ret = is_abort   ? handle_abort(s, c, body)
+                        : is_tok   ? handle_tokenize(c, body)
+                        : is_detok ? handle_detokenize(c, body)
+                                   : handle_completion(s, c, rq, body, is_chat);
   json_decref(body);
   return ret;
 }

@@ -290,6 +290,9 @@ static bool one_completed_none_active(const sg_llm_server_stats *st) {
   return st->generations_completed == 1 && st->generations_active == 0;
 }
 
+static void expect_error(sg_llm_server *s, const char *path, const char *body, long status,
+                         const char *param, const char *in_message);
+
 /* ---- reading requests (pure) ---- */
 
 typedef struct req_case {
@@ -609,6 +612,45 @@ static void completions_take_a_string_or_token_ids(void) {
   free(b3);
   free(b1), free(b2);
   sg_buf_free(&ib);
+  stop(s);
+}
+
+static void tokenize_and_detokenize_round_trip(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/tokenize", "{\"model\": \"m\", \"prompt\": \"\\n</think>\\n\\n\"}", NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  json_t *j = body_json(&r);
+  json_t *toks = json_object_get(j, "tokens");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(j, "count")), json_array_size(toks));
+  char *ts = json_dumps(toks, JSON_COMPACT);
+  char *dbody = sg_asprintf("{\"tokens\": %s}", ts);
+  free(ts);
+  resp r2 = {0};
+  http(s, "/detokenize", dbody, NULL, NULL, &r2);
+  json_t *j2 = body_json(&r2);
+  SG_CHECK_STR_EQ(jstr(j2, "prompt"), "\n</think>\n\n");
+  json_decref(j2);
+  resp_free(&r2);
+  free(dbody);
+  json_decref(j);
+  resp_free(&r);
+  /* Messages are rendered as the chat endpoint renders them: their count is
+   * the chat answer's prompt_tokens. */
+  http(s, "/tokenize", CHAT(""), NULL, NULL, &r);
+  j = body_json(&r);
+  long count = (long)json_integer_value(json_object_get(j, "count"));
+  json_decref(j);
+  resp_free(&r);
+  http(s, "/v1/chat/completions", CHAT(", \"max_tokens\": 1"), NULL, NULL, &r);
+  j = body_json(&r);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(j, "usage"),
+                                                     "prompt_tokens")), count);
+  json_decref(j);
+  resp_free(&r);
+  expect_error(s, "/tokenize", "{\"model\": \"m\"}", 400, "prompt", NULL);
+  expect_error(s, "/detokenize", "{\"tokens\": [23134208, 0]}", 400, "tokens[1]", NULL);
+  expect_error(s, "/detokenize", "{}", 400, "tokens", NULL);
   stop(s);
 }
 
@@ -1480,6 +1522,7 @@ SG_TEST_MAIN(SG_TEST(requests_render_prompt_context_and_thinking),
              SG_TEST(reasoning_field_option_names_the_delta_field),
              SG_TEST(nonstreaming_chat_matches_the_stream_and_has_usage),
              SG_TEST(completions_take_a_string_or_token_ids),
+             SG_TEST(tokenize_and_detokenize_round_trip),
              SG_TEST(return_token_ids_gives_ids_that_decode_to_the_text),
              SG_TEST(cached_tokens_count_the_shared_prefix_in_blocks_of_16),
              SG_TEST(cached_prompt_gets_its_first_token_sooner),
