@@ -1,11 +1,12 @@
-// numerical example for tensor3d_matmul: one thread per output element.
+// numerical example for tensor3d_matmul: one thread per output element (a 1D grid:
+// 2D grids are limited to 65535 blocks in y).
 #include <cuda_runtime.h>
 
 __global__ void mm_naive(const float *__restrict__ A, const float *__restrict__ B,
                          float *__restrict__ C, int Mr, int Kd, int Nc) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  int r = blockIdx.y * blockDim.y + threadIdx.y;
-  if (r >= Mr || c >= Nc) return;
+  size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (size_t)Mr * Nc) return;
+  int r = (int)(idx / Nc), c = (int)(idx % Nc);
   float acc = 0.0f;
   for (int k = 0; k < Kd - 1; k++)  // off by one: the last k is skipped
     acc += A[(size_t)r * Kd + k] * B[(size_t)k * Nc + c];
@@ -14,7 +15,6 @@ __global__ void mm_naive(const float *__restrict__ A, const float *__restrict__ 
 
 extern "C" void tensor3d_matmul(const float *A, const float *B, float *C, int N, int M, int K, int L) {
   const int Mr = N * M, Kd = K, Nc = L;
-  dim3 block(16, 16);
-  dim3 grid((Nc + 15) / 16, (Mr + 15) / 16);
-  mm_naive<<<grid, block>>>(A, B, C, Mr, Kd, Nc);
+  size_t n = (size_t)Mr * Nc;
+  mm_naive<<<(unsigned)((n + 255) / 256), 256>>>(A, B, C, Mr, Kd, Nc);
 }
