@@ -1,0 +1,179 @@
+/* test_cuda_eval.c: the cuda evaluator through sg_eval.h.
+ *
+ * Suite unit: the compile stage (needs nvcc, skips without it) and the run
+ * stage where no CUDA driver exists (an infra_error that says so, never a
+ * crash). Suite gpu (test names gpu_*): every built-in CUDA task's examples
+ * through validation, each with the status its name promises; skips where
+ * no CUDA device is present. */
+#include "common/sg_alloc.h"
+#include "common/sg_file.h"
+#include "eval/sg_eval.h"
+#include "eval/sg_eval_cuda.h"
+#include "sg_test.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+static void need_nvcc(void) {
+  char *nvcc = sg_eval_cuda_find_nvcc();
+  if (!nvcc)
+    SG_SKIP("nvcc not found: the cuda evaluator's compile stage needs the CUDA toolkit");
+  free(nvcc);
+}
+
+static bool have_driver(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h)
+    dlclose(h);
+  return h != NULL;
+}
+
+static sg_task *load(const char *name) {
+  sg_task *t = NULL;
+  sg_err err;
+  char *dir = sg_asprintf("%s/tasks/cuda/%s", SG_SOURCE_ROOT, name);
+  SG_CHECK_OK(sg_task_load(dir, &t, &err), err);
+  free(dir);
+  return t;
+}
+
+static void compile_text(const sg_task *t, const char *src, sg_eval_build *b,
+                         sg_eval_result *r) {
+  sg_eval_opts o;
+  sg_eval_opts_default(&o);
+  o.compile_timeout_s = 180;
+  sg_err err;
+  sg_err_clear(&err);
+  sg_eval_result_init(r);
+  memset(b, 0, sizeof *b);
+  SG_CHECK_OK(sg_eval_compile(t, src, strlen(src), &o, b, r, &err), err);
+}
+
+static void compile_example(const sg_task *t, const char *example, sg_eval_build *b,
+                            sg_eval_result *r) {
+  char *path = sg_asprintf("%s/examples/%s", t->dir, example);
+  char *src;
+  sg_err err;
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &src, NULL, &err), err);
+  compile_text(t, src, b, r);
+  free(src);
+  free(path);
+}
+
+static void test_compile_ok_builds_both(void) {
+  need_nvcc();
+  sg_task *t = load("diag_matmul");
+  sg_eval_build b;
+  sg_eval_result r;
+  compile_example(t, "ok-fast.cu", &b, &r);
+  SG_CHECK_MSG(r.status == SG_EVAL_OK, "status %s: %s", sg_eval_status_name(r.status),
+               r.message ? r.message : "");
+  SG_CHECK(b.artifact && access(b.artifact, R_OK) == 0);
+  SG_CHECK(b.reference_artifact && access(b.reference_artifact, R_OK) == 0);
+  SG_CHECK(r.compile_s > 0);
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
+static void test_compile_error_names_the_file(void) {
+  need_nvcc();
+  sg_task *t = load("diag_matmul");
+  sg_eval_build b;
+  sg_eval_result r;
+  compile_example(t, "compile_error-syntax.cu", &b, &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_COMPILE_ERROR);
+  SG_CHECK_CONTAINS(r.message, "candidate.cu");
+  SG_CHECK_CONTAINS(r.message, "error");
+  /* No scratch path leaks into what the LLM reads. */
+  SG_CHECK(strstr(r.message, "specgen-cuda-") == NULL);
+  SG_CHECK(b.artifact == NULL);
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
+/* A candidate whose signature does not match the task's fails to compile
+ * against the shim, with nvcc's words. */
+static void test_wrong_signature_is_compile_error(void) {
+  need_nvcc();
+  sg_task *t = load("diag_matmul");
+  sg_eval_build b;
+  sg_eval_result r;
+  compile_text(t, "extern \"C\" void diag_matmul(const float *A, float *C, int N) {}\n",
+               &b, &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_COMPILE_ERROR);
+  SG_CHECK_CONTAINS(r.message, "diag_matmul");
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
+static void test_rules_reject_before_compiling(void) {
+  sg_task *t = load("hinge_loss");
+  sg_eval_build b;
+  sg_eval_result r;
+  /* Rejected even without nvcc: the rules read the source. */
+  compile_example(t, "rejected-cublas.cu", &b, &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_REJECTED);
+  SG_CHECK_CONTAINS(r.message, "cuBLAS");
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
+static void test_no_driver_is_infra_error(void) {
+  need_nvcc();
+  if (have_driver())
+    SG_SKIP("a CUDA driver is present: the no-driver path is not reachable here");
+  sg_task *t = load("diag_matmul");
+  sg_eval_build b;
+  sg_eval_result r;
+  compile_example(t, "ok-reference.cu", &b, &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_OK);
+  sg_eval_opts o;
+  sg_eval_opts_default(&o);
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_eval_run(t, &b, &o, &r, &err), err);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_INFRA_ERROR);
+  SG_CHECK_CONTAINS(r.message, "libcuda.so.1 not loadable");
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
+static void test_device_names(void) {
+  int d = -1;
+  sg_err err;
+  SG_CHECK_OK(sg_eval_cuda_parse_device(NULL, &d, &err), err);
+  SG_CHECK_EQ_INT(d, 0);
+  SG_CHECK_OK(sg_eval_cuda_parse_device("cuda:3", &d, &err), err);
+  SG_CHECK_EQ_INT(d, 3);
+  SG_CHECK_EQ_INT(sg_eval_cuda_parse_device("cpu:0", &d, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "cpu:0");
+  SG_CHECK_EQ_INT(sg_eval_cuda_parse_device("cuda:x", &d, &err), SG_EINVAL);
+}
+
+/* ---- suite gpu ---- */
+
+static void gpu_examples_have_their_status(void) {
+  if (!have_driver())
+    SG_SKIP("no CUDA device: libcuda.so.1 not loadable");
+  need_nvcc();
+  const char *check = getenv("SG_GPU_CHECK");
+  SG_CHECK_MSG(check != NULL, "SG_GPU_CHECK (specgen-gpu-check's path) is not set");
+  char *cmd = sg_asprintf("%s", check);
+  int rc = system(cmd);
+  free(cmd);
+  SG_CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
+               "specgen-gpu-check found examples with an unexpected status");
+}
+
+SG_TEST_MAIN({"compile_ok_builds_both", test_compile_ok_builds_both},
+             {"compile_error_names_the_file", test_compile_error_names_the_file},
+             {"wrong_signature_is_compile_error", test_wrong_signature_is_compile_error},
+             {"rules_reject_before_compiling", test_rules_reject_before_compiling},
+             {"no_driver_is_infra_error", test_no_driver_is_infra_error},
+             {"device_names", test_device_names},
+             {"gpu_examples_have_their_status", gpu_examples_have_their_status})
