@@ -692,6 +692,49 @@ static enum MHD_Result handle_models(sg_llm_server *s, struct MHD_Connection *c)
   return send_json(c, 200, j, NULL, NULL);
 }
 
+/* The counters in Prometheus' text format, with vLLM's names where vLLM has
+ * the quantity (clients such as `specgen llm check` read
+ * vllm:num_requests_running to see that a cancelled generation stopped). */
+static enum MHD_Result handle_metrics(sg_llm_server *s, struct MHD_Connection *c) {
+  sg_llm_server_stats st;
+  sg_llm_server_stats_get(s, &st);
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  const char *m = s->model_name;
+  sg_buf_printf(&b, "# TYPE vllm:num_requests_running gauge\n"
+                    "vllm:num_requests_running{model_name=\"%s\"} %llu\n", m,
+                (unsigned long long)st.generations_active);
+  sg_buf_printf(&b, "# TYPE vllm:prompt_tokens_total counter\n"
+                    "vllm:prompt_tokens_total{model_name=\"%s\"} %llu\n", m,
+                (unsigned long long)st.prompt_tokens);
+  sg_buf_printf(&b, "# TYPE vllm:generation_tokens_total counter\n"
+                    "vllm:generation_tokens_total{model_name=\"%s\"} %llu\n", m,
+                (unsigned long long)st.tokens_generated);
+  const struct {
+    const char *name;
+    uint64_t v;
+  } counters[] = {
+      {"requests_total", st.requests_total},
+      {"generations_started_total", st.generations_started},
+      {"generations_completed_total", st.generations_completed},
+      {"generations_cancelled_total", st.generations_cancelled},
+      {"generations_aborted_total", st.generations_aborted},
+      {"abort_requests_total", st.abort_requests},
+      {"faults_injected_total", st.faults_injected},
+      {"cached_tokens_total", st.cached_tokens},
+  };
+  for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+    sg_buf_printf(&b, "# TYPE specgen_test_server_%s counter\nspecgen_test_server_%s %llu\n",
+                  counters[i].name, counters[i].name, (unsigned long long)counters[i].v);
+  size_t len = b.len;
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(len, sg_buf_steal(&b), MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+  enum MHD_Result ret = MHD_queue_response(c, 200, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
 static enum MHD_Result handle_abort(sg_llm_server *s, struct MHD_Connection *c, json_t *body) {
   atomic_fetch_add(&s->abort_requests, 1);
   json_t *rid = json_object_get(body, "rid");
@@ -964,11 +1007,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   bool is_abort = strcmp(url, "/abort_request") == 0;
   bool is_tok = strcmp(url, "/tokenize") == 0;
   bool is_detok = strcmp(url, "/detokenize") == 0;
-  if (strcmp(url, "/v1/models") == 0 || strcmp(url, "/health") == 0) {
+  if (strcmp(url, "/v1/models") == 0 || strcmp(url, "/health") == 0 ||
+      strcmp(url, "/metrics") == 0) {
     if (!get)
       return send_error(c, 405, NULL, "%s %s: use GET", method, url);
     if (strcmp(url, "/health") == 0)
       return send_json(c, 200, json_object(), NULL, NULL);
+    if (strcmp(url, "/metrics") == 0)
+      return handle_metrics(s, c);
     return handle_models(s, c);
   }
   if (!is_chat && !is_cmpl && !is_abort && !is_tok && !is_detok)

@@ -406,6 +406,11 @@ static void models_lists_the_model(void) {
   http(s, "/health", NULL, NULL, NULL, &r);
   SG_CHECK_EQ_INT(r.status, 200);
   resp_free(&r);
+  http(s, "/metrics", NULL, NULL, NULL, &r);
+  SG_CHECK_EQ_INT(r.status, 200);
+  SG_CHECK_CONTAINS(sg_buf_str(&r.body), "\nvllm:num_requests_running{model_name=\"specgen-test\"} 0\n");
+  SG_CHECK_CONTAINS(sg_buf_str(&r.body), "\nspecgen_test_server_requests_total 3\n");
+  resp_free(&r);
   stop(s);
 }
 
@@ -1269,6 +1274,9 @@ static void abort_by(const char *body, const char *h1, const char *abort_body) {
   SG_CHECK(pthread_create(&th, NULL, bg_run, &b) == 0);
   wait_for(s, generating, "the generation to start");
   resp r = {0};
+  http(s, "/metrics", NULL, NULL, NULL, &r);
+  SG_CHECK_CONTAINS(sg_buf_str(&r.body), "vllm:num_requests_running{model_name=\"specgen-test\"} 1\n");
+  resp_free(&r);
   http(s, "/abort_request", abort_body, NULL, NULL, &r);
   SG_CHECK_EQ_INT(r.status, 200);
   json_t *j = body_json(&r);
