@@ -712,6 +712,33 @@ static void test_answer_from_streamed_content(void) {
   fx_free(&f);
 }
 
+static void text_1k(sg_ctl_opts *o) { o->max_text_bytes = 1024; }
+
+/* Reasoning beyond max_text_bytes is not kept: a fork's prefix never goes
+ * past the kept text, and once at the cap no prefix is longer, so no more
+ * forks from that generation. */
+static void test_prefix_never_past_kept_text(void) {
+  fx f;
+  fx_init(&f, "hist-avg", text_1k);
+  set_cap(&f, 1, 1);
+  char big[1500];
+  memset(big, 'a', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  for (size_t i = 60; i < sizeof big - 1; i += 60)
+    big[i] = ' ';
+  big[sizeof big - 3] = '.'; /* the next sentence starts fresh */
+  big[sizeof big - 2] = '\n';
+  chunk(&f, f.main_gen, big, NULL, 1);
+  chunk(&f, f.main_gen, PHRASE, NULL, 1); /* its trigger lies past 1024 */
+  const sg_ctl_action *s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL);
+  SG_CHECK_EQ_INT(s->u.start.prefix_len, 1024);
+  chunk(&f, f.main_gen, DESIGN, NULL, 1);
+  tick(&f, 4, 4);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  fx_free(&f);
+}
+
 static void test_names(void) {
   SG_CHECK_STR_EQ(sg_ctl_state_name(SG_CTL_FALLBACK), "fallback");
   SG_CHECK_STR_EQ(sg_ctl_reason_name(SG_REASON_FORK_IDLE), "fork_idle");
@@ -740,4 +767,5 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_best_of_n_waits_for_every_main),
              SG_TEST(test_stale_and_malformed_events),
              SG_TEST(test_answer_from_streamed_content),
+             SG_TEST(test_prefix_never_past_kept_text),
              SG_TEST(test_names))
