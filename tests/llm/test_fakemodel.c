@@ -1,6 +1,8 @@
 /* test_fakemodel.c: the test server's model of a reasoning LLM (pure):
  * tokenizer, prefix cache, task choice, traces, validity calibration. */
 #include "common/sg_alloc.h"
+#include "core/sg_extract.h"
+#include "core/sg_triggers.h"
 #include "llm/sg_fakemodel.h"
 #include "sg_test.h"
 
@@ -290,6 +292,70 @@ static void trace_reads_like_a_reasoning_model_writing_a_kernel(void) {
   sg_fakemodel_free(m);
 }
 
+static void count_trigger(void *user, const sg_trigger *t) {
+  int *counts = user;
+  counts[t->cls]++;
+}
+
+/* The point of the test model: its traces must exercise specgen's trigger
+ * scanner the way a reasoning model's do, every class of trigger included. */
+static void traces_fire_every_class_of_trigger(void) {
+  sg_fakemodel *m = make_model(37, 0, 0);
+  int traces_with[SG_TRIGGER__COUNT] = {0};
+  int n = 20;
+  for (int i = 0; i < n; i++) {
+    char *ctx = context_for(i);
+    char *t = sg_fakemodel_trace(m, 0, ctx, false, 0);
+    int counts[SG_TRIGGER__COUNT] = {0};
+    /* Every trigger, without the scanner's storm guard: this is about what
+     * the text holds, not about the scanner's debouncing policy. */
+    sg_scanner_opts so;
+    sg_scanner_opts_default(&so);
+    so.min_gap_bytes = 0;
+    sg_scanner *sc = sg_scanner_new(&so);
+    /* fed in uneven pieces, as a stream arrives */
+    size_t len = strlen(t);
+    for (size_t off = 0; off < len;) {
+      size_t k = 1 + (off * 7 + 3) % 23;
+      if (k > len - off)
+        k = len - off;
+      sg_scanner_feed(sc, t + off, k, count_trigger, counts);
+      off += k;
+    }
+    sg_scanner_finish(sc, count_trigger, counts);
+    sg_scanner_free(sc);
+    for (int c = 0; c < SG_TRIGGER__COUNT; c++)
+      traces_with[c] += counts[c] > 0;
+    free(t);
+    free(ctx);
+  }
+  SG_CHECK_EQ_INT(traces_with[SG_TRIGGER_DESIGN], n);
+  SG_CHECK_EQ_INT(traces_with[SG_TRIGGER_FENCE], n);
+  SG_CHECK_EQ_INT(traces_with[SG_TRIGGER_PHRASE], n);
+  /* Drafts are the first lines of an example: whole short ones are complete
+   * kernels, cut ones are not. */
+  SG_CHECK_MSG(traces_with[SG_TRIGGER_KERNEL] >= n / 2, "%d traces with a kernel",
+               traces_with[SG_TRIGGER_KERNEL]);
+  sg_fakemodel_free(m);
+}
+
+static void answers_yield_a_candidate_to_extract(void) {
+  sg_fakemodel *m = make_model(41, 40, 60);
+  for (int i = 0; i < 30; i++) {
+    char *ctx = context_for(i);
+    sg_fm_request r = {.context = ctx, .prompt = ctx, .thinking = (i % 2) == 0};
+    sg_fm_answer a;
+    sg_fakemodel_generate(m, &r, &a);
+    sg_extracted x;
+    sg_extract_candidate(a.content, strlen(a.content), "c", "diag_matmul", &x);
+    SG_CHECK_MSG(x.outcome == SG_EXTRACT_FOUND, "answer %d: %s", i,
+                 sg_extract_outcome_name(x.outcome));
+    sg_fm_answer_free(&a);
+    free(ctx);
+  }
+  sg_fakemodel_free(m);
+}
+
 /* ---- answers and their validity ---- */
 
 static bool is_valid(const sg_fm_answer *a) { return strcmp(a->status, "ok") == 0; }
@@ -493,6 +559,8 @@ SG_TEST_MAIN(SG_TEST(tokenize_round_trips_any_text), SG_TEST(tokenize_cuts_at_wo
              SG_TEST(trace_is_deterministic_and_varies_with_its_inputs),
              SG_TEST(trace_length_follows_the_token_range),
              SG_TEST(trace_reads_like_a_reasoning_model_writing_a_kernel),
+             SG_TEST(traces_fire_every_class_of_trigger),
+             SG_TEST(answers_yield_a_candidate_to_extract),
              SG_TEST(thinking_answer_is_valid_about_38_percent_of_the_time),
              SG_TEST(thinking_off_without_the_prefix_is_rarely_valid),
              SG_TEST(thinking_off_with_the_whole_prefix_is_mostly_valid),
