@@ -748,15 +748,19 @@ static void expand(writer *w, sg_buf *b, const char *tpl) {
 
 /* Adds a paragraph. */
 static void w_text(writer *w, const char *text) {
+  size_t start = w->out.len;
   if (w->out.len)
     sg_buf_puts(&w->out, "\n\n");
   sg_buf_puts(&w->out, text);
+  /* Counted per paragraph (not over the whole text again: a long trace
+   * would cost quadratic time); exact, since a paragraph ends in
+   * punctuation or a fence and the separator's newlines start a piece. */
+  w->tokens += sg_fm_tokenize(w->out.data + start, w->out.len - start, NULL, NULL, 0);
   size_t l = strlen(text);
   if (l >= sizeof w->last_para)
     l = sizeof w->last_para - 1;
   memcpy(w->last_para, text, l);
   w->last_para[l] = '\0';
-  w->tokens = sg_fm_tokenize(w->out.data, w->out.len, NULL, NULL, 0);
 }
 
 /* Adds a paragraph from bank id, preferring a template not used yet. */
@@ -930,8 +934,8 @@ static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t ke
   move_design(&w);
   /* Moves until the budget is spent, in a loose order: a correction only
    * after a design, the implementation phrase after a plan. */
-  int guard = 0;
-  while (w.tokens < target && guard++ < 10000) {
+  size_t guard = 0; /* every move writes at least one token */
+  while (w.tokens < target && guard++ < target) {
     double u = rng_unit(&w.r);
     if (u < 0.14)
       move_design(&w);

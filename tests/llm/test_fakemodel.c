@@ -237,6 +237,13 @@ static void trace_length_follows_the_token_range(void) {
     free(t);
   }
   sg_fakemodel_free(m);
+  /* Long traces too (a real model's 20k-40k tokens), in linear time. */
+  m = make_model(3, 40000, 40000);
+  char *t = sg_fakemodel_trace(m, 0, "long", false, 0);
+  size_t n = sg_fm_tokenize(t, strlen(t), NULL, NULL, 0);
+  SG_CHECK_MSG(n >= 40000 && n <= 40600, "trace of %zu tokens", n);
+  free(t);
+  sg_fakemodel_free(m);
 }
 
 static bool icontains(const char *hay, const char *needle) {
