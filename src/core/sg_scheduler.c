@@ -253,6 +253,7 @@ static void emit_req(sg_sched_actions *out, sg_sched_action_type type,
   a.phase = r->r.phase;
   a.device = device;
   a.was_compiling = was_compiling;
+  a.candidate = r->r.candidate;
   emit(out, &a);
 }
 
@@ -845,5 +846,14 @@ int sg_scheduler_request_state(const sg_scheduler *s, sg_req_id id,
   if (r == NULL)
     return SG_ENOENT;
   *state = r->state;
+  return 0;
+}
+
+int sg_scheduler_request_info(const sg_scheduler *s, sg_req_id id,
+                              sg_sched_request *out) {
+  const req *r = get_req(s, id);
+  if (r == NULL)
+    return SG_ENOENT;
+  *out = r->r;
   return 0;
 }

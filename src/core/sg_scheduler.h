@@ -121,6 +121,7 @@ typedef struct sg_sched_action {
   bool was_compiling;      /* ABORT only */
   int validate_devices;    /* RESPLIT only: the new split */
   int profile_devices;
+  uint64_t candidate;      /* the request's candidate (as submitted) */
 } sg_sched_action;
 
 /* A caller-owned growable list of actions; the scheduler appends. */
@@ -219,6 +220,10 @@ sg_phase sg_scheduler_device_part(const sg_scheduler *s, int device);
 /* SG_ENOENT for an unknown id. */
 int sg_scheduler_request_state(const sg_scheduler *s, sg_req_id id,
                                sg_req_state *state);
+/* The request as submitted (workflow, iteration, phase, candidate);
+ * SG_ENOENT for an unknown id. */
+int sg_scheduler_request_info(const sg_scheduler *s, sg_req_id id,
+                              sg_sched_request *out);
 
 /* The re-split formula alone: G_prof for g >= 1 devices in service and peak
  * queue lengths lv, lp; g = 1 gives 0 (the device is shared, see above). */

@@ -605,6 +605,27 @@ static void test_queue_cap(void) {
   fx_free(&f);
 }
 
+static void test_actions_carry_the_candidate(void) {
+  fx f;
+  fx_init(&f, 2, NULL);
+  sg_sched_request r = {3, 0, SG_PHASE_PROFILE, 77, true};
+  sg_req_id id;
+  sg_sched_actions_clear(&f.a);
+  SG_CHECK_OK(sg_scheduler_submit(f.s, &r, ++f.now, &id, &f.a, &f.err),
+              f.err);
+  const sg_sched_action *c = act(&f, SG_SACT_START_COMPILE, 0);
+  SG_CHECK(c != NULL);
+  SG_CHECK_EQ_INT(c->candidate, 77);
+  SG_CHECK_EQ_INT(c->workflow, 3);
+  SG_CHECK(c->phase == SG_PHASE_PROFILE);
+  sg_sched_request back;
+  SG_CHECK_EQ_INT(sg_scheduler_request_info(f.s, id, &back), 0);
+  SG_CHECK_EQ_INT(back.candidate, 77);
+  SG_CHECK_EQ_INT(back.workflow, 3);
+  SG_CHECK_EQ_INT(sg_scheduler_request_info(f.s, id + 1, &back), SG_ENOENT);
+  fx_free(&f);
+}
+
 static void test_names(void) {
   SG_CHECK_STR_EQ(sg_phase_name(SG_PHASE_VALIDATE), "validate");
   SG_CHECK_STR_EQ(sg_phase_name(SG_PHASE_PROFILE), "profile");
@@ -632,4 +653,5 @@ SG_TEST_MAIN(SG_TEST(test_split_formula_edges),
              SG_TEST(test_capacity_counts_live_requests),
              SG_TEST(test_busy_time_accounting),
              SG_TEST(test_queue_cap),
+             SG_TEST(test_actions_carry_the_candidate),
              SG_TEST(test_names))
