@@ -37,6 +37,7 @@ typedef struct outcome {
   int deltas;          /* reasoning + content callbacks */
   int cancel_after;    /* cancel the stream in the delta callback number N */
   bool cancelled;
+  uint64_t keepalives;
 } outcome;
 
 static void outcome_init(outcome *o) {
@@ -101,6 +102,7 @@ static void on_end(outcome *o, const sg_llm_result *r) {
   o->attempts = r->attempts;
   o->ttft_s = r->ttft_s;
   o->elapsed_s = r->elapsed_s;
+  o->keepalives = r->keepalive_comments;
 }
 
 static void on_finish(sg_llm_stream *s, void *d, const sg_llm_result *r) {
@@ -309,6 +311,8 @@ static void test_client_retries_500_then_succeeds(void) {
   SG_CHECK_MSG(o.code == 0, "error: %s", o.message);
   SG_CHECK_EQ_INT(o.attempts, 3);
   SG_CHECK(o.content.len > 0);
+  /* Equal jitter: the waits are at least 0.025 s then 0.05 s. */
+  SG_CHECK_MSG(o.elapsed_s >= 0.075, "retried after %.3f s", o.elapsed_s);
   sg_llm_server_stop(g_server);
 }
 
@@ -608,7 +612,7 @@ static void *capture_main(void *arg) {
            "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
            "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
            strlen(body), body);
-  ssize_t w = write(fd, reply, strlen(reply));
+  ssize_t w = send(fd, reply, strlen(reply), MSG_NOSIGNAL);
   (void)w;
   close(fd);
   return NULL;
@@ -676,6 +680,95 @@ static void test_client_rejects_unexpressible_request_without_callback(void) {
   client_close(&loop, c);
 }
 
+static void test_client_disconnect_before_output_is_retried(void) {
+  server_start(0, 30, 60, NULL);
+  sg_llm_request r;
+  request_for(&r);
+  r.max_retries = 2;
+  outcome o;
+  outcome_init(&o);
+  /* Every attempt is cut before its first chunk: retried, then given up. */
+  run_one(&r, "disconnect:0", &o);
+  SG_CHECK_EQ_INT(o.code, SG_ECONN);
+  SG_CHECK_EQ_INT(o.attempts, 3);
+  SG_CHECK_EQ_INT(o.deltas, 0);
+  sg_llm_server_stats st;
+  stats(&st);
+  SG_CHECK_EQ_INT(st.generations_started, 3);
+  sg_llm_server_stop(g_server);
+}
+
+/* A raw server that answers 200 with an event stream of keep-alive comments
+ * only, one every 50 ms, for up to 5 s. */
+typedef struct keepalive_srv {
+  int lfd;
+} keepalive_srv;
+
+static void *keepalive_main(void *arg) {
+  keepalive_srv *k = arg;
+  int fd = accept(k->lfd, NULL, NULL);
+  if (fd < 0)
+    return NULL;
+  char req[4096];
+  ssize_t n = read(fd, req, sizeof req);
+  (void)n;
+  const char *hdr = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    "Connection: close\r\n\r\n";
+  if (send(fd, hdr, strlen(hdr), MSG_NOSIGNAL) < 0) {
+    close(fd);
+    return NULL;
+  }
+  for (int i = 0; i < 100; i++) {
+    if (send(fd, ": keep-alive\n\n", 14, MSG_NOSIGNAL) < 0)
+      break;
+    usleep(50000);
+  }
+  close(fd);
+  return NULL;
+}
+
+static void keepalive_run(double idle_s, double deadline_s, outcome *o) {
+  keepalive_srv k;
+  k.lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  SG_CHECK(bind(k.lfd, (struct sockaddr *)&a, sizeof a) == 0);
+  SG_CHECK(listen(k.lfd, 4) == 0);
+  socklen_t len = sizeof a;
+  getsockname(k.lfd, (struct sockaddr *)&a, &len);
+  pthread_t th;
+  pthread_create(&th, NULL, keepalive_main, &k);
+  snprintf(g_base, sizeof g_base, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  sg_llm_request r;
+  request_for(&r);
+  r.idle_timeout_s = idle_s;
+  r.deadline_s = deadline_s;
+  r.max_retries = -1;
+  outcome_init(o);
+  run_one(&r, NULL, o);
+  shutdown(k.lfd, SHUT_RDWR);
+  pthread_join(th, NULL);
+  close(k.lfd);
+}
+
+static void test_client_keepalives_do_not_reset_idle_timer(void) {
+  outcome o;
+  keepalive_run(0.3, 20, &o);
+  SG_CHECK_EQ_INT(o.code, SG_ETIMEDOUT);
+  SG_CHECK_CONTAINS(o.message, "idle timeout");
+  SG_CHECK_MSG(o.elapsed_s < 2, "took %.3f s", o.elapsed_s);
+  SG_CHECK_MSG(o.keepalives >= 2, "%llu keep-alives", (unsigned long long)o.keepalives);
+}
+
+static void test_client_keepalives_do_not_extend_deadline(void) {
+  outcome o;
+  keepalive_run(10, 0.5, &o);
+  SG_CHECK_EQ_INT(o.code, SG_ETIMEDOUT);
+  SG_CHECK_CONTAINS(o.message, "deadline of 0.5 s passed");
+  SG_CHECK_MSG(o.elapsed_s >= 0.5 && o.elapsed_s < 2.5, "took %.3f s", o.elapsed_s);
+}
+
 SG_TEST_MAIN(SG_TEST(test_client_streams_reasoning_then_content),
              SG_TEST(test_client_reads_reasoning_field_too),
              SG_TEST(test_client_completions_endpoint_with_token_ids),
@@ -695,4 +788,7 @@ SG_TEST_MAIN(SG_TEST(test_client_streams_reasoning_then_content),
              SG_TEST(test_client_many_concurrent_streams_one_loop),
              SG_TEST(test_client_connection_refused_retries_then_fails),
              SG_TEST(test_client_api_key_sent_but_never_in_messages),
-             SG_TEST(test_client_rejects_unexpressible_request_without_callback))
+             SG_TEST(test_client_rejects_unexpressible_request_without_callback),
+             SG_TEST(test_client_disconnect_before_output_is_retried),
+             SG_TEST(test_client_keepalives_do_not_reset_idle_timer),
+             SG_TEST(test_client_keepalives_do_not_extend_deadline))
