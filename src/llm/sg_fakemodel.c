@@ -168,7 +168,8 @@ int sg_fm_detokenize(const int32_t *ids, size_t n, sg_buf *out, sg_err *err) {
 
 typedef struct cache_entry {
   int32_t *ids;
-  size_t n;
+  size_t n, cap;
+  uint64_t handle; /* 0: empty */
 } cache_entry;
 
 struct sg_fm_cache {
@@ -176,7 +177,12 @@ struct sg_fm_cache {
   size_t max;
   size_t next; /* ring position of the next insert */
   size_t count;
+  uint64_t serial;
 };
+
+/* A remembered sequence holds at most this many tokens (a bound on memory:
+ * 64 entries of 4 bytes each, 64 MiB at most). */
+#define CACHE_ENTRY_MAX_TOKENS (256u << 10)
 
 sg_fm_cache *sg_fm_cache_new(size_t max_prompts) {
   assert(max_prompts > 0);
@@ -195,7 +201,24 @@ void sg_fm_cache_free(sg_fm_cache *c) {
   free(c);
 }
 
-size_t sg_fm_cache_lookup_insert(sg_fm_cache *c, const int32_t *ids, size_t n) {
+static void entry_append(cache_entry *e, const int32_t *ids, size_t n) {
+  if (e->n + n > CACHE_ENTRY_MAX_TOKENS)
+    n = CACHE_ENTRY_MAX_TOKENS - e->n;
+  if (n == 0)
+    return;
+  if (e->n + n > e->cap) {
+    size_t cap = e->cap ? e->cap : 64;
+    while (cap < e->n + n)
+      cap *= 2;
+    e->ids = sg_realloc(e->ids, cap * sizeof *e->ids);
+    e->cap = cap;
+  }
+  memcpy(e->ids + e->n, ids, n * sizeof *ids);
+  e->n += n;
+}
+
+size_t sg_fm_cache_lookup_insert(sg_fm_cache *c, const int32_t *ids, size_t n,
+                                 uint64_t *handle) {
   size_t best = 0;
   for (size_t e = 0; e < c->count; e++) {
     const cache_entry *ce = &c->entries[e];
@@ -213,15 +236,23 @@ size_t sg_fm_cache_lookup_insert(sg_fm_cache *c, const int32_t *ids, size_t n) {
   best -= best % SG_FM_CACHE_BLOCK_TOKENS;
 
   cache_entry *slot = &c->entries[c->next];
-  free(slot->ids);
-  slot->ids = n ? sg_malloc(n * sizeof *ids) : NULL;
-  if (n)
-    memcpy(slot->ids, ids, n * sizeof *ids);
-  slot->n = n;
+  slot->n = 0;
+  slot->handle = ++c->serial;
+  entry_append(slot, ids, n);
   c->next = (c->next + 1) % c->max;
   if (c->count < c->max)
     c->count++;
+  if (handle)
+    *handle = slot->handle;
   return best;
+}
+
+void sg_fm_cache_extend(sg_fm_cache *c, uint64_t handle, const int32_t *ids, size_t n) {
+  for (size_t e = 0; e < c->count; e++)
+    if (c->entries[e].handle == handle) {
+      entry_append(&c->entries[e], ids, n);
+      return;
+    }
 }
 
 /* ------------------------------------------------------------------------ */

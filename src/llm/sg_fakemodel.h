@@ -5,9 +5,10 @@
  * give the same bytes. It holds
  *   - a tokenizer: text is cut into pieces of 1-3 bytes at word boundaries;
  *     a piece's id packs its bytes, so ids decode back to text exactly;
- *   - a prefix cache model: remembered prompts (token ids), and the cached
- *     tokens of a new prompt = its longest common prefix with any of them, in
- *     whole blocks of 16 tokens (as vLLM's prefix cache counts);
+ *   - a prefix cache model: remembered prompts (token ids) with the tokens
+ *     generated after them, and the cached tokens of a new prompt = its
+ *     longest common prefix with any of them, in whole blocks of 16 tokens
+ *     (as vLLM's prefix cache counts);
  *   - the model proper: it picks the task named in the prompt, writes a
  *     reasoning trace about it (shapes, design decisions, self-corrections,
  *     drafts in fenced code blocks, noise) and answers with a kernel drawn
@@ -54,9 +55,16 @@ typedef struct sg_fm_cache sg_fm_cache;
 sg_fm_cache *sg_fm_cache_new(size_t max_prompts);
 void sg_fm_cache_free(sg_fm_cache *c);
 /* The cached tokens of prompt ids[0..n): its longest common prefix with any
- * remembered prompt, at most n-1 (one token is always computed), rounded down
- * to whole blocks. Then remembers the prompt. */
-size_t sg_fm_cache_lookup_insert(sg_fm_cache *c, const int32_t *ids, size_t n);
+ * remembered sequence, at most n-1 (one token is always computed), rounded
+ * down to whole blocks. Then remembers the prompt, and puts its handle in
+ * *handle (handle may be NULL). */
+size_t sg_fm_cache_lookup_insert(sg_fm_cache *c, const int32_t *ids, size_t n,
+                                 uint64_t *handle);
+/* Appends generated tokens to a remembered prompt: as in vLLM, the tokens a
+ * generation computes are cached too, so a fork that sends the prompt plus
+ * the reasoning so far hits the cache. Nothing happens if the prompt was
+ * forgotten meanwhile. */
+void sg_fm_cache_extend(sg_fm_cache *c, uint64_t handle, const int32_t *ids, size_t n);
 
 /* ---- tasks as the model sees them ---- */
 

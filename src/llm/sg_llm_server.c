@@ -237,6 +237,7 @@ struct gen {
   bool hit_length;
   int32_t *prompt_ids;
   size_t nprompt, cached;
+  uint64_t cache_handle; /* its prompt in the prefix cache */
   sg_llm_fault fault;
   /* progress, touched by the connection's thread only */
   gen_state state;
@@ -607,6 +608,10 @@ static bool gen_step(gen *g) {
     }
     if (g->stream)
       put_token_event(g, g->next);
+    /* The token's KV is cached from now on, as in vLLM. */
+    pthread_mutex_lock(&s->mu);
+    sg_fm_cache_extend(s->cache, g->cache_handle, &g->toks[g->next].id, 1);
+    pthread_mutex_unlock(&s->mu);
     g->next++;
     atomic_fetch_add(&s->tokens_generated, 1);
     return true;
@@ -888,7 +893,7 @@ static enum MHD_Result handle_completion(sg_llm_server *s, struct MHD_Connection
     sg_fm_tokenize(p.prompt.data, p.prompt.len, g->prompt_ids, NULL, g->nprompt);
   }
   pthread_mutex_lock(&s->mu);
-  g->cached = sg_fm_cache_lookup_insert(s->cache, g->prompt_ids, g->nprompt);
+  g->cached = sg_fm_cache_lookup_insert(s->cache, g->prompt_ids, g->nprompt, &g->cache_handle);
   pthread_mutex_unlock(&s->mu);
   atomic_fetch_add(&s->prompt_tokens, g->nprompt);
   atomic_fetch_add(&s->cached_tokens, g->cached);

@@ -154,12 +154,30 @@ static void cache_counts_whole_blocks_of_the_longest_common_prefix(void) {
   int32_t a[100], b[100];
   for (int i = 0; i < 100; i++)
     a[i] = b[i] = 0x01610000 + i;
-  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, a, 100), 0); /* cold */
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, a, 100, NULL), 0); /* cold */
   b[40] = 7;                                                 /* diverges at 40 */
-  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, b, 100), 32);
-  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, a, 100), 96); /* 99 rounded down */
-  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, a, 33), 32);  /* at most n-1 = 32 */
-  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, a, 16), 0);   /* 15: no whole block */
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, b, 100, NULL), 32);
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, a, 100, NULL), 96); /* 99 rounded down */
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, a, 33, NULL), 32);  /* at most n-1 = 32 */
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, a, 16, NULL), 0);   /* 15: no whole block */
+  sg_fm_cache_free(c);
+}
+
+static void cache_holds_generated_tokens_after_their_prompt(void) {
+  sg_fm_cache *c = sg_fm_cache_new(4);
+  int32_t seq[200];
+  for (int i = 0; i < 200; i++)
+    seq[i] = 0x01610000 + i;
+  uint64_t h;
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, seq, 50, &h), 0);
+  sg_fm_cache_extend(c, h, seq + 50, 60); /* the generation so far */
+  /* A fork: the prompt plus 100 generated tokens; 110 are known. */
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, seq, 150, NULL), 96);
+  /* A forgotten prompt is not extended. */
+  for (int k = 0; k < 4; k++)
+    sg_fm_cache_lookup_insert(c, seq + 100, 10, NULL);
+  sg_fm_cache_extend(c, h, seq + 110, 90);
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, seq, 200, NULL), 0);
   sg_fm_cache_free(c);
 }
 
@@ -169,12 +187,12 @@ static void cache_forgets_the_oldest_prompt(void) {
   for (int k = 0; k < 3; k++)
     for (int i = 0; i < 64; i++)
       p[k][i] = 0x01410000 + k * 1000 + i;
-  sg_fm_cache_lookup_insert(c, p[0], 64);
-  sg_fm_cache_lookup_insert(c, p[1], 64);
-  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, p[0], 64), 48); /* still there */
-  sg_fm_cache_lookup_insert(c, p[2], 64);                      /* evicts p[1] */
-  sg_fm_cache_lookup_insert(c, p[2], 64);                      /* evicts p[0] */
-  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, p[1], 64), 0);
+  sg_fm_cache_lookup_insert(c, p[0], 64, NULL);
+  sg_fm_cache_lookup_insert(c, p[1], 64, NULL);
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, p[0], 64, NULL), 48); /* still there */
+  sg_fm_cache_lookup_insert(c, p[2], 64, NULL);                      /* evicts p[1] */
+  sg_fm_cache_lookup_insert(c, p[2], 64, NULL);                      /* evicts p[0] */
+  SG_CHECK_EQ_INT(sg_fm_cache_lookup_insert(c, p[1], 64, NULL), 0);
   sg_fm_cache_free(c);
 }
 
@@ -561,6 +579,7 @@ static void prompt_without_a_known_task_gets_an_explanation(void) {
 SG_TEST_MAIN(SG_TEST(tokenize_round_trips_any_text), SG_TEST(tokenize_cuts_at_word_boundaries),
              SG_TEST(token_ids_outside_the_vocabulary_are_rejected),
              SG_TEST(cache_counts_whole_blocks_of_the_longest_common_prefix),
+             SG_TEST(cache_holds_generated_tokens_after_their_prompt),
              SG_TEST(cache_forgets_the_oldest_prompt),
              SG_TEST(picks_the_task_named_in_the_prompt),
              SG_TEST(trace_is_deterministic_and_varies_with_its_inputs),

@@ -753,6 +753,40 @@ static void cached_tokens_count_the_shared_prefix_in_blocks_of_16(void) {
   stop(s);
 }
 
+/* A fork sends the prompt plus the reasoning so far: the generated tokens
+ * are in the cache too (as in vLLM), so nearly all of it hits. */
+static void fork_prompts_hit_the_cache_for_generated_tokens(void) {
+  sg_llm_server *s = start_default();
+  resp r = {0};
+  http(s, "/v1/chat/completions", CHAT(""), NULL, NULL, &r);
+  json_t *j = body_json(&r);
+  const char *full = jstr(json_object_get(choice0(j), "message"), "reasoning_content");
+  long p0 = (long)json_integer_value(json_object_get(json_object_get(j, "usage"), "prompt_tokens"));
+  size_t nr = sg_fm_tokenize(full, strlen(full), NULL, NULL, 0);
+  json_t *body = json_pack(
+      "{s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}], s:{s:b}}", "model", "m", "messages",
+      "role", "system", "content", "You write fast kernels.", "role", "user", "content",
+      "Optimize toy_add.", "role", "assistant", "reasoning_content", full,
+      "chat_template_kwargs", "enable_thinking", 0);
+  char *text = json_dumps(body, JSON_COMPACT);
+  resp r2 = {0};
+  http(s, "/v1/chat/completions", text, NULL, NULL, &r2);
+  json_t *j2 = body_json(&r2);
+  json_t *u = json_object_get(j2, "usage");
+  long cached = (long)json_integer_value(
+      json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens"));
+  long known = p0 + (long)nr; /* the first prompt and all it generated */
+  SG_CHECK_MSG(cached % 16 == 0 && cached > known - 32 && cached <= known,
+               "cached %ld of the %ld tokens known", cached, known);
+  json_decref(j2);
+  resp_free(&r2);
+  free(text);
+  json_decref(body);
+  json_decref(j);
+  resp_free(&r);
+  stop(s);
+}
+
 static void cached_prompt_gets_its_first_token_sooner(void) {
   sg_llm_server_opts o;
   sg_llm_server_opts_init(&o);
@@ -1533,6 +1567,7 @@ SG_TEST_MAIN(SG_TEST(requests_render_prompt_context_and_thinking),
              SG_TEST(tokenize_and_detokenize_round_trip),
              SG_TEST(return_token_ids_gives_ids_that_decode_to_the_text),
              SG_TEST(cached_tokens_count_the_shared_prefix_in_blocks_of_16),
+             SG_TEST(fork_prompts_hit_the_cache_for_generated_tokens),
              SG_TEST(cached_prompt_gets_its_first_token_sooner),
              SG_TEST(same_seed_gives_the_same_bytes),
              SG_TEST(thinking_off_answers_at_once_with_a_kernel),
