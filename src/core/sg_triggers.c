@@ -371,6 +371,7 @@ typedef struct automaton {
   uint16_t *next;            /* nnodes * nclass */
   uint16_t *out;             /* pattern ending at the node, or UINT16_MAX */
   uint16_t *dict;            /* nearest proper suffix node with an output */
+  uint8_t *omask;            /* 1: a plain output on the chain, 2: an RB one */
   pattern *pats;
   unsigned npats;
 } automaton;
@@ -561,6 +562,7 @@ static void build_automaton(automaton *s) {
   for (unsigned i = 0; i < cap_nodes; i++)
     s->out[i] = UINT16_MAX;
   s->dict = sg_calloc(cap_nodes, sizeof *s->dict);
+  s->omask = sg_calloc(cap_nodes, sizeof *s->omask);
   s->pats = sg_calloc(s->npats, sizeof *s->pats);
   s->nnodes = 1;
   s->npats = 0;
@@ -582,6 +584,10 @@ static void build_automaton(automaton *s) {
     uint16_t u = queue[head++];
     uint16_t f = fail[u];
     s->dict[u] = s->out[f] != UINT16_MAX ? f : s->dict[f];
+    /* the suffix is shallower, so its mask is final already */
+    s->omask[u] = s->omask[s->dict[u]];
+    if (s->out[u] != UINT16_MAX)
+      s->omask[u] |= (s->pats[s->out[u]].flags & PAT_FLAG_RB) ? 2 : 1;
     for (unsigned c = 0; c < s->nclass; c++) {
       uint16_t *slot = &s->next[(size_t)u * s->nclass + c];
       uint16_t fv = s->next[(size_t)f * s->nclass + c];
@@ -780,8 +786,10 @@ static void on_pattern(sg_scanner *s, const pattern *p, uint64_t end_sym) {
   }
 }
 
-static void walk_outputs(sg_scanner *s, uint16_t node, bool rb,
-                         uint64_t end_sym) {
+static inline void walk_outputs(sg_scanner *s, uint16_t node, bool rb,
+                                uint64_t end_sym) {
+  if (!(s->ac->omask[node] & (rb ? 2 : 1)))
+    return;  /* the common case: nothing ends here */
   uint16_t v = s->ac->out[node] != UINT16_MAX ? node : s->ac->dict[node];
   while (v) {
     const pattern *p = &s->ac->pats[s->ac->out[v]];
