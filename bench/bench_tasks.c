@@ -1,10 +1,11 @@
 /* bench_tasks.c: how long each built-in CPU task's reference and its
  * examples/ok-fast.c take on one core, at the task's real shapes.
  *
- * Both files are compiled with the system compiler (cc -O3 -march=native, as
- * the tasks are meant to be built), loaded with dlopen and called directly on
- * inputs drawn uniformly from [-1, 1) (timing does not depend on the values;
- * the triangular and symmetric structures are applied anyway). The process is
+ * Both files are compiled with the system compiler and the cpu evaluator's
+ * flags (cc -std=c11 -O3 -march=native -D_GNU_SOURCE), loaded with dlopen
+ * and called directly on inputs drawn uniformly from [-1, 1) (timing does not
+ * depend on the values; the triangular and symmetric structures are applied
+ * anyway). The process is
  * pinned to one CPU; after one warm-up call each, the reference and ok-fast
  * runs alternate so that drift in the machine affects both alike. Prints the
  * median and the minimum of each and the ratio of the medians.
@@ -71,8 +72,8 @@ static double median(double *v, int n) {
 
 /* Compiles src into so; returns 0 on success. */
 static int compile(const char *src, const char *so) {
-  char *cmd = sg_asprintf("cc -std=gnu11 -O3 -march=native -fPIC -shared -o '%s' "
-                          "'%s' -lm",
+  char *cmd = sg_asprintf("cc -std=c11 -O3 -march=native -fPIC -shared -D_GNU_SOURCE "
+                          "-o '%s' '%s' -lm",
                           so, src);
   int st = system(cmd);
   free(cmd);
@@ -218,7 +219,8 @@ int main(int argc, char **argv) {
     perror("bench_tasks: mkdtemp");
     return 1;
   }
-  printf("# %d runs per kernel, pinned to CPU %d, cc -O3 -march=native\n", runs, cpu);
+  printf("# %d runs per kernel, pinned to CPU %d, cc -std=c11 -O3 -march=native\n",
+         runs, cpu);
   printf("%-26s %10s %10s %10s %10s %9s\n", "task", "ref_med_ms", "ref_min_ms",
          "fast_med_ms", "fast_min_ms", "speedup");
   int failed = 0;

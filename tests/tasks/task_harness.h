@@ -337,7 +337,8 @@ static inline void th_teardown(th_ctx *c) {
 /* ---- compile and run -------------------------------------------------------- */
 
 /* Compiles src into <tmpdir>/<tag>.so with the system compiler (cc, or
- * $SG_TASKS_CC to check the tasks under another compiler); returns the
+ * $SG_TASKS_CC to check the tasks under another compiler) and the flags the
+ * cpu evaluator uses (src/eval/sg_eval_cpu.c); returns the
  * compiler's exit status and its messages in log (the caller frees it). */
 static inline int th_compile(th_ctx *c, const char *src, const char *tag,
                              char *so, size_t so_size, char **log) {
@@ -346,7 +347,8 @@ static inline int th_compile(th_ctx *c, const char *src, const char *tag,
   snprintf(logpath, sizeof logpath, "%s/%s.log", c->tmpdir, tag);
   const char *cc = getenv("SG_TASKS_CC");
   char *cmd = sg_asprintf(
-      "%s -std=gnu11 -O3 -march=native -fPIC -shared -o '%s' '%s' -lm 2>'%s'",
+      "%s -std=c11 -O3 -march=native -fPIC -shared -D_GNU_SOURCE "
+      "-Werror=implicit-function-declaration -o '%s' '%s' -lm 2>'%s'",
       cc && cc[0] ? cc : "cc", so, src, logpath);
   int st = system(cmd);
   free(cmd);

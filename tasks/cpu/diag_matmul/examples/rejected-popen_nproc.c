@@ -1,6 +1,8 @@
 /* diag(A) @ B with the rows interleaved over as many chunks as the machine
  * has CPUs (read from nproc), so the work splits evenly. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <stdio.h>
 
 void diag_matmul(const float *A, const float *B, float *C, int N, int M) {

@@ -1,6 +1,8 @@
 /* Hinge loss on all cores: one POSIX thread per row block, each with its
  * own double partial sum, joined at the end. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <unistd.h>
 

@@ -1,7 +1,9 @@
 /* tril(A @ B) for lower-triangular A and B. The bottom rows carry most of
  * the work, so a forked child computes them into a shared mapping while the
  * parent does the top rows. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>

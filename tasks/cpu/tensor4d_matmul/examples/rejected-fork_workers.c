@@ -1,6 +1,8 @@
 /* einsum("bijl,lk->bijk") on two cores: the rows are split between this
  * process and a forked child that writes its half into shared memory. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
