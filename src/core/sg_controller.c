@@ -279,10 +279,12 @@ static int end_iteration(sg_controller *c, int64_t now_us,
                          sg_ctl_reason reason, sg_ctl_actions *out,
                          sg_err *err) {
   assert(c->state == SG_CTL_GENERATING || c->state == SG_CTL_FALLBACK);
+  bool main_running = false;
   for (size_t i = 0; i < c->ngens; i++) {
     gen *g = &c->gens[i];
     if (!g->live)
       continue;
+    main_running |= g->kind == SG_GEN_MAIN;
     g->live = false;
     sg_ctl_action *a = emit(c, out, SG_CACT_CANCEL_GEN);
     a->u.cancel.gen = g->id;
@@ -304,8 +306,11 @@ static int end_iteration(sg_controller *c, int64_t now_us,
   a->u.end.best_kernel = best;
   c->st.iterations++;
   c->hist.iterations_done = c->st.iterations;
-  if (reason == SG_REASON_EARLY)
-    c->st.early_terminations++;
+  if (reason == SG_REASON_EARLY) {
+    c->st.criterion_accepts++;
+    if (main_running) /* the paper's metric: reasoning cut short */
+      c->st.early_terminations++;
+  }
   free_gens(c);
   c->iteration++;
   sg_ctl_reason spent = reason >= SG_REASON_BUDGET_ITERATIONS &&

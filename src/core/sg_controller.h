@@ -264,7 +264,10 @@ void sg_controller_set_capacity(sg_controller *c, const sg_sched_capacity *cap);
 
 typedef struct sg_ctl_stats {
   uint32_t iterations;           /* ended */
-  uint32_t early_terminations;
+  uint32_t early_terminations;   /* ended by the criterion while a main
+                                    generation was still running (the
+                                    paper's metric) */
+  uint32_t criterion_accepts;    /* ended by the criterion (reason early) */
   uint64_t forks;
   uint64_t forks_by_reason[SG_REASON__COUNT];
   uint64_t forks_by_trigger[SG_TRIGGER__COUNT];

@@ -467,7 +467,28 @@ static void test_early_termination_cancels_main_and_forks(void) {
   sg_ctl_stats st;
   sg_controller_stats(f.c, &st);
   SG_CHECK_EQ_INT(st.early_terminations, 1);
+  SG_CHECK_EQ_INT(st.criterion_accepts, 1);
   SG_CHECK_EQ_INT(st.iterations, 1);
+  fx_free(&f);
+}
+
+/* The criterion accepting the main generation's own kernel ends the
+ * iteration with reason early, but cuts no reasoning short: it is not an
+ * early termination in the paper's sense. */
+static void test_accepting_the_main_kernel_is_not_early(void) {
+  fx f;
+  fx_init(&f, "hist-avg", no_spec);
+  finish(&f, f.main_gen, CODE);
+  uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
+  eval(&f, cm, SG_PHASE_VALIDATE, SG_EVAL_OK, 2.0);
+  eval(&f, cm, SG_PHASE_PROFILE, SG_EVAL_OK, 2.0);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_EARLY);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 0);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.criterion_accepts, 1);
+  SG_CHECK_EQ_INT(st.early_terminations, 0);
   fx_free(&f);
 }
 
@@ -757,6 +778,7 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_never_twice_from_same_prefix),
              SG_TEST(test_speculation_off_is_the_baseline),
              SG_TEST(test_early_termination_cancels_main_and_forks),
+             SG_TEST(test_accepting_the_main_kernel_is_not_early),
              SG_TEST(test_fallback_to_main_generation),
              SG_TEST(test_fallback_when_main_has_no_kernel),
              SG_TEST(test_each_termination_criterion),
