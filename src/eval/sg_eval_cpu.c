@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,7 +115,7 @@ static int run_compiler(const char *dir, const char *src_a, const char *src_b,
   *diag = NULL;
   char *argv[] = {(char *)compiler(), "-std=c11", "-O3", "-march=native",
                   "-fPIC", "-shared", "-fdiagnostics-color=never",
-                  "-Werror=implicit-function-declaration",
+                  "-D_GNU_SOURCE", "-Werror=implicit-function-declaration",
                   "-o", (char *)out_so, (char *)src_a, (char *)src_b, "-lm",
                   NULL};
   sg_sandbox_limits lim;
@@ -204,6 +205,67 @@ static int make_scratch(const sg_eval_opts *opts, char **out, sg_err *err) {
   return 0;
 }
 
+/* The compiler flags, as text, for the reference cache's key. */
+#define CC_FLAGS_TEXT                                                        \
+  "-std=c11 -O3 -march=native -fPIC -shared -D_GNU_SOURCE "                  \
+  "-Werror=implicit-function-declaration -lm"
+
+static uint64_t fnv1a(const void *data, size_t len, uint64_t h) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= UINT64_C(0x100000001b3);
+  }
+  return h;
+}
+
+/* The CPU's model and feature flags (what -march=native reads), so a cache
+ * shared between machines never hands one CPU another's instructions. */
+static const char *cpu_features(void) {
+  static char buf[4096];
+  static bool done;
+  if (done)
+    return buf;
+  done = true;
+  FILE *f = fopen("/proc/cpuinfo", "re");
+  if (!f)
+    return buf;
+  char line[4096];
+  size_t k = 0;
+  int found = 0;
+  while (found < 2 && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) == 0 || strncmp(line, "flags", 5) == 0 ||
+        strncmp(line, "Features", 8) == 0 || strncmp(line, "CPU part", 8) == 0) {
+      size_t l = strlen(line);
+      if (k + l < sizeof buf) {
+        memcpy(buf + k, line, l);
+        k += l;
+        buf[k] = '\0';
+      }
+      found++;
+    }
+  }
+  fclose(f);
+  return buf;
+}
+
+/* $SPECGEN_CACHE_DIR, else $XDG_CACHE_HOME/specgen, else ~/.cache/specgen;
+ * NULL (no cache) when SPECGEN_CACHE_DIR is "off" or no home is known. */
+static char *ref_cache_dir(void) {
+  const char *d = getenv("SPECGEN_CACHE_DIR");
+  if (d && strcmp(d, "off") == 0)
+    return NULL;
+  if (d && d[0])
+    return sg_strdup(d);
+  const char *x = getenv("XDG_CACHE_HOME");
+  if (x && x[0])
+    return sg_asprintf("%s/specgen", x);
+  const char *h = getenv("HOME");
+  if (h && h[0])
+    return sg_asprintf("%s/.cache/specgen", h);
+  return NULL;
+}
+
 /* Options the evaluator cannot honour; checked before any work. */
 static int check_opts(const sg_eval_opts *opts, sg_err *err) {
   if (opts->correctness_trials < 3)
@@ -263,15 +325,52 @@ int sg_eval_cpu_compile(const sg_task *task, const char *source, size_t len,
   free(ref_wrapped);
 
   double timeout = opts->compile_timeout_s > 0 ? opts->compile_timeout_s : 60;
-  rc = run_compiler(dir, "reference_build.c", "specgen_call.c", "reference.so",
-                    timeout, &diag, err);
-  if (rc < 0)
-    goto done;
-  if (rc == 1) {
-    rc = sg_err_set(err, SG_EINVAL, "task %s: %s does not compile:\n%s",
-                    task->name, task->reference_path, diag);
-    goto done;
+  /* The reference's build is cached: its key covers everything it is made
+   * from (source, shim, compiler, flags, this CPU's features for
+   * -march=native), and a cache entry appears by an atomic rename. */
+  char *ref_key_text = sg_asprintf("%s\n%s\n%s\n%s", compiler(), CC_FLAGS_TEXT,
+                                   shim, cpu_features());
+  uint64_t key = fnv1a(ref_src, ref_len, fnv1a(ref_key_text, strlen(ref_key_text),
+                                               UINT64_C(0xcbf29ce484222325)));
+  free(ref_key_text);
+  char *cache_dir = ref_cache_dir();
+  char *cached = cache_dir ? sg_asprintf("%s/ref-%016" PRIx64 ".so", cache_dir, key)
+                           : NULL;
+  struct stat cst;
+  if (cached && stat(cached, &cst) == 0 && S_ISREG(cst.st_mode)) {
+    free(build->reference_artifact);
+    build->reference_artifact = cached;
+    cached = NULL;
+  } else {
+    rc = run_compiler(dir, "reference_build.c", "specgen_call.c", "reference.so",
+                      timeout, &diag, err);
+    if (rc < 0) {
+      free(cached);
+      free(cache_dir);
+      goto done;
+    }
+    if (rc == 1) {
+      rc = sg_err_set(err, SG_EINVAL, "task %s: %s does not compile:\n%s",
+                      task->name, task->reference_path, diag);
+      free(cached);
+      free(cache_dir);
+      goto done;
+    }
+    if (cached && sg_mkdir_p(cache_dir, NULL) == 0) {
+      /* copy, then rename into place: readers never see half a file */
+      char *data = NULL;
+      size_t dlen = 0;
+      sg_err ignore;
+      if (sg_file_read(build->reference_artifact, UINT64_C(1) << 30, &data,
+                       &dlen, &ignore) == 0)
+        (void)sg_file_write(cached, data, dlen, &ignore); /* best effort */
+      free(data);
+    }
+    free(cached);
   }
+  free(cache_dir);
+  free(diag);
+  diag = NULL;
   rc = run_compiler(dir, "candidate_build.c", "specgen_call.c", "candidate.so",
                     timeout, &diag, err);
   if (rc < 0)
@@ -327,7 +426,34 @@ typedef struct child_ctx {
   uint64_t seed;
   char nonce[40];
   call_fn fns[2]; /* the reference's and the candidate's call shims */
+  double cand_budget_s; /* wall-clock time the candidate's calls may take */
+  double cand_used_s;
 } child_ctx;
+
+/* The candidate's time limit is kept by the child itself: an interval timer
+ * armed around each call with what is left of the budget, whose SIGALRM
+ * (default action: terminate) ends the child. Input drawing and the
+ * reference's calls do not count against the candidate; the sandbox's own
+ * wall-clock limit, larger, catches a kernel that blocks SIGALRM. */
+static void arm(const child_ctx *c) {
+  double left = c->cand_budget_s - c->cand_used_s;
+  if (left < 1e-6)
+    left = 1e-6;
+  struct itimerval it;
+  memset(&it, 0, sizeof it);
+  it.it_value.tv_sec = (time_t)left;
+  it.it_value.tv_usec = (suseconds_t)((left - (double)(time_t)left) * 1e6);
+  if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
+    it.it_value.tv_usec = 1;
+  setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void disarm(child_ctx *c, int64_t elapsed_ns) {
+  struct itimerval it;
+  memset(&it, 0, sizeof it);
+  setitimer(ITIMER_REAL, &it, NULL);
+  c->cand_used_s += (double)elapsed_ns / 1e9;
+}
 
 static void emit(int fd, json_t *j) {
   char *s = json_dumps(j, JSON_COMPACT);
@@ -391,7 +517,9 @@ static call_fn load(const char *path, void **handle, char **why) {
 /* Draws input set `set` into copy k, runs the reference and the candidate
  * on it with poisoned outputs, and compares. NULL when all is well; else the
  * final report (status numerical_error or infra_error) without its nonce. */
-static json_t *check_once(const child_ctx *c, int fd, int k, uint64_t set,
+static int64_t now_ns(void);
+
+static json_t *check_once(child_ctx *c, int fd, int k, uint64_t set,
                           int copies, void **in, void **pristine, void **out_c,
                           void **out_r, void **args_c, void **args_r,
                           double *max_abs, double *max_rel) {
@@ -415,7 +543,10 @@ static json_t *check_once(const child_ctx *c, int fd, int k, uint64_t set,
   progress(fd, set < 1000 ? "correctness" : "recheck", trial, "reference");
   c->fns[0](args_r + (size_t)k * n);
   progress(fd, set < 1000 ? "correctness" : "recheck", trial, "candidate");
+  arm(c);
+  int64_t c0 = now_ns();
   c->fns[1](args_c + (size_t)k * n);
+  disarm(c, now_ns() - c0);
   for (size_t i = 0; i < n; i++) {
     const sg_task_arg *a = &t->args[i];
     size_t es = sg_dtype_size(a->dtype);
@@ -464,6 +595,11 @@ static json_t *check_once(const child_ctx *c, int fd, int k, uint64_t set,
 /* The child's whole job; runs in the sandbox. */
 static int child_main(void *arg, int fd) {
   child_ctx *c = arg;
+  signal(SIGALRM, SIG_DFL);
+  sigset_t alrm;
+  sigemptyset(&alrm);
+  sigaddset(&alrm, SIGALRM);
+  sigprocmask(SIG_UNBLOCK, &alrm, NULL);
   const sg_task *t = c->task;
   double t_start = sg_clock_now_s();
   json_t *phases = json_object();
@@ -565,13 +701,16 @@ static int child_main(void *arg, int fd) {
     bool timed = it >= c->warmups;
     int64_t a0 = now_ns();
     ref(args_r + (size_t)k * n);
+    int64_t r1 = now_ns();
+    arm(c);
     int64_t a1 = now_ns();
     cand(args_c + (size_t)k * n);
     int64_t a2 = now_ns();
+    disarm(c, a2 - a1);
     order[2 * it] = timed ? 'R' : 'r';
     order[2 * it + 1] = timed ? 'C' : 'c';
     if (timed) {
-      json_array_append_new(ref_ns, json_integer(a1 - a0));
+      json_array_append_new(ref_ns, json_integer(r1 - a0));
       json_array_append_new(cand_ns, json_integer(a2 - a1));
     }
   }
@@ -759,7 +898,10 @@ int sg_eval_cpu_run_logged(const sg_task *task, const sg_eval_build *build,
   need += in_bytes * (ROTATE_MAX + 1);
   sg_sandbox_limits lim;
   sg_sandbox_limits_default(&lim);
-  lim.wall_s = opts->run_timeout_s > 0 ? opts->run_timeout_s : 60;
+  c.cand_budget_s = opts->run_timeout_s > 0 ? opts->run_timeout_s : 60;
+  /* the backstop: the kernel's budget, plus room for drawing inputs and
+   * running the reference */
+  lim.wall_s = 2 * c.cand_budget_s + 120;
   lim.cpu_s = lim.wall_s + 1;
   if (lim.address_space_bytes < need + (UINT64_C(2) << 30))
     lim.address_space_bytes = need + (UINT64_C(2) << 30);
@@ -826,6 +968,10 @@ int sg_eval_cpu_run_logged(const sg_task *task, const sg_eval_build *build,
     if (in_reference(prog)) {
       r->status = SG_EVAL_INFRA_ERROR;
       sg_buf_printf(&msg, "the reference was killed by %s %s", sig, where);
+    } else if (o.signal == SIGALRM) {
+      r->status = SG_EVAL_TIMEOUT;
+      sg_buf_printf(&msg, "the kernel ran for more than %.3g s in total (wall "
+                    "clock) %s", c.cand_budget_s, where);
     } else if (o.signal == SIGXCPU) {
       r->status = SG_EVAL_TIMEOUT;
       sg_buf_printf(&msg, "killed by %s: the kernel used more than %.3g s of CPU time %s",
