@@ -7,8 +7,9 @@
 #   build-cuda/tests/gpu/specgen-cuda-run  and  .../specgen-gpu-check
 # (BUILD=dir overrides build-cuda). It records the machine (GPU, driver, nvcc,
 # ncu), runs every built-in CUDA task's examples through validation (and
-# profiling with --profile), and the kernelbench harness's GPU checks when
-# PyTorch is there. Logs and tables go to $OUT (default gpu-check-out/):
+# profiling with --profile), and the side-by-side load_inline build times
+# (python/specgen_kb/gpu_check.py) when PyTorch is there. SKIP_KB=1 leaves
+# out the kernelbench tasks, SKIP_KB_BUILD=1 only the build-time comparison. Logs and tables go to $OUT (default gpu-check-out/):
 #   env.txt  check.txt  check.jsonl  ncu.tar.gz  kb.txt
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ mkdir -p "$out"
 export PATH="$PATH:/usr/local/cuda/bin"
 export SPECGEN_TASKS_DIR="$root/tasks"
 export SPECGEN_CUDA_RUNNER="$root/$build/tests/gpu/specgen-cuda-run"
+export SPECGEN_PYTHON_DIR="$root/python"
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/specgen-gpu-cache}
 export SPECGEN_NCU_SAVE_DIR=/tmp/specgen-ncu-csv
 rm -rf "$SPECGEN_NCU_SAVE_DIR"
@@ -40,7 +42,7 @@ if [ -d "$SPECGEN_NCU_SAVE_DIR" ]; then
   tar -C "$SPECGEN_NCU_SAVE_DIR" -czf "$out/ncu.tar.gz" .
 fi
 
-if [ -z "${SKIP_KB:-}" ] && python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if [ -z "${SKIP_KB:-}" ] && [ -z "${SKIP_KB_BUILD:-}" ] && python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   if [ -f python/specgen_kb/gpu_check.py ]; then
     PYTHONPATH="$root/python" python3 -m specgen_kb.gpu_check 2>&1 | tee "$out/kb.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

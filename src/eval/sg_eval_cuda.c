@@ -399,8 +399,8 @@ static double jnum(const json_t *o, const char *k) {
 }
 
 /* The runner's outcome into r. */
-static void take_outcome(const sg_sandbox_outcome *o, double timeout_s,
-                         sg_eval_result *r) {
+void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
+                               sg_eval_result *r) {
   r->network_isolated = o->network_isolated;
   json_error_t je;
   json_t *j = o->result_len ? json_loadb(o->result, o->result_len, 0, &je) : NULL;
@@ -446,8 +446,8 @@ static void take_outcome(const sg_sandbox_outcome *o, double timeout_s,
   json_decref(j);
 }
 
-static void runner_limits(const sg_eval_build *build, double wall_s,
-                          sg_sandbox_limits *lim) {
+void sg_eval_cuda_runner_limits(const sg_eval_build *build, double wall_s,
+                                sg_sandbox_limits *lim) {
   sg_sandbox_limits_default(lim);
   lim->wall_s = wall_s;
   lim->cpu_s = 0;               /* the wall clock bounds it */
@@ -486,7 +486,7 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
                   "--seed", sseed, opts->strict ? "--strict" : NULL, NULL};
   sg_sandbox_limits lim;
   double wall = opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
-  runner_limits(build, wall, &lim);
+  sg_eval_cuda_runner_limits(build, wall, &lim);
   sg_sandbox_outcome o;
   double t0 = sg_clock_now_s();
   rc = sg_sandbox_exec(&lim, argv, &o, err);
@@ -494,7 +494,7 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
   if (rc)
     return rc;
   r->run_s = sg_clock_now_s() - t0;
-  take_outcome(&o, wall, r);
+  sg_eval_cuda_take_outcome(&o, wall, r);
   sg_sandbox_outcome_free(&o);
   return 0;
 }
@@ -512,20 +512,29 @@ int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
   if (!runner)
     return sg_err_set(err, SG_EUNSUPPORTED,
                       "specgen-cuda-run not found (set SPECGEN_CUDA_RUNNER)");
-  char *ncu = sg_eval_cuda_find_ncu();
-  if (!ncu) {
-    free(runner);
-    return sg_err_set(err, SG_EUNSUPPORTED,
-                      "ncu (Nsight Compute) not found: set SPECGEN_NCU or put "
-                      "it in PATH");
-  }
   char sdev[16], sseed[32];
   snprintf(sdev, sizeof sdev, "%d", dev);
   snprintf(sseed, sizeof sseed, "%llu", opts && opts->seed ? opts->seed : 1ULL);
-  /* Only the candidate's kernels: the runner brackets one call with
+  char *target[] = {runner, "--task", task->dir, "--cand", build->artifact,
+                    "--mode", "profile", "--device", sdev, "--seed", sseed, NULL};
+  rc = sg_eval_cuda_ncu(task, build, opts, target, r, err);
+  free(runner);
+  return rc;
+}
+
+int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
+                     const sg_eval_opts *opts, char *const target[],
+                     sg_eval_result *r, sg_err *err) {
+  int rc;
+  char *ncu = sg_eval_cuda_find_ncu();
+  if (!ncu)
+    return sg_err_set(err, SG_EUNSUPPORTED,
+                      "ncu (Nsight Compute) not found: set SPECGEN_NCU or put "
+                      "it in PATH");
+  /* Only the candidate's kernels: the target brackets one call with
    * cuProfilerStart/Stop and ncu collects nothing outside it. The clocks are
    * left as they are (the machine may be shared). */
-  char *argv[64];
+  char *argv[96];
   int k = 0;
   argv[k++] = ncu;
   argv[k++] = "--csv";
@@ -543,26 +552,16 @@ int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
     argv[k++] = "--section";
     argv[k++] = (char *)*s;
   }
-  argv[k++] = runner;
-  argv[k++] = "--task";
-  argv[k++] = task->dir;
-  argv[k++] = "--cand";
-  argv[k++] = build->artifact;
-  argv[k++] = "--mode";
-  argv[k++] = "profile";
-  argv[k++] = "--device";
-  argv[k++] = sdev;
-  argv[k++] = "--seed";
-  argv[k++] = sseed;
+  for (int i = 0; target[i] && k < 94; i++)
+    argv[k++] = target[i];
   argv[k] = NULL;
   sg_sandbox_limits lim;
   double wall = opts && opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
-  runner_limits(build, wall, &lim);
+  sg_eval_cuda_runner_limits(build, wall, &lim);
   lim.output_cap_bytes = 8 << 20;
   sg_sandbox_outcome o;
   double t0 = sg_clock_now_s();
   rc = sg_sandbox_exec(&lim, argv, &o, err);
-  free(runner);
   free(ncu);
   if (rc)
     return rc;

@@ -22,6 +22,27 @@ int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
                          const sg_eval_opts *opts, sg_eval_result *r,
                          sg_err *err);
 
+/* Shared with the kernelbench evaluator (sg_eval_kernelbench.c). */
+struct sg_sandbox_outcome;
+struct sg_sandbox_limits;
+/* A device-side child's JSON result (the runner's keys) into r; a child that
+ * timed out, died or wrote nothing is reported as such. */
+void sg_eval_cuda_take_outcome(const struct sg_sandbox_outcome *o,
+                               double timeout_s, sg_eval_result *r);
+/* Sandbox limits for a device-side child: no address-space limit (CUDA maps
+ * far more than it uses), the wall clock as the bound. */
+void sg_eval_cuda_runner_limits(const sg_eval_build *build, double wall_s,
+                                struct sg_sandbox_limits *lim);
+/* Runs ncu over target (a program that brackets the candidate's work with
+ * cuProfilerStart/Stop) and fills r->metrics and r->profile_text. */
+int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
+                     const sg_eval_opts *opts, char *const target[],
+                     sg_eval_result *r, sg_err *err);
+
+/* The kernelbench evaluator (docs/gpu.md): a Python harness under the user's
+ * PyTorch (python/specgen_kb). */
+extern const sg_evaluator sg_evaluator_kernelbench;
+
 /* A program the evaluator runs: $SPECGEN_<VAR> if set, else the first of the
  * candidates that exists, else NULL. The caller frees it. Exposed for tests. */
 char *sg_eval_cuda_find_nvcc(void);

@@ -4,7 +4,8 @@
  *   specgen-gpu-check [--compile-only] [--profile] [--task NAME]...
  *                     [--example SUBSTRING] [--jsonl FILE]
  *
- * Each example candidate (tasks/cuda/<task>/examples/<status>-<label>.cu) goes
+ * Each example candidate (tasks/cuda/<task>/examples/<status>-<label>.cu,
+ * and the kernelbench tasks' Python examples, unless SKIP_KB is set) goes
  * through compile, then run (validation and timing) and, with --profile and
  * when it is valid, profile (ncu). Its status must be the one its name
  * promises. A table is printed as it goes (compile, run and profile seconds,
@@ -46,7 +47,7 @@ int main(int argc, char **argv) {
       {"task", required_argument, NULL, 't'},   {"example", required_argument, NULL, 'e'},
       {"jsonl", required_argument, NULL, 'j'},  {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  bool compile_only = false, profile = false;
+  bool compile_only = false, profile = false, skip_kb = getenv("SKIP_KB") != NULL;
   char *tasks_wanted[64];
   int ntw = 0;
   const char *example_filter = NULL, *jsonl = NULL;
@@ -84,7 +85,11 @@ int main(int argc, char **argv) {
   int failures = 0, checked = 0;
   for (size_t t = 0; t < ntasks; t++) {
     const sg_task *task = tasks[t];
-    if (strcmp(task->evaluator, "cuda") != 0 || !wanted(task->name, tasks_wanted, ntw))
+    if ((strcmp(task->evaluator, "cuda") != 0 &&
+         strcmp(task->evaluator, "kernelbench") != 0) ||
+        !wanted(task->name, tasks_wanted, ntw))
+      continue;
+    if (strcmp(task->evaluator, "kernelbench") == 0 && (skip_kb || compile_only))
       continue;
     sg_task_example *ex = NULL;
     size_t nex = 0;

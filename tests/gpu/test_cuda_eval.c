@@ -155,6 +155,33 @@ static void test_device_names(void) {
   SG_CHECK_EQ_INT(sg_eval_cuda_parse_device("cuda:x", &d, &err), SG_EINVAL);
 }
 
+/* Where PyTorch is missing, the kernelbench evaluator cannot evaluate at
+ * all: specgen's problem (a negative return naming PyTorch), not the
+ * candidate's. */
+static void test_kb_without_torch(void) {
+  if (system("python3 -c 'import torch' >/dev/null 2>&1") == 0)
+    SG_SKIP("PyTorch is installed here: the no-torch path is not reachable");
+  sg_task *t = NULL;
+  sg_err err;
+  char *dir = sg_asprintf("%s/tasks/kernelbench/matmul_transposed_b", SG_SOURCE_ROOT);
+  SG_CHECK_OK(sg_task_load(dir, &t, &err), err);
+  free(dir);
+  SG_CHECK_STR_EQ(t->evaluator, "kernelbench");
+  const char *src = "import torch.nn as nn\nclass ModelNew(nn.Module):\n  pass\n";
+  sg_eval_opts o;
+  sg_eval_opts_default(&o);
+  sg_eval_build b;
+  sg_eval_result r;
+  sg_eval_result_init(&r);
+  sg_err_clear(&err);
+  int rc = sg_eval_compile(t, src, strlen(src), &o, &b, &r, &err);
+  SG_CHECK_EQ_INT(rc, SG_EUNSUPPORTED);
+  SG_CHECK_CONTAINS(err.msg, "PyTorch");
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
 /* ---- suite gpu ---- */
 
 static void gpu_examples_have_their_status(void) {
@@ -176,4 +203,5 @@ SG_TEST_MAIN({"compile_ok_builds_both", test_compile_ok_builds_both},
              {"rules_reject_before_compiling", test_rules_reject_before_compiling},
              {"no_driver_is_infra_error", test_no_driver_is_infra_error},
              {"device_names", test_device_names},
+             {"kb_without_torch", test_kb_without_torch},
              {"gpu_examples_have_their_status", gpu_examples_have_their_status})

@@ -1,0 +1,113 @@
+"""Pure logic of the kernelbench harness: no torch, no GPU, no I/O.
+
+Everything here is a function of its arguments, so the unit tests
+(tests/gpu/test_kb_logic.py) run on any machine.
+"""
+
+import hashlib
+import json
+import math
+
+# ATen operators that do a task's heavy work. A candidate's ModelNew.forward
+# may not call one that the reference's forward calls: that would be timing
+# PyTorch's kernel, not the candidate's.
+HEAVY_OPS = frozenset({
+    "mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "mv", "addmv", "dot",
+    "linear", "einsum", "tensordot",
+    "convolution", "_convolution", "conv1d", "conv2d", "conv3d",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "cudnn_convolution", "cudnn_convolution_transpose", "mkldnn_convolution",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention", "scaled_dot_product_attention",
+    "_softmax", "softmax", "log_softmax", "_log_softmax",
+    "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+    "cudnn_batch_norm", "batch_norm", "native_layer_norm", "layer_norm",
+    "native_group_norm", "group_norm",
+    "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool2d", "avg_pool3d",
+    "cumsum", "cumprod", "sort", "topk",
+})
+
+
+def op_base_name(name):
+    """'aten::addmm.out' or 'aten.addmm.default' -> 'addmm'."""
+    n = name
+    for sep in ("::", "."):
+        if n.startswith("aten" + sep):
+            n = n[len("aten" + sep):]
+            break
+    return n.split(".")[0]
+
+
+def forbidden_calls(reference_ops, candidate_ops):
+    """The heavy operators the reference uses that the candidate also calls,
+    sorted; empty when the candidate does its own heavy work."""
+    ref_heavy = {op_base_name(o) for o in reference_ops} & HEAVY_OPS
+    return sorted(ref_heavy & {op_base_name(o) for o in candidate_ops})
+
+
+def tolerances(strict, task_tol=None):
+    """(atol, rtol): KernelBench's 1e-2 unless the task says otherwise;
+    strict divides them by 100."""
+    atol, rtol = (task_tol or (1e-2, 1e-2))
+    if strict:
+        return atol / 100.0, rtol / 100.0
+    return atol, rtol
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    if n == 0:
+        return float("nan")
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def mean(values):
+    return sum(values) / len(values) if values else float("nan")
+
+
+def unsynced_work(event_ms, wall_ms, slack_ms=0.05, ratio=1.5):
+    """True when the host saw the call take much longer than the events on
+    the timed stream did: work ran on a stream the events did not cover."""
+    if event_ms is None or wall_ms is None or math.isnan(event_ms) or math.isnan(wall_ms):
+        return False
+    return wall_ms > ratio * event_ms + slack_ms
+
+
+def inline_cache_key(kwargs, torch_version, cuda_version, arch_list):
+    """The build cache key of a load_inline call: everything that changes the
+    built module."""
+    parts = {
+        "name": kwargs.get("name"),
+        "cpp_sources": kwargs.get("cpp_sources"),
+        "cuda_sources": kwargs.get("cuda_sources"),
+        "functions": kwargs.get("functions"),
+        "extra_cflags": kwargs.get("extra_cflags"),
+        "extra_cuda_cflags": kwargs.get("extra_cuda_cflags"),
+        "extra_ldflags": kwargs.get("extra_ldflags"),
+        "extra_include_paths": kwargs.get("extra_include_paths"),
+        "with_cuda": kwargs.get("with_cuda"),
+        "torch": torch_version,
+        "cuda": cuda_version,
+        "arch": arch_list,
+    }
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def result(status, message, **fields):
+    """The result object the harness writes (the keys of the cuda runner)."""
+    r = {"status": status, "message": message}
+    for k, v in fields.items():
+        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+            v = None
+        r[k] = v
+    return r
+
+
+def classify_exception(stage, exc_text):
+    """The status of an exception raised while the candidate ran: building
+    or importing it is compile_error, running it runtime_error."""
+    if stage in ("import", "build"):
+        return "compile_error"
+    return "runtime_error"

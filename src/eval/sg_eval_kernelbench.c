@@ -1,0 +1,224 @@
+/* sg_eval_kernelbench.c: the kernelbench evaluator (docs/gpu.md).
+ *
+ * A kernelbench task's reference is a KernelBench file (a PyTorch Model,
+ * get_inputs, get_init_inputs); the candidate is Python defining ModelNew.
+ * Everything that touches PyTorch runs in python/specgen_kb/harness.py, in a
+ * sandboxed child under the user's python3: compile imports the candidate
+ * (which builds its load_inline extensions into a content-addressed cache, on
+ * the CPU), run checks and times it on the device, profile runs it once
+ * under ncu. The harness answers with the cuda runner's JSON keys, so the
+ * outcome is read by the same code (sg_eval_cuda_take_outcome).
+ */
+#include "common/sg_alloc.h"
+#include "common/sg_clock.h"
+#include "common/sg_file.h"
+#include "eval/sg_eval_cuda.h"
+#include "eval/sg_sandbox.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* load_inline builds PyTorch's headers: tens of seconds even on a fast
+ * machine, so the compile stage gets at least this long. */
+#define KB_MIN_COMPILE_S 300.0
+
+static bool is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The directory holding the specgen_kb package: $SPECGEN_PYTHON_DIR, the
+ * installed data directory, or the source tree's python/. */
+static char *python_dir(void) {
+  const char *e = getenv("SPECGEN_PYTHON_DIR");
+  if (e && *e)
+    return sg_strdup(e);
+  char *c = sg_asprintf("%s/python", SG_DATA_DIR);
+  char *pkg = sg_asprintf("%s/specgen_kb", c);
+  bool ok = is_dir(pkg);
+  free(pkg);
+  if (ok)
+    return c;
+  free(c);
+  return sg_asprintf("%s/python", SG_SOURCE_ROOT);
+}
+
+static const char *python_exe(void) {
+  const char *e = getenv("SPECGEN_PYTHON");
+  return e && *e ? e : "python3";
+}
+
+/* argv for the harness: env PYTHONPATH=... python3 -m specgen_kb.harness
+ * followed by extra (NULL-ended). Strings in *owned are freed by the
+ * caller with free_argv. */
+typedef struct kb_argv {
+  char *v[48];
+  char *owned[8];
+  int n, nowned;
+} kb_argv;
+
+static void add(kb_argv *a, const char *s) {
+  if (a->n < 47)
+    a->v[a->n++] = (char *)s;
+  a->v[a->n] = NULL;
+}
+
+static void add_owned(kb_argv *a, char *s) {
+  if (a->nowned < 8)
+    a->owned[a->nowned++] = s;
+  add(a, s);
+}
+
+static void free_argv(kb_argv *a) {
+  for (int i = 0; i < a->nowned; i++)
+    free(a->owned[i]);
+}
+
+static void harness_argv(kb_argv *a, const sg_task *task, const char *cand,
+                         const char *mode, const sg_eval_opts *opts, int dev) {
+  memset(a, 0, sizeof *a);
+  char *pydir = python_dir();
+  add(a, "env");
+  add_owned(a, sg_asprintf("PYTHONPATH=%s", pydir));
+  free(pydir);
+  add(a, "PYTHONUNBUFFERED=1");
+  add(a, python_exe());
+  add(a, "-m");
+  add(a, "specgen_kb.harness");
+  add(a, "--task");
+  add(a, task->reference_path);
+  add(a, "--cand");
+  add(a, cand);
+  add(a, "--mode");
+  add(a, mode);
+  add(a, "--device");
+  add_owned(a, sg_asprintf("%d", dev));
+  add(a, "--trials");
+  add_owned(a, sg_asprintf("%d", opts->correctness_trials > 0 ? opts->correctness_trials : 3));
+  add(a, "--warmup");
+  add_owned(a, sg_asprintf("%d", opts->warmup_runs >= 0 ? opts->warmup_runs : 10));
+  add(a, "--timed");
+  add_owned(a, sg_asprintf("%d", opts->timed_runs > 0 ? opts->timed_runs : 40));
+  add(a, "--seed");
+  add_owned(a, sg_asprintf("%llu", opts->seed ? opts->seed % 1000000007ULL : 42ULL));
+  add(a, "--atol");
+  add_owned(a, sg_asprintf("%.17g", task->atol));
+  add(a, "--rtol");
+  add_owned(a, sg_asprintf("%.17g", task->rtol));
+  if (opts->strict)
+    add(a, "--strict");
+}
+
+static int run_harness(const sg_task *task, const sg_eval_build *build,
+                       const char *cand, const char *mode,
+                       const sg_eval_opts *opts, double wall, sg_eval_result *r,
+                       sg_err *err) {
+  int dev = 0;
+  int rc = sg_eval_cuda_parse_device(opts->device, &dev, err);
+  if (rc)
+    return rc;
+  kb_argv a;
+  harness_argv(&a, task, cand, mode, opts, dev);
+  sg_sandbox_limits lim;
+  sg_eval_cuda_runner_limits(build, wall, &lim);
+  lim.isolate_network = true;
+  sg_sandbox_outcome o;
+  double t0 = sg_clock_now_s();
+  rc = sg_sandbox_exec(&lim, a.v, &o, err);
+  free_argv(&a);
+  if (rc)
+    return rc;
+  double dt = sg_clock_now_s() - t0;
+  sg_eval_cuda_take_outcome(&o, wall, r);
+  if (strcmp(mode, "compile") == 0)
+    r->compile_s = dt;
+  else
+    r->run_s = dt;
+  sg_sandbox_outcome_free(&o);
+  return 0;
+}
+
+static int kb_compile(const sg_task *task, const char *source, size_t len,
+                      const sg_eval_opts *opts, sg_eval_build *build,
+                      sg_eval_result *r, sg_err *err) {
+  memset(build, 0, sizeof *build);
+  sg_eval_opts d;
+  sg_eval_opts_default(&d);
+  if (!opts)
+    opts = &d;
+  const char *root = opts->work_dir ? opts->work_dir : getenv("TMPDIR");
+  if (!root || !*root)
+    root = "/tmp";
+  int rc = sg_mkdir_p(root, err);
+  if (rc)
+    return rc;
+  char *dir = sg_asprintf("%s/specgen-kb-XXXXXX", root);
+  if (!mkdtemp(dir)) {
+    rc = sg_err_set(err, SG_EIO, "%s: cannot create a scratch directory: %s", root,
+                    strerror(errno));
+    free(dir);
+    return rc;
+  }
+  build->work_dir = dir;
+  build->owns_work_dir = true;
+  char *cand = sg_asprintf("%s/candidate.py", dir);
+  if ((rc = sg_file_write(cand, source, len, err))) {
+    free(cand);
+    return rc;
+  }
+  double wall = opts->compile_timeout_s > KB_MIN_COMPILE_S ? opts->compile_timeout_s
+                                                           : KB_MIN_COMPILE_S;
+  rc = run_harness(task, build, cand, "compile", opts, wall, r, err);
+  if (!rc && r->status == SG_EVAL_OK) {
+    build->artifact = cand;
+    build->reference_artifact = sg_strdup(task->reference_path);
+  } else {
+    free(cand);
+  }
+  /* A compile that ended in anything but ok or compile_error (a harness
+   * that could not import torch, say) is specgen's or the machine's
+   * problem: the contract allows only ok, compile_error or rejected here. */
+  if (!rc && r->status != SG_EVAL_OK && r->status != SG_EVAL_COMPILE_ERROR &&
+      r->status != SG_EVAL_REJECTED) {
+    if (r->status == SG_EVAL_TIMEOUT)
+      r->status = SG_EVAL_COMPILE_ERROR;
+    else
+      rc = sg_err_set(err, SG_EUNSUPPORTED, "kernelbench compile stage: %s",
+                      r->message ? r->message : "failed");
+  }
+  return rc;
+}
+
+static int kb_run(const sg_task *task, const sg_eval_build *build,
+                  const sg_eval_opts *opts, sg_eval_result *r, sg_err *err) {
+  sg_eval_opts d;
+  sg_eval_opts_default(&d);
+  if (!opts)
+    opts = &d;
+  double wall = opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
+  return run_harness(task, build, build->artifact, "validate", opts, wall, r, err);
+}
+
+static int kb_profile(const sg_task *task, const sg_eval_build *build,
+                      const sg_eval_opts *opts, sg_eval_result *r, sg_err *err) {
+  sg_eval_opts d;
+  sg_eval_opts_default(&d);
+  if (!opts)
+    opts = &d;
+  int dev = 0;
+  int rc = sg_eval_cuda_parse_device(opts->device, &dev, err);
+  if (rc)
+    return rc;
+  kb_argv a;
+  harness_argv(&a, task, build->artifact, "profile", opts, dev);
+  rc = sg_eval_cuda_ncu(task, build, opts, a.v, r, err);
+  free_argv(&a);
+  return rc;
+}
+
+const sg_evaluator sg_evaluator_kernelbench = {"kernelbench", kb_compile, kb_run,
+                                               kb_profile};

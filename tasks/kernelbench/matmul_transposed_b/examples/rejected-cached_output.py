@@ -1,0 +1,16 @@
+"""rejected example: remembers its result by the inputs' addresses, which
+looks fast when a benchmark calls it again with the same buffers."""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.memo = {}
+
+    def forward(self, A, B):
+        key = (A.data_ptr(), B.data_ptr())
+        if key not in self.memo:
+            self.memo[key] = torch.matmul(A, B.T)
+        return self.memo[key]

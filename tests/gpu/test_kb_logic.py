@@ -1,0 +1,114 @@
+"""Unit tests of the kernelbench harness's pure logic (specgen_kb.logic) and
+of what the harness does without PyTorch. Needs no GPU and no torch.
+
+    python3 tests/gpu/test_kb_logic.py   (meson: suite unit, gpu_kb_logic)
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from specgen_kb import logic  # noqa: E402
+
+
+class OpNames(unittest.TestCase):
+    def test_base_names(self):
+        self.assertEqual(logic.op_base_name("aten.addmm.default"), "addmm")
+        self.assertEqual(logic.op_base_name("aten::mm.out"), "mm")
+        self.assertEqual(logic.op_base_name("aten.convolution.default"), "convolution")
+        self.assertEqual(logic.op_base_name("myext.custom"), "myext")
+
+    def test_forbidden_only_when_reference_uses_it(self):
+        ref = {"aten.mm.default", "aten.t.default", "aten.empty.memory_format"}
+        self.assertEqual(logic.forbidden_calls(ref, {"aten.mm.default"}), ["mm"])
+        # Light operators (views, copies, allocation) are always allowed.
+        self.assertEqual(logic.forbidden_calls(ref, {"aten.t.default", "aten.empty.memory_format",
+                                                     "aten.copy_.default"}), [])
+        # A heavy operator the reference does not use is the candidate's business.
+        self.assertEqual(logic.forbidden_calls(ref, {"aten._softmax.default"}), [])
+        conv = {"aten.convolution.default", "aten.relu.default"}
+        self.assertEqual(logic.forbidden_calls(conv, {"aten.convolution.default",
+                                                      "aten.mm.default"}), ["convolution"])
+
+
+class Numbers(unittest.TestCase):
+    def test_tolerances(self):
+        self.assertEqual(logic.tolerances(False), (1e-2, 1e-2))
+        self.assertEqual(logic.tolerances(True), (1e-4, 1e-4))
+        self.assertEqual(logic.tolerances(False, (1e-3, 1e-5)), (1e-3, 1e-5))
+
+    def test_median_mean(self):
+        self.assertEqual(logic.median([3, 1, 2]), 2)
+        self.assertEqual(logic.median([4, 1, 3, 2]), 2.5)
+        self.assertTrue(math.isnan(logic.median([])))
+        self.assertEqual(logic.mean([1, 2, 3]), 2)
+
+    def test_unsynced_work(self):
+        self.assertFalse(logic.unsynced_work(1.0, 1.2))
+        self.assertTrue(logic.unsynced_work(1.0, 3.0))
+        # Host overhead on a tiny kernel is within the slack.
+        self.assertFalse(logic.unsynced_work(0.01, 0.5, slack_ms=0.5))
+        self.assertFalse(logic.unsynced_work(float("nan"), 3.0))
+
+    def test_result_drops_non_finite(self):
+        r = logic.result("ok", "fine", speedup=float("inf"), ref_ms=1.5)
+        self.assertEqual(r["status"], "ok")
+        self.assertIsNone(r["speedup"])
+        self.assertEqual(r["ref_ms"], 1.5)
+        json.dumps(r, allow_nan=False)
+
+    def test_classify(self):
+        self.assertEqual(logic.classify_exception("import", ""), "compile_error")
+        self.assertEqual(logic.classify_exception("run", ""), "runtime_error")
+        self.assertEqual(logic.classify_exception("time", ""), "runtime_error")
+
+
+class CacheKey(unittest.TestCase):
+    base = {"name": "m", "cpp_sources": "a", "cuda_sources": "b", "functions": ["f"]}
+
+    def test_same_input_same_key(self):
+        k1 = logic.inline_cache_key(dict(self.base), "2.11", "13.0", "9.0")
+        k2 = logic.inline_cache_key(dict(self.base), "2.11", "13.0", "9.0")
+        self.assertEqual(k1, k2)
+        self.assertEqual(len(k1), 20)
+
+    def test_everything_that_changes_the_module_changes_the_key(self):
+        k = logic.inline_cache_key(dict(self.base), "2.11", "13.0", "9.0")
+        for change in ({"cuda_sources": "c"}, {"cpp_sources": "x"}, {"functions": ["g"]},
+                       {"extra_cuda_cflags": ["-O3"]}, {"name": "n"}):
+            kw = dict(self.base, **change)
+            self.assertNotEqual(k, logic.inline_cache_key(kw, "2.11", "13.0", "9.0"), change)
+        self.assertNotEqual(k, logic.inline_cache_key(dict(self.base), "2.12", "13.0", "9.0"))
+        self.assertNotEqual(k, logic.inline_cache_key(dict(self.base), "2.11", "12.8", "9.0"))
+        self.assertNotEqual(k, logic.inline_cache_key(dict(self.base), "2.11", "13.0", "8.0"))
+
+
+class HarnessWithoutTorch(unittest.TestCase):
+    def test_missing_torch_is_infra_error(self):
+        try:
+            import torch  # noqa: F401
+            self.skipTest("torch is installed here")
+        except ImportError:
+            pass
+        task = os.path.join(ROOT, "tasks", "kernelbench", "matmul_transposed_b", "model.py")
+        cand = os.path.join(ROOT, "tasks", "kernelbench", "matmul_transposed_b", "examples",
+                            "ok-load_inline.py")
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        env.pop("SG_RESULT_FD", None)
+        p = subprocess.run([sys.executable, "-m", "specgen_kb.harness", "--task", task,
+                            "--cand", cand, "--mode", "compile"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        self.assertEqual(r["status"], "infra_error")
+        self.assertIn("PyTorch is not importable", r["message"])
+
+
+if __name__ == "__main__":
+    unittest.main()
