@@ -198,6 +198,8 @@ const sg_evaluator *sg_evaluator_find(const char *name) {
     return &cpu_evaluator;
   if (strcmp(name, "cuda") == 0)
     return &cuda_evaluator;
+  if (strcmp(name, "kernelbench") == 0)
+    return &sg_evaluator_kernelbench;
   return NULL;
 }
 
