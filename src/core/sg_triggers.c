@@ -725,7 +725,8 @@ static void sentence_end(sg_scanner *s) {
 
 /* Collapsed sentence text: a head (first bytes) and a ring (last bytes). */
 static inline void sentence_byte(sg_scanner *s, unsigned char c) {
-  whash_byte(&s->sent_hash, c);
+  /* a loop that varies only case or spacing is still a loop */
+  whash_byte(&s->sent_hash, c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c);
   textbuf_byte(&s->sent_head, c);
   if (is_ws(c)) {
     if (s->sent_clen > 0)

@@ -269,8 +269,8 @@ static void test_repetition_loop_fires_once(void) {
       {"I'll use 64x64 tiles. I'll use 64x64 tiles. I'll use 64x64 tiles.\n", "D"},
       {"Let me write the kernel.\nLet me write the kernel.\nLet me write the "
        "kernel.\n", "P"},
-      /* re-wrapped copies are the same sentence */
-      {"Use  64x64\ttiles.\nUse 64x64 tiles.\n", "D"},
+      /* re-wrapped or re-cased copies are the same sentence */
+      {"Use  64x64\ttiles.\nUse 64x64 tiles.\nUSE 64x64 Tiles.\n", "D"},
       /* a changed decision is a new sentence */
       {"I'll use 64x64 tiles.\nI'll use 32x32 tiles.\n", "DD"},
   };
