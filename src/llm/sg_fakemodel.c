@@ -950,7 +950,10 @@ static const sg_fm_task unknown_task = {
     .description = "the operation the prompt describes",
 };
 
-static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t key) {
+/* The trace for key; only its opening paragraph when opening_only (enough to
+ * tell variants apart cheaply). */
+static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t key,
+                         bool opening_only) {
   writer w;
   memset(&w, 0, sizeof w);
   w.r.s = key;
@@ -959,6 +962,8 @@ static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t ke
   size_t target = (size_t)rng_range(&w.r, m->p.reasoning_tokens_min,
                                      m->p.reasoning_tokens_max);
   w_bank(&w, B_OPEN);
+  if (opening_only)
+    return sg_buf_steal(&w.out);
   if (t->nargs)
     move_shapes(&w);
   w_bank(&w, B_ANALYSIS);
@@ -994,20 +999,49 @@ static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t ke
 }
 
 static uint64_t trace_key(const sg_fakemodel *m, int task, const char *context,
-                          bool has_seed, uint64_t request_seed) {
+                          int variant) {
   const char *name = task >= 0 ? m->tasks[task].name : "";
   uint64_t k = mix(m->seed, hash_str(name));
   k = mix(k, hash_str(context ? context : ""));
-  if (has_seed)
-    k = mix(k, request_seed ^ 0x5eed5eed5eed5eedULL);
-  return k;
+  return mix(k, (uint64_t)variant);
+}
+
+static const sg_fm_task *task_or_unknown(const sg_fakemodel *m, int task) {
+  return task >= 0 && (size_t)task < m->ntasks ? &m->tasks[task] : &unknown_task;
 }
 
 char *sg_fakemodel_trace(const sg_fakemodel *m, int task, const char *context,
-                         bool has_seed, uint64_t request_seed) {
-  const sg_fm_task *t =
-      task >= 0 && (size_t)task < m->ntasks ? &m->tasks[task] : &unknown_task;
-  return write_trace(m, t, trace_key(m, task, context, has_seed, request_seed));
+                         int variant) {
+  assert(variant >= 0 && variant < SG_FM_TRACE_VARIANTS);
+  return write_trace(m, task_or_unknown(m, task), trace_key(m, task, context, variant), false);
+}
+
+int sg_fakemodel_variant(const sg_fm_request *req) {
+  if (req->has_seed)
+    return (int)(mix(req->request_seed, 0x7661726961ULL) % SG_FM_TRACE_VARIANTS);
+  if (req->sample_key)
+    return (int)(mix(hash_str(req->sample_key), 0x7661726961ULL) % SG_FM_TRACE_VARIANTS);
+  return 0;
+}
+
+/* Bytes of a variant's opening used to tell whether its trace is in a
+ * prompt: the shortest match sg_fm_prefix_fraction counts, so no variant
+ * with f > 0 is missed. */
+#define OPENING_PROBE_BYTES 16
+
+/* The variants of this context's trace whose opening occurs in text (as a
+ * bit set). */
+static uint64_t variants_in(const sg_fakemodel *m, int task, const char *context,
+                            const char *text) {
+  uint64_t set = 0;
+  for (int v = 0; v < SG_FM_TRACE_VARIANTS; v++) {
+    char *open = write_trace(m, task_or_unknown(m, task), trace_key(m, task, context, v), true);
+    size_t n = strlen(open) < OPENING_PROBE_BYTES ? strlen(open) : OPENING_PROBE_BYTES;
+    if (n && memmem(text, strlen(text), open, n))
+      set |= 1ull << v;
+    free(open);
+  }
+  return set;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1109,10 +1143,10 @@ void sg_fakemodel_generate(const sg_fakemodel *m, const sg_fm_request *req,
     sk = mix(sk, hash_str(req->sample_key));
   rng r = {sk};
 
+  int variant = sg_fakemodel_variant(req);
+  out->variant = variant;
   if (task < 0) {
-    char *trace = req->thinking ? sg_fakemodel_trace(m, -1, context, req->has_seed,
-                                                     req->request_seed)
-                                : sg_strdup("");
+    char *trace = req->thinking ? sg_fakemodel_trace(m, -1, context, variant) : sg_strdup("");
     out->reasoning = trace;
     out->trace_bytes = strlen(trace);
     out->content = sg_strdup(
@@ -1121,22 +1155,62 @@ void sg_fakemodel_generate(const sg_fakemodel *m, const sg_fm_request *req,
     return;
   }
   const sg_fm_task *t = &m->tasks[task];
-  char *trace = sg_fakemodel_trace(m, task, context, req->has_seed, req->request_seed);
-  out->trace_bytes = strlen(trace);
   if (req->thinking) {
     out->p_valid = m->p.p_valid_reasoning;
+    /* A continuation goes on with the variant it continues, whichever seed
+     * or id the request carries. */
     size_t pl = req->reasoning_prefix ? strlen(req->reasoning_prefix) : 0;
-    if (pl && strncmp(trace, req->reasoning_prefix, pl) == 0) {
+    char *trace = NULL;
+    if (pl) {
+      uint64_t set = variants_in(m, task, context, req->reasoning_prefix);
+      for (int v = 0; v < SG_FM_TRACE_VARIANTS && !trace; v++) {
+        if (!(set >> v & 1))
+          continue;
+        char *cand = sg_fakemodel_trace(m, task, context, v);
+        if (strncmp(cand, req->reasoning_prefix, pl) == 0) {
+          trace = cand;
+          out->variant = variant = v;
+        } else {
+          free(cand);
+        }
+      }
+    }
+    if (trace) {
+      out->trace_bytes = strlen(trace);
       out->reasoning = sg_strdup(trace + pl);
       free(trace);
     } else {
-      out->reasoning = trace;
+      out->reasoning = sg_fakemodel_trace(m, task, context, variant);
+      out->trace_bytes = strlen(out->reasoning);
     }
   } else {
-    out->prefix_fraction = sg_fm_prefix_fraction(trace, prompt);
+    /* f against every variant whose opening the prompt holds: a fork is
+     * measured against the trace it copies, whatever its own seed or id. */
+    /* Variants may share their first paragraphs: the one with the longest
+     * match is the one copied; on a tie, the request's own, else the
+     * lowest. */
+    uint64_t set = variants_in(m, task, context, prompt);
+    out->prefix_fraction = 0;
+    out->trace_bytes = 0;
+    double best_bytes = -1;
+    for (int k = 0; k < SG_FM_TRACE_VARIANTS; k++) {
+      int v = (variant + k) % SG_FM_TRACE_VARIANTS;
+      if (!(set >> v & 1))
+        continue;
+      char *trace = sg_fakemodel_trace(m, task, context, v);
+      double f = sg_fm_prefix_fraction(trace, prompt);
+      double bytes = f * (double)strlen(trace);
+      if (bytes > best_bytes + 0.5 ||
+          (bytes > best_bytes - 0.5 && v < out->variant && out->variant != variant)) {
+        best_bytes = bytes;
+        out->prefix_fraction = f;
+        out->trace_bytes = strlen(trace);
+        out->variant = v;
+      }
+      free(trace);
+    }
     out->p_valid = sg_fakemodel_p_valid(m, task, out->prefix_fraction);
     out->reasoning = sg_strdup("");
-    free(trace);
   }
   bool valid = rng_unit(&r) < out->p_valid;
   const sg_fm_example *e = pick_example(m, t, valid, &r);

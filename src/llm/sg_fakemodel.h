@@ -141,7 +141,7 @@ double sg_fakemodel_p_valid(const sg_fakemodel *m, int task, double f);
 
 typedef struct sg_fm_request {
   const char *context;   /* the prompt up to where the answer starts: it keys
-                            the reasoning trace (forks send the same one) */
+                            the reasoning traces (forks send the same one) */
   const char *prompt;    /* the whole prompt text, searched for the trace */
   bool thinking;         /* reason first, or answer at once */
   bool has_seed;         /* the request's own "seed" */
@@ -159,8 +159,9 @@ typedef struct sg_fm_answer {
   const char *status;     /* the example answered: "ok", ...; "" if none */
   const char *label;      /* "fast", ...; "" if none */
   double prefix_fraction; /* f (thinking off) */
+  int variant;            /* the trace variant written or matched */
   double p_valid;         /* the probability the draw was made with */
-  size_t trace_bytes;     /* length of the full trace for this context */
+  size_t trace_bytes;     /* length of that full trace (0: no trace matched) */
 } sg_fm_answer;
 
 /* Writes the answer to req. Frees with sg_fm_answer_free. */
@@ -168,10 +169,21 @@ void sg_fakemodel_generate(const sg_fakemodel *m, const sg_fm_request *req,
                            sg_fm_answer *out);
 void sg_fm_answer_free(sg_fm_answer *a);
 
-/* The full reasoning trace a thinking-on request with this context (and
- * seed) writes about task; the caller frees it. */
+/* A context has SG_FM_TRACE_VARIANTS traces; a thinking-on request writes
+ * the variant its seed (else its id, else 0) picks, as a sampling model
+ * writes a different trace each time. A thinking-off request is measured
+ * against every variant its prompt holds, so a fork needs not send its
+ * parent's seed or id. */
+#define SG_FM_TRACE_VARIANTS 32
+
+/* The variant req writes when thinking: from its seed, else its sample key,
+ * else 0. */
+int sg_fakemodel_variant(const sg_fm_request *req);
+
+/* Variant `variant` of the full reasoning trace a thinking-on request with
+ * this context writes about task (-1: no task); the caller frees it. */
 char *sg_fakemodel_trace(const sg_fakemodel *m, int task, const char *context,
-                         bool has_seed, uint64_t request_seed);
+                         int variant);
 
 /* The length of the longest prefix of trace that occurs in text, over the
  * trace's length; 0 for an empty trace or a match shorter than 16 bytes. */

@@ -247,6 +247,7 @@ struct gen {
   sg_buf out;
   size_t out_off;
   bool finished, fault_closed;
+  bool active; /* on the live list; touched by the connection's thread only */
   const char *finish_reason;
   atomic_bool abort_flag;
   gen *next_active;
@@ -635,14 +636,23 @@ static bool gen_step(gen *g) {
   return false;
 }
 
+static void active_remove(sg_llm_server *s, gen *g);
+
 static ssize_t gen_read(void *cls, uint64_t pos, char *buf, size_t max) {
   (void)pos;
   gen *g = cls;
   while (g->out_off >= g->out.len) {
     sg_buf_reset(&g->out);
     g->out_off = 0;
-    if (g->state == GS_DONE)
+    if (g->state == GS_DONE) {
+      /* Counted here, before the end of the chunked body goes out, so a
+       * client that has read the whole answer always finds it counted. */
+      if (g->active) {
+        atomic_fetch_add(&g->s->generations_completed, 1);
+        active_remove(g->s, g);
+      }
       return MHD_CONTENT_READER_END_OF_STREAM;
+    }
     if (!gen_step(g))
       return MHD_CONTENT_READER_END_WITH_ERROR;
   }
@@ -669,6 +679,7 @@ static void gen_free(gen *g) {
 }
 
 static void active_add(sg_llm_server *s, gen *g) {
+  g->active = true;
   pthread_mutex_lock(&s->mu);
   g->next_active = s->active;
   s->active = g;
@@ -676,7 +687,11 @@ static void active_add(sg_llm_server *s, gen *g) {
   atomic_fetch_add(&s->generations_active, 1);
 }
 
+/* Takes g off the live list (once). */
 static void active_remove(sg_llm_server *s, gen *g) {
+  if (!g->active)
+    return;
+  g->active = false;
   pthread_mutex_lock(&s->mu);
   for (gen **p = &s->active; *p; p = &(*p)->next_active)
     if (*p == g) {
@@ -1054,12 +1069,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     return;
   gen *g = rq->g;
   if (g) {
-    active_remove(s, g);
-    if (g->finished && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-      atomic_fetch_add(&s->generations_completed, 1);
-    else if (!g->finished && !g->fault_closed &&
-             toe != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN)
+    /* Still live: it ended before its last byte (a sent answer was counted
+     * completed by the reader). */
+    if (g->active && !g->fault_closed && toe != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN)
       atomic_fetch_add(&s->generations_cancelled, 1);
+    active_remove(s, g);
     gen_free(g);
   }
   sg_buf_free(&rq->body);

@@ -228,11 +228,11 @@ static void picks_the_task_named_in_the_prompt(void) {
 static void trace_is_deterministic_and_varies_with_its_inputs(void) {
   sg_fakemodel *m = make_model(7, 0, 0), *m2 = make_model(8, 0, 0);
   char *ctx = context_for(1), *ctx2 = context_for(2);
-  char *a = sg_fakemodel_trace(m, 0, ctx, false, 0);
-  char *b = sg_fakemodel_trace(m, 0, ctx, false, 0);
-  char *c = sg_fakemodel_trace(m, 0, ctx2, false, 0);
-  char *d = sg_fakemodel_trace(m2, 0, ctx, false, 0);
-  char *e = sg_fakemodel_trace(m, 0, ctx, true, 99);
+  char *a = sg_fakemodel_trace(m, 0, ctx, 0);
+  char *b = sg_fakemodel_trace(m, 0, ctx, 0);
+  char *c = sg_fakemodel_trace(m, 0, ctx2, 0);
+  char *d = sg_fakemodel_trace(m2, 0, ctx, 0);
+  char *e = sg_fakemodel_trace(m, 0, ctx, 3);
   SG_CHECK_STR_EQ(a, b);
   SG_CHECK(strcmp(a, c) != 0);
   SG_CHECK(strcmp(a, d) != 0);
@@ -246,7 +246,7 @@ static void trace_length_follows_the_token_range(void) {
   sg_fakemodel *m = make_model(3, 300, 500);
   for (int i = 0; i < 40; i++) {
     char *ctx = context_for(i);
-    char *t = sg_fakemodel_trace(m, 0, ctx, false, 0);
+    char *t = sg_fakemodel_trace(m, 0, ctx, 0);
     size_t n = sg_fm_tokenize(t, strlen(t), NULL, NULL, 0);
     /* The budget is checked between moves: a move (a draft, the plan and the
      * closing) may run past it by a few hundred tokens. */
@@ -257,7 +257,7 @@ static void trace_length_follows_the_token_range(void) {
   sg_fakemodel_free(m);
   /* Long traces too (a real model's 20k-40k tokens), in linear time. */
   m = make_model(3, 40000, 40000);
-  char *t = sg_fakemodel_trace(m, 0, "long", false, 0);
+  char *t = sg_fakemodel_trace(m, 0, "long", 0);
   size_t n = sg_fm_tokenize(t, strlen(t), NULL, NULL, 0);
   SG_CHECK_MSG(n >= 40000 && n <= 40600, "trace of %zu tokens", n);
   free(t);
@@ -287,7 +287,7 @@ static void trace_reads_like_a_reasoning_model_writing_a_kernel(void) {
   int distinct_openings = 0;
   for (int i = 0; i < 20; i++) {
     char *ctx = context_for(i);
-    char *t = sg_fakemodel_trace(m, 0, ctx, false, 0);
+    char *t = sg_fakemodel_trace(m, 0, ctx, 0);
     SG_CHECK_CONTAINS(t, "diag_matmul");
     SG_CHECK_CONTAINS(t, "[512, 512]");      /* shape analysis */
     SG_CHECK_CONTAINS(t, "```c\n");         /* a draft in a fenced block */
@@ -330,7 +330,7 @@ static void traces_fire_every_class_of_trigger(void) {
   int n = 20;
   for (int i = 0; i < n; i++) {
     char *ctx = context_for(i);
-    char *t = sg_fakemodel_trace(m, 0, ctx, false, 0);
+    char *t = sg_fakemodel_trace(m, 0, ctx, 0);
     int counts[SG_TRIGGER__COUNT] = {0};
     /* Every trigger, without the scanner's storm guard: this is about what
      * the text holds, not about the scanner's debouncing policy. */
@@ -413,7 +413,7 @@ static double valid_rate_with_prefix(sg_fakemodel *m, double frac, int n) {
   int valid = 0;
   for (int i = 0; i < n; i++) {
     char *ctx = context_for(i);
-    char *trace = sg_fakemodel_trace(m, 0, ctx, false, 0);
+    char *trace = sg_fakemodel_trace(m, 0, ctx, 0);
     size_t cut = (size_t)(frac * (double)strlen(trace));
     char *prompt = sg_asprintf("%s%.*s\n</think>\n\n", ctx, (int)cut, trace);
     sg_fm_request r = {.context = ctx, .prompt = prompt, .thinking = false};
@@ -504,18 +504,81 @@ static void answers_are_deterministic_and_vary_with_the_request_id(void) {
   SG_CHECK_STR_EQ(a.reasoning, b.reasoning);
   SG_CHECK_STR_EQ(a.content, b.content);
   sg_fm_answer_free(&b);
-  /* The trace is the context's; the sampled answer varies with the id. */
-  int differ = 0;
+  /* Another id: another trace variant and another draw, as sampling gives. */
+  int differ_content = 0, differ_trace = 0;
   for (int i = 0; i < 20; i++) {
     char key[16];
     snprintf(key, sizeof key, "rid-%d", i + 2);
     r.sample_key = key;
     sg_fakemodel_generate(m, &r, &b);
-    SG_CHECK_STR_EQ(a.reasoning, b.reasoning);
-    differ += strcmp(a.content, b.content) != 0;
+    differ_trace += strcmp(a.reasoning, b.reasoning) != 0;
+    differ_content += strcmp(a.content, b.content) != 0;
     sg_fm_answer_free(&b);
   }
-  SG_CHECK(differ >= 5);
+  SG_CHECK(differ_content >= 5);
+  SG_CHECK(differ_trace >= 15);
+  /* The request's seed picks the variant when given. */
+  r.has_seed = true;
+  r.request_seed = 5;
+  sg_fakemodel_generate(m, &r, &b);
+  char *want = sg_fakemodel_trace(m, 0, ctx, sg_fakemodel_variant(&r));
+  SG_CHECK_STR_EQ(b.reasoning, want);
+  free(want);
+  sg_fm_answer_free(&b);
+  sg_fm_answer_free(&a);
+  free(ctx);
+  sg_fakemodel_free(m);
+}
+
+static void trace_variants_are_distinct(void) {
+  sg_fakemodel *m = make_model(43, 100, 200);
+  char *ctx = context_for(9);
+  char *t[SG_FM_TRACE_VARIANTS];
+  for (int v = 0; v < SG_FM_TRACE_VARIANTS; v++)
+    t[v] = sg_fakemodel_trace(m, 0, ctx, v);
+  int distinct = 0;
+  for (int v = 0; v < SG_FM_TRACE_VARIANTS; v++) {
+    bool seen = false;
+    for (int u = 0; u < v; u++)
+      seen = seen || strcmp(t[u], t[v]) == 0;
+    distinct += !seen;
+  }
+  SG_CHECK_EQ_INT(distinct, SG_FM_TRACE_VARIANTS);
+  for (int v = 0; v < SG_FM_TRACE_VARIANTS; v++)
+    free(t[v]);
+  free(ctx);
+  sg_fakemodel_free(m);
+}
+
+/* A fork carries its own id or seed, not its parent's: it is still measured
+ * against the trace it copies. */
+static void forks_are_measured_against_the_trace_they_copy(void) {
+  sg_fakemodel *m = make_model(47, 100, 200);
+  char *ctx = context_for(4);
+  sg_fm_request parent = {.context = ctx, .prompt = ctx, .thinking = true,
+                          .sample_key = "parent-req"};
+  sg_fm_answer a;
+  sg_fakemodel_generate(m, &parent, &a);
+  size_t half = strlen(a.reasoning) / 2;
+  char *prompt = sg_asprintf("%s%.*s\n</think>\n\n", ctx, (int)half, a.reasoning);
+  sg_fm_request fork = {.context = ctx, .prompt = prompt, .thinking = false,
+                        .sample_key = "fork-3", .has_seed = true, .request_seed = 77};
+  sg_fm_answer b;
+  sg_fakemodel_generate(m, &fork, &b);
+  SG_CHECK_EQ_INT(b.variant, a.variant);
+  SG_CHECK_EQ_INT(b.trace_bytes, strlen(a.reasoning));
+  SG_CHECK_NEAR(b.prefix_fraction, (double)half / (double)strlen(a.reasoning),
+                16.0 / (double)strlen(a.reasoning));
+  sg_fm_answer_free(&b);
+  /* And a continuation (thinking on) resumes that trace. */
+  char *prefix = sg_strndup(a.reasoning, half);
+  sg_fm_request cont = {.context = ctx, .prompt = prompt, .thinking = true,
+                        .sample_key = "cont-9", .reasoning_prefix = prefix};
+  sg_fakemodel_generate(m, &cont, &b);
+  SG_CHECK_STR_EQ(b.reasoning, a.reasoning + half);
+  sg_fm_answer_free(&b);
+  free(prefix);
+  free(prompt);
   sg_fm_answer_free(&a);
   free(ctx);
   sg_fakemodel_free(m);
@@ -546,7 +609,7 @@ static void answer_holds_the_example_kernel_in_a_fenced_block(void) {
 static void continued_reasoning_resumes_after_its_prefix(void) {
   sg_fakemodel *m = make_model(29, 100, 200);
   char *ctx = context_for(3);
-  char *trace = sg_fakemodel_trace(m, 0, ctx, false, 0);
+  char *trace = sg_fakemodel_trace(m, 0, ctx, 0);
   size_t cut = strlen(trace) / 3;
   char *prefix = sg_strndup(trace, cut);
   char *prompt = sg_asprintf("%s%s", ctx, prefix);
@@ -593,6 +656,8 @@ SG_TEST_MAIN(SG_TEST(tokenize_round_trips_any_text), SG_TEST(tokenize_cuts_at_wo
              SG_TEST(validity_rises_steeply_past_a_per_task_threshold),
              SG_TEST(prefix_fraction_finds_the_longest_prefix_anywhere),
              SG_TEST(answers_are_deterministic_and_vary_with_the_request_id),
+             SG_TEST(trace_variants_are_distinct),
+             SG_TEST(forks_are_measured_against_the_trace_they_copy),
              SG_TEST(answer_holds_the_example_kernel_in_a_fenced_block),
              SG_TEST(continued_reasoning_resumes_after_its_prefix),
              SG_TEST(prompt_without_a_known_task_gets_an_explanation))
