@@ -36,8 +36,8 @@ typedef enum sg_gen_kind { SG_GEN_MAIN, SG_GEN_SPEC, SG_GEN__COUNT } sg_gen_kind
 const char *sg_gen_kind_name(sg_gen_kind k);
 
 /* Text kept from outside is capped (STYLE 5). */
-#define SG_KERNEL_SOURCE_MAX (256u * 1024u)
-#define SG_KERNEL_MESSAGE_MAX (8u * 1024u)
+#define SG_KERNEL_SOURCE_MAX ((size_t)256 * 1024)
+#define SG_KERNEL_MESSAGE_MAX ((size_t)8 * 1024)
 
 /* One candidate kernel and everything learned about it. */
 typedef struct sg_kernel {
