@@ -893,6 +893,7 @@ static void finish_stats(sim *s) {
     sg_ctl_stats cs;
     sg_controller_stats(s->wf[w].ctl, &cs);
     r->controller_profiled += cs.profiled;
+    r->controller_early += cs.early_terminations;
     r->forks_trigger += cs.forks_by_reason[SG_REASON_FORK_TRIGGER];
     r->forks_idle += cs.forks_by_reason[SG_REASON_FORK_IDLE];
     const sg_history *h = sg_controller_history(s->wf[w].ctl);

@@ -59,6 +59,7 @@ typedef struct sg_sim_result {
   uint64_t profiling_feedback;   /* profiled valid kernels (profile results
                                     with status ok given to controllers) */
   uint64_t controller_profiled;  /* the same, as the controllers counted it */
+  uint64_t controller_early;     /* early terminations, as they counted them */
   uint64_t candidates;           /* candidates submitted for validation */
   uint64_t validated_ok;
   uint64_t main_validated, main_valid; /* main-generation candidates */

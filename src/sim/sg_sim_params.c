@@ -164,7 +164,7 @@ static void base_preset(sg_sim_params *p) {
   p->compile_s = 0;
   p->compile_slots = 16;
   p->tick_s = 5;
-  p->idle_min_new_tokens = 2048;
+  p->idle_min_new_tokens = 1024;
   p->max_forks_per_iteration = 64;
   p->max_live_forks = 8;
   p->static_profile_devices = -1;

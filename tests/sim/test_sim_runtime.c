@@ -86,6 +86,7 @@ static void check_invariants(const sg_sim_params *p, const sg_sim_result *r) {
   SG_CHECK(r->profiling_feedback <= r->validated_ok);
   SG_CHECK(r->validated_ok <= r->candidates);
   SG_CHECK_EQ_INT(r->validated_ok, r->main_valid + r->spec_valid);
+  SG_CHECK_EQ_INT(r->early_terminations, r->controller_early);
   SG_CHECK(r->early_terminations <= r->criterion_accepts);
   SG_CHECK(r->criterion_accepts <= r->iterations);
   SG_CHECK(r->cached_tokens <= r->prompt_tokens);
