@@ -419,30 +419,15 @@ void sg_task_free(sg_task *task) {
 static const char *const evaluator_names[] = {"cpu", "cuda", "kernelbench"};
 static const char *const language_names[] = {"c", "cuda", "python"};
 
-/* Loads dir/task.json. shown_dir is the directory as the user named it (for
- * messages); dir is its absolute path. */
-static int load_dir(const char *shown_dir, sg_task **out, sg_err *err) {
+/* Parses task.json's text for the task directory dir; file names it in
+ * messages. */
+int sg_task_parse(const char *file, const char *dir, const char *text,
+                  size_t len, sg_task **out, sg_err *err) {
   *out = NULL;
-  char *file = sg_asprintf("%s/task.json", shown_dir);
   loader L = {file, err};
-  char *text = NULL;
-  size_t len = 0;
   sg_task *t = sg_calloc(1, sizeof *t);
   int rc = 0;
-
-  char abs[PATH_MAX];
-  if (!realpath(shown_dir, abs)) {
-    rc = sg_err_set(err, errno == ENOENT ? SG_ENOENT : SG_EIO, "%s: %s",
-                    shown_dir, strerror(errno));
-    goto done;
-  }
-  if (!is_dir(abs)) {
-    rc = sg_err_set(err, SG_EINVAL, "%s: not a directory", shown_dir);
-    goto done;
-  }
-  t->dir = sg_strdup(abs);
-  if ((rc = sg_file_read(file, TASK_JSON_MAX_BYTES, &text, &len, err)))
-    goto done;
+  t->dir = sg_strdup(dir);
   json_error_t je;
   t->raw = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (!t->raw) {
@@ -554,14 +539,33 @@ static int load_dir(const char *shown_dir, sg_task **out, sg_err *err) {
   free(ref);
 
 done:
-  free(text);
-  free(file);
   if (rc) {
     sg_task_free(t);
     return rc;
   }
   *out = t;
   return 0;
+}
+
+/* Loads dir/task.json. shown_dir is the directory as the user named it (for
+ * messages); the task keeps its absolute path. */
+static int load_dir(const char *shown_dir, sg_task **out, sg_err *err) {
+  *out = NULL;
+  char abs[PATH_MAX];
+  if (!realpath(shown_dir, abs))
+    return sg_err_set(err, errno == ENOENT ? SG_ENOENT : SG_EIO, "%s: %s",
+                      shown_dir, strerror(errno));
+  if (!is_dir(abs))
+    return sg_err_set(err, SG_EINVAL, "%s: not a directory", shown_dir);
+  char *file = sg_asprintf("%s/task.json", shown_dir);
+  char *text = NULL;
+  size_t len = 0;
+  int rc = sg_file_read(file, TASK_JSON_MAX_BYTES, &text, &len, err);
+  if (rc == 0)
+    rc = sg_task_parse(file, abs, text, len, out, err);
+  free(text);
+  free(file);
+  return rc;
 }
 
 /* ---- built-in tasks ------------------------------------------------------- */

@@ -73,6 +73,12 @@ typedef struct sg_task {
 int sg_task_load(const char *name_or_dir, sg_task **out, sg_err *err);
 void sg_task_free(sg_task *task);
 
+/* Parses the text of a task.json for the task directory dir (absolute; the
+ * reference is looked up there); file names it in error messages. What
+ * sg_task_load does after reading the file; also the fuzz target's door. */
+int sg_task_parse(const char *file, const char *dir, const char *text,
+                  size_t len, sg_task **out, sg_err *err);
+
 /* The directory that holds the built-in tasks: $SPECGEN_TASKS_DIR, else the
  * installed data directory, else the source tree's tasks/. */
 const char *sg_task_builtin_root(void);
