@@ -218,7 +218,7 @@ static const pattern_src pattern_table[] = {
     {KIND_SELFTALK, "no, wait"}, {KIND_SELFTALK, "wait, no"},
     {KIND_SELFTALK, "wait no"}, {KIND_SELFTALK, "^actually, no"},
     {KIND_SELFTALK, "^actually no"}, {KIND_SELFTALK, "^no,"},
-    {KIND_SELFTALK, "^no no"}, {KIND_SELFTALK, "hold on"},
+    {KIND_SELFTALK, "^no no"}, {KIND_SELFTALK, "^no:"}, {KIND_SELFTALK, "hold on"},
     {KIND_SELFTALK, "scratch that"}, {KIND_SELFTALK, "on second thought"},
     {KIND_SELFTALK, "not sure"}, {KIND_SELFTALK, "unsure"},
     {KIND_SELFTALK, "i wonder"}, {KIND_SELFTALK, "what if"},

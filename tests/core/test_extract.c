@@ -4,6 +4,7 @@
  * with their reasons. Every input is copied against the end of a malloc'd
  * buffer without a NUL, so a read past len crashes under ASan. */
 #include "common/sg_alloc.h"
+#include "common/sg_file.h"
 #include "core/sg_extract.h"
 #include "sg_test.h"
 
@@ -223,9 +224,48 @@ static void test_inline_fence_is_not_a_block(void) {
   expect_outcome("Use ```import os``` here\n", "python", SG_EXTRACT_NONE);
 }
 
+/* The realistic traces the scanner tests use, end to end. */
+static got extract_trace(const char *name, const char *lang, const char *entry) {
+  char path[512];
+  snprintf(path, sizeof path, SG_SOURCE_ROOT "/tests/core/data/triggers/%s.txt",
+           name);
+  char *text = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &text, NULL, &err), err);
+  got g = extract(text, lang, entry);
+  free(text);
+  return g;
+}
+
+static void test_realistic_traces(void) {
+  /* the launcher's block defines the entry; the kernel is in an earlier one
+   * (the documented limit: one span) */
+  got g = extract_trace("matmul_cuda", "cuda", "matmul");
+  SG_CHECK_EQ_INT(g.x.outcome, SG_EXTRACT_FOUND);
+  SG_CHECK(strncmp(g.span, "extern \"C\" void matmul(", 23) == 0);
+  free(g.span);
+  g = extract_trace("hinge_c", "c", "hinge_loss");
+  SG_CHECK_EQ_INT(g.x.outcome, SG_EXTRACT_FOUND);
+  SG_CHECK(strncmp(g.span, "#include <stddef.h>\n", 20) == 0);
+  SG_CHECK_CONTAINS(g.span, "out[0] = (float)(total / ((double)batch * dim));\n}\n");
+  free(g.span);
+  /* the corrected second draft, which defines ModelNew */
+  g = extract_trace("softmax_kernelbench", "python", "ModelNew");
+  SG_CHECK_EQ_INT(g.x.outcome, SG_EXTRACT_FOUND);
+  SG_CHECK_CONTAINS(g.span, "class ModelNew(nn.Module):");
+  SG_CHECK_CONTAINS(g.span, "block_reduce");
+  free(g.span);
+  g = extract_trace("softmax_kernelbench", "cuda", NULL);
+  SG_CHECK_EQ_INT(g.x.outcome, SG_EXTRACT_WRONG_LANG);
+  /* cancelled inside the launcher */
+  g = extract_trace("transpose_cancelled", "cuda", "transpose");
+  SG_CHECK_EQ_INT(g.x.outcome, SG_EXTRACT_INCOMPLETE);
+}
+
 SG_TEST_MAIN(SG_TEST(test_outcome_names), SG_TEST(test_last_block_wins),
              SG_TEST(test_entry_block_preferred), SG_TEST(test_language_rules),
              SG_TEST(test_kernel_in_open_text),
              SG_TEST(test_braces_in_literals_and_comments),
              SG_TEST(test_incomplete), SG_TEST(test_none_and_wrong_language),
-             SG_TEST(test_inline_fence_is_not_a_block))
+             SG_TEST(test_inline_fence_is_not_a_block),
+             SG_TEST(test_realistic_traces))

@@ -538,6 +538,9 @@ static void test_trace_hinge_c(void) { check_trace("hinge_c"); }
 static void test_trace_softmax_kernelbench(void) {
   check_trace("softmax_kernelbench");
 }
+static void test_trace_transpose_cancelled(void) {
+  check_trace("transpose_cancelled");
+}
 
 
 /* ---------------------------------------------------------------- CLI */
@@ -675,6 +678,7 @@ SG_TEST_MAIN(SG_TEST(test_class_names_round_trip),
              SG_TEST(test_trace_matmul_cuda),
              SG_TEST(test_trace_hinge_c),
              SG_TEST(test_trace_softmax_kernelbench),
+             SG_TEST(test_trace_transpose_cancelled),
              SG_TEST(test_cli_json_lines_match_library),
              SG_TEST(test_cli_chunking_and_stdin_agree),
              SG_TEST(test_cli_class_filter_and_extract),
