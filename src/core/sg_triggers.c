@@ -1177,7 +1177,7 @@ static void line_byte(sg_scanner *s, unsigned char c) {
         s->indent = 0;
         return;
       }
-      if (closes && blank) {
+      if (closes && (blank || c == '\r')) {  /* CRLF */
         s->line = LINE_CLOSE_WS;
         return;
       }

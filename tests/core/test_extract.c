@@ -71,6 +71,8 @@ static void test_last_block_wins(void) {
                "int a;\n");
   /* closed at the very end, without a newline */
   expect_found("```python\nx = 1\n```", "python", NULL, "x = 1\n");
+  /* CRLF line ends */
+  expect_found("```c\r\nint a;\r\n```\r\n", "c", NULL, "int a;\r\n");
   /* tilde fences, indented fences */
   expect_found("~~~cpp\nint t;\n~~~\n", "cuda", NULL, "int t;\n");
   expect_found("  ```c\n  int i;\n  ```\n", "c", NULL, "  int i;\n");

@@ -355,6 +355,7 @@ static void test_fences(void) {
       {"```c\nint x;\n`````\n", "F"},                  /* 5 close 3 */
       {"```c\nint x;\n```", "F"},                      /* closed at the end */
       {"```c\nint x;\n``", ""},
+      {"```cuda\r\nint x;\r\n```\r\nok\r\n", "F"},       /* CRLF */
       {"```cuda\nint x;\n```python\nint y;\n```\n", "F"},  /* info: content */
   };
   RUN_TABLE(t);
