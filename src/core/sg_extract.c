@@ -480,8 +480,11 @@ static bool defines_entry(const char *t, size_t len, const char *entry) {
     while (j < len && is_space(t[j]))
       j++;
     func fn;
-    if (j < len && t[j] == '(' && func_at(t, len, 0, j, &fn) && !fn.cut)
-      return true;
+    if (j < len && t[j] == '(' && func_at(t, len, 0, j, &fn)) {
+      if (!fn.cut)
+        return true;
+      break;  /* the rest is inside that body: searching on is quadratic */
+    }
   }
   return false;
 }
