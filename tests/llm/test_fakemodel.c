@@ -518,6 +518,7 @@ static void answers_are_deterministic_and_vary_with_the_request_id(void) {
   SG_CHECK(differ_content >= 5);
   SG_CHECK(differ_trace >= 15);
   /* The request's seed picks the variant when given. */
+  r.sample_key = NULL;
   r.has_seed = true;
   r.request_seed = 5;
   sg_fakemodel_generate(m, &r, &b);
