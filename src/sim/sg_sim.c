@@ -823,10 +823,10 @@ static int setup(sim *s) {
     sg_sim_rng_seed(&f->rng, p->seed, RNG_WORKFLOW + (uint64_t)w);
     rc = sg_search_new(&s->sreg, p->search, p->seed + (uint64_t)w, &f->search, s->err);
     if (rc < 0)
-      return sg_err_prefix(s->err, "search");
+      return rc; /* the message names the search */
     rc = sg_termination_new(&s->treg, p->termination, &f->term, s->err);
     if (rc < 0)
-      return sg_err_prefix(s->err, "termination");
+      return rc; /* the message names the criterion */
     sg_ctl_opts o;
     sg_ctl_opts_default(&o);
     o.search = f->search;

@@ -256,8 +256,8 @@ int sg_sim_params_set(sg_sim_params *p, const char *key, const char *value,
       return sg_err_set(err, SG_EINVAL, "%s: \"%s\" is not an unsigned integer", key,
                         value);
     unsigned long long v = strtoull(value, &end, 0);
-    if (errno || *end)
-      return sg_err_set(err, SG_EINVAL, "%s: \"%s\" is not an unsigned integer", key,
+    if (errno || *end || v > (unsigned long long)INT64_MAX)
+      return sg_err_set(err, SG_EINVAL, "%s: \"%s\" is not an integer in [0, 2^63)", key,
                         value);
     *(uint64_t *)base = v;
     return 0;

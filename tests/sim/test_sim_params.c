@@ -60,6 +60,8 @@ static void set_parses_and_range_checks(void) {
   SG_CHECK_EQ_INT(sg_sim_params_set(&p, "devices", "0", &err), SG_EINVAL);
   SG_CHECK_EQ_INT(sg_sim_params_set(&p, "gen.cv", "nan", &err), SG_EINVAL);
   SG_CHECK_EQ_INT(sg_sim_params_set(&p, "seed", "-1", &err), SG_EINVAL);
+  SG_CHECK_EQ_INT(sg_sim_params_set(&p, "seed", "9223372036854775808", &err), SG_EINVAL);
+  SG_CHECK_OK(sg_sim_params_set(&p, "seed", "9223372036854775807", &err), err);
   SG_CHECK_EQ_INT(sg_sim_params_set_kv(&p, "noequals", &err), SG_EINVAL);
   SG_CHECK_CONTAINS(err.msg, "key=value");
   /* A failed set leaves the value alone. */
