@@ -12,10 +12,11 @@
  *      `void` return type, a function signature: a name, a balanced
  *      parameter list, then a body whose braces it counts while ignoring
  *      braces inside string and character literals and comments;
- *   3. the keyword matcher: an Aho-Corasick automaton, built from the
- *      pattern tables below at sg_scanner_new, run over a normalised symbol
- *      stream (lower case, whitespace runs and digit runs collapsed to one
- *      symbol, a few typographic UTF-8 characters mapped to ASCII). It finds
+ *   3. the keyword matcher: an Aho-Corasick automaton, built once per
+ *      process from the pattern table below, run over a normalised symbol
+ *      stream (lower case, a whitespace run as one space, a digit run as one
+ *      or two symbols, a few typographic UTF-8 characters mapped to ASCII),
+ *      with word boundaries checked on a small ring of past symbols. It finds
  *      design decisions, implementation phrases, self-talk and, inside
  *      fences, code markers;
  *   4. the sentence machine: design and phrase matches are held until their
@@ -269,7 +270,7 @@ enum {
 #define BODY_MAX_BYTES 65536    /* a body longer than this is abandoned */
 #define BODY_DEPTH_MAX 256
 #define PAREN_DEPTH_MAX 16
-#define SYM_RING 64             /* > PAT_MAX: lookback for word boundaries */
+#define SYM_RING 64             /* >= PAT_MAX: lookback for word boundaries */
 #define SENT_RING 256           /* tail of the sentence, for long sentences */
 #define SENT_SEEN 64            /* sentences remembered for repetition */
 #define BLOCK_SEEN 128          /* fences and kernels remembered */
