@@ -204,7 +204,8 @@ int sg_cmd_triggers(int argc, char **argv) {
       }
       break;
     case 'x':
-      if (strcmp(optarg, "c") && strcmp(optarg, "cuda") && strcmp(optarg, "python")) {
+      if (strcmp(optarg, "c") != 0 && strcmp(optarg, "cuda") != 0 &&
+          strcmp(optarg, "python") != 0) {
         fprintf(stderr,
                 "specgen triggers: --extract: unknown language '%s' (c, cuda, "
                 "python)\n",
