@@ -259,7 +259,15 @@ static void child_setup(const sg_sandbox_limits *lim, int out_w, int err_w,
   setpgid(0, 0);
   /* die with the parent */
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  signal(SIGPIPE, SIG_DFL);
+  /* Default dispositions: a crash must end the child with its own signal,
+   * whatever handlers this process had (AddressSanitizer installs some). */
+  static const int defaults[] = {SIGPIPE, SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+                                 SIGABRT, SIGALRM, SIGXCPU, SIGXFSZ, SIGSYS};
+  for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++)
+    signal(defaults[i], SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
 
   /* Descriptors: 0 /dev/null, 1 out, 2 err, 3 result, 4 setup; nothing else.
    * Move every source above 4 first, so the dup2s below never clobber one. */
