@@ -44,7 +44,7 @@ fi
 
 if [ -z "${SKIP_KB:-}" ] && [ -z "${SKIP_KB_BUILD:-}" ] && python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   if [ -f python/specgen_kb/gpu_check.py ]; then
-    PYTHONPATH="$root/python" python3 -m specgen_kb.gpu_check 2>&1 | tee "$out/kb.txt"
+    PYTHONUNBUFFERED=1 PYTHONPATH="$root/python" python3 -m specgen_kb.gpu_check 2>&1 | tee "$out/kb.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
 fi

@@ -233,6 +233,8 @@ def run(args):
         with torch.no_grad():
             # Correctness on fresh inputs, outputs compared right away (no
             # device-wide synchronization: work left on another stream shows).
+            # After the first trial, new values go into the same buffers: a
+            # result cached or keyed on input pointers does not follow them.
             for trial in range(args.trials):
                 xs = _inputs(torch, task, args.seed + trial, device)
                 ref_out = ref(*xs)
@@ -244,20 +246,20 @@ def run(args):
                     return logic.result("numerical_error", "trial %d: %s" % (trial + 1, msg),
                                         max_abs_err=worst_abs, max_rel_err=worst_rel,
                                         first_mismatch=first, build_s=build_s)
-            # Cached outputs: new values in the same buffers must give new results.
-            fresh = _inputs(torch, task, args.seed + 1000003, device)
-            for x, f in zip(xs, fresh):
-                if torch.is_tensor(x):
-                    x.copy_(f)
-            ref_out = ref(*xs)
-            cand_out = new(*xs)
-            ok, a, r, first, msg = _compare(torch, ref_out, cand_out, atol, rtol)
-            if not ok:
-                return logic.result(
-                    "rejected",
-                    "the output did not follow new input values written into the same "
-                    "buffers (a cached or pointer-keyed result?): " + msg,
-                    max_abs_err=a, max_rel_err=r, first_mismatch=first)
+                if trial == 0:
+                    fresh = _inputs(torch, task, args.seed + 1000003, device)
+                    for x, f in zip(xs, fresh):
+                        if torch.is_tensor(x):
+                            x.copy_(f)
+                    ref_out = ref(*xs)
+                    cand_out = new(*xs)
+                    ok, a, r, first, msg = _compare(torch, ref_out, cand_out, atol, rtol)
+                    if not ok:
+                        return logic.result(
+                            "rejected",
+                            "the output did not follow new input values written into the "
+                            "same buffers (a cached or pointer-keyed result?): " + msg,
+                            max_abs_err=a, max_rel_err=r, first_mismatch=first)
             # Heavy work done by PyTorch's own operators.
             with _Recorder() as rec_ref:
                 ref(*xs)

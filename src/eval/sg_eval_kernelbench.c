@@ -126,6 +126,9 @@ static int run_harness(const sg_task *task, const sg_eval_build *build,
   sg_sandbox_limits lim;
   sg_eval_cuda_runner_limits(build, wall, &lim);
   lim.isolate_network = true;
+  /* load_inline's compilers write preprocessed PyTorch headers: far beyond
+   * the default file-size limit (seen: cc1plus killed by SIGXFSZ). */
+  lim.file_size_bytes = 0;
   sg_sandbox_outcome o;
   double t0 = sg_clock_now_s();
   rc = sg_sandbox_exec(&lim, a.v, &o, err);
