@@ -898,9 +898,15 @@ static void finish_stats(sim *s) {
     r->forks_idle += cs.forks_by_reason[SG_REASON_FORK_IDLE];
     const sg_history *h = sg_controller_history(s->wf[w].ctl);
     const sg_kernel *k = h->best_id ? sg_history_get(h, h->best_id) : NULL;
-    double best = k != NULL && isfinite(k->speedup) ? k->speedup : 0;
+    /* A workflow that never profiled a kernel keeps the reference: 1.0
+     * (and is counted, so the fallback is visible). */
+    double best = 1.0;
+    if (k != NULL && isfinite(k->speedup) && k->speedup > 0)
+      best = k->speedup;
+    else
+      r->workflows_without_kernel++;
     sum += best;
-    logsum += log(best > 0 ? best : 1e-9);
+    logsum += log(best);
   }
   r->best_speedup_mean = sum / p->workflows;
   r->best_speedup_geomean = exp(logsum / p->workflows);

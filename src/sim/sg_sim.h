@@ -74,7 +74,10 @@ typedef struct sg_sim_result {
   double util_profile;
   double util_overall;           /* sum of the two; 0..1 */
   uint64_t prompt_tokens, completion_tokens, cached_tokens;
-  double best_speedup_mean;      /* mean over workflows of the best kernel */
+  double best_speedup_mean;      /* mean over workflows of the best kernel
+                                    (1.0, the reference, for a workflow
+                                    that profiled none) */
+  uint64_t workflows_without_kernel;
   double best_speedup_geomean;
   uint64_t devices_died;         /* by the fault model */
   uint64_t devices_retired;      /* taken out of service by the scheduler */

@@ -146,6 +146,8 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
                         json_integer((json_int_t)r->controller_profiled));
     json_object_set_new(o, "best_speedup", num(r->best_speedup_mean, 4));
     json_object_set_new(o, "best_speedup_geomean", num(r->best_speedup_geomean, 4));
+    json_object_set_new(o, "workflows_without_kernel",
+                        json_integer((json_int_t)r->workflows_without_kernel));
     json_object_set_new(o, "mean_main_gen_s", num(mean_main_gen_s(r), 3));
     json_object_set_new(o, "main_valid_fraction", num(main_valid_fraction(r), 4));
     json_object_set_new(o, "workflows_done", json_integer((json_int_t)r->workflows_done));

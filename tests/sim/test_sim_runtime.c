@@ -92,6 +92,8 @@ static void check_invariants(const sg_sim_params *p, const sg_sim_result *r) {
   SG_CHECK(r->cached_tokens <= r->prompt_tokens);
   SG_CHECK_EQ_INT(r->forks, r->forks_trigger + r->forks_idle);
   SG_CHECK(r->main_gens >= r->iterations);
+  SG_CHECK(r->workflows_without_kernel <= (uint64_t)p->workflows);
+  SG_CHECK(r->best_speedup_geomean > 0 && isfinite(r->best_speedup_geomean));
 }
 
 static void baseline_never_forks(void) {
@@ -214,6 +216,9 @@ static void every_device_dead_still_finishes(void) {
   SG_CHECK_EQ_INT(r.devices_retired, p.devices);
   SG_CHECK_EQ_INT(r.profiling_feedback, 0);
   SG_CHECK(r.requests_failed > 0);
+  /* No kernel anywhere: each workflow keeps the reference. */
+  SG_CHECK_EQ_INT(r.workflows_without_kernel, p.workflows);
+  SG_CHECK_NEAR(r.best_speedup_geomean, 1.0, 1e-12);
 }
 
 static void full_beats_baseline_on_the_presets(void) {
