@@ -215,6 +215,19 @@ char *sg_sim_report_table(const sg_sim_campaign *c) {
                   ratio(r->best_speedup_geomean, c->baseline.best_speedup_geomean),
                   (unsigned long long)r->forks);
   }
+  for (size_t i = 0; i < c->n; i++) {
+    const sg_sim_result *r = &c->results[i];
+    if (r->gens_failed + r->devices_died + r->infra_failures + r->requests_failed == 0)
+      continue;
+    sg_buf_printf(&b,
+                  "%s faults: %llu generations failed, %llu devices died, %llu retired, "
+                  "%llu infra failures, %llu requests given up\n",
+                  r->name, (unsigned long long)r->gens_failed,
+                  (unsigned long long)r->devices_died,
+                  (unsigned long long)r->devices_retired,
+                  (unsigned long long)r->infra_failures,
+                  (unsigned long long)r->requests_failed);
+  }
   sg_buf_puts(&b,
               "\nx_base: ratio to baseline (e2e: baseline time / this time). util: busy "
               "device time / pool time\n(val + prof). tokens in millions. best_x: "

@@ -180,7 +180,31 @@ static void help_and_list_params(void) {
   free(out);
 }
 
-SG_TEST_MAIN(SG_TEST(json_has_the_documented_fields), SG_TEST(same_seed_same_output),
+static void shipped_examples_run(void) {
+  const char *files[] = {"sim/examples/faults.yaml", "sim/examples/small-pool.yaml"};
+  for (size_t i = 0; i < 2; i++) {
+    char args[1024], *out;
+    snprintf(args, sizeof args, "--config %s/%s --iterations 3 --configs full --json",
+             SG_SOURCE_ROOT, files[i]);
+    SG_CHECK_MSG(run(args, &out, NULL) == 0, "%s", files[i]);
+    json_t *root = json_loads(out, 0, NULL);
+    SG_CHECK(root != NULL);
+    json_decref(root);
+    free(out);
+  }
+}
+
+static void table_reports_faults(void) {
+  char args[1024], *out;
+  snprintf(args, sizeof args, "--config %s/sim/examples/faults.yaml --configs full",
+           SG_SOURCE_ROOT);
+  SG_CHECK_EQ_INT(run(args, &out, NULL), 0);
+  SG_CHECK_CONTAINS(out, "full faults: ");
+  SG_CHECK_CONTAINS(out, "devices died");
+  free(out);
+}
+
+SG_TEST_MAIN(SG_TEST(shipped_examples_run), SG_TEST(table_reports_faults), SG_TEST(json_has_the_documented_fields), SG_TEST(same_seed_same_output),
              SG_TEST(table_and_config_subset),
              SG_TEST(yaml_config_applies_and_flags_override),
              SG_TEST(bad_input_exits_2_naming_it), SG_TEST(bad_yaml_names_file_line_key),
