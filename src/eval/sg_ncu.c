@@ -344,6 +344,13 @@ static void summarize(const sg_ncu_report *rep, size_t k, ksum *s) {
                              s->pipes, 3);
 }
 
+/* Memory-bound with DRAM under half of the memory speed of light: the
+ * limit is L1/shared memory or L2, which asks for other fixes than DRAM
+ * traffic does. */
+static bool on_chip(const ksum *s) {
+  return !isnan(s->dram) && !isnan(s->memory) && s->dram < 0.5 * s->memory;
+}
+
 static void set_num(json_t *o, const char *k, double v) {
   json_object_set_new(o, k, isnan(v) ? json_null() : json_real(v));
 }
@@ -403,8 +410,10 @@ json_t *sg_ncu_report_json(const sg_ncu_report *rep) {
                                           "pct", s.pipes[i].v));
     json_object_set_new(j, "top_stalls", st);
     json_object_set_new(j, "top_pipes", pp);
-    json_object_set_new(j, "verdict",
-                        json_string(sg_ncu_bound_name(sg_ncu_verdict(s.compute, s.memory))));
+    sg_ncu_bound v = sg_ncu_verdict(s.compute, s.memory);
+    json_object_set_new(j, "verdict", json_string(sg_ncu_bound_name(v)));
+    if (v == SG_NCU_MEMORY_BOUND)
+      json_object_set_new(j, "memory_level", json_string(on_chip(&s) ? "on-chip" : "dram"));
     json_array_append_new(arr, j);
     if (!isnan(s.duration_ns))
       total += s.duration_ns;
@@ -494,8 +503,14 @@ char *sg_ncu_report_text(const sg_ncu_report *rep) {
     }
     switch (v) {
     case SG_NCU_MEMORY_BOUND:
-      sg_buf_puts(&b, " Hint: cut bytes moved (reuse through shared memory, "
-                      "wider coalesced loads, fusion).");
+      if (on_chip(&s))
+        sg_buf_puts(&b, " The memory pressure is on-chip (L1/shared memory), "
+                        "not DRAM. Hint: more outputs per thread from registers "
+                        "(register tiling), wider shared-memory loads, no bank "
+                        "conflicts.");
+      else
+        sg_buf_puts(&b, " Hint: cut bytes moved (reuse through shared memory, "
+                        "wider coalesced loads, fusion).");
       break;
     case SG_NCU_COMPUTE_BOUND:
       sg_buf_puts(&b, " Hint: cut instructions per result (tensor cores, "

@@ -108,6 +108,33 @@ static void test_recorded_verdicts(void) {
   }
 }
 
+/* Recorded from a load_inline kernel run by the kernelbench harness under
+ * ncu: memory-bound, but on-chip (shared memory), not DRAM (9%). */
+static void test_recorded_on_chip_memory_bound(void) {
+  sg_ncu_report rep;
+  parse_file("ncu_kb_matmul_bt_load_inline.csv", &rep);
+  SG_CHECK_EQ_INT(rep.nkernels, 1);
+  SG_CHECK(strncmp(rep.kernels[0].name, "matmul_bt(", 10) == 0);
+  SG_CHECK_NEAR(sg_ncu_value(&rep, 0, "gpu__time_duration.sum"), 19566560, 0);
+  json_t *j = sg_ncu_report_json(&rep);
+  json_t *k0 = json_array_get(json_object_get(j, "kernels"), 0);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(k0, "verdict")), "memory-bound");
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(k0, "memory_level")), "on-chip");
+  json_decref(j);
+  char *text = sg_ncu_report_text(&rep);
+  SG_CHECK_CONTAINS(text, "on-chip");
+  SG_CHECK_CONTAINS(text, "mio_throttle");
+  free(text);
+  sg_ncu_report_free(&rep);
+  /* The DRAM-bound hinge kernel gets the DRAM hint. */
+  parse_file("ncu_hinge_loss_fast.csv", &rep);
+  j = sg_ncu_report_json(&rep);
+  k0 = json_array_get(json_object_get(j, "kernels"), 0);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(k0, "memory_level")), "dram");
+  json_decref(j);
+  sg_ncu_report_free(&rep);
+}
+
 static void test_verdict_table(void) {
   SG_CHECK_EQ_INT(sg_ncu_verdict(80, 30), SG_NCU_COMPUTE_BOUND);
   SG_CHECK_EQ_INT(sg_ncu_verdict(30, 80), SG_NCU_MEMORY_BOUND);
@@ -196,6 +223,7 @@ static void test_sections_listed(void) {
 SG_TEST_MAIN({"recorded_single_kernel", test_recorded_single_kernel},
              {"recorded_two_kernels", test_recorded_two_kernels},
              {"recorded_verdicts", test_recorded_verdicts},
+             {"recorded_on_chip_memory_bound", test_recorded_on_chip_memory_bound},
              {"verdict_table", test_verdict_table},
              {"csv_quoting_and_noise", test_csv_quoting_and_noise},
              {"csv_errors", test_csv_errors},
