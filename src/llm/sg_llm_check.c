@@ -11,6 +11,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
+#include "common/sg_clock.h"
 #include "llm/sg_llm_generate.h"
 
 #include <curl/curl.h>
@@ -82,15 +83,45 @@ static void base_request(const ctx *x, sg_llm_request *r, const sg_llm_provider 
   r->max_retries = 2;
 }
 
-static int generate(const ctx *x, const sg_llm_request *r, int cancel_after,
-                    sg_llm_generation *g) {
+typedef struct watch {
+  int deltas;
+  int at;           /* sample on this delta */
+  double sampled;   /* the sample; -1 until taken or when unavailable */
+  bool taken;
+  const struct ctx *x;
+} watch;
+
+static double running_requests(const ctx *x);
+
+static void watch_delta(void *d, const char *t, size_t n) {
+  (void)t;
+  (void)n;
+  watch *w = d;
+  if (++w->deltas == w->at && !w->taken) {
+    w->taken = true;
+    w->sampled = running_requests(w->x);
+  }
+}
+
+static int generate_watched(const ctx *x, const sg_llm_request *r, int cancel_after,
+                            watch *w, sg_llm_generation *g) {
   sg_llm_generate_opts go;
   memset(&go, 0, sizeof go);
   go.client = &x->client;
   go.cancel_after_deltas = cancel_after;
   go.max_text_bytes = 1u << 20;
+  if (w) {
+    go.data = w;
+    go.on_reasoning = watch_delta;
+    go.on_content = watch_delta;
+  }
   sg_err err;
   return sg_llm_generate(r, &go, g, &err);
+}
+
+static int generate(const ctx *x, const sg_llm_request *r, int cancel_after,
+                    sg_llm_generation *g) {
+  return generate_watched(x, r, cancel_after, NULL, g);
 }
 
 /* A blocking request for the few non-streamed calls (abort probe, metrics).
@@ -312,6 +343,9 @@ static void probe_prefix_cache(const ctx *x, sg_llm_check_report *r) {
   /* A long shared system prompt, then two different questions. */
   sg_buf sys;
   sg_buf_init(&sys, 0);
+  /* A fresh first line, so no earlier check has warmed the cache for it. */
+  sg_buf_printf(&sys, "Session %llx.\n",
+                (unsigned long long)sg_clock_now_us() ^ (unsigned long long)getpid() << 32);
   for (int i = 0; i < 120; i++)
     sg_buf_printf(&sys, "Rule %d: a kernel for tile size %d must keep its "
                         "shared-memory footprint under %d bytes. ",
@@ -374,8 +408,11 @@ static void probe_cancel(const ctx *x, sg_llm_check_report *r) {
   base_request(x, &q, x->profile);
   q.max_tokens = 4096;
   double before = running_requests(x);
+  /* The gauge is sampled while the stream runs (on its 3rd delta), then
+   * after the cancel (on the 5th): it must rise, then fall back. */
+  watch w = {0, 3, -1, false, x};
   sg_llm_generation g;
-  generate(x, &q, 5, &g);
+  generate_watched(x, &q, 5, before >= 0 ? &w : NULL, &g);
   bool cancelled = g.code == SG_ECANCELED;
   char got[SG_ERR_MSG_MAX];
   snprintf(got, sizeof got, "%s", g.message);
@@ -386,8 +423,11 @@ static void probe_cancel(const ctx *x, sg_llm_check_report *r) {
               got[0] ? got : "finished");
     return;
   }
-  if (before >= 0) {
-    double now = before + 1;
+  const char *abort_note = x->profile->abort_endpoint
+                               ? " and POST /abort_request sent"
+                               : "";
+  if (before >= 0 && w.sampled > before) {
+    double now = w.sampled;
     for (int i = 0; i < 30; i++) {
       now = running_requests(x);
       if (now <= before)
@@ -396,20 +436,16 @@ static void probe_cancel(const ctx *x, sg_llm_check_report *r) {
     }
     set_probe(r, SG_LLM_CHECK_CANCEL,
               now <= before ? SG_LLM_PROBE_YES : SG_LLM_PROBE_NO,
-              "cancelled after 5 deltas; running requests in /metrics: %.0f "
-              "before, %.0f after",
-              before, now);
-    return;
-  }
-  if (x->profile->abort_endpoint) {
-    set_probe(r, SG_LLM_CHECK_CANCEL, SG_LLM_PROBE_UNVERIFIED,
-              "cancelled after 5 deltas: connection closed and POST /abort_request "
-              "sent; no /metrics to confirm");
+              "cancelled after 5 deltas (connection closed%s); running requests "
+              "in /metrics: %.0f before, %.0f while streaming, %.0f after",
+              abort_note, before, w.sampled, now);
     return;
   }
   set_probe(r, SG_LLM_CHECK_CANCEL, SG_LLM_PROBE_UNVERIFIED,
-            "cancelled after 5 deltas: connection closed; the server has no "
-            "/metrics to confirm the generation stopped");
+            "cancelled after 5 deltas (connection closed%s); %s", abort_note,
+            before < 0 ? "the server has no /metrics to confirm the generation "
+                         "stopped"
+                       : "/metrics did not count the running request");
 }
 
 int sg_llm_check_run(const sg_llm_check_opts *o, sg_llm_check_report *out,

@@ -754,6 +754,13 @@ static void process_cancels(sg_llm_client *c) {
   }
 }
 
+/* The abort call's answer is not needed: its status is all that counts. */
+static size_t discard_cb(char *ptr, size_t size, size_t nmemb, void *userp) {
+  (void)ptr;
+  (void)userp;
+  return size * nmemb;
+}
+
 static void send_abort(sg_llm_stream *s) {
   sg_llm_client *c = s->c;
   if (c->destroying || s->attempts == 0)
@@ -774,6 +781,7 @@ static void send_abort(sg_llm_stream *s) {
   curl_easy_setopt(a->easy, CURLOPT_POSTFIELDS, a->body);
   curl_easy_setopt(a->easy, CURLOPT_HTTPHEADER, a->headers);
   curl_easy_setopt(a->easy, CURLOPT_PRIVATE, a);
+  curl_easy_setopt(a->easy, CURLOPT_WRITEFUNCTION, discard_cb);
   curl_easy_setopt(a->easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, ABORT_TIMEOUT_MS);
   free(url);

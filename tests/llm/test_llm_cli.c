@@ -281,8 +281,10 @@ static void test_cli_check_reports_every_point_and_profile(void) {
   json_t *j = parse_json(&r);
   SG_CHECK(json_is_true(json_object_get(j, "usable")));
   json_t *p = json_object_get(j, "probes");
-  const char *want_yes[] = {"stream", "reasoning", "think_off", "prefix",
-                            "token_ids", "cached_tokens", "prefix_cache"};
+  /* The test server serves vLLM's running-requests gauge in /metrics, so
+   * the cancellation is confirmed too. */
+  const char *want_yes[] = {"stream",    "reasoning",     "think_off",    "prefix",
+                            "token_ids", "cached_tokens", "prefix_cache", "cancel"};
   for (size_t i = 0; i < sizeof want_yes / sizeof want_yes[0]; i++) {
     json_t *pr = json_object_get(p, want_yes[i]);
     SG_CHECK_MSG(pr && strcmp(json_string_value(json_object_get(pr, "status")), "yes") == 0,
