@@ -130,8 +130,19 @@ static void run(const char *const *args, const char *env_kv, ran *out) {
   }
   close(po[0]);
   close(pe[0]);
-  int st;
-  waitpid(pid, &st, 0);
+  int st = 0;
+  bool exited = false;
+  for (int i = 0; i < 500 && !exited; i++) {
+    if (waitpid(pid, &st, WNOHANG) == pid)
+      exited = true;
+    else
+      usleep(10000);
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    SG_FAIL("specgen %s %s did not exit within its time", args[0], args[1]);
+  }
   out->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -273,7 +284,7 @@ static void test_cli_check_reports_every_point_and_profile(void) {
   server s;
   server_start(&s, paced);
   const char *args[] = {"llm", "check", "--llm", s.url, "--model", "specgen-test",
-                        "--json", NULL};
+                        "--timeout", "20", "--json", NULL};
   ran r;
   run(args, NULL, &r);
   SG_CHECK_MSG(r.code == 0, "exit %d: %s %s", r.code, sg_buf_str(&r.out),
@@ -301,7 +312,7 @@ static void test_cli_check_reports_every_point_and_profile(void) {
   ran_free(&r);
   /* The text report ends with the profile. */
   const char *args2[] = {"llm", "check", "--llm", s.url, "--model", "specgen-test",
-                         "--profile", "sglang", NULL};
+                         "--timeout", "20", "--profile", "sglang", NULL};
   run(args2, NULL, &r);
   SG_CHECK_EQ_INT(r.code, 0);
   SG_CHECK_CONTAINS(sg_buf_str(&r.out), "profile to use: sglang (given)");
