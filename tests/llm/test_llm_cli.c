@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +35,8 @@ static void server_start(server *s, const char *const *extra) {
   pid_t pid = fork();
   SG_CHECK(pid >= 0);
   if (pid == 0) {
+    /* The server dies with the test, even one that fails half-way. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(p[1], STDOUT_FILENO);
     close(p[0]);
     close(p[1]);
