@@ -4,6 +4,8 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 
+#include <curl/curl.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,4 +156,104 @@ void sg_llm_generation_free(sg_llm_generation *g) {
   free(g->prompt_ids);
   free(g->completion_ids);
   memset(g, 0, sizeof *g);
+}
+
+static size_t collect_cb(char *ptr, size_t size, size_t nmemb, void *userp) {
+  sg_buf_append(userp, ptr, size * nmemb);
+  return size * nmemb;
+}
+
+int sg_llm_tokenize(const char *base_url, const char *model, const char *text,
+                    const sg_llm_message *msgs, size_t n_msgs,
+                    bool add_special_tokens, const sg_llm_client_opts *client,
+                    double timeout_s, int32_t **ids, size_t *n_ids, sg_err *err) {
+  *ids = NULL;
+  *n_ids = 0;
+  if (base_url == NULL || model == NULL)
+    return sg_err_set(err, SG_EINVAL, "tokenize: no base URL or model");
+  json_t *b = json_object();
+  json_object_set_new(b, "model", json_string(model));
+  if (text) {
+    json_object_set_new(b, "prompt", json_string(text));
+    json_object_set_new(b, "add_special_tokens", json_boolean(add_special_tokens));
+  } else {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n_msgs; i++) {
+      json_t *m = json_object();
+      json_object_set_new(m, "role", json_string(msgs[i].role ? msgs[i].role : "user"));
+      json_object_set_new(m, "content",
+                          json_string(msgs[i].content ? msgs[i].content : ""));
+      json_array_append_new(arr, m);
+    }
+    json_object_set_new(b, "messages", arr);
+  }
+  char *body = json_dumps(b, JSON_COMPACT);
+  json_decref(b);
+  char *url = sg_llm_root_url(base_url, "/tokenize");
+  const char *env = client && client->api_key_env ? client->api_key_env : "OPENAI_API_KEY";
+  const char *key = env[0] ? getenv(env) : NULL;
+  char *auth = key && key[0] ? sg_asprintf("Authorization: Bearer %s", key) : NULL;
+  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+  if (auth)
+    h = curl_slist_append(h, auth);
+  sg_buf reply;
+  sg_buf_init(&reply, 64u << 20);
+  CURL *e = curl_easy_init();
+  int rc = 0;
+  if (e == NULL) {
+    rc = sg_err_set(err, SG_EIO, "curl_easy_init failed");
+    goto out;
+  }
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)((timeout_s > 0 ? timeout_s : 30) * 1000));
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect_cb);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &reply);
+  CURLcode cc = curl_easy_perform(e);
+  long status = 0;
+  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+  if (cc != CURLE_OK) {
+    rc = sg_err_set(err, SG_ECONN, "tokenize: %s", curl_easy_strerror(cc));
+    goto out;
+  }
+  if (status < 200 || status >= 300) {
+    rc = sg_llm_error_from_body(status, sg_buf_str(&reply), reply.len, SG_EHTTP, err);
+    sg_err_prefix(err, "tokenize");
+    goto out;
+  }
+  json_t *j = json_loadb(sg_buf_str(&reply), reply.len, 0, NULL);
+  json_t *toks = json_object_get(j, "tokens");
+  if (!json_is_array(toks)) {
+    rc = sg_err_set(err, SG_EPROTO, "tokenize: the reply has no \"tokens\" array");
+    if (j)
+      json_decref(j);
+    goto out;
+  }
+  size_t n = json_array_size(toks);
+  int32_t *out = sg_malloc((n ? n : 1) * sizeof *out);
+  for (size_t i = 0; i < n; i++) {
+    json_t *t = json_array_get(toks, i);
+    if (!json_is_integer(t) || json_integer_value(t) < 0 ||
+        json_integer_value(t) > INT32_MAX) {
+      free(out);
+      json_decref(j);
+      rc = sg_err_set(err, SG_EPROTO, "tokenize: tokens[%zu] is not a token id", i);
+      goto out;
+    }
+    out[i] = (int32_t)json_integer_value(t);
+  }
+  json_decref(j);
+  *ids = out;
+  *n_ids = n;
+out:
+  if (e)
+    curl_easy_cleanup(e);
+  curl_slist_free_all(h);
+  free(auth);
+  free(url);
+  free(body);
+  sg_buf_free(&reply);
+  return rc;
 }

@@ -50,4 +50,16 @@ int sg_llm_generate(const sg_llm_request *r, const sg_llm_generate_opts *opts,
                     sg_llm_generation *out, sg_err *err);
 void sg_llm_generation_free(sg_llm_generation *g);
 
+/* Token ids of text (or of messages rendered with the chat template and its
+ * generation prompt, when text is NULL) from the server's tokenizer: POST
+ * <root>/tokenize as vLLM serves it ({"tokens": [...]}). With text,
+ * add_special_tokens says whether BOS and the like are added (false to get
+ * the exact tokens of a piece such as "</think>\n\n" to append to a token
+ * prompt). Blocking, bounded by timeout_s (0: 30). *ids is a new array the
+ * caller frees. Errors carry the server's message. */
+int sg_llm_tokenize(const char *base_url, const char *model, const char *text,
+                    const sg_llm_message *msgs, size_t n_msgs,
+                    bool add_special_tokens, const sg_llm_client_opts *client,
+                    double timeout_s, int32_t **ids, size_t *n_ids, sg_err *err);
+
 #endif

@@ -6,6 +6,7 @@
  * requests' own deadlines and by a guard timer.
  */
 #include "llm/sg_llm_client.h"
+#include "llm/sg_llm_generate.h"
 #include "llm/sg_llm_server.h"
 #include "sg_test.h"
 
@@ -769,6 +770,73 @@ static void test_client_keepalives_do_not_extend_deadline(void) {
   SG_CHECK_MSG(o.elapsed_s >= 0.5 && o.elapsed_s < 2.5, "took %.3f s", o.elapsed_s);
 }
 
+static void test_client_token_fork_hits_prefix_cache(void) {
+  server_start(0, 120, 160, NULL);
+  sg_err err;
+  /* The main generation, with token ids (vLLM's return_token_ids). */
+  sg_llm_request r;
+  request_for(&r);
+  r.provider = sg_llm_provider_get("vllm");
+  r.return_token_ids = true;
+  sg_llm_generation g;
+  SG_CHECK_OK(sg_llm_generate(&r, NULL, &g, &err), err);
+  SG_CHECK(g.n_prompt_ids > 0);
+  SG_CHECK(g.n_completion_ids >= 64);
+  SG_CHECK_EQ_INT((int64_t)g.n_prompt_ids, g.usage.prompt_tokens);
+  /* /tokenize of the same messages gives the same prompt ids. */
+  int32_t *tok;
+  size_t ntok;
+  SG_CHECK_OK(sg_llm_tokenize(g_base, "specgen-test", NULL, k_msgs, 2, true, NULL, 10,
+                              &tok, &ntok, &err), err);
+  SG_CHECK_EQ_INT(ntok, g.n_prompt_ids);
+  SG_CHECK(memcmp(tok, g.prompt_ids, ntok * sizeof *tok) == 0);
+  free(tok);
+  /* The end-of-thinking tokens, exactly. */
+  int32_t *end;
+  size_t nend;
+  SG_CHECK_OK(sg_llm_tokenize(g_base, "specgen-test", "</think>\n\n", NULL, 0, false,
+                              NULL, 10, &end, &nend, &err), err);
+  SG_CHECK(nend > 0);
+  /* The fork: prompt ids + the first 64 reasoning ids + end of thinking. */
+  size_t n;
+  int32_t *ids = sg_llm_fork_token_prompt(g.prompt_ids, g.n_prompt_ids,
+                                          g.completion_ids, 64, end, nend, &n);
+  sg_llm_request f;
+  request_for(&f);
+  f.provider = sg_llm_provider_get("vllm");
+  f.endpoint = SG_LLM_ENDPOINT_COMPLETIONS;
+  f.prompt_token_ids = ids;
+  f.n_prompt_token_ids = n;
+  f.max_tokens = 32;
+  sg_llm_generation fg;
+  SG_CHECK_OK(sg_llm_generate(&f, NULL, &fg, &err), err);
+  SG_CHECK_EQ_INT(fg.usage.prompt_tokens, (int64_t)n);
+  /* Everything up to the end-of-thinking tokens is a cache hit, in whole
+   * 16-token blocks. */
+  int64_t shared = (int64_t)(g.n_prompt_ids + 64);
+  SG_CHECK_MSG(fg.usage.cached_tokens >= shared / 16 * 16,
+               "fork of %zu tokens: %lld cached, %lld shared", n,
+               (long long)fg.usage.cached_tokens, (long long)shared);
+  sg_llm_generation_free(&fg);
+  sg_llm_generation_free(&g);
+  free(ids);
+  free(end);
+  sg_llm_server_stop(g_server);
+}
+
+static void test_tokenize_error_names_server_message(void) {
+  server_start(0, 20, 30, NULL);
+  int32_t *ids;
+  size_t n;
+  sg_err err;
+  /* Neither prompt nor messages: the server says which field is missing. */
+  SG_CHECK_EQ_INT(sg_llm_tokenize(g_base, "specgen-test", NULL, NULL, 0, false, NULL,
+                                  10, &ids, &n, &err), SG_EHTTP);
+  SG_CHECK_CONTAINS(err.msg, "tokenize: HTTP 400");
+  SG_CHECK(ids == NULL && n == 0);
+  sg_llm_server_stop(g_server);
+}
+
 SG_TEST_MAIN(SG_TEST(test_client_streams_reasoning_then_content),
              SG_TEST(test_client_reads_reasoning_field_too),
              SG_TEST(test_client_completions_endpoint_with_token_ids),
@@ -791,4 +859,6 @@ SG_TEST_MAIN(SG_TEST(test_client_streams_reasoning_then_content),
              SG_TEST(test_client_rejects_unexpressible_request_without_callback),
              SG_TEST(test_client_disconnect_before_output_is_retried),
              SG_TEST(test_client_keepalives_do_not_reset_idle_timer),
-             SG_TEST(test_client_keepalives_do_not_extend_deadline))
+             SG_TEST(test_client_keepalives_do_not_extend_deadline),
+             SG_TEST(test_client_token_fork_hits_prefix_cache),
+             SG_TEST(test_tokenize_error_names_server_message))
