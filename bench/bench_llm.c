@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,6 +117,7 @@ int main(int argc, char **argv) {
       return 1;
     pids[k] = fork();
     if (pids[k] == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the benchmark */
       close(p[0]);
       server_child(p[1], rate, tokens);
     }
