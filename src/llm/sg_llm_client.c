@@ -55,6 +55,8 @@ typedef enum stream_state {
   ST_DONE     /* terminal callback given or cancelled; handles closing */
 } stream_state;
 
+static const char *const k_state_names[] = {"waiting", "running", "done"};
+
 typedef struct sock_ctx {
   uv_poll_t poll;
   curl_socket_t fd;
@@ -129,6 +131,25 @@ struct sg_llm_client {
   int64_t io_us;
   sock_ctx *socks;
 };
+
+/* The one door for a stream's state (STYLE 13). Allowed moves:
+ *   waiting -> running (an attempt starts)
+ *   running -> waiting (a retry is scheduled)
+ *   waiting | running -> done (terminal callback, cancel, client destroyed)
+ *   done -> done (release after the terminal callback)
+ * Set SG_LLM_TRACE=1 in the environment to log every move to stderr. */
+static void set_state(sg_llm_stream *s, stream_state to) {
+  stream_state from = s->state;
+  assert((from == ST_WAITING && to == ST_RUNNING) ||
+         (from == ST_RUNNING && to == ST_WAITING) || to == ST_DONE);
+  static int trace = -1;
+  if (trace < 0)
+    trace = getenv("SG_LLM_TRACE") != NULL;
+  if (trace && from != to)
+    fprintf(stderr, "sg_llm: %s: %s -> %s (attempt %d)\n", s->rid,
+            k_state_names[from], k_state_names[to], s->attempts);
+  s->state = to;
+}
 
 static int g_curl_init_rc = -1;
 
@@ -332,7 +353,7 @@ static void stream_release(sg_llm_stream *s) {
   assert(c->in_curl == 0);
   assert(!s->released);
   s->released = true;
-  s->state = ST_DONE;
+  set_state(s, ST_DONE);
   if (s->easy) {
     curl_multi_remove_handle(c->multi, s->easy);
     curl_easy_cleanup(s->easy);
@@ -382,7 +403,7 @@ static void fill_result(sg_llm_stream *s, int code, const char *msg,
 /* The one terminal door: exactly one callback, then the stream goes. */
 static void stream_end(sg_llm_stream *s, int code, const char *msg) {
   assert(s->state != ST_DONE);
-  s->state = ST_DONE;
+  set_state(s, ST_DONE);
   sg_llm_result r;
   fill_result(s, code, msg, &r);
   if (s->easy) {
@@ -599,7 +620,7 @@ static void start_attempt(sg_llm_stream *s) {
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "identity");
   s->easy = e;
-  s->state = ST_RUNNING;
+  set_state(s, ST_RUNNING);
   s->progress_us = sg_clock_now_us();
   CURLMcode mc = curl_multi_add_handle(c->multi, e);
   if (mc != CURLM_OK) {
@@ -644,7 +665,7 @@ static void retry_or_end(sg_llm_stream *s, int code, const char *msg) {
     return;
   }
   assert(s->easy == NULL);
-  s->state = ST_WAITING;
+  set_state(s, ST_WAITING);
   uv_timer_start(&s->kick, on_kick, (uint64_t)(delay * 1000), 0);
   watchdog_arm(s);
 }

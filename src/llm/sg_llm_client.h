@@ -91,7 +91,7 @@ int sg_llm_client_new(uv_loop_t *loop, const sg_llm_client_opts *opts,
                       sg_llm_client **out, sg_err *err);
 /* Cancels every stream (no callbacks), closes the handles; the memory is
  * released by the loop, so run the loop (uv_run) afterwards until it returns.
- * NULL is fine. */
+ * Not from inside one of the client's callbacks. NULL is fine. */
 void sg_llm_client_destroy(sg_llm_client *c);
 /* Streams running or waiting to retry. */
 size_t sg_llm_client_active(const sg_llm_client *c);
