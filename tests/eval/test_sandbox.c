@@ -9,6 +9,10 @@
 #include "sg_test.h"
 
 #include <arpa/inet.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -521,6 +525,35 @@ static void test_grandchildren_are_killed(void) {
   sg_sandbox_outcome_free(&o);
 }
 
+/* The kernel refuses namespaces (simulated: a seccomp filter in this test's
+ * process makes unshare fail with EPERM, as a kernel without user namespaces
+ * would): the child runs anyway, and the outcome says so, naming why. */
+static void test_no_namespace_runs_anyway_and_says_so(void) {
+#if defined(__x86_64__) || defined(__aarch64__)
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {.len = sizeof f / sizeof *f, .filter = f};
+  SG_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+  SG_CHECK(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0);
+  sg_sandbox_limits lim;
+  limits(&lim);
+  sg_sandbox_outcome o;
+  run(&lim, fn_ok, NULL, &o);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_STR_EQ(o.result, "{\"status\":\"ok\"}");
+  SG_CHECK(!o.network_isolated);
+  SG_CHECK_CONTAINS(o.note, "network not isolated: unshare(CLONE_NEWNET): Operation not permitted");
+  SG_CHECK_CONTAINS(o.note, "unshare(CLONE_NEWUSER|CLONE_NEWNET): Operation not permitted");
+  sg_sandbox_outcome_free(&o);
+#else
+  SG_SKIP("no seccomp filter for this architecture in the test");
+#endif
+}
+
 /* ---- sg_sandbox_exec ---------------------------------------------------------- */
 
 static void test_exec_program(void) {
@@ -580,4 +613,5 @@ SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
              SG_TEST(test_child_environment),
              SG_TEST(test_bad_setup_is_an_error),
              SG_TEST(test_grandchildren_are_killed),
+             SG_TEST(test_no_namespace_runs_anyway_and_says_so),
              SG_TEST(test_exec_program), SG_TEST(test_exec_timeout))
