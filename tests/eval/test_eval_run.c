@@ -9,7 +9,14 @@
 #include "eval/sg_eval_cpu.h"
 #include "sg_test.h"
 
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #define VADD SG_SOURCE_ROOT "/tests/eval/data/tasks/cpu/vector_add"
@@ -282,10 +289,43 @@ static void test_broken_reference_is_a_task_error(void) {
   free(cmd);
 }
 
+/* Where the kernel refuses network namespaces (simulated by a filter that
+ * fails unshare with EPERM), the evaluation still completes and says so. */
+static void test_without_network_namespace(void) {
+#if defined(__x86_64__) || defined(__aarch64__)
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {.len = sizeof f / sizeof *f, .filter = f};
+  SG_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+  SG_CHECK(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0);
+  sg_task *t = load_vadd();
+  char *src = example("ok-reference.c");
+  sg_eval_opts o;
+  quick_opts(&o);
+  sg_eval_result r = validate(t, src, &o);
+  SG_CHECK_MSG(r.status == SG_EVAL_OK, "%s", r.message);
+  SG_CHECK(!r.network_isolated);
+  SG_CHECK_CONTAINS(r.message, "(note: network not isolated: unshare(CLONE_NEWNET): Operation not permitted");
+  json_t *j = sg_eval_result_to_json(&r);
+  SG_CHECK(json_is_false(json_object_get(j, "network_isolated")));
+  json_decref(j);
+  sg_eval_result_free(&r);
+  free(src);
+  sg_task_free(t);
+#else
+  SG_SKIP("no seccomp filter for this architecture in the test");
+#endif
+}
+
 SG_TEST_MAIN(SG_TEST(test_timing_protocol_default_10_and_40),
              SG_TEST(test_timing_protocol_other_counts),
              SG_TEST(test_seed_reproduces_inputs), SG_TEST(test_refused_options),
              SG_TEST(test_compile_error_keeps_candidate_lines),
              SG_TEST(test_link_rules), SG_TEST(test_cheats_are_caught),
              SG_TEST(test_scratch_is_removed),
-             SG_TEST(test_broken_reference_is_a_task_error))
+             SG_TEST(test_broken_reference_is_a_task_error),
+             SG_TEST(test_without_network_namespace))
