@@ -3,8 +3,8 @@
  * "evaluator" to the evaluator that serves it.
  *
  * The cpu evaluator is sg_eval_cpu*.c, the cuda evaluator sg_eval_cuda*.c
- * (it loads CUDA at run time, so it is always built). kernelbench tasks load,
- * but no evaluator serves them yet: sg_eval_* says so.
+ * (it loads CUDA at run time, so it is always built), the kernelbench
+ * evaluator sg_eval_kernelbench.c (docs/gpu.md).
  */
 #include "eval/sg_eval.h"
 
@@ -198,6 +198,8 @@ const sg_evaluator *sg_evaluator_find(const char *name) {
     return &cpu_evaluator;
   if (strcmp(name, "cuda") == 0)
     return &cuda_evaluator;
+  if (strcmp(name, "kernelbench") == 0)
+    return &sg_evaluator_kernelbench;
   if (strcmp(name, "kernelbench") == 0)
     return &sg_evaluator_kernelbench;
   return NULL;

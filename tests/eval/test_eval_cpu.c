@@ -511,6 +511,8 @@ static void test_opts_default(void) {
   SG_CHECK(sg_evaluator_find("cpu") != NULL);
   SG_CHECK_STR_EQ(sg_evaluator_find("cpu")->name, "cpu");
   SG_CHECK(sg_evaluator_find("tpu") == NULL);
+  SG_CHECK_STR_EQ(sg_evaluator_find("cuda")->name, "cuda");
+  SG_CHECK_STR_EQ(sg_evaluator_find("kernelbench")->name, "kernelbench");
 }
 
 static void test_result_json_round_trip(void) {
