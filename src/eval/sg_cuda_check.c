@@ -312,6 +312,12 @@ bool sg_cuda_source_forbidden(const char *src, size_t len, char *why,
   };
   char *s = strip_comments(src, len);
   bool bad = false;
+  /* Calls first: dlopen("libcublas.so") is about loading code. */
+  for (size_t i = 0; !bad && i < sizeof calls / sizeof calls[0]; i++)
+    if (find_call(s, calls[i].name)) {
+      snprintf(why, why_len, "%s", calls[i].rule);
+      bad = true;
+    }
   for (size_t i = 0; !bad && i < sizeof libs / sizeof libs[0]; i++) {
     const char *p = find_word_start(s, libs[i].prefix);
     /* Also inside a path: <cublas_v2.h>, "libcublas.so". */
@@ -325,11 +331,6 @@ bool sg_cuda_source_forbidden(const char *src, size_t len, char *why,
       bad = true;
     }
   }
-  for (size_t i = 0; !bad && i < sizeof calls / sizeof calls[0]; i++)
-    if (find_call(s, calls[i].name)) {
-      snprintf(why, why_len, "%s", calls[i].rule);
-      bad = true;
-    }
   free(s);
   return bad;
 }

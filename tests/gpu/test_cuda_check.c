@@ -161,6 +161,8 @@ static void test_candidate_rules(void) {
   SG_CHECK(forbidden("void f(){ cublasSgemm(h, ...); }", why));
   SG_CHECK(forbidden("void f(){ void *p = dlopen(\"x.so\", 2); }", why));
   SG_CHECK_CONTAINS(why, "dlopen");
+  SG_CHECK(forbidden("void f(){ dlopen(\"libcublas.so\", 2); }", why));
+  SG_CHECK_CONTAINS(why, "dlopen");
   SG_CHECK(forbidden("void f(){ dlsym (p, \"sym\"); }", why));
   SG_CHECK(forbidden("void f(){ system(\"ls\"); }", why));
   SG_CHECK(forbidden("#include <cudnn.h>", why));
