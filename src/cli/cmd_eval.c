@@ -26,7 +26,9 @@ static void usage(FILE *out) {
           "usage, an unknown task, an invalid task or an unreadable candidate;\n"
           "1 when specgen itself failed (status infra_error).\n"
           "\n"
-          "  --task NAME|DIR  a built-in task's name (specgen tasks) or a task directory\n"
+          "  --task NAME|DIR  a built-in task's name (specgen tasks; EVALUATOR/NAME picks\n"
+          "                   one evaluator's, a bare name the cpu one unless --device\n"
+          "                   is cuda:N) or a task directory\n"
           "  --device DEV     cpu:N pins the runs to core N (default cpu:0);\n"
           "                   cuda:N for cuda tasks\n"
           "  --json           print one JSON object\n"
@@ -141,7 +143,18 @@ int sg_cmd_eval(int argc, char **argv) {
   sg_err err;
   sg_err_clear(&err);
   sg_task *task = NULL;
-  if (sg_task_load(task_name, &task, &err) != 0) {
+  int lrc = SG_ENOENT;
+  /* a bare name with --device cuda:N means the cuda task of that name */
+  if (opts.device && strncmp(opts.device, "cuda", 4) == 0 && !strchr(task_name, '/')) {
+    char *q = sg_asprintf("cuda/%s", task_name);
+    lrc = sg_task_load(q, &task, &err);
+    free(q);
+  }
+  if (lrc == SG_ENOENT && sg_task_load(task_name, &task, &err) != 0) {
+    fprintf(stderr, "specgen eval: --task %s: %s\n", task_name, err.msg);
+    return SG_EXIT_USAGE;
+  }
+  if (lrc != SG_ENOENT && lrc != 0) {
     fprintf(stderr, "specgen eval: --task %s: %s\n", task_name, err.msg);
     return SG_EXIT_USAGE;
   }

@@ -685,7 +685,8 @@ int sg_task_list(sg_task ***out, size_t *n, sg_err *err) {
   return 0;
 }
 
-/* "a, b, c" of every built-in task's name (or a note when there is none). */
+/* "cpu/a, cpu/b, cuda/a" of every built-in task (or a note when there is
+ * none): qualified, since a name may exist for several evaluators. */
 static char *builtin_names(void) {
   const char *root = sg_task_builtin_root();
   sg_buf b;
@@ -699,7 +700,7 @@ static char *builtin_names(void) {
     for (size_t k = 0; k < nn; k++) {
       char *json = sg_asprintf("%s/%s/task.json", evdir, names[k]);
       if (is_file(json))
-        sg_buf_printf(&b, "%s%s", total++ ? ", " : "", names[k]);
+        sg_buf_printf(&b, "%s%s/%s", total++ ? ", " : "", evs[i], names[k]);
       free(json);
     }
     free_names(names, nn);
@@ -719,6 +720,28 @@ int sg_task_load(const char *name_or_dir, sg_task **out, sg_err *err) {
   *out = NULL;
   if (!name_or_dir || !name_or_dir[0])
     return sg_err_set(err, SG_EINVAL, "no task named (give a name or a directory)");
+  /* "cuda/hinge_loss": a built-in task qualified by its evaluator (a name
+   * alone finds the first evaluator's, in sorted order: cpu before cuda) */
+  const char *slash = strchr(name_or_dir, '/');
+  if (slash && slash != name_or_dir && !strchr(slash + 1, '/') && slash[1] &&
+      name_or_dir[0] != '.') {
+    char *dir = sg_asprintf("%s/%s", sg_task_builtin_root(), name_or_dir);
+    char *json = sg_asprintf("%s/task.json", dir);
+    bool found = is_file(json);
+    free(json);
+    if (found) {
+      char *ev = sg_strndup(name_or_dir, (size_t)(slash - name_or_dir));
+      int rc = load_dir(dir, out, err);
+      if (rc == 0 && (rc = check_builtin(*out, dir, ev, slash + 1, err))) {
+        sg_task_free(*out);
+        *out = NULL;
+      }
+      free(ev);
+      free(dir);
+      return rc;
+    }
+    free(dir);
+  }
   if (looks_like_path(name_or_dir))
     return load_dir(name_or_dir, out, err);
 

@@ -67,7 +67,9 @@ typedef struct sg_task {
   json_t *raw;           /* the whole task.json, for evaluator-specific keys */
 } sg_task;
 
-/* Loads a task by built-in name or by directory path. Errors name the file and
+/* Loads a task by built-in name ("hinge_loss": the first evaluator's, cpu
+ * before cuda; "cuda/hinge_loss": that evaluator's) or by directory path.
+ * Errors name the file and
  * the field that is wrong (SG_ENOENT for an unknown name, SG_EPARSE or
  * SG_EINVAL for an invalid description). *out is freed with sg_task_free. */
 int sg_task_load(const char *name_or_dir, sg_task **out, sg_err *err);

@@ -229,6 +229,13 @@ static void test_tasks_command(void) {
   SG_CHECK_CONTAINS(out, "upper_matvec  cpu");
   free(out);
   free(cmd);
+  /* a qualified name picks the evaluator's task */
+  cmd = sg_asprintf("SPECGEN_TASKS_DIR=%s/tasks %s eval --task cpu/vector_add %s/examples/ok-reference.c --runs 1 --warmups 0 --json",
+                    DATA, SG_TEST_SPECGEN, VADD);
+  SG_CHECK_EQ_INT(run(cmd, &out), 0);
+  SG_CHECK_CONTAINS(out, "\"task\": \"vector_add\"");
+  free(out);
+  free(cmd);
   /* names resolve through the same root */
   cmd = sg_asprintf("SPECGEN_TASKS_DIR=%s/tasks %s eval --task vector_add %s/examples/ok-reference.c --runs 1 --warmups 0 --json",
                     DATA, SG_TEST_SPECGEN, VADD);

@@ -63,6 +63,17 @@ static void test_load_by_name(void) {
   sg_task_free(t);
 }
 
+static void test_qualified_name(void) {
+  use_test_root();
+  sg_task *t = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_task_load("cpu/vector_add", &t, &err), err);
+  SG_CHECK_STR_EQ(t->name, "vector_add");
+  SG_CHECK_STR_EQ(t->evaluator, "cpu");
+  sg_task_free(t);
+  SG_CHECK_EQ_INT(sg_task_load("cuda/vector_add", &t, &err), SG_ENOENT);
+}
+
 static void test_unknown_name_lists_builtins(void) {
   use_test_root();
   sg_task *t = NULL;
@@ -70,8 +81,7 @@ static void test_unknown_name_lists_builtins(void) {
   SG_CHECK_EQ_INT(sg_task_load("no_such_task", &t, &err), SG_ENOENT);
   SG_CHECK(t == NULL);
   SG_CHECK_CONTAINS(err.msg, "unknown task \"no_such_task\"");
-  SG_CHECK_CONTAINS(err.msg, "upper_matvec");
-  SG_CHECK_CONTAINS(err.msg, "vector_add");
+  SG_CHECK_CONTAINS(err.msg, "(built-in tasks: cpu/upper_matvec, cpu/vector_add)");
 }
 
 static void test_missing_dir(void) {
@@ -454,6 +464,7 @@ static void test_dtype_names(void) {
 }
 
 SG_TEST_MAIN(SG_TEST(test_load_by_dir), SG_TEST(test_load_by_name),
+             SG_TEST(test_qualified_name),
              SG_TEST(test_unknown_name_lists_builtins), SG_TEST(test_missing_dir),
              SG_TEST(test_builtin_root), SG_TEST(test_list_sorted),
              SG_TEST(test_examples), SG_TEST(test_malformed_fields),
