@@ -130,6 +130,7 @@ struct sg_llm_client {
   int open_handles;     /* uv handles whose close callback is pending */
   int64_t io_us;
   sock_ctx *socks;
+  size_t max_line_bytes, max_event_bytes; /* SSE caps of every stream */
 };
 
 /* The one door for a stream's state (STYLE 13). Allowed moves:
@@ -311,6 +312,8 @@ int sg_llm_client_new(uv_loop_t *loop, const sg_llm_client_opts *opts,
   const char *key = env[0] ? getenv(env) : NULL;
   if (key && key[0])
     c->auth_header = sg_asprintf("Authorization: Bearer %s", key);
+  c->max_line_bytes = opts->max_line_bytes;
+  c->max_event_bytes = opts->max_event_bytes;
   *out = c;
   return 0;
 }
@@ -872,7 +875,7 @@ int sg_llm_stream_start(sg_llm_client *c, const sg_llm_request *r,
   for (size_t i = 0; i < r->n_headers; i++)
     h = curl_slist_append(h, r->headers[i]);
   s->headers = h;
-  sg_sse_init(&s->sse, 0, 0);
+  sg_sse_init(&s->sse, c->max_line_bytes, c->max_event_bytes);
   sg_buf_init(&s->err_body, ERR_BODY_MAX);
   sg_llm_usage_init(&s->usage);
   uv_timer_init(c->loop, &s->watchdog);

@@ -837,6 +837,30 @@ static void test_tokenize_error_names_server_message(void) {
   sg_llm_server_stop(g_server);
 }
 
+static void test_client_event_over_cap_is_error(void) {
+  server_start(0, 20, 30, NULL);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  sg_llm_client_opts co;
+  sg_llm_client_opts_init(&co);
+  co.max_event_bytes = 64; /* every chunk of the test server is longer */
+  sg_llm_client *c;
+  sg_err err;
+  SG_CHECK_OK(sg_llm_client_new(&loop, &co, &c, &err), err);
+  sg_llm_request r;
+  request_for(&r);
+  outcome o;
+  outcome_init(&o);
+  sg_llm_callbacks cb = callbacks_for(&o);
+  SG_CHECK_OK(sg_llm_stream_start(c, &r, &cb, NULL, &err), err);
+  run_until_idle(&loop, c);
+  client_close(&loop, c);
+  SG_CHECK_EQ_INT(o.code, SG_EFULL);
+  SG_CHECK_CONTAINS(o.message, "SSE event data longer than 64 bytes");
+  SG_CHECK_EQ_INT(o.attempts, 1);
+  sg_llm_server_stop(g_server);
+}
+
 SG_TEST_MAIN(SG_TEST(test_client_streams_reasoning_then_content),
              SG_TEST(test_client_reads_reasoning_field_too),
              SG_TEST(test_client_completions_endpoint_with_token_ids),
@@ -861,4 +885,5 @@ SG_TEST_MAIN(SG_TEST(test_client_streams_reasoning_then_content),
              SG_TEST(test_client_keepalives_do_not_reset_idle_timer),
              SG_TEST(test_client_keepalives_do_not_extend_deadline),
              SG_TEST(test_client_token_fork_hits_prefix_cache),
-             SG_TEST(test_tokenize_error_names_server_message))
+             SG_TEST(test_tokenize_error_names_server_message),
+             SG_TEST(test_client_event_over_cap_is_error))
