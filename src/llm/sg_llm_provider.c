@@ -24,6 +24,7 @@
 
 #include "common/sg_alloc.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,11 +289,14 @@ int32_t *sg_llm_fork_token_prompt(const int32_t *prompt, size_t n_prompt,
   int32_t *ids = sg_malloc((total ? total : 1) * sizeof *ids);
   size_t k = 0;
   if (n_prompt)
-    memcpy(ids + k, prompt, n_prompt * sizeof *ids), k += n_prompt;
+    memcpy(ids, prompt, n_prompt * sizeof *ids);
+  k += n_prompt;
   if (n_generated)
-    memcpy(ids + k, generated, n_generated * sizeof *ids), k += n_generated;
+    memcpy(ids + k, generated, n_generated * sizeof *ids);
+  k += n_generated;
   if (n_end_think)
-    memcpy(ids + k, end_think, n_end_think * sizeof *ids), k += n_end_think;
+    memcpy(ids + k, end_think, n_end_think * sizeof *ids);
+  assert(k + n_end_think == total);
   *n = total;
   return ids;
 }
