@@ -18,7 +18,8 @@
  *   - OpenAI does not stream its reasoning text, cannot turn thinking off on a
  *     reasoning model, and takes max_completion_tokens.
  *   - generic: an OpenAI-compatible server with think-tag templates
- *     (continue_final_message as vLLM and SGLang accept it).
+ *     (continue_final_message as vLLM documents it; other servers may not
+ *     accept it: `specgen llm check` probes it).
  */
 #include "llm/sg_llm_provider.h"
 
