@@ -3,6 +3,7 @@
  *
  * Measures, each as the median of several runs:
  *   - the model: writing one thinking answer (trace + answer), and its size;
+ *     answering a fork of it (thinking off, every trace variant searched);
  *   - streaming over loopback with no pacing: tokens per second delivered to
  *     a libcurl client, one stream, and four streams at once;
  *   - a non-streaming answer of the same size;
@@ -98,7 +99,7 @@ int main(int argc, char **argv) {
   }
   char *task_name = sg_strdup(tasks[0].name);
   sg_fakemodel *m = sg_fakemodel_new(NULL, 1, tasks, ntasks);
-  double gen_ms[RUNS * 5];
+  double gen_ms[RUNS * 5], fork_ms[RUNS * 5];
   size_t tokens = 0;
   for (int i = 0; i < RUNS * 5; i++) {
     char *ctx = sg_asprintf("<|im_start|>user\nOptimize %s (%d)<|im_end|>\n", task_name, i);
@@ -108,6 +109,18 @@ int main(int argc, char **argv) {
     sg_fakemodel_generate(m, &r, &a);
     gen_ms[i] = (sg_clock_now_s() - t0) * 1e3;
     tokens += sg_fm_tokenize(a.reasoning, strlen(a.reasoning), NULL, NULL, 0);
+    /* A fork of it: thinking off, the first half of the trace in the
+     * prompt, under another request id (so every variant is searched). */
+    size_t half = strlen(a.reasoning) / 2;
+    char *prompt = sg_asprintf("%s%.*s\n</think>\n\n", ctx, (int)half, a.reasoning);
+    sg_fm_request f = {.context = ctx, .prompt = prompt, .thinking = false,
+                       .sample_key = "fork"};
+    sg_fm_answer fa;
+    t0 = sg_clock_now_s();
+    sg_fakemodel_generate(m, &f, &fa);
+    fork_ms[i] = (sg_clock_now_s() - t0) * 1e3;
+    sg_fm_answer_free(&fa);
+    free(prompt);
     sg_fm_answer_free(&a);
     free(ctx);
   }
@@ -185,6 +198,8 @@ int main(int argc, char **argv) {
   printf("| what | median |\n|---|---|\n");
   printf("| model: one thinking answer (%zu reasoning tokens on average) | %.3f ms |\n",
          tokens / (RUNS * 5), median(gen_ms, RUNS * 5));
+  printf("| model: a fork's answer (thinking off, half the trace in the prompt) | %.3f ms |\n",
+         median(fork_ms, RUNS * 5));
   printf("| stream, 1 client, no pacing (%zu SSE events, one token each) | %.0f events/s |\n", events,
          median(one, RUNS));
   printf("| stream, 4 clients at once, no pacing | %.0f events/s in total |\n",
