@@ -648,7 +648,8 @@ static ssize_t gen_read(void *cls, uint64_t pos, char *buf, size_t max) {
       /* Counted here, before the end of the chunked body goes out, so a
        * client that has read the whole answer always finds it counted. */
       if (g->active) {
-        atomic_fetch_add(&g->s->generations_completed, 1);
+        if (strcmp(g->finish_reason ? g->finish_reason : "", "abort") != 0)
+          atomic_fetch_add(&g->s->generations_completed, 1);
         active_remove(g->s, g);
       }
       return MHD_CONTENT_READER_END_OF_STREAM;

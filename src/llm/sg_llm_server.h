@@ -90,7 +90,8 @@ int sg_llm_server_ntasks(const sg_llm_server *s);
 typedef struct sg_llm_server_stats {
   uint64_t requests_total;        /* every HTTP request answered or begun */
   uint64_t generations_started;   /* completion requests that began generating */
-  uint64_t generations_completed; /* ... that sent their whole answer */
+  uint64_t generations_completed; /* ... that sent their whole answer (not
+                                     counting aborted ones) */
   uint64_t generations_cancelled; /* ... that stopped because the client went
                                      away before the end */
   uint64_t generations_aborted;   /* ... stopped by /abort_request */

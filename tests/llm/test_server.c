@@ -1331,6 +1331,7 @@ static void abort_by(const char *body, const char *h1, const char *abort_body) {
   sg_llm_server_stats_get(s, &ss);
   SG_CHECK_EQ_INT(ss.abort_requests, 1);
   SG_CHECK_EQ_INT(ss.generations_aborted, 1);
+  SG_CHECK_EQ_INT(ss.generations_completed, 0);
   SG_CHECK(ss.tokens_generated < 600);
   sg_buf_free(&rb), sg_buf_free(&cb);
   stream_free(&st);
@@ -1344,6 +1345,71 @@ static void abort_request_stops_the_generation_by_rid(void) {
 
 static void abort_request_matches_the_request_id_header(void) {
   abort_by(CHAT(", \"stream\": true"), "X-Request-Id: hdr-2", "{\"rid\": \"hdr-2\"}");
+}
+
+static bool four_generating(const sg_llm_server_stats *st) {
+  return st->generations_active >= 4 && st->tokens_generated >= 40;
+}
+
+static bool all_done_8(const sg_llm_server_stats *st) {
+  return st->generations_active == 0 && st->generations_completed + st->generations_aborted == 8;
+}
+
+/* Eight streams at once, four of them aborted by id: the live list, the
+ * counters and the prefix cache stay consistent under concurrency. */
+static void concurrent_streams_and_aborts_stay_consistent(void) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  o.tokens_per_s = 300;
+  o.reasoning_tokens_min = 600;
+  o.reasoning_tokens_max = 700;
+  sg_llm_server *s = start(&o);
+  bg b[8];
+  char *bodies[8];
+  pthread_t th[8];
+  for (int i = 0; i < 8; i++) {
+    bool long_one = i < 4;
+    bodies[i] = sg_asprintf("{\"model\": \"m\", \"stream\": true, \"rid\": \"c%d\",%s "
+                            "\"messages\": [{\"role\": \"user\", \"content\": \"toy_add %d\"}]}",
+                            i, long_one ? "" : " \"max_tokens\": 30,", i);
+    memset(&b[i], 0, sizeof b[i]);
+    b[i].s = s;
+    b[i].body = bodies[i];
+    if (i == 4)
+      wait_for(s, four_generating, "the long streams to start");
+    SG_CHECK(pthread_create(&th[i], NULL, bg_run, &b[i]) == 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    char ab[64];
+    snprintf(ab, sizeof ab, "{\"rid\": \"c%d\"}", i);
+    resp r = {0};
+    http(s, "/abort_request", ab, NULL, NULL, &r);
+    SG_CHECK_EQ_INT(r.status, 200);
+    resp_free(&r);
+  }
+  for (int i = 0; i < 8; i++)
+    pthread_join(th[i], NULL);
+  wait_for(s, all_done_8, "all eight to end");
+  for (int i = 0; i < 8; i++) {
+    stream st;
+    parse_stream(&b[i].r, &st);
+    const char *finish = NULL;
+    sg_buf rb, cb;
+    sg_buf_init(&rb, 0), sg_buf_init(&cb, 0);
+    stream_text(&st, "reasoning_content", &rb, &cb, &finish);
+    SG_CHECK_STR_EQ(finish, i < 4 ? "abort" : "length");
+    SG_CHECK(st.done);
+    sg_buf_free(&rb), sg_buf_free(&cb);
+    stream_free(&st);
+    resp_free(&b[i].r);
+    free(bodies[i]);
+  }
+  sg_llm_server_stats ss;
+  sg_llm_server_stats_get(s, &ss);
+  SG_CHECK_EQ_INT(ss.generations_aborted, 4);
+  SG_CHECK_EQ_INT(ss.generations_completed, 4);
+  SG_CHECK_EQ_INT(ss.generations_cancelled, 0);
+  stop(s);
 }
 
 static void abort_request_checks_its_body(void) {
@@ -1589,6 +1655,7 @@ SG_TEST_MAIN(SG_TEST(requests_render_prompt_context_and_thinking),
              SG_TEST(client_disconnect_stops_the_generation),
              SG_TEST(abort_request_stops_the_generation_by_rid),
              SG_TEST(abort_request_matches_the_request_id_header),
+             SG_TEST(concurrent_streams_and_aborts_stay_consistent),
              SG_TEST(abort_request_checks_its_body),
              SG_TEST(bad_requests_get_errors_naming_the_field),
              SG_TEST(start_rejects_bad_options),
