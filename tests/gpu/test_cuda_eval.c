@@ -182,6 +182,22 @@ static void test_kb_without_torch(void) {
   sg_task_free(t);
 }
 
+/* Every example of two tasks through the compile stage (nvcc, no GPU): the
+ * compile_error ones fail, the rejected ones are refused or compile (when
+ * their rule is checked on the device), the rest build. */
+static void test_examples_compile(void) {
+  need_nvcc();
+  const char *check = getenv("SG_GPU_CHECK");
+  SG_CHECK_MSG(check != NULL, "SG_GPU_CHECK (specgen-gpu-check's path) is not set");
+  char *cmd = sg_asprintf("%s --compile-only --task hinge_loss --task diag_matmul "
+                          ">/dev/null", check);
+  int rc = system(cmd);
+  free(cmd);
+  SG_CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
+               "an example did not compile as its name says (run specgen-gpu-check "
+               "--compile-only --task hinge_loss --task diag_matmul)");
+}
+
 /* ---- suite gpu ---- */
 
 static void gpu_examples_have_their_status(void) {
@@ -204,4 +220,5 @@ SG_TEST_MAIN({"compile_ok_builds_both", test_compile_ok_builds_both},
              {"no_driver_is_infra_error", test_no_driver_is_infra_error},
              {"device_names", test_device_names},
              {"kb_without_torch", test_kb_without_torch},
+             {"examples_compile", test_examples_compile},
              {"gpu_examples_have_their_status", gpu_examples_have_their_status})
