@@ -9,6 +9,7 @@
 #include "common/sg_file.h"
 #include "eval/sg_eval.h"
 #include "eval/sg_eval_cuda.h"
+#include "eval/sg_sandbox.h"
 #include "sg_test.h"
 
 #include <dlfcn.h>
@@ -198,6 +199,92 @@ static void test_examples_compile(void) {
                "--compile-only --task hinge_loss --task diag_matmul)");
 }
 
+/* How a device-side child's ending becomes a result. */
+static void outcome(sg_sandbox_end end, int code, int sig, const char *result,
+                    const char *err_text, sg_eval_result *r) {
+  sg_sandbox_outcome o;
+  memset(&o, 0, sizeof o);
+  o.end = end;
+  o.exit_code = code;
+  o.signal = sig;
+  o.result = (char *)result;
+  o.result_len = strlen(result);
+  o.err = (char *)err_text;
+  sg_eval_result_init(r);
+  sg_eval_cuda_take_outcome(&o, 30, r);
+}
+
+static void test_take_outcome(void) {
+  sg_eval_result r;
+  outcome(SG_SANDBOX_EXITED, 0, 0,
+          "{\"status\":\"ok\",\"message\":\"fine\",\"ref_ms\":2.0,\"cand_ms\":0.5,"
+          "\"ref_mean_ms\":2.1,\"cand_mean_ms\":0.6,\"max_abs_err\":1e-6,"
+          "\"max_rel_err\":2e-6,\"first_mismatch\":-1}", "", &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_OK);
+  SG_CHECK_STR_EQ(r.message, "fine");
+  SG_CHECK_NEAR(r.speedup, 4.0, 1e-12);
+  SG_CHECK_NEAR(r.cand_mean_ms, 0.6, 1e-12);
+  SG_CHECK_EQ_INT(r.first_mismatch, -1);
+  sg_eval_result_free(&r);
+
+  outcome(SG_SANDBOX_EXITED, 0, 0,
+          "{\"status\":\"numerical_error\",\"message\":\"off\",\"first_mismatch\":7}",
+          "", &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_NUMERICAL_ERROR);
+  SG_CHECK_EQ_INT(r.first_mismatch, 7);
+  SG_CHECK(isnan(r.speedup));
+  sg_eval_result_free(&r);
+
+  /* Killed at the wall clock: timeout, whatever it wrote. */
+  outcome(SG_SANDBOX_TIMED_OUT, 0, 9, "", "", &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_TIMEOUT);
+  SG_CHECK_CONTAINS(r.message, "30 s");
+  sg_eval_result_free(&r);
+
+  /* Died without answering: runtime_error with the signal and stderr. */
+  outcome(SG_SANDBOX_SIGNALED, 0, 11, "", "free(): invalid pointer", &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_RUNTIME_ERROR);
+  SG_CHECK_CONTAINS(r.message, "signal 11");
+  SG_CHECK_CONTAINS(r.message, "invalid pointer");
+  sg_eval_result_free(&r);
+
+  /* A forged or broken answer is no answer. */
+  outcome(SG_SANDBOX_EXITED, 0, 0, "{\"status\":\"great\"}", "", &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_RUNTIME_ERROR);
+  SG_CHECK_CONTAINS(r.message, "without a result");
+  sg_eval_result_free(&r);
+  outcome(SG_SANDBOX_EXITED, 3, 0, "{\"status\":", "", &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_RUNTIME_ERROR);
+  sg_eval_result_free(&r);
+}
+
+static void test_runner_usage(void) {
+  const char *runner = getenv("SPECGEN_CUDA_RUNNER");
+  SG_CHECK_MSG(runner != NULL, "SPECGEN_CUDA_RUNNER is not set");
+  char *cmd = sg_asprintf("%s --help >/dev/null", runner);
+  int rc = system(cmd);
+  free(cmd);
+  SG_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+  cmd = sg_asprintf("%s --task x --cand y --mode fast 2>/dev/null", runner);
+  rc = system(cmd);
+  free(cmd);
+  SG_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+  cmd = sg_asprintf("%s --cand y 2>/dev/null", runner);
+  rc = system(cmd);
+  free(cmd);
+  SG_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+  /* A task that does not load: an infra_error answer naming it. */
+  cmd = sg_asprintf("%s --task /nonexistent/task --cand y.so", runner);
+  FILE *f = popen(cmd, "r");
+  free(cmd);
+  char buf[2048] = "";
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  pclose(f);
+  SG_CHECK_CONTAINS(buf, "\"status\":\"infra_error\"");
+  SG_CHECK_CONTAINS(buf, "/nonexistent/task");
+}
+
 /* ---- suite gpu ---- */
 
 static void gpu_examples_have_their_status(void) {
@@ -221,4 +308,6 @@ SG_TEST_MAIN({"compile_ok_builds_both", test_compile_ok_builds_both},
              {"device_names", test_device_names},
              {"kb_without_torch", test_kb_without_torch},
              {"examples_compile", test_examples_compile},
+             {"take_outcome", test_take_outcome},
+             {"runner_usage", test_runner_usage},
              {"gpu_examples_have_their_status", gpu_examples_have_their_status})
