@@ -458,6 +458,114 @@ void sg_eval_cuda_runner_limits(const sg_eval_build *build, double wall_s,
   lim->output_cap_bytes = 1 << 20;
 }
 
+char *sg_eval_cuda_find_sanitizer(void) {
+  const char *const fb[] = {"/usr/local/cuda/bin/compute-sanitizer", NULL};
+  return find_program("SPECGEN_COMPUTE_SANITIZER", "compute-sanitizer", fb);
+}
+
+char *sg_eval_cuda_sanitizer_summary(const char *text, size_t max_lines) {
+  sg_buf b;
+  sg_buf_init(&b, 2000);
+  size_t lines = 0;
+  const char *p = text ? text : "";
+  const char *summary = NULL;
+  while (*p) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (len >= 9 && strncmp(p, "=========", 9) == 0) {
+      const char *q = p + 9;
+      while (*q == ' ' && q < p + len)
+        q++;
+      size_t ql = len - (size_t)(q - p);
+      if (ql >= 13 && strncmp(q, "ERROR SUMMARY", 13) == 0)
+        summary = q;
+      else if (ql > 0 && lines < max_lines && strncmp(q, "COMPUTE-SANITIZER", 17) != 0) {
+        sg_buf_append(&b, q, ql);
+        sg_buf_puts(&b, "\n");
+        lines++;
+      }
+    }
+    p += len + (nl ? 1 : 0);
+  }
+  if (summary) {
+    const char *e = strchr(summary, '\n');
+    sg_buf_append(&b, summary, e ? (size_t)(e - summary) : strlen(summary));
+  }
+  return sg_buf_steal(&b);
+}
+
+/* The optional memory check ($SPECGEN_CUDA_SANITIZE=memcheck, racecheck,
+ * initcheck or synccheck): one trial and one timed call of each under
+ * compute-sanitizer before the real run. Returns 1 when it decided the
+ * result (errors found, or the candidate failed under it), 0 to go on. */
+#define SANITIZER_ERROR_EXIT 86
+static int sanitize(const sg_task *task, const sg_eval_build *build,
+                    char *const base_argv[], double wall, sg_eval_result *r,
+                    sg_err *err) {
+  const char *tool = getenv("SPECGEN_CUDA_SANITIZE");
+  if (!tool || !*tool || strcmp(tool, "0") == 0)
+    return 0;
+  if (strcmp(tool, "1") == 0)
+    tool = "memcheck";
+  char *san = sg_eval_cuda_find_sanitizer();
+  if (!san)
+    return sg_err_set(err, SG_EUNSUPPORTED,
+                      "SPECGEN_CUDA_SANITIZE is set but compute-sanitizer is not "
+                      "found (set SPECGEN_COMPUTE_SANITIZER or put it in PATH)");
+  char code[16];
+  snprintf(code, sizeof code, "%d", SANITIZER_ERROR_EXIT);
+  char *argv[64];
+  int k = 0;
+  argv[k++] = san;
+  argv[k++] = "--tool";
+  argv[k++] = (char *)tool;
+  argv[k++] = "--error-exitcode";
+  argv[k++] = code;
+  argv[k++] = "--print-limit";
+  argv[k++] = "10";
+  for (int i = 0; base_argv[i] && k < 50; i++)
+    argv[k++] = base_argv[i];
+  argv[k++] = "--trials";
+  argv[k++] = "1";
+  argv[k++] = "--warmup";
+  argv[k++] = "0";
+  argv[k++] = "--timed";
+  argv[k++] = "1";
+  argv[k] = NULL;
+  sg_sandbox_limits lim;
+  sg_eval_cuda_runner_limits(build, wall, &lim);
+  lim.output_cap_bytes = 1 << 20;
+  sg_sandbox_outcome o;
+  int rc = sg_sandbox_exec(&lim, argv, &o, err);
+  free(san);
+  if (rc)
+    return rc;
+  int decided = 0;
+  if (o.end == SG_SANDBOX_EXITED && o.exit_code == SANITIZER_ERROR_EXIT) {
+    char *sum = sg_eval_cuda_sanitizer_summary(o.out, 12);
+    char *m = sg_asprintf("runtime error: compute-sanitizer (%s) found errors in a "
+                          "call of the candidate or the reference:\n%s", tool, sum);
+    r->status = SG_EVAL_RUNTIME_ERROR;
+    set_message(r, m);
+    free(m);
+    free(sum);
+    decided = 1;
+  } else {
+    sg_eval_result tmp;
+    sg_eval_result_init(&tmp);
+    sg_eval_cuda_take_outcome(&o, wall, &tmp);
+    if (tmp.status != SG_EVAL_OK && tmp.status != SG_EVAL_INFRA_ERROR) {
+      r->status = tmp.status;
+      set_message(r, tmp.message ? tmp.message : "");
+      decided = 1;
+    }
+    sg_eval_result_free(&tmp);
+  }
+  (void)task;
+  sg_sandbox_outcome_free(&o);
+  return decided;
+}
+
 int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, sg_eval_result *r, sg_err *err) {
   int dev = 0;
@@ -480,15 +588,25 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
   unsigned long long seed = opts->seed ? opts->seed
                                        : (unsigned long long)sg_clock_now_us();
   snprintf(sseed, sizeof sseed, "%llu", seed);
+  char *base[] = {runner, "--task", task->dir, "--cand", build->artifact,
+                  "--ref", build->reference_artifact, "--device", sdev,
+                  "--seed", sseed, opts->strict ? "--strict" : NULL, NULL};
   char *argv[] = {runner, "--task", task->dir, "--cand", build->artifact,
                   "--ref", build->reference_artifact, "--device", sdev,
                   "--trials", strials, "--warmup", swarm, "--timed", stimed,
                   "--seed", sseed, opts->strict ? "--strict" : NULL, NULL};
-  sg_sandbox_limits lim;
   double wall = opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
+  double t0 = sg_clock_now_s();
+  rc = sanitize(task, build, base, wall, r, err);
+  if (rc != 0) {
+    free(runner);
+    if (rc > 0)
+      r->run_s = sg_clock_now_s() - t0;
+    return rc < 0 ? rc : 0;
+  }
+  sg_sandbox_limits lim;
   sg_eval_cuda_runner_limits(build, wall, &lim);
   sg_sandbox_outcome o;
-  double t0 = sg_clock_now_s();
   rc = sg_sandbox_exec(&lim, argv, &o, err);
   free(runner);
   if (rc)

@@ -48,6 +48,13 @@ extern const sg_evaluator sg_evaluator_kernelbench;
 char *sg_eval_cuda_find_nvcc(void);
 char *sg_eval_cuda_find_runner(void);
 char *sg_eval_cuda_find_ncu(void);
+char *sg_eval_cuda_find_sanitizer(void);
+
+/* compute-sanitizer's report cut to its first max_lines finding lines
+ * (the "========= " prefix dropped) and its ERROR SUMMARY line; the caller
+ * frees it. Pure. The run stage runs the sanitizer first when
+ * $SPECGEN_CUDA_SANITIZE names a tool (docs/gpu.md). */
+char *sg_eval_cuda_sanitizer_summary(const char *text, size_t max_lines);
 
 /* The nvcc target flag: $SPECGEN_CUDA_ARCH (e.g. sm_80) or sm_90. */
 const char *sg_eval_cuda_arch(void);

@@ -285,6 +285,51 @@ static void test_runner_usage(void) {
   SG_CHECK_CONTAINS(buf, "/nonexistent/task");
 }
 
+/* compute-sanitizer's report, in its documented layout, cut for the LLM. */
+static void test_sanitizer_summary(void) {
+  const char *report =
+      "========= COMPUTE-SANITIZER\n"
+      "candidate printed this\n"
+      "========= Invalid __global__ write of size 4 bytes\n"
+      "=========     at diag_kernel(const float *, const float *, float *, int, int)+0x70 in candidate.cu:8\n"
+      "=========     by thread (0,0,0) in block (0,0,0)\n"
+      "=========     Address 0x7f0000000000 is out of bounds\n"
+      "========= \n"
+      "========= ERROR SUMMARY: 1 error\n";
+  char *s = sg_eval_cuda_sanitizer_summary(report, 3);
+  SG_CHECK_CONTAINS(s, "Invalid __global__ write of size 4 bytes\n");
+  SG_CHECK_CONTAINS(s, "at diag_kernel(");
+  SG_CHECK_CONTAINS(s, "ERROR SUMMARY: 1 error");
+  SG_CHECK(strstr(s, "Address 0x7f") == NULL);       /* cut at 3 lines */
+  SG_CHECK(strstr(s, "COMPUTE-SANITIZER") == NULL);
+  SG_CHECK(strstr(s, "candidate printed") == NULL);
+  free(s);
+  s = sg_eval_cuda_sanitizer_summary(NULL, 5);
+  SG_CHECK_STR_EQ(s, "");
+  free(s);
+}
+
+/* Asking for the sanitizer where it is not: an error that says so. */
+static void test_sanitizer_missing(void) {
+  need_nvcc();
+  sg_task *t = load("diag_matmul");
+  sg_eval_build b;
+  sg_eval_result r;
+  compile_example(t, "ok-reference.cu", &b, &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_OK);
+  setenv("SPECGEN_CUDA_SANITIZE", "memcheck", 1);
+  setenv("SPECGEN_COMPUTE_SANITIZER", "/nonexistent/compute-sanitizer", 1);
+  sg_eval_opts o;
+  sg_eval_opts_default(&o);
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_EQ_INT(sg_eval_run(t, &b, &o, &r, &err), SG_EUNSUPPORTED);
+  SG_CHECK_CONTAINS(err.msg, "compute-sanitizer is not found");
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
 /* ---- suite gpu ---- */
 
 static void gpu_examples_have_their_status(void) {
@@ -309,5 +354,7 @@ SG_TEST_MAIN({"compile_ok_builds_both", test_compile_ok_builds_both},
              {"kb_without_torch", test_kb_without_torch},
              {"examples_compile", test_examples_compile},
              {"take_outcome", test_take_outcome},
+             {"sanitizer_summary", test_sanitizer_summary},
+             {"sanitizer_missing", test_sanitizer_missing},
              {"runner_usage", test_runner_usage},
              {"gpu_examples_have_their_status", gpu_examples_have_their_status})
