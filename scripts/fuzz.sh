@@ -5,7 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
 scripts/setup.sh
-CC=clang scripts/build.sh build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
+# The library is instrumented too (fuzzer-no-link), so coverage guides the
+# fuzzer through the parsers themselves, not only through the target file.
+CC=clang scripts/build.sh build-fuzz -Dfuzz=true -Db_sanitize=address,undefined \
+  -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link
 shopt -s nullglob
 ran=0
 for t in build-fuzz/tests/fuzz/fuzz_*; do

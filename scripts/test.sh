@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh [--sanitize]: sets up, builds and runs the whole test suite.
-#   --sanitize  builds in build-san with AddressSanitizer and
-#               UndefinedBehaviorSanitizer and runs the same tests there.
+#   --sanitize  builds in build-san with AddressSanitizer (leaks included)
+#               and UndefinedBehaviorSanitizer and runs the same tests there.
 # GPU tests run too and skip, saying why, where no GPU exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +11,8 @@ dir=build
 opts=()
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-san
-  opts=(-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug)
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  opts=(-Db_sanitize=address,undefined -Db_lundef=false)
+  export ASAN_OPTIONS=detect_leaks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 scripts/build.sh "$dir" "${opts[@]}"

@@ -48,13 +48,10 @@ char *sg_strndup(const char *s, size_t len) {
 char *sg_asprintf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  char *p = NULL;
+  int n = vasprintf(&p, fmt, ap);
   va_end(ap);
   if (n < 0)
-    abort(); /* only on an invalid format: a programming error */
-  char *p = sg_malloc((size_t)n + 1);
-  va_start(ap, fmt);
-  vsnprintf(p, (size_t)n + 1, fmt, ap);
-  va_end(ap);
+    out_of_memory(strlen(fmt));
   return p;
 }

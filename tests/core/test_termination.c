@@ -185,7 +185,7 @@ static void test_register_rejects_bad_plugins(void) {
   SG_CHECK_EQ_INT(sg_termination_register(&reg, &nodecide, &err), SG_EINVAL);
   SG_CHECK_EQ_INT(sg_termination_register(&reg, &badname, &err), SG_EINVAL);
   static sg_termination_plugin many[SG_TERMINATION_MAX_PLUGINS];
-  static char names[SG_TERMINATION_MAX_PLUGINS][16];
+  static char names[SG_TERMINATION_MAX_PLUGINS][24];
   size_t room = SG_TERMINATION_MAX_PLUGINS - reg.n;
   for (size_t i = 0; i < room; i++) {
     snprintf(names[i], sizeof names[i], "p%zu", i);
