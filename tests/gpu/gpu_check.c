@@ -5,7 +5,8 @@
  *                     [--example SUBSTRING] [--jsonl FILE]
  *
  * Each example candidate (tasks/cuda/<task>/examples/<status>-<label>.cu,
- * and the kernelbench tasks' Python examples, unless SKIP_KB is set) goes
+ * and the kernelbench tasks' Python examples, unless SKIP_KB is set or
+ * python3 cannot import torch) goes
  * through compile, then run (validation and timing) and, with --profile and
  * when it is valid, profile (ncu). Its status must be the one its name
  * promises. A table is printed as it goes (compile, run and profile seconds,
@@ -65,6 +66,11 @@ int main(int argc, char **argv) {
       return 0;
     default: return 2;
     }
+  }
+  if (!skip_kb && !compile_only &&
+      system("python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    printf("# kernelbench tasks skipped: python3 cannot import torch\n");
+    skip_kb = true;
   }
   FILE *jf = jsonl ? fopen(jsonl, "w") : NULL;
   if (jsonl && !jf) {
