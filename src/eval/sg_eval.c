@@ -200,8 +200,6 @@ const sg_evaluator *sg_evaluator_find(const char *name) {
     return &cuda_evaluator;
   if (strcmp(name, "kernelbench") == 0)
     return &sg_evaluator_kernelbench;
-  if (strcmp(name, "kernelbench") == 0)
-    return &sg_evaluator_kernelbench;
   return NULL;
 }
 
