@@ -12,12 +12,14 @@ CC=clang scripts/build.sh build-fuzz -Dfuzz=true -Db_sanitize=address,undefined 
 shopt -s nullglob
 ran=0
 for t in build-fuzz/tests/fuzz/fuzz_*; do
-  [ -x "$t" ] || continue
+  [ -f "$t" ] && [ -x "$t" ] || continue
   name=$(basename "$t")
   work=$(mktemp -d)
-  corpus=tests/fuzz/corpus/$name
+  corpus=()
+  [ -d "tests/fuzz/corpus/$name" ] && corpus=("tests/fuzz/corpus/$name")
   echo "fuzz: $name for ${secs}s"
-  "$t" -max_total_time="$secs" -print_final_stats=1 "$work" ${corpus:+$( [ -d "$corpus" ] && echo "$corpus")} 2>&1 | tail -n 4
+  # New inputs go to a scratch directory; the seed corpus is only read.
+  "$t" -max_total_time="$secs" -print_final_stats=1 "$work" "${corpus[@]}" 2>&1 | tail -n 4
   rm -rf "$work"
   ran=$((ran + 1))
 done
