@@ -22,6 +22,24 @@ static void usage(FILE *out) {
           "  -h, --help        this help\n");
 }
 
+/* One line per task: the description is cut at a word boundary so the table
+ * stays readable; `--json` and docs carry the whole text. */
+static void print_summary_row(int name_width, const sg_task *t) {
+  enum { DESC_MAX = 72 };
+  const char *d = t->description ? t->description : "";
+  size_t len = strlen(d);
+  if (len <= DESC_MAX) {
+    printf("%-*s  %-11s  %s\n", name_width, t->name, t->evaluator, d);
+    return;
+  }
+  size_t cut = DESC_MAX;
+  while (cut > DESC_MAX / 2 && d[cut] != ' ')
+    cut--;
+  while (cut > 0 && (d[cut - 1] == ',' || d[cut - 1] == ' ' || d[cut - 1] == ':'))
+    cut--;
+  printf("%-*s  %-11s  %.*s ...\n", name_width, t->name, t->evaluator, (int)cut, d);
+}
+
 int sg_cmd_tasks(int argc, char **argv) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, 'j'},
@@ -84,7 +102,7 @@ int sg_cmd_tasks(int argc, char **argv) {
       const sg_task *t = tasks[i];
       if (only && strcmp(t->evaluator, only) != 0)
         continue;
-      printf("%-*s  %-11s  %s\n", (int)w, t->name, t->evaluator, t->description);
+      print_summary_row((int)w, t);
     }
     if (n == 0)
       printf("(no tasks under %s)\n", sg_task_builtin_root());

@@ -230,6 +230,13 @@ static void test_tasks_command(void) {
   SG_CHECK_CONTAINS(out, "upper_matvec  cpu");
   free(out);
   free(cmd);
+  /* the built-in tasks' long descriptions are cut so each row stays short */
+  cmd = sg_asprintf("%s tasks", SG_TEST_SPECGEN);
+  SG_CHECK_EQ_INT(run(cmd, &out), 0);
+  for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
+    SG_CHECK_MSG(strlen(line) <= 120, "row longer than 120 characters: %s", line);
+  free(out);
+  free(cmd);
   /* a qualified name picks the evaluator's task */
   cmd = sg_asprintf("SPECGEN_TASKS_DIR=%s/tasks %s eval --task cpu/vector_add %s/examples/ok-reference.c --runs 1 --warmups 0 --json",
                     DATA, SG_TEST_SPECGEN, VADD);
