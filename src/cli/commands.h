@@ -19,5 +19,6 @@ int sg_cmd_llm(int argc, char **argv);
 int sg_cmd_llm_chat(int argc, char **argv);
 int sg_cmd_llm_check(int argc, char **argv);
 int sg_cmd_llm_serve(int argc, char **argv);
+int sg_cmd_worker(int argc, char **argv);
 
 #endif

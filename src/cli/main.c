@@ -16,6 +16,7 @@ static const command commands[] = {
     {"triggers", sg_cmd_triggers, "show where speculation would fork in a reasoning trace"},
     {"sim", sg_cmd_sim, "simulate whole campaigns in virtual time"},
     {"llm", sg_cmd_llm, "talk to an LLM endpoint (chat, check) or serve the test model (serve)"},
+    {"worker", sg_cmd_worker, "serve evaluations for one device over JSON lines (docs/protocol.md)"},
 };
 
 static void usage(FILE *out) {
