@@ -15,38 +15,8 @@
 
 /* ---- random inputs -------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-void sg_cuda_rng_seed(sg_cuda_rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; i++)
-    r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t sg_cuda_rng_next(sg_cuda_rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-double sg_cuda_rng_uniform(sg_cuda_rng *r) {
-  return (double)(sg_cuda_rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-double sg_cuda_rng_normal(sg_cuda_rng *r) {
-  double u1 = sg_cuda_rng_uniform(r), u2 = sg_cuda_rng_uniform(r);
+double sg_cuda_rng_normal(sg_rng *r) {
+  double u1 = sg_rng_uniform(r), u2 = sg_rng_uniform(r);
   if (u1 < 1e-300)
     u1 = 1e-300;
   return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
@@ -82,19 +52,19 @@ void sg_cuda_fill_range(const sg_task_arg *a, void *host, uint64_t seed,
              : strcmp(s->dist, "uniform") == 0 ? 1
              : strcmp(s->dist, "choice") == 0 && s->nvalues ? 2
                                                             : 3;
-  sg_cuda_rng r;
+  sg_rng r;
   assert(begin % SG_CUDA_FILL_CHUNK == 0);
   for (int64_t i = begin; i < end; i++) {
     if (i % SG_CUDA_FILL_CHUNK == 0) {
       uint64_t x = seed ^ (arg_index * 0x9e3779b97f4a7c15ULL);
-      x = splitmix64(&x) ^ (uint64_t)(i / SG_CUDA_FILL_CHUNK);
-      sg_cuda_rng_seed(&r, x);
+      x = sg_splitmix64(&x) ^ (uint64_t)(i / SG_CUDA_FILL_CHUNK);
+      sg_rng_seed(&r, x);
     }
     double v;
     switch (dist) {
     case 0: v = s->p[0] + s->p[1] * sg_cuda_rng_normal(&r); break;
-    case 1: v = s->p[0] + (s->p[1] - s->p[0]) * sg_cuda_rng_uniform(&r); break;
-    case 2: v = s->values[sg_cuda_rng_next(&r) % s->nvalues]; break;
+    case 1: v = s->p[0] + (s->p[1] - s->p[0]) * sg_rng_uniform(&r); break;
+    case 2: v = s->values[sg_rng_next(&r) % s->nvalues]; break;
     default: v = 0; break;
     }
     set(a->dtype, host, i, v);

@@ -9,24 +9,16 @@
 
 #include "common/sg_buf.h"
 #include "common/sg_error.h"
+#include "common/sg_rng.h"
 #include "eval/sg_task.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* xoshiro256** seeded by splitmix64: the same seed gives the same inputs on
- * every machine. */
-typedef struct sg_cuda_rng {
-  uint64_t s[4];
-} sg_cuda_rng;
-
-void sg_cuda_rng_seed(sg_cuda_rng *r, uint64_t seed);
-uint64_t sg_cuda_rng_next(sg_cuda_rng *r);
-/* Uniform in [0, 1). */
-double sg_cuda_rng_uniform(sg_cuda_rng *r);
-/* Standard normal (Box-Muller). */
-double sg_cuda_rng_normal(sg_cuda_rng *r);
+/* Standard normal (Box-Muller) from the shared generator (common/sg_rng.h),
+ * whose seed gives the same inputs on every machine. */
+double sg_cuda_rng_normal(sg_rng *r);
 
 /* Inputs are drawn in chunks of SG_CUDA_FILL_CHUNK elements, chunk c from
  * its own stream seeded by (seed, arg, c), so several threads can fill one

@@ -12,6 +12,7 @@
 #define SG_EVAL_CPU_H
 
 #include "common/sg_error.h"
+#include "common/sg_rng.h"
 #include "eval/sg_eval.h"
 #include "eval/sg_task.h"
 
@@ -21,16 +22,7 @@
 
 /* ---- random inputs ---- */
 
-/* xoshiro256** seeded through splitmix64: fast, and the same stream on every
- * machine for a given seed. */
-typedef struct sg_rng {
-  uint64_t s[4];
-} sg_rng;
-
-void sg_rng_seed(sg_rng *r, uint64_t seed);
-uint64_t sg_rng_next(sg_rng *r);
-/* Uniform in [0, 1). */
-double sg_rng_uniform(sg_rng *r);
+/* Inputs draw from the shared generator (common/sg_rng.h). */
 /* Standard normal (Marsaglia and Tsang's ziggurat). */
 double sg_rng_normal(sg_rng *r);
 /* The seed of one input set: (seed, trial, argument) mixed. */

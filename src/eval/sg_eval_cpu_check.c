@@ -19,38 +19,6 @@
 
 /* ---- random numbers ----------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += UINT64_C(0x9E3779B97F4A7C15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-  return z ^ (z >> 31);
-}
-
-void sg_rng_seed(sg_rng *r, uint64_t seed) {
-  uint64_t x = seed;
-  for (int i = 0; i < 4; i++)
-    r->s[i] = splitmix64(&x);
-}
-
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t sg_rng_next(sg_rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-double sg_rng_uniform(sg_rng *r) {
-  return (double)(sg_rng_next(r) >> 11) * 0x1.0p-53;
-}
-
 /* Normal values by Marsaglia and Tsang's ziggurat ("The Ziggurat Method for
  * Generating Random Variables", 2000; 128 layers): one 32-bit draw and one
  * multiply for ~99% of values. Inputs run to tens of millions of elements,
@@ -116,11 +84,11 @@ double sg_rng_normal(sg_rng *r) {
 
 uint64_t sg_rng_derive(uint64_t seed, uint64_t trial, uint64_t arg) {
   uint64_t x = seed;
-  uint64_t a = splitmix64(&x);
+  uint64_t a = sg_splitmix64(&x);
   x = a ^ (trial * UINT64_C(0xD1B54A32D192ED03));
-  uint64_t b = splitmix64(&x);
+  uint64_t b = sg_splitmix64(&x);
   x = b ^ (arg * UINT64_C(0xABC98388FB8FAC03));
-  return splitmix64(&x);
+  return sg_splitmix64(&x);
 }
 
 static double get_elem(sg_dtype d, const void *buf, int64_t i) {

@@ -17,6 +17,7 @@
 #include "llm/sg_fakemodel.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_rng.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -33,16 +34,11 @@ typedef struct rng {
   uint64_t s;
 } rng;
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
+/* A bare splitmix64 stream (common/sg_rng.h): one word of state, which the
+ * model's many short-lived streams keep cheap. */
 static uint64_t mix(uint64_t a, uint64_t b) {
   uint64_t s = a ^ (b * 0xff51afd7ed558ccdULL);
-  return splitmix(&s);
+  return sg_splitmix64(&s);
 }
 
 static uint64_t hash_bytes(const void *p, size_t n) {
@@ -59,7 +55,7 @@ static uint64_t hash_str(const char *s) {
   return s ? hash_bytes(s, strlen(s)) : 0x9ae16a3b2f90404fULL;
 }
 
-static uint64_t rng_next(rng *r) { return splitmix(&r->s); }
+static uint64_t rng_next(rng *r) { return sg_splitmix64(&r->s); }
 
 static double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 

@@ -1,44 +1,22 @@
-/* sg_sim_rng.c: xoshiro256** (Blackman and Vigna) and the distributions the
- * simulator's models use. See sg_sim_rng.h. */
+/* sg_sim_rng.c: seeded streams of the shared generator (common/sg_rng.h) and
+ * the distributions the simulator's models use. See sg_sim_rng.h. */
 #include "sim/sg_sim_rng.h"
 
 #include <assert.h>
 #include <math.h>
 
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
 void sg_sim_rng_seed(sg_sim_rng *r, uint64_t seed, uint64_t stream) {
   uint64_t x = seed ^ (stream * 0xd1b54a32d192ed03ull);
   /* Mix the stream in twice so (seed, stream) and (seed', stream') that
    * collide after the xor still diverge. */
-  x = splitmix64(&x) ^ stream;
+  x = sg_splitmix64(&x) ^ stream;
   for (int i = 0; i < 4; i++)
-    r->s[i] = splitmix64(&x);
+    r->s[i] = sg_splitmix64(&x);
 }
 
-uint64_t sg_sim_rng_next(sg_sim_rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
+uint64_t sg_sim_rng_next(sg_sim_rng *r) { return sg_rng_next(r); }
 
-double sg_sim_rng_uniform(sg_sim_rng *r) {
-  return (double)(sg_sim_rng_next(r) >> 11) * 0x1.0p-53;
-}
+double sg_sim_rng_uniform(sg_sim_rng *r) { return sg_rng_uniform(r); }
 
 double sg_sim_rng_range(sg_sim_rng *r, double lo, double hi) {
   return lo + (hi - lo) * sg_sim_rng_uniform(r);

@@ -1,5 +1,5 @@
-/* sg_sim_rng.h: the simulator's random numbers (xoshiro256** seeded through
- * splitmix64), with the distributions its models draw from.
+/* sg_sim_rng.h: the simulator's random numbers (streams of the shared
+ * generator, common/sg_rng.h), with the distributions its models draw from.
  *
  * Everything random in `specgen sim` comes from streams of this generator,
  * each seeded from the run's seed and a stream number, so a seed replays a
@@ -10,11 +10,12 @@
 #ifndef SG_SIM_RNG_H
 #define SG_SIM_RNG_H
 
+#include "common/sg_rng.h"
+
 #include <stdint.h>
 
-typedef struct sg_sim_rng {
-  uint64_t s[4];
-} sg_sim_rng;
+/* One stream of the shared generator. */
+typedef sg_rng sg_sim_rng;
 
 /* Seeds the stream (seed, stream): different pairs give unrelated streams. */
 void sg_sim_rng_seed(sg_sim_rng *r, uint64_t seed, uint64_t stream);

@@ -24,16 +24,16 @@ static sg_task_arg matrix(const char *dist, const char *structure, int64_t n) {
 }
 
 static void test_rng_is_deterministic(void) {
-  sg_cuda_rng a, b;
-  sg_cuda_rng_seed(&a, 42);
-  sg_cuda_rng_seed(&b, 42);
+  sg_rng a, b;
+  sg_rng_seed(&a, 42);
+  sg_rng_seed(&b, 42);
   for (int i = 0; i < 1000; i++)
-    SG_CHECK(sg_cuda_rng_next(&a) == sg_cuda_rng_next(&b));
-  sg_cuda_rng_seed(&b, 43);
-  SG_CHECK(sg_cuda_rng_next(&a) != sg_cuda_rng_next(&b));
+    SG_CHECK(sg_rng_next(&a) == sg_rng_next(&b));
+  sg_rng_seed(&b, 43);
+  SG_CHECK(sg_rng_next(&a) != sg_rng_next(&b));
   double s = 0, s2 = 0;
   for (int i = 0; i < 100000; i++) {
-    double u = sg_cuda_rng_uniform(&a);
+    double u = sg_rng_uniform(&a);
     SG_CHECK(u >= 0 && u < 1);
     double z = sg_cuda_rng_normal(&a);
     s += z;
