@@ -47,7 +47,8 @@ static int parse_object(const char *what, const char *line, size_t len,
                         json_t **out, sg_err *err) {
   json_error_t je;
   /* JSON_REJECT_DUPLICATES: {"id":"a","id":"b"} is ambiguous, say so */
-  json_t *j = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+  json_t *j = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                         &je);
   if (!j)
     return sg_err_set(err, SG_EPARSE, "%s is not JSON: %s (column %d)", what,
                       je.text, je.column);
