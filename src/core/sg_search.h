@@ -97,6 +97,7 @@ typedef enum sg_prompt_item_kind {
 const char *sg_prompt_item_kind_name(sg_prompt_item_kind k);
 
 #define SG_PROMPT_MAX_ITEMS 16
+#define SG_PROMPT_MAX_INSPIRATIONS 8
 
 typedef struct sg_prompt_item {
   sg_prompt_item_kind kind;
@@ -109,6 +110,11 @@ typedef struct sg_prompt {
   uint64_t base_kernel;          /* the kernel to improve, 0: from scratch */
   sg_prompt_item items[SG_PROMPT_MAX_ITEMS];
   size_t n_items;
+  /* Other kernels shown for inspiration (evolve: elites of other cells).
+   * Each is also a SG_ITEM_KERNEL item, so a renderer that does not read
+   * this list still shows them; one that does can label them. */
+  uint64_t inspirations[SG_PROMPT_MAX_INSPIRATIONS];
+  size_t n_inspirations;
 } sg_prompt;
 
 #define SG_SEARCH_MAX_MAINS 16
