@@ -1,0 +1,1211 @@
+/* sg_store.c: the run store on SQLite (see sg_store.h and docs/store.md).
+ *
+ * Every statement the store runs is prepared once at open, in the table
+ * `stmts` below, which also names the table each one touches, so an error
+ * says file, table and SQL. Recording calls run one statement each in
+ * SQLite's autocommit mode: each is its own transaction, committed to the WAL
+ * before the call returns. The few calls that need two statements to be
+ * atomic (a candidate's lookup-then-insert) run them inside BEGIN IMMEDIATE.
+ *
+ * Migrations: migrations[v] takes a database at version v to v + 1; version 0
+ * is an empty file. They run in one transaction at open, so a crash during a
+ * migration leaves the old version intact.
+ */
+#include "runtime/sg_store.h"
+
+#include "common/sg_alloc.h"
+#include "common/sg_file.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- schema ------------------------------------------------------------ */
+
+static const char *const migrations[SG_STORE_SCHEMA_VERSION] = {
+    /* 0 -> 1: the first schema. */
+    "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+    "INSERT INTO schema_version (version) VALUES (0);"
+    "CREATE TABLE runs ("
+    " id INTEGER PRIMARY KEY,"
+    " config_json TEXT NOT NULL CHECK (json_valid(config_json)),"
+    " devices INTEGER NOT NULL CHECK (devices >= 0),"
+    " started_us INTEGER NOT NULL,"
+    " ended_us INTEGER CHECK (ended_us IS NULL OR ended_us >= started_us));"
+    "CREATE TABLE workflows ("
+    " id INTEGER PRIMARY KEY,"
+    " run_id INTEGER NOT NULL REFERENCES runs(id),"
+    " task TEXT NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('running','done','failed')),"
+    " budget_iterations INTEGER NOT NULL CHECK (budget_iterations >= 0),"
+    " budget_wall_s REAL NOT NULL CHECK (budget_wall_s >= 0),"
+    " budget_tokens INTEGER NOT NULL CHECK (budget_tokens >= 0),"
+    " started_us INTEGER NOT NULL,"
+    " ended_us INTEGER);"
+    "CREATE TABLE iterations ("
+    " id INTEGER PRIMARY KEY,"
+    " workflow_id INTEGER NOT NULL REFERENCES workflows(id),"
+    " number INTEGER NOT NULL CHECK (number >= 1),"
+    " started_us INTEGER NOT NULL,"
+    " ended_us INTEGER,"
+    " end_reason TEXT,"
+    " UNIQUE (workflow_id, number));"
+    "CREATE TABLE generations ("
+    " id INTEGER PRIMARY KEY,"
+    " workflow_id INTEGER NOT NULL REFERENCES workflows(id),"
+    " iteration_id INTEGER NOT NULL REFERENCES iterations(id),"
+    " kind TEXT NOT NULL CHECK (kind IN ('main','spec')),"
+    " parent_id INTEGER REFERENCES generations(id),"
+    " prefix_bytes INTEGER NOT NULL CHECK (prefix_bytes >= 0),"
+    " prompt TEXT,"
+    " prompt_tokens INTEGER NOT NULL DEFAULT 0,"
+    " completion_tokens INTEGER NOT NULL DEFAULT 0,"
+    " cached_tokens INTEGER NOT NULL DEFAULT 0,"
+    " started_us INTEGER NOT NULL,"
+    " ended_us INTEGER,"
+    " finish_reason TEXT,"
+    " outcome TEXT CHECK (outcome IS NULL OR"
+    "  outcome IN ('completed','cancelled','failed')));"
+    "CREATE INDEX generations_workflow ON generations(workflow_id);"
+    "CREATE TABLE candidates ("
+    " id INTEGER PRIMARY KEY,"
+    " workflow_id INTEGER NOT NULL REFERENCES workflows(id),"
+    " generation_id INTEGER NOT NULL REFERENCES generations(id),"
+    " source TEXT NOT NULL,"
+    " fnv1a64 TEXT NOT NULL CHECK (length(fnv1a64) = 16),"
+    " created_us INTEGER NOT NULL,"
+    " UNIQUE (workflow_id, fnv1a64));"
+    "CREATE TABLE evaluations ("
+    " id INTEGER PRIMARY KEY,"
+    " candidate_id INTEGER NOT NULL REFERENCES candidates(id),"
+    " phase TEXT NOT NULL CHECK (phase IN ('validate','profile')),"
+    " device TEXT,"
+    " queued_us INTEGER NOT NULL,"
+    " started_us INTEGER,"
+    " ended_us INTEGER,"
+    " status TEXT CHECK (status IS NULL OR status IN ('ok','compile_error',"
+    "  'runtime_error','numerical_error','timeout','rejected','aborted',"
+    "  'infra_error')),"
+    " speedup REAL,"
+    " ref_ms REAL,"
+    " cand_ms REAL,"
+    " message TEXT,"
+    " metrics_json TEXT CHECK (metrics_json IS NULL OR json_valid(metrics_json)),"
+    " result_json TEXT CHECK (result_json IS NULL OR json_valid(result_json)));"
+    "CREATE INDEX evaluations_candidate ON evaluations(candidate_id, phase);"
+    "CREATE TABLE decisions ("
+    " id INTEGER PRIMARY KEY,"
+    " workflow_id INTEGER NOT NULL REFERENCES workflows(id),"
+    " iteration_id INTEGER REFERENCES iterations(id),"
+    " kind TEXT NOT NULL,"
+    " detail_json TEXT NOT NULL CHECK (json_valid(detail_json)),"
+    " at_us INTEGER NOT NULL);"
+    "CREATE TABLE device_intervals ("
+    " id INTEGER PRIMARY KEY,"
+    " device TEXT NOT NULL,"
+    " phase TEXT NOT NULL CHECK (phase IN ('validate','profile')),"
+    " evaluation_id INTEGER REFERENCES evaluations(id),"
+    " started_us INTEGER NOT NULL,"
+    " ended_us INTEGER NOT NULL CHECK (ended_us >= started_us));",
+};
+
+/* ---- prepared statements ----------------------------------------------- */
+
+enum {
+  ST_RUN_COUNT,
+  ST_RUN_INSERT,
+  ST_RUN_END,
+  ST_RUN_ID,
+  ST_WF_INSERT,
+  ST_WF_STATE,
+  ST_IT_INSERT,
+  ST_IT_END,
+  ST_GEN_INSERT,
+  ST_GEN_END,
+  ST_CAND_FIND,
+  ST_CAND_INSERT,
+  ST_EVAL_QUEUE,
+  ST_EVAL_START,
+  ST_EVAL_FINISH,
+  ST_EVAL_LOOKUP,
+  ST_DEC_INSERT,
+  ST_DEV_INSERT,
+  ST_BEGIN,
+  ST_COMMIT,
+  ST_ROLLBACK,
+  ST__COUNT
+};
+
+typedef struct stmt_def {
+  const char *table;
+  const char *sql;
+} stmt_def;
+
+static const stmt_def stmt_defs[ST__COUNT] = {
+    [ST_RUN_COUNT] = {"runs", "SELECT count(*) FROM runs"},
+    [ST_RUN_INSERT] = {"runs",
+                       "INSERT INTO runs (config_json, devices, started_us) "
+                       "VALUES (?1, ?2, ?3)"},
+    [ST_RUN_END] = {"runs",
+                    "UPDATE runs SET ended_us = ?1 WHERE ended_us IS NULL"},
+    [ST_RUN_ID] = {"runs", "SELECT id FROM runs ORDER BY id LIMIT 1"},
+    [ST_WF_INSERT] = {"workflows",
+                      "INSERT INTO workflows (run_id, task, state, "
+                      "budget_iterations, budget_wall_s, budget_tokens, "
+                      "started_us) SELECT id, ?1, 'running', ?2, ?3, ?4, ?5 "
+                      "FROM runs ORDER BY id LIMIT 1"},
+    [ST_WF_STATE] = {"workflows",
+                     "UPDATE workflows SET state = ?2, ended_us = ?3 "
+                     "WHERE id = ?1"},
+    [ST_IT_INSERT] = {"iterations",
+                      "INSERT INTO iterations (workflow_id, number, "
+                      "started_us) VALUES (?1, ?2, ?3)"},
+    [ST_IT_END] = {"iterations",
+                   "UPDATE iterations SET end_reason = ?2, ended_us = ?3 "
+                   "WHERE id = ?1 AND ended_us IS NULL"},
+    [ST_GEN_INSERT] = {"generations",
+                       "INSERT INTO generations (workflow_id, iteration_id, "
+                       "kind, parent_id, prefix_bytes, prompt, started_us) "
+                       "SELECT workflow_id, id, ?2, ?3, ?4, ?5, ?6 "
+                       "FROM iterations WHERE id = ?1"},
+    [ST_GEN_END] = {"generations",
+                    "UPDATE generations SET prompt_tokens = ?2, "
+                    "completion_tokens = ?3, cached_tokens = ?4, "
+                    "finish_reason = ?5, outcome = ?6, ended_us = ?7 "
+                    "WHERE id = ?1 AND ended_us IS NULL"},
+    [ST_CAND_FIND] = {"candidates",
+                      "SELECT c.id, c.source = ?3 FROM candidates c "
+                      "JOIN generations g ON g.workflow_id = c.workflow_id "
+                      "WHERE g.id = ?1 AND c.fnv1a64 = ?2"},
+    [ST_CAND_INSERT] = {"candidates",
+                        "INSERT INTO candidates (workflow_id, generation_id, "
+                        "source, fnv1a64, created_us) "
+                        "SELECT workflow_id, id, ?2, ?3, ?4 "
+                        "FROM generations WHERE id = ?1"},
+    [ST_EVAL_QUEUE] = {"evaluations",
+                       "INSERT INTO evaluations (candidate_id, phase, "
+                       "queued_us) VALUES (?1, ?2, ?3)"},
+    [ST_EVAL_START] = {"evaluations",
+                       "UPDATE evaluations SET device = ?2, started_us = ?3 "
+                       "WHERE id = ?1 AND status IS NULL"},
+    [ST_EVAL_FINISH] = {"evaluations",
+                        "UPDATE evaluations SET status = ?2, speedup = ?3, "
+                        "ref_ms = ?4, cand_ms = ?5, message = ?6, "
+                        "metrics_json = ?7, result_json = ?8, ended_us = ?9 "
+                        "WHERE id = ?1 AND status IS NULL"},
+    [ST_EVAL_LOOKUP] = {"evaluations",
+                        "SELECT id, result_json FROM evaluations "
+                        "WHERE candidate_id = ?1 AND phase = ?2 "
+                        "AND status IS NOT NULL "
+                        "AND status NOT IN ('aborted', 'infra_error') "
+                        "ORDER BY ended_us DESC, id DESC LIMIT 1"},
+    [ST_DEC_INSERT] = {"decisions",
+                       "INSERT INTO decisions (workflow_id, iteration_id, "
+                       "kind, detail_json, at_us) VALUES (?1, ?2, ?3, ?4, ?5)"},
+    [ST_DEV_INSERT] = {"device_intervals",
+                       "INSERT INTO device_intervals (device, phase, "
+                       "evaluation_id, started_us, ended_us) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5)"},
+    [ST_BEGIN] = {"(transaction)", "BEGIN IMMEDIATE"},
+    [ST_COMMIT] = {"(transaction)", "COMMIT"},
+    [ST_ROLLBACK] = {"(transaction)", "ROLLBACK"},
+};
+
+struct sg_store {
+  sqlite3 *db;
+  char *path;
+  int version;
+  sqlite3_stmt *st[ST__COUNT];
+};
+
+/* ---- names ------------------------------------------------------------- */
+
+static const char *const wf_state_names[SG_STORE_WF__COUNT] = {
+    "running", "done", "failed"};
+static const char *const gen_kind_names[SG_STORE_GEN__COUNT] = {"main",
+                                                                "spec"};
+static const char *const gen_outcome_names[SG_STORE_GEN_OUTCOME__COUNT] = {
+    "completed", "cancelled", "failed"};
+static const char *const phase_names[SG_STORE_PHASE__COUNT] = {"validate",
+                                                               "profile"};
+
+const char *sg_store_wf_state_name(sg_store_wf_state st) {
+  return (unsigned)st < SG_STORE_WF__COUNT ? wf_state_names[st] : "?";
+}
+const char *sg_store_gen_kind_name(sg_store_gen_kind k) {
+  return (unsigned)k < SG_STORE_GEN__COUNT ? gen_kind_names[k] : "?";
+}
+const char *sg_store_gen_outcome_name(sg_store_gen_outcome o) {
+  return (unsigned)o < SG_STORE_GEN_OUTCOME__COUNT ? gen_outcome_names[o]
+                                                   : "?";
+}
+const char *sg_store_phase_name(sg_store_phase p) {
+  return (unsigned)p < SG_STORE_PHASE__COUNT ? phase_names[p] : "?";
+}
+
+uint64_t sg_store_fnv1a64(const void *data, size_t len) {
+  const unsigned char *p = data;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* The SG_E* code for a SQLite result code. */
+static int map_rc(int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_CONSTRAINT:
+  case SQLITE_MISMATCH:
+  case SQLITE_TOOBIG:
+    return SG_EINVAL;
+  case SQLITE_NOTADB:
+  case SQLITE_CORRUPT:
+    return SG_EPARSE;
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    return SG_EAGAIN;
+  case SQLITE_NOMEM:
+  case SQLITE_FULL:
+    return SG_EFULL;
+  default:
+    return SG_EIO;
+  }
+}
+
+/* "<file>: <table>: <sqlite message> (in SQL: <sql>)". */
+static int db_fail(sg_store *s, const char *table, const char *sql,
+                   sg_err *err) {
+  int rc = sqlite3_extended_errcode(s->db);
+  return sg_err_set(err, map_rc(rc), "%s: table %s: %s (in SQL: %s)",
+                    s->path, table, sqlite3_errmsg(s->db), sql);
+}
+
+static int st_fail(sg_store *s, int k, sg_err *err) {
+  return db_fail(s, stmt_defs[k].table, stmt_defs[k].sql, err);
+}
+
+/* ---- statement helpers ------------------------------------------------- */
+
+static sqlite3_stmt *st_get(sg_store *s, int k) {
+  sqlite3_stmt *st = s->st[k];
+  assert(st != NULL);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return st;
+}
+
+/* Binds an id, or NULL for 0 (no referenced row). */
+static void bind_id(sqlite3_stmt *st, int i, int64_t v) {
+  if (v == 0)
+    sqlite3_bind_null(st, i);
+  else
+    sqlite3_bind_int64(st, i, v);
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *t) {
+  if (t == NULL)
+    sqlite3_bind_null(st, i);
+  else
+    sqlite3_bind_text(st, i, t, -1, SQLITE_TRANSIENT);
+}
+
+static void bind_real(sqlite3_stmt *st, int i, double v) {
+  if (isfinite(v))
+    sqlite3_bind_double(st, i, v);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+/* Steps a statement that returns no row; the changed-row count into
+ * *changes (may be NULL). */
+static int st_exec(sg_store *s, int k, int *changes, sg_err *err) {
+  sqlite3_stmt *st = s->st[k];
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE) {
+    int r = st_fail(s, k, err);
+    sqlite3_reset(st);
+    return r;
+  }
+  if (changes)
+    *changes = sqlite3_changes(s->db);
+  sqlite3_reset(st);
+  return 0;
+}
+
+static int tx(sg_store *s, int k, sg_err *err) {
+  st_get(s, k);
+  return st_exec(s, k, NULL, err);
+}
+
+static void tx_rollback(sg_store *s) {
+  if (!sqlite3_get_autocommit(s->db)) {
+    st_get(s, ST_ROLLBACK);
+    (void)st_exec(s, ST_ROLLBACK, NULL, NULL);
+  }
+}
+
+/* Runs SQL text that is not a prepared statement (schema, pragmas). */
+static int exec_sql(sg_store *s, const char *table, const char *sql,
+                    sg_err *err) {
+  if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(s, table, sql, err);
+  return 0;
+}
+
+/* ---- open and close ---------------------------------------------------- */
+
+/* Reads the schema version; 0 for a database without the table. */
+static int read_version(sg_store *s, int *version, sg_err *err) {
+  static const char q_exists[] =
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+      "AND name = 'schema_version'";
+  static const char q_version[] = "SELECT version FROM schema_version";
+  sqlite3_stmt *st = NULL;
+  *version = 0;
+  if (sqlite3_prepare_v2(s->db, q_exists, -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, "sqlite_master", q_exists, err);
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW) {
+    sqlite3_finalize(st);
+    return db_fail(s, "sqlite_master", q_exists, err);
+  }
+  int exists = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (!exists)
+    return 0;
+  if (sqlite3_prepare_v2(s->db, q_version, -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, "schema_version", q_version, err);
+  rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW) {
+    int r = rc == SQLITE_DONE
+                ? sg_err_set(err, SG_EPARSE,
+                             "%s: table schema_version: no row (in SQL: %s)",
+                             s->path, q_version)
+                : db_fail(s, "schema_version", q_version, err);
+    sqlite3_finalize(st);
+    return r;
+  }
+  *version = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return 0;
+}
+
+/* Brings the schema to SG_STORE_SCHEMA_VERSION in one transaction. */
+static int migrate(sg_store *s, sg_err *err) {
+  int rc = exec_sql(s, "(transaction)", "BEGIN IMMEDIATE", err);
+  if (rc)
+    return rc;
+  int v;
+  rc = read_version(s, &v, err);
+  if (rc == 0 && v > SG_STORE_SCHEMA_VERSION)
+    rc = sg_err_set(err, SG_EUNSUPPORTED,
+                    "%s: schema version %d is newer than this specgen's "
+                    "(%d); open it with a newer specgen",
+                    s->path, v, SG_STORE_SCHEMA_VERSION);
+  if (rc == 0 && v < 0)
+    rc = sg_err_set(err, SG_EPARSE, "%s: table schema_version: bad version %d",
+                    s->path, v);
+  for (; rc == 0 && v < SG_STORE_SCHEMA_VERSION; v++) {
+    rc = exec_sql(s, "(migration)", migrations[v], err);
+    if (rc == 0) {
+      char sql[96];
+      snprintf(sql, sizeof sql, "UPDATE schema_version SET version = %d",
+               v + 1);
+      rc = exec_sql(s, "schema_version", sql, err);
+    }
+  }
+  if (rc == 0)
+    rc = exec_sql(s, "(transaction)", "COMMIT", err);
+  if (rc) {
+    if (!sqlite3_get_autocommit(s->db))
+      sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+  }
+  s->version = v;
+  return 0;
+}
+
+int sg_store_open(const char *dir, sg_store **out, sg_err *err) {
+  *out = NULL;
+  if (dir == NULL || dir[0] == '\0')
+    return sg_err_set(err, SG_EINVAL, "run store: empty run directory path");
+  int rc = sg_mkdir_p(dir, err);
+  if (rc)
+    return sg_err_prefix(err, "run store %s", dir);
+  struct stat stt;
+  if (stat(dir, &stt) != 0 || !S_ISDIR(stt.st_mode))
+    return sg_err_set(err, SG_EIO, "run store %s: not a directory", dir);
+
+  sg_store *s = sg_calloc(1, sizeof *s);
+  s->path = sg_asprintf("%s/%s", dir, SG_STORE_FILE);
+  int src = sqlite3_open_v2(s->path, &s->db,
+                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                SQLITE_OPEN_NOMUTEX,
+                            NULL);
+  if (src != SQLITE_OK) {
+    rc = sg_err_set(err, map_rc(src),
+                    "%s: cannot open: %s", s->path,
+                    s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
+    sg_store_close(s);
+    return rc;
+  }
+  sqlite3_extended_result_codes(s->db, 1);
+  /* Another process (a report, the dashboard) may hold a read lock for a
+   * moment; wait rather than fail. */
+  sqlite3_busy_timeout(s->db, 5000);
+  /* WAL: readers never block the writer, and a commit is one append.
+   * synchronous=NORMAL: in WAL mode a commit is not fsync'ed, only each
+   * checkpoint is; a process crash loses nothing committed, a power loss may
+   * lose the last commits but never corrupts (docs/store.md). */
+  static const char pragmas[] = "PRAGMA journal_mode = WAL;"
+                                "PRAGMA synchronous = NORMAL;"
+                                "PRAGMA foreign_keys = ON;";
+  rc = exec_sql(s, "(pragma)", pragmas, err);
+  if (rc == 0) {
+    /* journal_mode=WAL can fail quietly (e.g. a file system without shared
+     * memory); check it took. */
+    sqlite3_stmt *st = NULL;
+    static const char q[] = "PRAGMA journal_mode";
+    if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW)
+      rc = db_fail(s, "(pragma)", q, err);
+    else if (strcmp((const char *)sqlite3_column_text(st, 0), "wal") != 0)
+      rc = sg_err_set(err, SG_EUNSUPPORTED,
+                      "%s: journal_mode is %s, WAL could not be enabled",
+                      s->path, (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
+  if (rc == 0)
+    rc = migrate(s, err);
+  for (int k = 0; rc == 0 && k < ST__COUNT; k++) {
+    if (sqlite3_prepare_v3(s->db, stmt_defs[k].sql, -1,
+                           SQLITE_PREPARE_PERSISTENT, &s->st[k],
+                           NULL) != SQLITE_OK)
+      rc = st_fail(s, k, err);
+  }
+  if (rc) {
+    sg_store_close(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+void sg_store_close(sg_store *s) {
+  if (s == NULL)
+    return;
+  for (int k = 0; k < ST__COUNT; k++)
+    sqlite3_finalize(s->st[k]);
+  if (s->db)
+    sqlite3_close(s->db);
+  free(s->path);
+  free(s);
+}
+
+const char *sg_store_path(const sg_store *s) { return s->path; }
+int sg_store_schema_version(const sg_store *s) { return s->version; }
+
+/* ---- recording ----------------------------------------------------------- */
+
+static char *dump_json(const json_t *j) {
+  char *t = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+  if (t == NULL) /* jansson fails only on OOM or an invalid value */
+    t = strdup("null");
+  if (t == NULL)
+    abort();
+  return t;
+}
+
+static int64_t last_id(sg_store *s) { return sqlite3_last_insert_rowid(s->db); }
+
+int sg_store_run_begin(sg_store *s, const json_t *config, int devices,
+                       int64_t started_us, int64_t *run_id, sg_err *err) {
+  if (config == NULL || !json_is_object(config))
+    return sg_err_set(err, SG_EINVAL,
+                      "%s: table runs: the configuration must be a JSON object",
+                      s->path);
+  if (devices < 0)
+    return sg_err_set(err, SG_EINVAL, "%s: table runs: devices %d < 0",
+                      s->path, devices);
+  sqlite3_stmt *st = st_get(s, ST_RUN_COUNT);
+  if (sqlite3_step(st) != SQLITE_ROW) {
+    int r = st_fail(s, ST_RUN_COUNT, err);
+    sqlite3_reset(st);
+    return r;
+  }
+  int n = sqlite3_column_int(st, 0);
+  sqlite3_reset(st);
+  if (n > 0)
+    return sg_err_set(err, SG_ESTATE,
+                      "%s: table runs: the database already holds a run "
+                      "(resume it instead)",
+                      s->path);
+  char *text = dump_json(config);
+  st = st_get(s, ST_RUN_INSERT);
+  sqlite3_bind_text(st, 1, text, -1, free);
+  sqlite3_bind_int(st, 2, devices);
+  sqlite3_bind_int64(st, 3, started_us);
+  int rc = st_exec(s, ST_RUN_INSERT, NULL, err);
+  if (rc == 0 && run_id)
+    *run_id = last_id(s);
+  return rc;
+}
+
+int sg_store_run_end(sg_store *s, int64_t ended_us, sg_err *err) {
+  sqlite3_stmt *st = st_get(s, ST_RUN_END);
+  sqlite3_bind_int64(st, 1, ended_us);
+  int changes = 0;
+  int rc = st_exec(s, ST_RUN_END, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ESTATE,
+                    "%s: table runs: no open run to end (in SQL: %s)",
+                    s->path, stmt_defs[ST_RUN_END].sql);
+  return rc;
+}
+
+int sg_store_workflow_add(sg_store *s, const sg_store_workflow *wf,
+                          int64_t *id, sg_err *err) {
+  if (wf->task == NULL)
+    return sg_err_set(err, SG_EINVAL, "%s: table workflows: no task name",
+                      s->path);
+  sqlite3_stmt *st = st_get(s, ST_WF_INSERT);
+  bind_text(st, 1, wf->task);
+  sqlite3_bind_int64(st, 2, wf->budget_iterations);
+  sqlite3_bind_double(st, 3, wf->budget_wall_s);
+  sqlite3_bind_int64(st, 4, wf->budget_tokens);
+  sqlite3_bind_int64(st, 5, wf->started_us);
+  int changes = 0;
+  int rc = st_exec(s, ST_WF_INSERT, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ESTATE,
+                    "%s: table workflows: no run to add a workflow to "
+                    "(sg_store_run_begin first)",
+                    s->path);
+  if (rc == 0 && id)
+    *id = last_id(s);
+  return rc;
+}
+
+int sg_store_workflow_set_state(sg_store *s, int64_t workflow_id,
+                                sg_store_wf_state state, int64_t now_us,
+                                sg_err *err) {
+  if ((unsigned)state >= SG_STORE_WF__COUNT)
+    return sg_err_set(err, SG_EINVAL, "%s: table workflows: bad state %d",
+                      s->path, (int)state);
+  sqlite3_stmt *st = st_get(s, ST_WF_STATE);
+  sqlite3_bind_int64(st, 1, workflow_id);
+  bind_text(st, 2, wf_state_names[state]);
+  if (state == SG_STORE_WF_RUNNING)
+    sqlite3_bind_null(st, 3);
+  else
+    sqlite3_bind_int64(st, 3, now_us);
+  int changes = 0;
+  int rc = st_exec(s, ST_WF_STATE, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ENOENT, "%s: table workflows: no workflow %" PRId64,
+                    s->path, workflow_id);
+  return rc;
+}
+
+int sg_store_iteration_begin(sg_store *s, int64_t workflow_id, int64_t number,
+                             int64_t started_us, int64_t *id, sg_err *err) {
+  sqlite3_stmt *st = st_get(s, ST_IT_INSERT);
+  sqlite3_bind_int64(st, 1, workflow_id);
+  sqlite3_bind_int64(st, 2, number);
+  sqlite3_bind_int64(st, 3, started_us);
+  int rc = st_exec(s, ST_IT_INSERT, NULL, err);
+  if (rc == 0 && id)
+    *id = last_id(s);
+  return rc;
+}
+
+int sg_store_iteration_end(sg_store *s, int64_t iteration_id,
+                           const char *end_reason, int64_t ended_us,
+                           sg_err *err) {
+  sqlite3_stmt *st = st_get(s, ST_IT_END);
+  sqlite3_bind_int64(st, 1, iteration_id);
+  bind_text(st, 2, end_reason);
+  sqlite3_bind_int64(st, 3, ended_us);
+  int changes = 0;
+  int rc = st_exec(s, ST_IT_END, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ESTATE,
+                    "%s: table iterations: no open iteration %" PRId64
+                    " (missing or already ended)",
+                    s->path, iteration_id);
+  return rc;
+}
+
+int sg_store_generation_begin(sg_store *s, const sg_store_generation *g,
+                              int64_t *id, sg_err *err) {
+  if ((unsigned)g->kind >= SG_STORE_GEN__COUNT)
+    return sg_err_set(err, SG_EINVAL, "%s: table generations: bad kind %d",
+                      s->path, (int)g->kind);
+  sqlite3_stmt *st = st_get(s, ST_GEN_INSERT);
+  sqlite3_bind_int64(st, 1, g->iteration_id);
+  bind_text(st, 2, gen_kind_names[g->kind]);
+  bind_id(st, 3, g->parent_id);
+  sqlite3_bind_int64(st, 4, g->prefix_bytes);
+  bind_text(st, 5, g->prompt);
+  sqlite3_bind_int64(st, 6, g->started_us);
+  int changes = 0;
+  int rc = st_exec(s, ST_GEN_INSERT, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ENOENT,
+                    "%s: table generations: no iteration %" PRId64, s->path,
+                    g->iteration_id);
+  if (rc == 0 && id)
+    *id = last_id(s);
+  return rc;
+}
+
+int sg_store_generation_end(sg_store *s, int64_t generation_id,
+                            int64_t prompt_tokens, int64_t completion_tokens,
+                            int64_t cached_tokens, const char *finish_reason,
+                            sg_store_gen_outcome outcome, int64_t ended_us,
+                            sg_err *err) {
+  if ((unsigned)outcome >= SG_STORE_GEN_OUTCOME__COUNT)
+    return sg_err_set(err, SG_EINVAL, "%s: table generations: bad outcome %d",
+                      s->path, (int)outcome);
+  sqlite3_stmt *st = st_get(s, ST_GEN_END);
+  sqlite3_bind_int64(st, 1, generation_id);
+  sqlite3_bind_int64(st, 2, prompt_tokens);
+  sqlite3_bind_int64(st, 3, completion_tokens);
+  sqlite3_bind_int64(st, 4, cached_tokens);
+  bind_text(st, 5, finish_reason);
+  bind_text(st, 6, gen_outcome_names[outcome]);
+  sqlite3_bind_int64(st, 7, ended_us);
+  int changes = 0;
+  int rc = st_exec(s, ST_GEN_END, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ESTATE,
+                    "%s: table generations: no open generation %" PRId64
+                    " (missing or already ended)",
+                    s->path, generation_id);
+  return rc;
+}
+
+int sg_store_candidate_add(sg_store *s, int64_t generation_id,
+                           const char *source, int64_t created_us,
+                           int64_t *id, bool *is_new, sg_err *err) {
+  if (source == NULL)
+    return sg_err_set(err, SG_EINVAL, "%s: table candidates: no source",
+                      s->path);
+  char hash[17];
+  snprintf(hash, sizeof hash, "%016" PRIx64,
+           sg_store_fnv1a64(source, strlen(source)));
+  /* Lookup and insert in one transaction, so the answer "new" is true when
+   * the row is written. */
+  int rc = tx(s, ST_BEGIN, err);
+  if (rc)
+    return rc;
+  sqlite3_stmt *st = st_get(s, ST_CAND_FIND);
+  sqlite3_bind_int64(st, 1, generation_id);
+  sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, source, -1, SQLITE_STATIC);
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) {
+    int64_t existing = sqlite3_column_int64(st, 0);
+    int same = sqlite3_column_int(st, 1);
+    sqlite3_reset(st);
+    if (!same) {
+      rc = sg_err_set(err, SG_ESTATE,
+                      "%s: table candidates: FNV-1a 64 collision: a new "
+                      "source from generation %" PRId64
+                      " has the hash %s of candidate %" PRId64,
+                      s->path, generation_id, hash, existing);
+    } else {
+      if (id)
+        *id = existing;
+      if (is_new)
+        *is_new = false;
+    }
+    tx_rollback(s);
+    return rc;
+  }
+  if (src != SQLITE_DONE) {
+    rc = st_fail(s, ST_CAND_FIND, err);
+    sqlite3_reset(st);
+    tx_rollback(s);
+    return rc;
+  }
+  sqlite3_reset(st);
+  st = st_get(s, ST_CAND_INSERT);
+  sqlite3_bind_int64(st, 1, generation_id);
+  sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, hash, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 4, created_us);
+  int changes = 0;
+  rc = st_exec(s, ST_CAND_INSERT, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ENOENT,
+                    "%s: table candidates: no generation %" PRId64, s->path,
+                    generation_id);
+  int64_t new_id = last_id(s);
+  if (rc == 0)
+    rc = tx(s, ST_COMMIT, err);
+  if (rc) {
+    tx_rollback(s);
+    return rc;
+  }
+  if (id)
+    *id = new_id;
+  if (is_new)
+    *is_new = true;
+  return 0;
+}
+
+int sg_store_eval_queue(sg_store *s, int64_t candidate_id,
+                        sg_store_phase phase, int64_t queued_us, int64_t *id,
+                        sg_err *err) {
+  if ((unsigned)phase >= SG_STORE_PHASE__COUNT)
+    return sg_err_set(err, SG_EINVAL, "%s: table evaluations: bad phase %d",
+                      s->path, (int)phase);
+  sqlite3_stmt *st = st_get(s, ST_EVAL_QUEUE);
+  sqlite3_bind_int64(st, 1, candidate_id);
+  bind_text(st, 2, phase_names[phase]);
+  sqlite3_bind_int64(st, 3, queued_us);
+  int rc = st_exec(s, ST_EVAL_QUEUE, NULL, err);
+  if (rc == 0 && id)
+    *id = last_id(s);
+  return rc;
+}
+
+int sg_store_eval_start(sg_store *s, int64_t eval_id, const char *device,
+                        int64_t started_us, sg_err *err) {
+  sqlite3_stmt *st = st_get(s, ST_EVAL_START);
+  sqlite3_bind_int64(st, 1, eval_id);
+  bind_text(st, 2, device);
+  sqlite3_bind_int64(st, 3, started_us);
+  int changes = 0;
+  int rc = st_exec(s, ST_EVAL_START, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ESTATE,
+                    "%s: table evaluations: no unfinished evaluation %" PRId64,
+                    s->path, eval_id);
+  return rc;
+}
+
+int sg_store_eval_finish(sg_store *s, int64_t eval_id, const sg_eval_result *r,
+                         int64_t ended_us, sg_err *err) {
+  if ((unsigned)r->status >= SG_EVAL__COUNT)
+    return sg_err_set(err, SG_EINVAL, "%s: table evaluations: bad status %d",
+                      s->path, (int)r->status);
+  json_t *rj = sg_eval_result_to_json(r);
+  char *result_text = dump_json(rj);
+  json_decref(rj);
+  sqlite3_stmt *st = st_get(s, ST_EVAL_FINISH);
+  sqlite3_bind_int64(st, 1, eval_id);
+  bind_text(st, 2, sg_eval_status_name(r->status));
+  bind_real(st, 3, r->status == SG_EVAL_OK ? r->speedup : NAN);
+  bind_real(st, 4, r->ref_ms);
+  bind_real(st, 5, r->cand_ms);
+  if (r->message)
+    sqlite3_bind_text(st, 6, r->message,
+                      (int)strnlen(r->message, SG_STORE_TEXT_MAX),
+                      SQLITE_TRANSIENT);
+  if (r->metrics)
+    sqlite3_bind_text(st, 7, dump_json(r->metrics), -1, free);
+  sqlite3_bind_text(st, 8, result_text, -1, free);
+  sqlite3_bind_int64(st, 9, ended_us);
+  int changes = 0;
+  int rc = st_exec(s, ST_EVAL_FINISH, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ESTATE,
+                    "%s: table evaluations: no unfinished evaluation %" PRId64
+                    " (a finished evaluation is never overwritten)",
+                    s->path, eval_id);
+  return rc;
+}
+
+int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
+                         sg_store_phase phase, sg_eval_result *out,
+                         int64_t *eval_id, bool *found, sg_err *err) {
+  *found = false;
+  if ((unsigned)phase >= SG_STORE_PHASE__COUNT)
+    return sg_err_set(err, SG_EINVAL, "%s: table evaluations: bad phase %d",
+                      s->path, (int)phase);
+  sqlite3_stmt *st = st_get(s, ST_EVAL_LOOKUP);
+  sqlite3_bind_int64(st, 1, candidate_id);
+  bind_text(st, 2, phase_names[phase]);
+  int src = sqlite3_step(st);
+  if (src == SQLITE_DONE) {
+    sqlite3_reset(st);
+    return 0;
+  }
+  if (src != SQLITE_ROW) {
+    int r = st_fail(s, ST_EVAL_LOOKUP, err);
+    sqlite3_reset(st);
+    return r;
+  }
+  int64_t id = sqlite3_column_int64(st, 0);
+  const char *text = (const char *)sqlite3_column_text(st, 1);
+  json_error_t jerr;
+  json_t *j = text ? json_loads(text, 0, &jerr) : NULL;
+  sqlite3_reset(st);
+  if (j == NULL)
+    return sg_err_set(err, SG_EPARSE,
+                      "%s: table evaluations: evaluation %" PRId64
+                      " has no readable result_json",
+                      s->path, id);
+  sg_eval_result_free(out);
+  int rc = sg_eval_result_from_json(j, out, err);
+  json_decref(j);
+  if (rc)
+    return sg_err_prefix(err, "%s: table evaluations: evaluation %" PRId64,
+                         s->path, id);
+  if (eval_id)
+    *eval_id = id;
+  *found = true;
+  return 0;
+}
+
+int sg_store_decision_add(sg_store *s, int64_t workflow_id,
+                          int64_t iteration_id, const char *kind,
+                          const json_t *detail, int64_t at_us, int64_t *id,
+                          sg_err *err) {
+  if (kind == NULL)
+    return sg_err_set(err, SG_EINVAL, "%s: table decisions: no kind", s->path);
+  sqlite3_stmt *st = st_get(s, ST_DEC_INSERT);
+  sqlite3_bind_int64(st, 1, workflow_id);
+  bind_id(st, 2, iteration_id);
+  bind_text(st, 3, kind);
+  if (detail)
+    sqlite3_bind_text(st, 4, dump_json(detail), -1, free);
+  else
+    sqlite3_bind_text(st, 4, "{}", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 5, at_us);
+  int rc = st_exec(s, ST_DEC_INSERT, NULL, err);
+  if (rc == 0 && id)
+    *id = last_id(s);
+  return rc;
+}
+
+int sg_store_device_interval_add(sg_store *s, const char *device,
+                                 sg_store_phase phase, int64_t evaluation_id,
+                                 int64_t started_us, int64_t ended_us,
+                                 int64_t *id, sg_err *err) {
+  if (device == NULL || (unsigned)phase >= SG_STORE_PHASE__COUNT)
+    return sg_err_set(err, SG_EINVAL,
+                      "%s: table device_intervals: no device or bad phase",
+                      s->path);
+  sqlite3_stmt *st = st_get(s, ST_DEV_INSERT);
+  bind_text(st, 1, device);
+  bind_text(st, 2, phase_names[phase]);
+  bind_id(st, 3, evaluation_id);
+  sqlite3_bind_int64(st, 4, started_us);
+  sqlite3_bind_int64(st, 5, ended_us);
+  int rc = st_exec(s, ST_DEV_INSERT, NULL, err);
+  if (rc == 0 && id)
+    *id = last_id(s);
+  return rc;
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+static const char *const row_tables[] = {
+    "runs",        "workflows",   "iterations", "generations",
+    "candidates",  "evaluations", "decisions",  "device_intervals"};
+
+/* The current row of st as a JSON object keyed by column name. */
+static json_t *row_to_json(sqlite3_stmt *st) {
+  json_t *o = json_object();
+  int n = sqlite3_column_count(st);
+  for (int i = 0; i < n; i++) {
+    const char *name = sqlite3_column_name(st, i);
+    json_t *v;
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER:
+      v = json_integer(sqlite3_column_int64(st, i));
+      break;
+    case SQLITE_FLOAT:
+      v = json_real(sqlite3_column_double(st, i));
+      break;
+    case SQLITE_NULL:
+      v = json_null();
+      break;
+    default: {
+      const char *t = (const char *)sqlite3_column_text(st, i);
+      size_t len = strlen(name);
+      v = NULL;
+      if (len > 5 && strcmp(name + len - 5, "_json") == 0)
+        v = json_loads(t, JSON_DECODE_ANY, NULL);
+      if (v == NULL)
+        v = json_string(t);
+      if (v == NULL) /* not UTF-8: keep the bytes' length at least visible */
+        v = json_stringn_nocheck(t, (size_t)sqlite3_column_bytes(st, i));
+    }
+    }
+    json_object_set_new(o, name, v);
+  }
+  return o;
+}
+
+/* Runs a query (no rows expected to be huge) and calls fn for each row. */
+typedef int (*row_fn)(void *ud, sqlite3_stmt *st, sg_err *err);
+
+static int query_each(sg_store *s, const char *table, const char *sql,
+                      int64_t arg, row_fn fn, void *ud, sg_err *err) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+    return db_fail(s, table, sql, err);
+  if (sqlite3_bind_parameter_count(st) >= 1)
+    sqlite3_bind_int64(st, 1, arg);
+  int rc = 0, src;
+  while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    rc = fn(ud, st, err);
+    if (rc)
+      break;
+  }
+  if (rc == 0 && src != SQLITE_DONE)
+    rc = db_fail(s, table, sql, err);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int collect_first(void *ud, sqlite3_stmt *st, sg_err *err) {
+  (void)err;
+  json_t **out = ud;
+  if (*out == NULL)
+    *out = row_to_json(st);
+  return 0;
+}
+
+static int collect_array(void *ud, sqlite3_stmt *st, sg_err *err) {
+  (void)err;
+  json_array_append_new((json_t *)ud, row_to_json(st));
+  return 0;
+}
+
+static int collect_ids(void *ud, sqlite3_stmt *st, sg_err *err) {
+  (void)err;
+  json_array_append_new((json_t *)ud,
+                        json_integer(sqlite3_column_int64(st, 0)));
+  return 0;
+}
+
+int sg_store_row_json(sg_store *s, const char *table, int64_t id,
+                      json_t **out, sg_err *err) {
+  *out = NULL;
+  const char *known = NULL;
+  for (size_t i = 0; i < sizeof row_tables / sizeof row_tables[0]; i++)
+    if (table && strcmp(table, row_tables[i]) == 0)
+      known = row_tables[i];
+  if (known == NULL)
+    return sg_err_set(err, SG_EINVAL, "%s: no table named '%s'", s->path,
+                      table ? table : "(null)");
+  char sql[96];
+  snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE id = ?1", known);
+  int rc = query_each(s, known, sql, id, collect_first, out, err);
+  if (rc == 0 && *out == NULL)
+    rc = sg_err_set(err, SG_ENOENT, "%s: table %s: no row with id %" PRId64,
+                    s->path, known, id);
+  return rc;
+}
+
+typedef struct resume_ctx {
+  sg_store *s;
+  json_t *workflows;
+} resume_ctx;
+
+static int resume_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
+  resume_ctx *c = ud;
+  json_t *wf = row_to_json(st);
+  json_array_append_new(c->workflows, wf);
+  int64_t id = json_integer_value(json_object_get(wf, "id"));
+  int rc;
+
+  json_t *open_it = NULL;
+  rc = query_each(c->s, "iterations",
+                  "SELECT id, number, started_us FROM iterations "
+                  "WHERE workflow_id = ?1 AND ended_us IS NULL "
+                  "ORDER BY number DESC LIMIT 1",
+                  id, collect_first, &open_it, err);
+  if (rc)
+    return rc;
+  json_object_set_new(wf, "open_iteration", open_it ? open_it : json_null());
+
+  json_t *counts = NULL;
+  rc = query_each(c->s, "iterations",
+                  "SELECT count(ended_us) AS iterations_ended, "
+                  "coalesce(max(number), 0) + 1 AS next_iteration "
+                  "FROM iterations WHERE workflow_id = ?1",
+                  id, collect_first, &counts, err);
+  if (rc)
+    return rc;
+  json_object_update(wf, counts);
+  json_decref(counts);
+
+  json_t *gens = json_array();
+  json_object_set_new(wf, "open_generations", gens);
+  rc = query_each(c->s, "generations",
+                  "SELECT id FROM generations WHERE workflow_id = ?1 "
+                  "AND ended_us IS NULL ORDER BY id",
+                  id, collect_ids, gens, err);
+  if (rc)
+    return rc;
+
+  json_t *pending = json_array();
+  json_object_set_new(wf, "pending_evaluations", pending);
+  rc = query_each(c->s, "evaluations",
+                  "SELECT e.id, e.candidate_id, e.phase FROM evaluations e "
+                  "JOIN candidates c ON c.id = e.candidate_id "
+                  "WHERE c.workflow_id = ?1 AND e.status IS NULL "
+                  "ORDER BY e.id",
+                  id, collect_array, pending, err);
+  if (rc)
+    return rc;
+
+  json_t *done = json_array();
+  json_object_set_new(wf, "completed_evaluations", done);
+  return query_each(c->s, "evaluations",
+                    "SELECT e.id, e.candidate_id, e.phase, e.status "
+                    "FROM evaluations e "
+                    "JOIN candidates c ON c.id = e.candidate_id "
+                    "WHERE c.workflow_id = ?1 AND e.status IS NOT NULL "
+                    "ORDER BY e.id",
+                    id, collect_array, done, err);
+}
+
+int sg_store_resume_json(sg_store *s, json_t **out, sg_err *err) {
+  *out = NULL;
+  json_t *run = NULL;
+  int rc = query_each(s, "runs",
+                      "SELECT id, config_json AS config, devices, started_us, "
+                      "ended_us FROM runs ORDER BY id LIMIT 1",
+                      0, collect_first, &run, err);
+  if (rc)
+    return rc;
+  json_t *o = json_object();
+  json_object_set_new(o, "run", run ? run : json_null());
+  /* row_to_json parses *_json columns; "config" is aliased, parse it here. */
+  if (run) {
+    json_t *cfg = json_object_get(run, "config");
+    if (json_is_string(cfg))
+      json_object_set_new(run, "config",
+                          json_loads(json_string_value(cfg), 0, NULL));
+  }
+  resume_ctx c = {s, json_array()};
+  json_object_set_new(o, "workflows", c.workflows);
+  rc = query_each(s, "workflows",
+                  "SELECT id, task, state, budget_iterations, budget_wall_s, "
+                  "budget_tokens, started_us, ended_us FROM workflows "
+                  "ORDER BY id",
+                  0, resume_workflow, &c, err);
+  if (rc) {
+    json_decref(o);
+    return rc;
+  }
+  *out = o;
+  return 0;
+}
+
+static int summary_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
+  (void)err;
+  json_t *o = row_to_json(st);
+  /* best_speedup is REAL or NULL; an integer-valued REAL stays a real. */
+  json_array_append_new((json_t *)ud, o);
+  return 0;
+}
+
+int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
+  *out = NULL;
+  /* e2e: the run's end, or the latest time recorded anywhere. */
+  json_t *times = NULL;
+  int rc = query_each(
+      s, "runs",
+      "SELECT r.devices, r.started_us, coalesce(r.ended_us, max("
+      " r.started_us,"
+      " coalesce((SELECT max(max(started_us, coalesce(ended_us, 0))) "
+      "FROM workflows), 0),"
+      " coalesce((SELECT max(max(started_us, coalesce(ended_us, 0))) "
+      "FROM iterations), 0),"
+      " coalesce((SELECT max(max(started_us, coalesce(ended_us, 0))) "
+      "FROM generations), 0),"
+      " coalesce((SELECT max(max(queued_us, coalesce(started_us, 0), "
+      "coalesce(ended_us, 0))) FROM evaluations), 0),"
+      " coalesce((SELECT max(at_us) FROM decisions), 0),"
+      " coalesce((SELECT max(ended_us) FROM device_intervals), 0))) "
+      "AS end_us FROM runs r ORDER BY r.id LIMIT 1",
+      0, collect_first, &times, err);
+  if (rc)
+    return rc;
+  if (times == NULL)
+    return sg_err_set(err, SG_ESTATE, "%s: table runs: no run to summarize",
+                      s->path);
+  int64_t devices = json_integer_value(json_object_get(times, "devices"));
+  int64_t start_us = json_integer_value(json_object_get(times, "started_us"));
+  int64_t end_us = json_integer_value(json_object_get(times, "end_us"));
+  json_decref(times);
+  double e2e_s = (double)(end_us - start_us) / 1e6;
+
+  json_t *o = json_object();
+  json_object_set_new(o, "e2e_s", json_real(e2e_s));
+
+  json_t *wfs = json_array();
+  json_object_set_new(o, "workflows", wfs);
+  rc = query_each(
+      s, "workflows",
+      "SELECT w.task AS task,"
+      " (SELECT count(*) FROM iterations i WHERE i.workflow_id = w.id"
+      "  AND i.ended_us IS NOT NULL) AS iterations,"
+      " (SELECT max(e.speedup) FROM evaluations e JOIN candidates c"
+      "  ON c.id = e.candidate_id WHERE c.workflow_id = w.id"
+      "  AND e.status = 'ok') AS best_speedup,"
+      " (SELECT count(DISTINCT e.candidate_id) FROM evaluations e"
+      "  JOIN candidates c ON c.id = e.candidate_id"
+      "  WHERE c.workflow_id = w.id AND e.phase = 'profile'"
+      "  AND e.status = 'ok') AS profiling_feedback,"
+      " (SELECT count(*) FROM iterations i WHERE i.workflow_id = w.id"
+      "  AND i.end_reason = 'early') AS early_terminations,"
+      " (SELECT count(*) FROM generations g WHERE g.workflow_id = w.id"
+      "  AND g.kind = 'main') AS generations_main,"
+      " (SELECT count(*) FROM generations g WHERE g.workflow_id = w.id"
+      "  AND g.kind = 'spec') AS generations_spec "
+      "FROM workflows w ORDER BY w.id",
+      0, summary_workflow, wfs, err);
+  json_t *busy = NULL;
+  if (rc == 0)
+    rc = query_each(s, "device_intervals",
+                    "SELECT coalesce(sum(CASE WHEN phase = 'validate' THEN "
+                    "ended_us - started_us END), 0) AS v,"
+                    " coalesce(sum(CASE WHEN phase = 'profile' THEN "
+                    "ended_us - started_us END), 0) AS p "
+                    "FROM device_intervals",
+                    0, collect_first, &busy, err);
+  json_t *tok = NULL;
+  if (rc == 0)
+    rc = query_each(s, "generations",
+                    "SELECT coalesce(sum(prompt_tokens), 0) AS prompt,"
+                    " coalesce(sum(completion_tokens), 0) AS completion,"
+                    " coalesce(sum(cached_tokens), 0) AS cached "
+                    "FROM generations",
+                    0, collect_first, &tok, err);
+  if (rc) {
+    json_decref(busy);
+    json_decref(tok);
+    json_decref(o);
+    return rc;
+  }
+  double pool_us = (double)devices * (double)(end_us - start_us);
+  double v_us = (double)json_integer_value(json_object_get(busy, "v"));
+  double p_us = (double)json_integer_value(json_object_get(busy, "p"));
+  json_decref(busy);
+  double uv = pool_us > 0 ? v_us / pool_us : 0.0;
+  double up = pool_us > 0 ? p_us / pool_us : 0.0;
+  json_object_set_new(o, "utilization",
+                      json_pack("{s:f, s:f, s:f}", "validation", uv,
+                                "profiling", up, "overall", uv + up));
+  json_object_set_new(o, "tokens", tok);
+  *out = o;
+  return 0;
+}

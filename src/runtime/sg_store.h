@@ -1,0 +1,250 @@
+/* sg_store.h: the run store, one SQLite database per run directory
+ * (<dir>/run.db) that records everything a run does as it happens.
+ *
+ * What it is for: nothing measured is lost. Every generation, candidate,
+ * evaluation, decision and busy device interval is committed here when it
+ * happens, before the runtime acts on it; a killed run is resumed from here;
+ * `summary.json`, reports and the dashboard are computed from here.
+ *
+ * How it works: WAL journal, synchronous=NORMAL, foreign keys on, a
+ * schema_version table and migrations applied on open. Every call that
+ * records is ONE short transaction (SQLite's autocommit) on a prepared
+ * statement: when it returns 0, the record survives the death of this
+ * process (SIGKILL included); see docs/store.md for what a power loss may
+ * cost. Times are int64 microseconds that the caller passes (`*_us`), on one
+ * clock for the whole run: use the wall clock (Unix epoch), so a resumed run
+ * continues on the same axis. The store never reads a clock.
+ *
+ * What it must never do: overwrite a completed evaluation, record a
+ * candidate twice in one workflow, or fail silently. Errors name the file,
+ * the table and the SQL.
+ *
+ * One thread uses a store at a time (the runtime's event loop); other
+ * processes may read the file concurrently (WAL).
+ */
+#ifndef SG_STORE_H
+#define SG_STORE_H
+
+#include "common/sg_error.h"
+#include "eval/sg_eval.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The latest schema version this build writes. */
+#define SG_STORE_SCHEMA_VERSION 1
+/* The database's name inside a run directory. */
+#define SG_STORE_FILE "run.db"
+/* Text columns from outside (evaluation messages) are cut to this. */
+#define SG_STORE_TEXT_MAX (64 * 1024)
+
+typedef struct sg_store sg_store;
+
+/* Opens (creating the directory and the database as needed) <dir>/run.db,
+ * applying the migrations up to SG_STORE_SCHEMA_VERSION. Errors name the
+ * file: a path that cannot be created (SG_EIO), a file that is not a SQLite
+ * database or is damaged (SG_EPARSE), a database from a newer specgen
+ * (SG_EUNSUPPORTED). On success *out is a store the caller closes. */
+int sg_store_open(const char *dir, sg_store **out, sg_err *err);
+/* Finalizes the statements and closes the database (NULL is fine). */
+void sg_store_close(sg_store *s);
+/* The database's path (borrowed). */
+const char *sg_store_path(const sg_store *s);
+/* The schema version of the open database. */
+int sg_store_schema_version(const sg_store *s);
+
+/* FNV-1a, 64-bit (a well-known non-cryptographic hash; no crypto library
+ * is linked): offset basis 0xcbf29ce484222325, prime 0x100000001b3. */
+uint64_t sg_store_fnv1a64(const void *data, size_t len);
+
+/* ---- the run (one per database) ---------------------------------------- */
+
+/* Begins the run: its whole configuration (a JSON object, copied) and the
+ * number of devices in the pool (for utilization). SG_ESTATE when the
+ * database already holds a run (resume it instead: sg_store_resume_json). */
+int sg_store_run_begin(sg_store *s, const json_t *config, int devices,
+                       int64_t started_us, int64_t *run_id, sg_err *err);
+/* Ends the run; SG_ESTATE when there is none or it already ended. */
+int sg_store_run_end(sg_store *s, int64_t ended_us, sg_err *err);
+
+/* ---- workflows and iterations ------------------------------------------ */
+
+typedef enum sg_store_wf_state {
+  SG_STORE_WF_RUNNING,
+  SG_STORE_WF_DONE,
+  SG_STORE_WF_FAILED,
+  SG_STORE_WF__COUNT
+} sg_store_wf_state;
+
+/* "running", "done", "failed". */
+const char *sg_store_wf_state_name(sg_store_wf_state st);
+
+typedef struct sg_store_workflow {
+  const char *task;            /* the task's name */
+  int64_t budget_iterations;   /* 0: none */
+  double budget_wall_s;        /* 0: none */
+  int64_t budget_tokens;       /* 0: none */
+  int64_t started_us;
+} sg_store_workflow;
+
+/* Records a workflow (state running) of the run. */
+int sg_store_workflow_add(sg_store *s, const sg_store_workflow *wf,
+                          int64_t *id, sg_err *err);
+/* Moves a workflow to state; done and failed also set ended_us. */
+int sg_store_workflow_set_state(sg_store *s, int64_t workflow_id,
+                                sg_store_wf_state state, int64_t now_us,
+                                sg_err *err);
+
+/* Begins iteration `number` (1, 2, ...; unique in the workflow). */
+int sg_store_iteration_begin(sg_store *s, int64_t workflow_id, int64_t number,
+                             int64_t started_us, int64_t *id, sg_err *err);
+/* Ends an open iteration with the controller's reason ("early",
+ * "fallback", ...: sg_ctl_reason_name). SG_ESTATE if it is not open. */
+int sg_store_iteration_end(sg_store *s, int64_t iteration_id,
+                           const char *end_reason, int64_t ended_us,
+                           sg_err *err);
+
+/* ---- generations ------------------------------------------------------- */
+
+typedef enum sg_store_gen_kind {
+  SG_STORE_GEN_MAIN,  /* a reasoning generation */
+  SG_STORE_GEN_SPEC,  /* a speculative fork */
+  SG_STORE_GEN__COUNT
+} sg_store_gen_kind;
+
+/* "main", "spec". */
+const char *sg_store_gen_kind_name(sg_store_gen_kind k);
+
+typedef struct sg_store_generation {
+  int64_t iteration_id;   /* the workflow is the iteration's */
+  sg_store_gen_kind kind;
+  int64_t parent_id;      /* the generation a fork was cut from; 0: none */
+  int64_t prefix_bytes;   /* reasoning bytes in the fork's prompt */
+  const char *prompt;     /* may be NULL */
+  int64_t started_us;
+} sg_store_generation;
+
+typedef enum sg_store_gen_outcome {
+  SG_STORE_GEN_COMPLETED,  /* the stream ended normally */
+  SG_STORE_GEN_CANCELLED,  /* specgen cancelled it */
+  SG_STORE_GEN_FAILED,     /* the server or the connection failed */
+  SG_STORE_GEN_OUTCOME__COUNT
+} sg_store_gen_outcome;
+
+/* "completed", "cancelled", "failed". */
+const char *sg_store_gen_outcome_name(sg_store_gen_outcome o);
+
+int sg_store_generation_begin(sg_store *s, const sg_store_generation *g,
+                              int64_t *id, sg_err *err);
+/* Ends an open generation with its token counts (what it had produced when
+ * cancelled or failed), the server's finish_reason (may be NULL) and the
+ * outcome. SG_ESTATE if it is not open. */
+int sg_store_generation_end(sg_store *s, int64_t generation_id,
+                            int64_t prompt_tokens, int64_t completion_tokens,
+                            int64_t cached_tokens, const char *finish_reason,
+                            sg_store_gen_outcome outcome, int64_t ended_us,
+                            sg_err *err);
+
+/* ---- candidates -------------------------------------------------------- */
+
+/* Records the candidate `source` extracted from a generation, keyed in its
+ * workflow by the FNV-1a 64 hash of the exact bytes. When the workflow
+ * already holds the same source, nothing is inserted: *id is the existing
+ * candidate and *is_new false, so a kernel is never evaluated twice. Two
+ * different sources with one hash (a collision) give SG_ESTATE naming both
+ * ids rather than a wrong match. is_new may be NULL. */
+int sg_store_candidate_add(sg_store *s, int64_t generation_id,
+                           const char *source, int64_t created_us,
+                           int64_t *id, bool *is_new, sg_err *err);
+
+/* ---- evaluations ------------------------------------------------------- */
+
+typedef enum sg_store_phase {
+  SG_STORE_VALIDATE,
+  SG_STORE_PROFILE,
+  SG_STORE_PHASE__COUNT
+} sg_store_phase;
+
+/* "validate", "profile". */
+const char *sg_store_phase_name(sg_store_phase p);
+
+/* An evaluation request entered a queue. */
+int sg_store_eval_queue(sg_store *s, int64_t candidate_id,
+                        sg_store_phase phase, int64_t queued_us, int64_t *id,
+                        sg_err *err);
+/* It started on a device ("cpu:0", "cuda:3"). SG_ESTATE once finished. */
+int sg_store_eval_start(sg_store *s, int64_t eval_id, const char *device,
+                        int64_t started_us, sg_err *err);
+/* It finished with result r (status, speedup, ref_ms, cand_ms, message cut to
+ * SG_STORE_TEXT_MAX, metrics, and the whole result as JSON). A finished
+ * evaluation is never overwritten: finishing it again is SG_ESTATE. */
+int sg_store_eval_finish(sg_store *s, int64_t eval_id, const sg_eval_result *r,
+                         int64_t ended_us, sg_err *err);
+/* The completed evaluation of a candidate in a phase, for resume: the latest
+ * finished one whose status says something about the candidate (not aborted,
+ * not infra_error). *found false when there is none; otherwise *out (which
+ * the caller initialized and later frees with sg_eval_result_free) holds the
+ * recorded result and *eval_id (may be NULL) its id. */
+int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
+                         sg_store_phase phase, sg_eval_result *out,
+                         int64_t *eval_id, bool *found, sg_err *err);
+
+/* ---- decisions and device intervals ------------------------------------ */
+
+/* A decision of the controller or the scheduler (kind: "fork", "early",
+ * "reallocate", ...) with its detail (a JSON value, copied; NULL: {}).
+ * iteration_id 0: none. */
+int sg_store_decision_add(sg_store *s, int64_t workflow_id,
+                          int64_t iteration_id, const char *kind,
+                          const json_t *detail, int64_t at_us, int64_t *id,
+                          sg_err *err);
+
+/* A device was busy with a request (evaluation_id; 0: none) in a phase from
+ * started_us to ended_us; recorded when the interval ends. */
+int sg_store_device_interval_add(sg_store *s, const char *device,
+                                 sg_store_phase phase, int64_t evaluation_id,
+                                 int64_t started_us, int64_t ended_us,
+                                 int64_t *id, sg_err *err);
+
+/* ---- reading --------------------------------------------------------- */
+
+/* One row of a table ("runs", "workflows", "iterations", "generations",
+ * "candidates", "evaluations", "decisions", "device_intervals") as a JSON
+ * object keyed by column: integers, reals, strings, null; *_json columns
+ * parsed. SG_ENOENT when there is no such row, SG_EINVAL for another
+ * table name. The caller owns *out (json_decref). */
+int sg_store_row_json(sg_store *s, const char *table, int64_t id,
+                      json_t **out, sg_err *err);
+
+/* What a resumed run needs (caller owns *out):
+ *   {"run": {id, config, devices, started_us, ended_us} or null,
+ *    "workflows": [{"id", "task", "state", "budget_iterations",
+ *       "budget_wall_s", "budget_tokens", "started_us", "ended_us",
+ *       "iterations_ended", "next_iteration" (the number to begin next),
+ *       "open_iteration": {"id", "number", "started_us"} or null,
+ *       "open_generations": [ids begun, never ended],
+ *       "pending_evaluations": [{"id", "candidate_id", "phase"}]: queued or
+ *          started, never finished: submit them again,
+ *       "completed_evaluations": [{"id", "candidate_id", "phase",
+ *          "status"}]: never to be redone (sg_store_eval_lookup gives
+ *          the result)}]}
+ * Completed means finished with any status; see docs/store.md. */
+int sg_store_resume_json(sg_store *s, json_t **out, sg_err *err);
+
+/* The summary.json object (caller owns *out):
+ *   {"e2e_s", "workflows": [{"task", "iterations", "best_speedup",
+ *     "profiling_feedback", "early_terminations", "generations_main",
+ *     "generations_spec"}], "utilization": {"validation", "profiling",
+ *     "overall"}, "tokens": {"prompt", "completion", "cached"}}
+ * Definitions (the simulator's): iterations = iterations ended;
+ * best_speedup = the largest speedup of an ok evaluation (null: none);
+ * profiling_feedback = candidates with an ok profile evaluation;
+ * early_terminations = iterations that ended with reason "early";
+ * utilization = busy device seconds (device_intervals) over pool seconds
+ * (devices x e2e_s), validation + profiling = overall; tokens summed over
+ * all generations; e2e_s = run end - run start, or, while the run has not
+ * ended, the latest time recorded - run start. SG_ESTATE without a run. */
+int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err);
+
+#endif
