@@ -172,11 +172,12 @@ static void put_timing(sg_buf *b, const sg_eval_result *r) {
 
 static void put_errors(sg_buf *b, const sg_eval_result *r) {
   bool any = false;
-  if (isfinite(r->max_abs_err)) {
+  /* an infinite error is worth saying (an overflow); NaN means unchecked */
+  if (!isnan(r->max_abs_err)) {
     sg_buf_printf(b, "max abs error %.3g", r->max_abs_err);
     any = true;
   }
-  if (isfinite(r->max_rel_err)) {
+  if (!isnan(r->max_rel_err)) {
     sg_buf_printf(b, "%smax rel error %.3g", any ? ", " : "", r->max_rel_err);
     any = true;
   }
@@ -191,6 +192,8 @@ static void put_errors(sg_buf *b, const sg_eval_result *r) {
 
 /* ---- compiler output --------------------------------------------------- */
 
+#define COMPILE_BUDGET (SG_FEEDBACK_MAX_BYTES - 256)
+
 /* The first SG_FEEDBACK_COMPILE_MAX_LINES non-empty lines, each cut at
  * SG_FEEDBACK_LINE_MAX_BYTES, then how many were left out. */
 static void put_compile(sg_buf *b, const char *msg) {
@@ -204,7 +207,10 @@ static void put_compile(sg_buf *b, const char *msg) {
     const char *nl = strchr(p, '\n');
     size_t n = nl ? (size_t)(nl - p) : strlen(p);
     if (n > 0) {
-      if (shown < SG_FEEDBACK_COMPILE_MAX_LINES) {
+      /* lines stop at a count and at a byte budget, so the note saying how
+       * many were left out always fits under SG_FEEDBACK_MAX_BYTES */
+      if (shown < SG_FEEDBACK_COMPILE_MAX_LINES &&
+          b->len + SG_FEEDBACK_LINE_MAX_BYTES + 1 <= COMPILE_BUDGET) {
         char *c = sg_feedback_cap(p, n, SG_FEEDBACK_LINE_MAX_BYTES, 1);
         /* one line stays one line: the cut marker's newline becomes a space */
         for (char *q = c; *q; q++)

@@ -224,7 +224,8 @@ static const struct {
 
 /* The placeholders, by scope: each scope adds to the one before. */
 static const char *const k_rules_vars[] = {
-    "task.name",      "task.evaluator", "task.language", "task.description",
+    "task.name",      "task.evaluator", "task.language", "task.language_name",
+    "task.description",
     "task.entry",     "task.signature", "task.args",     "task.tolerance",
     "iteration",
 };
@@ -440,12 +441,34 @@ static char *task_args_text(const sg_task *task) {
   return sg_buf_steal(&b);
 }
 
+static const char *language_name(const char *lang) {
+  if (lang == NULL)
+    return "";
+  if (strcmp(lang, "c") == 0)
+    return "C";
+  if (strcmp(lang, "cuda") == 0)
+    return "CUDA C++";
+  if (strcmp(lang, "python") == 0)
+    return "Python";
+  return lang;
+}
+
+/* A copy without trailing blank space (kept in pool): the templates decide
+ * the spacing around a value, not the value. */
+static const char *trimmed(strpool *pool, const char *s) {
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+    n--;
+  return keep(pool, sg_strndup(s, n));
+}
+
 static void task_vars(const sg_task *task, uint32_t iteration, strpool *pool,
                       varset *s) {
   s->n = 0;
   set_var(s, "task.name", task->name ? task->name : "");
   set_var(s, "task.evaluator", task->evaluator ? task->evaluator : "");
   set_var(s, "task.language", task->language ? task->language : "");
+  set_var(s, "task.language_name", language_name(task->language));
   set_var(s, "task.description", task->description ? task->description : "");
   set_var(s, "task.entry", task->entry ? task->entry : "");
   set_var(s, "task.signature", task->signature ? task->signature : "");
@@ -507,11 +530,13 @@ static void kernel_vars(const char *prefix, const sg_kernel *k,
               : "not measured");
   const char *src = "";
   if (show_source && k->source != NULL)
-    src = keep(pool, sg_feedback_cap(k->source, k->source_len, source_cap, 1));
+    src = trimmed(pool, keep(pool, sg_feedback_cap(k->source, k->source_len,
+                                                   source_cap, 1)));
   set_var(s, names[w][5], src);
-  set_var(s, names[w][6], feedback_text(k, task));
+  set_var(s, names[w][6], trimmed(pool, feedback_text(k, task)));
   set_var(s, names[w][7],
-          show_profile && k->profile_text ? k->profile_text : "");
+          show_profile && k->profile_text ? trimmed(pool, k->profile_text)
+                                          : "");
 }
 
 static bool has_item(const sg_prompt *p, sg_prompt_item_kind kind,
@@ -562,7 +587,7 @@ int sg_prompt_render(const sg_prompt_templates *t, const sg_task *task,
   if (template_index(rules_name) >= 0)
     rc = expand_template(t, rules_name, &s, &rules, err);
   free(rules_name);
-  set_var(&s, "task.rules", sg_buf_str(&rules));
+  set_var(&s, "task.rules", trimmed(&pool, sg_buf_str(&rules)));
   if (rc == 0)
     rc = expand_template(t, "system.txt", &s, &system, err);
 
@@ -607,8 +632,8 @@ int sg_prompt_render(const sg_prompt_templates *t, const sg_task *task,
     kernel_vars("best", best, task, best != NULL,
                 best != NULL && has_item(p, SG_ITEM_PROFILE, best->id),
                 SG_KERNEL_SOURCE_MAX, &pool, &m);
-    set_var(&m, "others", sg_buf_str(&others));
-    set_var(&m, "failures", sg_buf_str(&failures));
+    set_var(&m, "others", trimmed(&pool, sg_buf_str(&others)));
+    set_var(&m, "failures", trimmed(&pool, sg_buf_str(&failures)));
     rc = expand_template(t, best ? "refine.txt" : "task.txt", &m, &user, err);
   }
   if (rc == 0) {
