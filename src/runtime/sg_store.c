@@ -220,6 +220,7 @@ struct sg_store {
   sqlite3 *db;
   char *path;
   int version;
+  const char *synchronous; /* "normal" or "full", as read back */
   sqlite3_stmt *st[ST__COUNT];
 };
 
@@ -285,8 +286,10 @@ static int map_rc(int rc) {
 static int db_fail(sg_store *s, const char *table, const char *sql,
                    sg_err *err) {
   int rc = sqlite3_extended_errcode(s->db);
-  return sg_err_set(err, map_rc(rc), "%s: table %s: %s (in SQL: %s)",
-                    s->path, table, sqlite3_errmsg(s->db), sql);
+  /* Pseudo-tables such as "(pragma)" are written without "table". */
+  bool real = table[0] != '(';
+  return sg_err_set(err, map_rc(rc), "%s: %s%s: %s (in SQL: %s)", s->path,
+                    real ? "table " : "", table, sqlite3_errmsg(s->db), sql);
 }
 
 static int st_fail(sg_store *s, int k, sg_err *err) {
@@ -435,7 +438,29 @@ static int migrate(sg_store *s, sg_err *err) {
 }
 
 int sg_store_open(const char *dir, sg_store **out, sg_err *err) {
+  return sg_store_open_opts(dir, NULL, out, err);
+}
+
+/* Reads a pragma's value as text into buf. */
+static int pragma_text(sg_store *s, const char *name, char *buf, size_t size,
+                       sg_err *err) {
+  char q[64];
+  snprintf(q, sizeof q, "PRAGMA %s", name);
+  sqlite3_stmt *st = NULL;
+  int rc = 0;
+  if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_step(st) != SQLITE_ROW)
+    rc = db_fail(s, "(pragma)", q, err);
+  else
+    snprintf(buf, size, "%s", (const char *)sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int sg_store_open_opts(const char *dir, const sg_store_opts *opts,
+                       sg_store **out, sg_err *err) {
   *out = NULL;
+  bool sync_full = opts && opts->sync_full;
   if (dir == NULL || dir[0] == '\0')
     return sg_err_set(err, SG_EINVAL, "run store: empty run directory path");
   int rc = sg_mkdir_p(dir, err);
@@ -466,24 +491,33 @@ int sg_store_open(const char *dir, sg_store **out, sg_err *err) {
    * synchronous=NORMAL: in WAL mode a commit is not fsync'ed, only each
    * checkpoint is; a process crash loses nothing committed, a power loss may
    * lose the last commits but never corrupts (docs/store.md). */
-  static const char pragmas[] = "PRAGMA journal_mode = WAL;"
-                                "PRAGMA synchronous = NORMAL;"
-                                "PRAGMA foreign_keys = ON;";
+  const char *pragmas = sync_full ? "PRAGMA journal_mode = WAL;"
+                                    "PRAGMA synchronous = FULL;"
+                                    "PRAGMA foreign_keys = ON;"
+                                  : "PRAGMA journal_mode = WAL;"
+                                    "PRAGMA synchronous = NORMAL;"
+                                    "PRAGMA foreign_keys = ON;";
   rc = exec_sql(s, "(pragma)", pragmas, err);
-  if (rc == 0) {
-    /* journal_mode=WAL can fail quietly (e.g. a file system without shared
-     * memory); check it took. */
-    sqlite3_stmt *st = NULL;
-    static const char q[] = "PRAGMA journal_mode";
-    if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW)
-      rc = db_fail(s, "(pragma)", q, err);
-    else if (strcmp((const char *)sqlite3_column_text(st, 0), "wal") != 0)
-      rc = sg_err_set(err, SG_EUNSUPPORTED,
-                      "%s: journal_mode is %s, WAL could not be enabled",
-                      s->path, (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-  }
+  /* Pragmas can fail quietly (WAL on a file system without shared memory);
+   * read back that each took. */
+  char val[32];
+  if (rc == 0)
+    rc = pragma_text(s, "journal_mode", val, sizeof val, err);
+  if (rc == 0 && strcmp(val, "wal") != 0)
+    rc = sg_err_set(err, SG_EUNSUPPORTED,
+                    "%s: journal_mode is %s, WAL could not be enabled",
+                    s->path, val);
+  if (rc == 0)
+    rc = pragma_text(s, "synchronous", val, sizeof val, err);
+  if (rc == 0 && strcmp(val, sync_full ? "2" : "1") != 0)
+    rc = sg_err_set(err, SG_EUNSUPPORTED, "%s: synchronous is %s, not %s",
+                    s->path, val, sync_full ? "FULL (2)" : "NORMAL (1)");
+  s->synchronous = sync_full ? "full" : "normal";
+  if (rc == 0)
+    rc = pragma_text(s, "foreign_keys", val, sizeof val, err);
+  if (rc == 0 && strcmp(val, "1") != 0)
+    rc = sg_err_set(err, SG_EUNSUPPORTED,
+                    "%s: foreign keys could not be enabled", s->path);
   if (rc == 0)
     rc = migrate(s, err);
   for (int k = 0; rc == 0 && k < ST__COUNT; k++) {
@@ -513,6 +547,7 @@ void sg_store_close(sg_store *s) {
 
 const char *sg_store_path(const sg_store *s) { return s->path; }
 int sg_store_schema_version(const sg_store *s) { return s->version; }
+const char *sg_store_synchronous(const sg_store *s) { return s->synchronous; }
 
 /* ---- recording ----------------------------------------------------------- */
 

@@ -41,18 +41,30 @@
 
 typedef struct sg_store sg_store;
 
+typedef struct sg_store_opts {
+  /* fsync every commit (synchronous=FULL): a commit then survives a power
+   * loss too, at the cost docs/store.md measures. Default false (NORMAL). */
+  bool sync_full;
+} sg_store_opts;
+
 /* Opens (creating the directory and the database as needed) <dir>/run.db,
  * applying the migrations up to SG_STORE_SCHEMA_VERSION. Errors name the
  * file: a path that cannot be created (SG_EIO), a file that is not a SQLite
  * database or is damaged (SG_EPARSE), a database from a newer specgen
  * (SG_EUNSUPPORTED). On success *out is a store the caller closes. */
 int sg_store_open(const char *dir, sg_store **out, sg_err *err);
+/* The same with options (opts NULL: the defaults). */
+int sg_store_open_opts(const char *dir, const sg_store_opts *opts,
+                       sg_store **out, sg_err *err);
 /* Finalizes the statements and closes the database (NULL is fine). */
 void sg_store_close(sg_store *s);
 /* The database's path (borrowed). */
 const char *sg_store_path(const sg_store *s);
 /* The schema version of the open database. */
 int sg_store_schema_version(const sg_store *s);
+/* The synchronous level in force, read back from SQLite at open: "normal"
+ * or "full". */
+const char *sg_store_synchronous(const sg_store *s);
 
 /* FNV-1a, 64-bit (a well-known non-cryptographic hash; no crypto library
  * is linked): offset basis 0xcbf29ce484222325, prime 0x100000001b3. */

@@ -130,6 +130,16 @@ static void open_creates_wal_database_with_schema(void) {
   char *path = sg_asprintf("%s/run.db", sub);
   SG_CHECK_STR_EQ(sg_store_path(s), path);
   SG_CHECK_EQ_INT(sg_store_schema_version(s), SG_STORE_SCHEMA_VERSION);
+  SG_CHECK_STR_EQ(sg_store_synchronous(s), "normal");
+  sg_store_close(s);
+  /* The durable option, and back: the level is per connection. */
+  sg_err err;
+  sg_store_opts opts = {.sync_full = true};
+  SG_CHECK_OK(sg_store_open_opts(sub, &opts, &s, &err), err);
+  SG_CHECK_STR_EQ(sg_store_synchronous(s), "full");
+  sg_store_close(s);
+  s = open_ok(sub);
+  SG_CHECK_STR_EQ(sg_store_synchronous(s), "normal");
   sg_store_close(s);
 
   /* Read it with plain SQLite: WAL is persistent, the version is stored. */
