@@ -1,0 +1,579 @@
+/* test_worker.c: `specgen worker --device cpu:0` driven through real pipes
+ * (docs/protocol.md): the hello, validations of the hinge_loss examples that
+ * end ok, compile_error and timeout, aborts of running and queued requests,
+ * malformed lines, shutdown, end of input, and a worker killed with SIGKILL
+ * mid-request, seen as the end of its output.
+ *
+ * Each test makes itself a child subreaper, so every process the worker
+ * started (its evaluation child, the compiler, the candidate) that outlives
+ * its parent is handed to the test; no_descendants_left() then checks that
+ * nothing the worker started keeps running after an abort or a kill.
+ */
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_file.h"
+#include "runtime/sg_worker_proto.h"
+#include "sg_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+/* Bounds on waiting, not assertions about speed: a loaded machine under
+ * sanitizers must pass with a wide margin. */
+#define RECV_LIMIT_S 150.0
+
+typedef struct wproc {
+  pid_t pid;
+  int in;     /* the worker's stdin */
+  int out;    /* the worker's stdout */
+  int err;    /* its stderr, when captured; else -1 */
+  sg_buf buf; /* bytes read, not yet a line */
+  bool eof;
+} wproc;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void w_start_args(wproc *w, char *const extra[], bool capture_err) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  signal(SIGPIPE, SIG_IGN);
+  int in[2], out[2], er[2] = {-1, -1};
+  SG_CHECK(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0);
+  if (capture_err)
+    SG_CHECK(pipe2(er, O_CLOEXEC) == 0);
+  char *argv[16] = {SG_TEST_SPECGEN, "worker"};
+  int n = 2;
+  for (int i = 0; extra[i] && n < 15; i++)
+    argv[n++] = extra[i];
+  argv[n] = NULL;
+  fflush(stdout);
+  pid_t pid = fork();
+  SG_CHECK(pid >= 0);
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    if (capture_err)
+      dup2(er[1], 2);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  if (capture_err)
+    close(er[1]);
+  memset(w, 0, sizeof *w);
+  w->pid = pid;
+  w->in = in[1];
+  w->out = out[0];
+  w->err = er[0];
+  sg_buf_init(&w->buf, 0);
+}
+
+static void w_start(wproc *w) {
+  char *args[] = {"--device", "cpu:0", NULL};
+  w_start_args(w, args, false);
+}
+
+static void w_send(wproc *w, const char *line) {
+  size_t len = strlen(line), off = 0;
+  while (off < len) {
+    ssize_t k = write(w->in, line + off, len - off);
+    if (k < 0 && errno == EINTR)
+      continue;
+    SG_CHECK_MSG(k > 0, "writing to the worker: %s", strerror(errno));
+    off += (size_t)k;
+  }
+}
+
+static void w_send_json(wproc *w, json_t *j) {
+  char *line = sg_worker_line(j, NULL);
+  json_decref(j);
+  w_send(w, line);
+  free(line);
+}
+
+/* The next line, or NULL at the end of the worker's output. */
+static char *w_recv_line(wproc *w) {
+  double deadline = now_s() + RECV_LIMIT_S;
+  for (;;) {
+    char *nl = w->buf.len ? memchr(w->buf.data, '\n', w->buf.len) : NULL;
+    if (nl) {
+      size_t n = (size_t)(nl - w->buf.data);
+      char *line = sg_strndup(w->buf.data, n);
+      sg_buf_consume(&w->buf, n + 1);
+      return line;
+    }
+    if (w->eof) {
+      SG_CHECK_MSG(w->buf.len == 0, "output ended inside a line: %s", w->buf.data);
+      return NULL;
+    }
+    double left = deadline - now_s();
+    SG_CHECK_MSG(left > 0, "no reply from the worker within %.0f s", RECV_LIMIT_S);
+    struct pollfd p = {.fd = w->out, .events = POLLIN};
+    int rc = poll(&p, 1, (int)(left * 1000) + 1);
+    if (rc < 0 && errno == EINTR)
+      continue;
+    SG_CHECK(rc >= 0);
+    if (rc == 0)
+      continue;
+    char chunk[65536];
+    ssize_t k = read(w->out, chunk, sizeof chunk);
+    if (k < 0 && errno == EINTR)
+      continue;
+    SG_CHECK(k >= 0);
+    if (k == 0)
+      w->eof = true;
+    else
+      sg_buf_append(&w->buf, chunk, (size_t)k);
+  }
+}
+
+/* The next reply, checked against the protocol's own parser and returned
+ * as JSON for the test to look into; NULL at the end of the output. */
+static json_t *w_recv(wproc *w) {
+  char *line = w_recv_line(w);
+  if (!line)
+    return NULL;
+  sg_worker_reply r;
+  sg_err err;
+  int rc = sg_worker_reply_parse(line, strlen(line), &r, &err);
+  SG_CHECK_MSG(rc == 0, "reply does not parse (%s): %s", err.msg, line);
+  sg_worker_reply_free(&r);
+  json_error_t je;
+  json_t *j = json_loads(line, 0, &je);
+  SG_CHECK(j != NULL);
+  free(line);
+  return j;
+}
+
+static const char *str(const json_t *j, const char *key) {
+  return json_string_value(json_object_get(j, key));
+}
+
+/* The next reply, which must be of this type (and for this id, if given). */
+static json_t *w_expect(wproc *w, const char *type, const char *id) {
+  json_t *j = w_recv(w);
+  SG_CHECK_MSG(j != NULL, "the worker's output ended; expected %s", type);
+  char *s = json_dumps(j, JSON_COMPACT);
+  SG_CHECK_MSG(str(j, "type") && strcmp(str(j, "type"), type) == 0,
+               "expected a %s reply, got %s", type, s);
+  if (id)
+    SG_CHECK_MSG(str(j, "id") && strcmp(str(j, "id"), id) == 0,
+                 "expected id %s, got %s", id, s);
+  free(s);
+  return j;
+}
+
+static void w_expect_free(wproc *w, const char *type, const char *id) {
+  json_decref(w_expect(w, type, id));
+}
+
+/* The result's status of a final reply. */
+static const char *result_status(const json_t *j) {
+  return str(json_object_get(j, "result"), "status");
+}
+
+static int w_wait(wproc *w) {
+  int st = 0;
+  double deadline = now_s() + 60;
+  for (;;) {
+    pid_t p = waitpid(w->pid, &st, WNOHANG);
+    if (p == w->pid)
+      break;
+    SG_CHECK_MSG(now_s() < deadline, "the worker did not exit");
+    usleep(20000);
+  }
+  close(w->in);
+  close(w->out);
+  if (w->err >= 0)
+    close(w->err);
+  sg_buf_free(&w->buf);
+  return st;
+}
+
+/* Every process the worker started has ended (they were handed to this
+ * test, the subreaper, if they outlived their parents). */
+static void no_descendants_left(void) {
+  double deadline = now_s() + 60;
+  for (;;) {
+    pid_t p = waitpid(-1, NULL, WNOHANG);
+    if (p < 0 && errno == ECHILD)
+      return;
+    SG_CHECK_MSG(now_s() < deadline, "a process the worker started still runs");
+    if (p == 0)
+      usleep(20000);
+  }
+}
+
+static char *example(const char *name) {
+  char *path = sg_asprintf("%s/tasks/cpu/hinge_loss/examples/%s", SG_SOURCE_ROOT, name);
+  char *src = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &src, NULL, &err), err);
+  free(path);
+  return src;
+}
+
+/* A validate request for a hinge_loss example, with small options. */
+static json_t *validate(const char *id, const char *ex, double timeout_s) {
+  char *src = example(ex);
+  json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:{s:i, s:i, s:i, s:f}}", "type",
+                        "validate", "id", id, "task", "hinge_loss", "source", src,
+                        "opts", "runs", 1, "warmups", 0, "seed", 11,
+                        "timeout_s", timeout_s);
+  free(src);
+  return j;
+}
+
+/* ---- tests ---- */
+
+static void test_hello_then_shutdown(void) {
+  wproc w;
+  w_start(&w);
+  json_t *h = w_expect(&w, "hello", NULL);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(h, "protocol")), SG_WORKER_PROTOCOL);
+  SG_CHECK_STR_EQ(str(h, "device"), "cpu:0");
+  json_t *ev = json_object_get(h, "evaluators");
+  SG_CHECK_EQ_INT(json_array_size(ev), 1);
+  SG_CHECK_STR_EQ(json_string_value(json_array_get(ev, 0)), "cpu");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(h, "pid")), w.pid);
+  json_decref(h);
+  w_send(&w, "{\"type\":\"hello\",\"id\":\"h\"}\n");
+  w_expect_free(&w, "hello", "h");
+  w_send(&w, "{\"type\":\"ping\",\"id\":\"p1\"}\n{\"type\":\"ping\"}\n");
+  w_expect_free(&w, "pong", "p1");
+  h = w_expect(&w, "pong", NULL);
+  SG_CHECK(json_object_get(h, "id") == NULL);
+  json_decref(h);
+  w_send(&w, "{\"type\":\"shutdown\"}\n");
+  w_expect_free(&w, "bye", NULL);
+  SG_CHECK(w_recv(&w) == NULL);
+  int st = w_wait(&w);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  no_descendants_left();
+}
+
+static void test_validate_ok_and_broken_examples(void) {
+  wproc w;
+  w_start(&w);
+  w_expect_free(&w, "hello", NULL);
+  /* two requests at once: they queue and run in order */
+  w_send_json(&w, validate("ok", "ok-fast.c", 60));
+  w_send_json(&w, validate("ce", "compile_error-missing_semicolon.c", 60));
+
+  w_expect_free(&w, "started", "ok");
+  json_t *c = w_expect(&w, "compiled", "ok");
+  SG_CHECK_STR_EQ(str(c, "status"), "ok");
+  SG_CHECK(json_number_value(json_object_get(c, "compile_s")) > 0);
+  json_decref(c);
+  json_t *r = w_expect(&w, "result", "ok");
+  SG_CHECK_STR_EQ(result_status(r), "ok");
+  json_t *res = json_object_get(r, "result");
+  SG_CHECK(json_number_value(json_object_get(res, "speedup")) > 0);
+  SG_CHECK(json_number_value(json_object_get(res, "compile_s")) > 0);
+  SG_CHECK(json_number_value(json_object_get(res, "run_s")) > 0);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(res, "seed")), 11);
+  json_decref(r);
+
+  w_expect_free(&w, "started", "ce");
+  c = w_expect(&w, "compiled", "ce");
+  SG_CHECK_STR_EQ(str(c, "status"), "compile_error");
+  json_decref(c);
+  r = w_expect(&w, "result", "ce");
+  SG_CHECK_STR_EQ(result_status(r), "compile_error");
+  SG_CHECK_CONTAINS(str(json_object_get(r, "result"), "message"), "error");
+  /* no device stage after a failed compile */
+  SG_CHECK(json_is_null(json_object_get(json_object_get(r, "result"), "run_s")));
+  json_decref(r);
+
+  w_send(&w, "{\"type\":\"shutdown\"}\n");
+  w_expect_free(&w, "bye", NULL);
+  SG_CHECK(WIFEXITED(w_wait(&w)));
+  no_descendants_left();
+}
+
+static void test_timeout_option_applies(void) {
+  wproc w;
+  w_start(&w);
+  w_expect_free(&w, "hello", NULL);
+  w_send_json(&w, validate("t", "timeout-unstarted_workers.c", 1.0));
+  w_expect_free(&w, "started", "t");
+  w_expect_free(&w, "compiled", "t");
+  json_t *r = w_expect(&w, "result", "t");
+  SG_CHECK_STR_EQ(result_status(r), "timeout");
+  json_decref(r);
+  close(w.in); /* end of input ends it too */
+  SG_CHECK(w_recv(&w) == NULL);
+  SG_CHECK(WIFEXITED(w_wait(&w)));
+  no_descendants_left();
+}
+
+/* True when dir holds nothing. */
+static bool dir_empty(const char *dir) {
+  char *cmd = sg_asprintf("test -z \"$(ls -A '%s')\"", dir);
+  int rc = system(cmd);
+  free(cmd);
+  return rc == 0;
+}
+
+static void test_abort_running_and_queued(void) {
+  char scratch[] = "/tmp/sg-test-worker-XXXXXX";
+  SG_CHECK(mkdtemp(scratch) != NULL);
+  char *args[] = {"--device", "cpu:0", "--work-dir", scratch, NULL};
+  wproc w;
+  w_start_args(&w, args, false);
+  w_expect_free(&w, "hello", NULL);
+  /* spins until its 120 s timeout unless aborted */
+  w_send_json(&w, validate("spin", "timeout-unstarted_workers.c", 120));
+  w_send_json(&w, validate("next", "ok-fast.c", 60));
+  w_expect_free(&w, "started", "spin");
+  w_expect_free(&w, "compiled", "spin");
+  /* now the candidate runs; the worker still answers */
+  w_send(&w, "{\"type\":\"ping\",\"id\":\"alive\"}\n");
+  w_expect_free(&w, "pong", "alive");
+  /* a queued request: withdrawn without running */
+  w_send(&w, "{\"type\":\"abort\",\"id\":\"next\"}\n");
+  json_t *r = w_expect(&w, "result", "next");
+  SG_CHECK_STR_EQ(result_status(r), "aborted");
+  SG_CHECK_CONTAINS(str(json_object_get(r, "result"), "message"), "before it ran");
+  json_decref(r);
+  /* the running one: killed */
+  w_send(&w, "{\"type\":\"abort\",\"id\":\"spin\"}\n");
+  r = w_expect(&w, "result", "spin");
+  SG_CHECK_STR_EQ(result_status(r), "aborted");
+  SG_CHECK_CONTAINS(str(json_object_get(r, "result"), "message"), "while it ran");
+  SG_CHECK(json_number_value(json_object_get(json_object_get(r, "result"), "compile_s")) > 0);
+  json_decref(r);
+  /* an abort of something no longer there is an error, and it carries on */
+  w_send(&w, "{\"type\":\"abort\",\"id\":\"spin\"}\n");
+  r = w_expect(&w, "error", "spin");
+  SG_CHECK_CONTAINS(str(r, "message"), "no queued or running request has id \"spin\"");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(r, "line")), 6);
+  json_decref(r);
+  /* and it evaluates the next request normally */
+  w_send_json(&w, validate("after", "ok-fast.c", 60));
+  w_expect_free(&w, "started", "after");
+  w_expect_free(&w, "compiled", "after");
+  r = w_expect(&w, "result", "after");
+  SG_CHECK_STR_EQ(result_status(r), "ok");
+  json_decref(r);
+  SG_CHECK(!dir_empty(scratch)); /* the worker's scratch directory */
+  w_send(&w, "{\"type\":\"shutdown\"}\n");
+  w_expect_free(&w, "bye", NULL);
+  SG_CHECK(WIFEXITED(w_wait(&w)));
+  no_descendants_left();
+  /* every request's scratch and the worker's own are gone */
+  SG_CHECK(dir_empty(scratch));
+  rmdir(scratch);
+}
+
+static void test_shutdown_aborts_running_and_queued(void) {
+  wproc w;
+  w_start(&w);
+  w_expect_free(&w, "hello", NULL);
+  w_send_json(&w, validate("a", "timeout-unstarted_workers.c", 120));
+  w_send_json(&w, validate("b", "ok-fast.c", 60));
+  w_expect_free(&w, "started", "a");
+  w_expect_free(&w, "compiled", "a");
+  w_send(&w, "{\"type\":\"shutdown\"}\n");
+  json_t *r = w_expect(&w, "result", "a");
+  SG_CHECK_STR_EQ(result_status(r), "aborted");
+  json_decref(r);
+  r = w_expect(&w, "result", "b");
+  SG_CHECK_STR_EQ(result_status(r), "aborted");
+  json_decref(r);
+  w_expect_free(&w, "bye", NULL);
+  SG_CHECK(w_recv(&w) == NULL);
+  int st = w_wait(&w);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  no_descendants_left();
+}
+
+static void expect_error(wproc *w, long long line, const char *id, const char *msg) {
+  json_t *e = w_expect(w, "error", id);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(e, "line")), line);
+  SG_CHECK_CONTAINS(str(e, "message"), msg);
+  if (!id)
+    SG_CHECK(json_object_get(e, "id") == NULL);
+  json_decref(e);
+}
+
+static void test_malformed_lines_get_errors_and_it_carries_on(void) {
+  wproc w;
+  w_start(&w);
+  w_expect_free(&w, "hello", NULL);
+  w_send(&w, "this is not json\n"                                        /* 1 */
+             "\n"                                                        /* 2: blank, skipped */
+             "{}\n"                                                      /* 3 */
+             "{\"type\":\"evaluate\",\"id\":\"x1\"}\n"                   /* 4 */
+             "{\"type\":\"validate\",\"id\":\"x2\",\"task\":\"hinge_loss\"}\n" /* 5 */
+             "{\"type\":\"validate\",\"id\":\"x3\",\"task\":\"no_such_task\",\"source\":\"s\"}\n" /* 6 */
+             "{\"type\":\"validate\",\"id\":\"x4\",\"task\":\"cuda/hinge_loss\",\"source\":\"s\"}\n" /* 7 */
+             "{\"type\":\"validate\",\"id\":\"x5\",\"task\":\"hinge_loss\",\"source\":\"s\",\"opts\":{\"runs\":0}}\n" /* 8 */
+             "{\"type\":\"ping\",\"protocol\":99}\n"                     /* 9 */
+             "{\"type\":\"abort\",\"id\":\"nobody\"}\r\n"                /* 10, CRLF */
+             "{\"type\":\"ping\",\"id\":\"still-here\"}\n");             /* 11 */
+  expect_error(&w, 1, NULL, "not JSON");
+  expect_error(&w, 3, NULL, "field \"type\": missing");
+  expect_error(&w, 4, "x1", "unknown message type \"evaluate\"");
+  expect_error(&w, 5, "x2", "field \"source\": missing");
+  expect_error(&w, 6, "x3", "field \"task\"");
+  expect_error(&w, 7, "x4", "needs the cuda evaluator");
+  expect_error(&w, 8, "x5", "field \"opts.runs\"");
+  expect_error(&w, 9, NULL, "field \"protocol\"");
+  expect_error(&w, 10, "nobody", "no queued or running request");
+  w_expect_free(&w, "pong", "still-here");
+  /* the same id twice while the first is queued or running */
+  w_send_json(&w, validate("dup", "timeout-unstarted_workers.c", 120));
+  w_expect_free(&w, "started", "dup");
+  w_send_json(&w, validate("dup", "ok-fast.c", 60));
+  expect_error(&w, 13, "dup", "already queued or running");
+  w_send(&w, "{\"type\":\"abort\",\"id\":\"dup\"}\n");
+  /* the abort may land before or after the compile ends */
+  json_t *r = w_recv(&w);
+  SG_CHECK(r != NULL);
+  if (strcmp(str(r, "type"), "compiled") == 0) {
+    json_decref(r);
+    r = w_expect(&w, "result", "dup");
+  }
+  SG_CHECK_STR_EQ(str(r, "type"), "result");
+  SG_CHECK_STR_EQ(result_status(r), "aborted");
+  json_decref(r);
+  w_send(&w, "{\"type\":\"shutdown\"}\n");
+  w_expect_free(&w, "bye", NULL);
+  SG_CHECK(WIFEXITED(w_wait(&w)));
+  no_descendants_left();
+}
+
+static void test_overlong_line_is_an_error(void) {
+  wproc w;
+  w_start(&w);
+  w_expect_free(&w, "hello", NULL);
+  size_t n = SG_WORKER_LINE_MAX + 1000;
+  char *big = sg_malloc(n + 2);
+  memset(big, 'x', n);
+  big[n] = '\n';
+  big[n + 1] = '\0';
+  w_send(&w, big);
+  free(big);
+  w_send(&w, "{\"type\":\"ping\",\"id\":\"p\"}\n");
+  expect_error(&w, 1, NULL, "line longer than");
+  w_expect_free(&w, "pong", "p");
+  w_send(&w, "{\"type\":\"shutdown\"}\n");
+  w_expect_free(&w, "bye", NULL);
+  SG_CHECK(WIFEXITED(w_wait(&w)));
+}
+
+static void test_profile_on_cpu_is_an_infra_error(void) {
+  wproc w;
+  w_start(&w);
+  w_expect_free(&w, "hello", NULL);
+  json_t *j = validate("prof", "ok-fast.c", 60);
+  json_object_set_new(j, "type", json_string("profile"));
+  w_send_json(&w, j);
+  w_expect_free(&w, "started", "prof");
+  w_expect_free(&w, "compiled", "prof");
+  json_t *r = w_expect(&w, "result", "prof");
+  SG_CHECK_STR_EQ(result_status(r), "infra_error");
+  SG_CHECK_CONTAINS(str(json_object_get(r, "result"), "message"), "no hardware profiling");
+  json_decref(r);
+  w_send(&w, "{\"type\":\"shutdown\"}\n");
+  w_expect_free(&w, "bye", NULL);
+  SG_CHECK(WIFEXITED(w_wait(&w)));
+}
+
+static void test_end_of_input_mid_request_ends_the_worker(void) {
+  wproc w;
+  w_start(&w);
+  w_expect_free(&w, "hello", NULL);
+  w_send_json(&w, validate("spin", "timeout-unstarted_workers.c", 120));
+  w_expect_free(&w, "started", "spin");
+  w_expect_free(&w, "compiled", "spin");
+  close(w.in);
+  json_t *r = w_expect(&w, "result", "spin");
+  SG_CHECK_STR_EQ(result_status(r), "aborted");
+  json_decref(r);
+  SG_CHECK(w_recv(&w) == NULL);
+  w.in = open("/dev/null", O_RDONLY); /* for w_wait's close */
+  int st = w_wait(&w);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  no_descendants_left();
+}
+
+static void test_sigkill_mid_request_is_seen_as_end_of_output(void) {
+  wproc w;
+  w_start(&w);
+  w_expect_free(&w, "hello", NULL);
+  w_send_json(&w, validate("spin", "timeout-unstarted_workers.c", 120));
+  w_expect_free(&w, "started", "spin");
+  w_expect_free(&w, "compiled", "spin");
+  SG_CHECK(kill(w.pid, SIGKILL) == 0);
+  SG_CHECK(w_recv(&w) == NULL);
+  int st = w_wait(&w);
+  SG_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  /* the evaluation child and the spinning candidate died with it */
+  no_descendants_left();
+}
+
+static void test_bad_usage(void) {
+  static const struct {
+    char *args[4];
+    const char *msg;
+  } cases[] = {
+      {{NULL}, "--device is required"},
+      {{"--device", "gpu:0", NULL}, "expected cpu:N or cuda:N"},
+      {{"--device", "cpu:4000", NULL}, "may not use core 4000"},
+      {{"--device", "cpu:0", "--bogus", NULL}, "unknown or incomplete option '--bogus'"},
+      {{"--device", "cpu:0", "extra", NULL}, "unexpected argument 'extra'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    for (int json_errors = 0; json_errors < 2; json_errors++) {
+      char *args[6] = {NULL};
+      int n = 0;
+      for (int k = 0; cases[i].args[k]; k++)
+        args[n++] = cases[i].args[k];
+      if (json_errors)
+        args[n++] = "--json-errors";
+      wproc w;
+      w_start_args(&w, args, true);
+      json_t *e = w_recv(&w);
+      if (json_errors) {
+        SG_CHECK_MSG(e != NULL, "case %zu: no error line on stdout", i);
+        SG_CHECK_STR_EQ(str(e, "type"), "error");
+        SG_CHECK(json_is_true(json_object_get(e, "fatal")));
+        SG_CHECK_CONTAINS(str(e, "message"), cases[i].msg);
+        json_decref(e);
+        SG_CHECK(w_recv(&w) == NULL);
+      } else {
+        SG_CHECK_MSG(e == NULL, "case %zu: stdout is not empty", i);
+      }
+      /* the message is on stderr either way (it is short: the pipe holds it) */
+      char errtext[8192];
+      ssize_t k = read(w.err, errtext, sizeof errtext - 1);
+      errtext[k > 0 ? k : 0] = '\0';
+      SG_CHECK_CONTAINS(errtext, cases[i].msg);
+      int st = w_wait(&w);
+      SG_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 2, "case %zu: exit status", i);
+    }
+  }
+}
+
+SG_TEST_MAIN(SG_TEST(test_hello_then_shutdown),
+             SG_TEST(test_validate_ok_and_broken_examples),
+             SG_TEST(test_timeout_option_applies),
+             SG_TEST(test_abort_running_and_queued),
+             SG_TEST(test_shutdown_aborts_running_and_queued),
+             SG_TEST(test_malformed_lines_get_errors_and_it_carries_on),
+             SG_TEST(test_overlong_line_is_an_error),
+             SG_TEST(test_profile_on_cpu_is_an_infra_error),
+             SG_TEST(test_end_of_input_mid_request_ends_the_worker),
+             SG_TEST(test_sigkill_mid_request_is_seen_as_end_of_output),
+             SG_TEST(test_bad_usage))
