@@ -221,9 +221,10 @@ static int load_task(worker *w, const char *name, sg_task **out, sg_err *err) {
   if (rc)
     return rc;
   if (!evaluator_fits(w, (*out)->evaluator)) {
-    rc = sg_err_set(err, SG_EINVAL, "task %s needs the %s evaluator, which "
+    rc = sg_err_set(err, SG_EINVAL, "task %s/%s needs the %s evaluator, which "
                     "does not run on this worker's device %s",
-                    (*out)->name, (*out)->evaluator, w->cfg->device);
+                    (*out)->evaluator, (*out)->name, (*out)->evaluator,
+                    w->cfg->device);
     sg_task_free(*out);
     *out = NULL;
   }

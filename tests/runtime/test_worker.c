@@ -426,7 +426,7 @@ static void test_malformed_lines_get_errors_and_it_carries_on(void) {
   expect_error(&w, 4, "x1", "unknown message type \"evaluate\"");
   expect_error(&w, 5, "x2", "field \"source\": missing");
   expect_error(&w, 6, "x3", "field \"task\"");
-  expect_error(&w, 7, "x4", "needs the cuda evaluator");
+  expect_error(&w, 7, "x4", "task cuda/hinge_loss needs the cuda evaluator");
   expect_error(&w, 8, "x5", "field \"opts.runs\"");
   expect_error(&w, 9, NULL, "field \"protocol\"");
   expect_error(&w, 10, "nobody", "no queued or running request");
