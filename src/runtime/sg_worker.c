@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -273,6 +274,9 @@ static _Noreturn void eval_child(worker *w, job *j, int wfd) {
   if (getppid() != w->self)
     _exit(2);
   signal(SIGPIPE, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL); /* the worker blocks SIGTERM, SIGINT */
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull >= 0) {
     dup2(devnull, 0);
@@ -648,6 +652,15 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
   }
   /* a vanished client must end in an error from write, not a signal */
   signal(SIGPIPE, SIG_IGN);
+  /* SIGTERM and SIGINT (a supervisor stopping the worker, Ctrl-C) are read
+   * in the loop and end it like a shutdown request: results say "aborted",
+   * scratch is removed */
+  sigset_t stopsigs, oldmask;
+  sigemptyset(&stopsigs);
+  sigaddset(&stopsigs, SIGTERM);
+  sigaddset(&stopsigs, SIGINT);
+  sigprocmask(SIG_BLOCK, &stopsigs, &oldmask);
+  int sfd = signalfd(-1, &stopsigs, SFD_CLOEXEC | SFD_NONBLOCK);
   w.queue = sg_calloc(w.cap, sizeof *w.queue);
   sg_buf_init(&w.in, 0);
   sg_buf_init(&w.rbuf, SG_WORKER_LINE_MAX);
@@ -664,9 +677,10 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
       break;
     }
     start_next(&w);
-    struct pollfd p[2];
+    struct pollfd p[3];
     nfds_t np = 0;
     p[np++] = (struct pollfd){.fd = cfg->in_fd, .events = POLLIN};
+    p[np++] = (struct pollfd){.fd = sfd, .events = POLLIN}; /* -1: ignored */
     if (w.rfd >= 0)
       p[np++] = (struct pollfd){.fd = w.rfd, .events = POLLIN};
     if (poll(p, np, -1) < 0) {
@@ -677,8 +691,17 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
     }
     /* the child first: a result that is ready goes out before an abort
      * that arrived at the same time could withdraw it */
-    if (np > 1 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
+    if (np > 2 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
       child_readable(&w);
+    if (p[1].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        fprintf(stderr, "specgen worker: signal %u; stopping\n", si.ssi_signo);
+        abort_all(&w);
+        send_simple(&w, SG_WREP_BYE, NULL);
+        break;
+      }
+    }
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       if ((rc = input_readable(&w, err)) != 0)
         break;
@@ -690,6 +713,9 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
     }
   }
   abort_all(&w);
+  if (sfd >= 0)
+    close(sfd);
+  sigprocmask(SIG_SETMASK, &oldmask, NULL);
   for (size_t i = 0; i < w.nqueue; i++)
     job_free(w.queue[i]);
   free(w.queue);

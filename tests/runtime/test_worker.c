@@ -508,6 +508,33 @@ static void test_end_of_input_mid_request_ends_the_worker(void) {
   no_descendants_left();
 }
 
+static void test_sigterm_stops_like_shutdown(void) {
+  char scratch[] = "/tmp/sg-test-worker-XXXXXX";
+  SG_CHECK(mkdtemp(scratch) != NULL);
+  char *args[] = {"--device", "cpu:0", "--work-dir", scratch, NULL};
+  wproc w;
+  w_start_args(&w, args, false);
+  w_expect_free(&w, "hello", NULL);
+  w_send_json(&w, validate("spin", "timeout-unstarted_workers.c", 120));
+  w_send_json(&w, validate("queued", "ok-fast.c", 60));
+  w_expect_free(&w, "started", "spin");
+  w_expect_free(&w, "compiled", "spin");
+  SG_CHECK(kill(w.pid, SIGTERM) == 0);
+  json_t *r = w_expect(&w, "result", "spin");
+  SG_CHECK_STR_EQ(result_status(r), "aborted");
+  json_decref(r);
+  r = w_expect(&w, "result", "queued");
+  SG_CHECK_STR_EQ(result_status(r), "aborted");
+  json_decref(r);
+  w_expect_free(&w, "bye", NULL);
+  SG_CHECK(w_recv(&w) == NULL);
+  int st = w_wait(&w);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  no_descendants_left();
+  SG_CHECK(dir_empty(scratch));
+  rmdir(scratch);
+}
+
 static void test_sigkill_mid_request_is_seen_as_end_of_output(void) {
   wproc w;
   w_start(&w);
@@ -575,5 +602,6 @@ SG_TEST_MAIN(SG_TEST(test_hello_then_shutdown),
              SG_TEST(test_overlong_line_is_an_error),
              SG_TEST(test_profile_on_cpu_is_an_infra_error),
              SG_TEST(test_end_of_input_mid_request_ends_the_worker),
+             SG_TEST(test_sigterm_stops_like_shutdown),
              SG_TEST(test_sigkill_mid_request_is_seen_as_end_of_output),
              SG_TEST(test_bad_usage))
