@@ -61,7 +61,7 @@ typedef struct tag {
 } tag;
 
 static int parse_tag(const expander *x, const char *p, tag *t) {
-  t->start = p;
+  *t = (tag){.start = p, .end = p + 2, .sigil = 0, .name = p + 2, .len = 0};
   const char *close = strstr(p + 2, "}}");
   const char *nl = strchr(p + 2, '\n');
   if (close == NULL || (nl != NULL && nl < close))
@@ -167,7 +167,7 @@ static int expand_range(const expander *x, const char *p, const char *end,
                         "%s:%d: {{/%.*s}} closes no open section", x->file,
                         line_of(x, o), (int)t.len, t.name);
     if (t.sigil == '#') {
-      tag c = {0};
+      tag c = t; /* set by find_close */
       rc = find_close(x, &t, end, &c);
       if (rc < 0)
         return rc;

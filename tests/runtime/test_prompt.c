@@ -656,6 +656,62 @@ static void test_rules_follow_the_evaluator(void) {
   sg_prompt_templates_free(t);
 }
 
+/* Each failing status, through refine's plan and failure.txt: its status and
+ * its lead sentence reach the prompt; aborted and infra-failed kernels are
+ * not the kernel's fault and do not appear. */
+static void test_every_status_renders_through_refine(void) {
+  static const struct {
+    sg_eval_status st;
+    const char *lead;
+    bool shown;
+  } cases[] = {
+      {SG_EVAL_COMPILE_ERROR, "Compile error", true},
+      {SG_EVAL_RUNTIME_ERROR, "Runtime error", true},
+      {SG_EVAL_NUMERICAL_ERROR, "Wrong result", true},
+      {SG_EVAL_TIMEOUT, "Timeout", true},
+      {SG_EVAL_REJECTED, "Rejected", true},
+      {SG_EVAL_ABORTED, "withdrawn", false},
+      {SG_EVAL_INFRA_ERROR, "machine failed", false},
+  };
+  sg_prompt_templates *t = NULL;
+  sg_err err = {0};
+  SG_CHECK_OK(sg_prompt_templates_load(NULL, &t, &err), err);
+  sg_task *task = load_task();
+  sg_search_registry reg;
+  sg_search_registry_init(&reg);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    sg_history h;
+    sg_history_init(&h);
+    sg_eval_result r = result_of(cases[i].st, "STATUS-MESSAGE");
+    add_validated(&h, 0, "/* FAILING-SOURCE */\n", &r);
+    sg_eval_result_free(&r);
+    sg_search *s = NULL;
+    SG_CHECK_OK(sg_search_new(&reg, "refine", 1, &s, &err), err);
+    sg_search_plan plan;
+    SG_CHECK_OK(sg_search_next(s, &h, 1, &plan, &err), err);
+    sg_prompt_text pt;
+    SG_CHECK_OK(sg_prompt_render(t, task, &h, &plan.prompts[0], 1, &pt, &err),
+                err);
+    const char *name = sg_eval_status_name(cases[i].st);
+    char *head = sg_asprintf("### Attempt #1 (iteration 0, from the main "
+                             "reasoning generation): %s\n",
+                             name);
+    SG_CHECK_MSG((strstr(pt.user, head) != NULL) == cases[i].shown,
+                 "status %s: shown %d", name, cases[i].shown);
+    SG_CHECK_MSG((strstr(pt.user, cases[i].lead) != NULL) == cases[i].shown,
+                 "status %s: lead", name);
+    SG_CHECK((strstr(pt.user, "/* FAILING-SOURCE */") != NULL) ==
+             cases[i].shown);
+    SG_CHECK(strstr(pt.user, "{{") == NULL);
+    free(head);
+    sg_prompt_text_free(&pt);
+    sg_search_free(s);
+    sg_history_free(&h);
+  }
+  sg_task_free(task);
+  sg_prompt_templates_free(t);
+}
+
 static void test_refine_prompt_shows_best_profile_and_failures(void) {
   sg_prompt_templates *t = NULL;
   sg_err err = {0};
@@ -784,6 +840,7 @@ SG_TEST_MAIN(SG_TEST(test_feedback_ok_gives_both_times_and_speedup),
              SG_TEST(test_user_dir_typo_and_missing_dir_are_errors),
              SG_TEST(test_first_prompt_is_task_with_interface_and_rules),
              SG_TEST(test_rules_follow_the_evaluator),
+             SG_TEST(test_every_status_renders_through_refine),
              SG_TEST(test_refine_prompt_shows_best_profile_and_failures),
              SG_TEST(test_other_kernels_and_failure_source_cap),
              SG_TEST(test_refine_prompt_matches_golden_file))
