@@ -830,12 +830,27 @@ int sg_store_eval_start(sg_store *s, int64_t eval_id, const char *device,
   return rc;
 }
 
+/* The length of text cut to at most max bytes, never inside a UTF-8
+ * sequence. */
+static size_t cut_len(const char *text, size_t max) {
+  size_t n = strnlen(text, max + 1);
+  if (n <= max)
+    return n;
+  n = max;
+  while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+    n--;
+  return n;
+}
+
 int sg_store_eval_finish(sg_store *s, int64_t eval_id, const sg_eval_result *r,
                          int64_t ended_us, sg_err *err) {
   if ((unsigned)r->status >= SG_EVAL__COUNT)
     return sg_err_set(err, SG_EINVAL, "%s: table evaluations: bad status %d",
                       s->path, (int)r->status);
+  size_t msg_len = r->message ? cut_len(r->message, SG_STORE_TEXT_MAX) : 0;
   json_t *rj = sg_eval_result_to_json(r);
+  if (r->message && r->message[msg_len] != '\0')
+    json_object_set_new(rj, "message", json_stringn(r->message, msg_len));
   char *result_text = dump_json(rj);
   json_decref(rj);
   sqlite3_stmt *st = st_get(s, ST_EVAL_FINISH);
@@ -845,9 +860,7 @@ int sg_store_eval_finish(sg_store *s, int64_t eval_id, const sg_eval_result *r,
   bind_real(st, 4, r->ref_ms);
   bind_real(st, 5, r->cand_ms);
   if (r->message)
-    sqlite3_bind_text(st, 6, r->message,
-                      (int)strnlen(r->message, SG_STORE_TEXT_MAX),
-                      SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 6, r->message, (int)msg_len, SQLITE_TRANSIENT);
   if (r->metrics)
     sqlite3_bind_text(st, 7, dump_json(r->metrics), -1, free);
   sqlite3_bind_text(st, 8, result_text, -1, free);

@@ -422,6 +422,49 @@ static void every_eval_status_is_stored(void) {
   rm_dir(dir);
 }
 
+static void long_message_is_cut_at_a_character_boundary(void) {
+  char *dir = tmp_dir();
+  sg_store *s = open_ok(dir);
+  fixture f = setup_run(s, 1);
+  sg_err err;
+  int64_t cand, ev;
+  SG_CHECK_OK(sg_store_candidate_add(s, f.gen, "k", 2, &cand, NULL, &err),
+              err);
+  SG_CHECK_OK(sg_store_eval_queue(s, cand, SG_STORE_VALIDATE, 2, &ev, &err),
+              err);
+  /* "a" then two-byte characters: the cap falls inside one of them. */
+  size_t n = SG_STORE_TEXT_MAX + 100;
+  char *msg = sg_malloc(n + 1);
+  msg[0] = 'a';
+  for (size_t i = 1; i + 1 < n; i += 2) {
+    msg[i] = (char)0xC3;
+    msg[i + 1] = (char)0xA9; /* U+00E9 */
+  }
+  msg[n - 1] = 'z';
+  msg[n] = '\0';
+  sg_eval_result r;
+  sg_eval_result_init(&r);
+  r.status = SG_EVAL_COMPILE_ERROR;
+  r.message = msg;
+  SG_CHECK_OK(sg_store_eval_finish(s, ev, &r, 3, &err), err);
+  sg_eval_result_free(&r);
+  json_t *row_e = row(s, "evaluations", ev);
+  /* 'a' + whole characters: SG_STORE_TEXT_MAX - 1 bytes, valid UTF-8. */
+  const char *m = jstr(row_e, "message");
+  SG_CHECK_EQ_INT(strlen(m), SG_STORE_TEXT_MAX - 1);
+  json_decref(row_e);
+  sg_eval_result out;
+  sg_eval_result_init(&out);
+  bool found = false;
+  SG_CHECK_OK(sg_store_eval_lookup(s, cand, SG_STORE_VALIDATE, &out, NULL,
+                                   &found, &err), err);
+  SG_CHECK(found);
+  SG_CHECK_EQ_INT(strlen(out.message), SG_STORE_TEXT_MAX - 1);
+  sg_eval_result_free(&out);
+  sg_store_close(s);
+  rm_dir(dir);
+}
+
 static void candidate_is_recorded_once_per_workflow(void) {
   char *dir = tmp_dir();
   sg_store *s = open_ok(dir);
@@ -1102,6 +1145,7 @@ SG_TEST_MAIN(SG_TEST(fnv1a64_known_vectors),
              SG_TEST(foreign_keys_are_enforced_and_errors_name_table_and_sql),
              SG_TEST(every_record_type_round_trips),
              SG_TEST(every_eval_status_is_stored),
+             SG_TEST(long_message_is_cut_at_a_character_boundary),
              SG_TEST(candidate_is_recorded_once_per_workflow),
              SG_TEST(completed_evaluation_is_never_overwritten_and_is_found),
              SG_TEST(summary_matches_hand_computed_values),
