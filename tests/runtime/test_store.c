@@ -1121,6 +1121,47 @@ static void corrupt_file_gives_an_error_naming_the_file(void) {
   rm_dir(dir);
 }
 
+static void empty_file_is_a_new_store(void) {
+  char *dir = tmp_dir();
+  char *path = sg_asprintf("%s/run.db", dir);
+  sg_err err;
+  SG_CHECK_OK(sg_file_write(path, "", 0, &err), err);
+  sg_store *s = open_ok(dir);
+  SG_CHECK_EQ_INT(sg_store_schema_version(s), SG_STORE_SCHEMA_VERSION);
+  setup_run(s, 1);
+  sg_store_close(s);
+  free(path);
+  rm_dir(dir);
+}
+
+/* WAL: a second connection (a report, the dashboard) reads what the writer
+ * committed while the writer keeps the store open, and may write too. */
+static void second_connection_sees_committed_records(void) {
+  char *dir = tmp_dir();
+  sg_store *w = open_ok(dir);
+  fixture f = setup_run(w, 1);
+  sg_store *r = open_ok(dir);
+  sg_err err;
+  int64_t dec;
+  SG_CHECK_OK(sg_store_decision_add(w, f.wf, f.it, "fork", NULL, 5, &dec,
+                                    &err), err);
+  json_t *j = row(r, "decisions", dec);
+  SG_CHECK_STR_EQ(jstr(j, "kind"), "fork");
+  json_decref(j);
+  json_t *sum = NULL;
+  SG_CHECK_OK(sg_store_summary_json(r, &sum, &err), err);
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(sum, "workflows")), 1);
+  json_decref(sum);
+  SG_CHECK_OK(sg_store_decision_add(r, f.wf, 0, "note", NULL, 6, &dec, &err),
+              err);
+  j = row(w, "decisions", dec);
+  SG_CHECK_STR_EQ(jstr(j, "kind"), "note");
+  json_decref(j);
+  sg_store_close(r);
+  sg_store_close(w);
+  rm_dir(dir);
+}
+
 static void newer_schema_is_refused(void) {
   char *dir = tmp_dir();
   sg_store *s = open_ok(dir);
@@ -1155,4 +1196,6 @@ SG_TEST_MAIN(SG_TEST(fnv1a64_known_vectors),
              SG_TEST(sigkill_mid_run_keeps_every_returned_record),
              SG_TEST(bad_paths_give_errors_naming_the_path),
              SG_TEST(corrupt_file_gives_an_error_naming_the_file),
+             SG_TEST(empty_file_is_a_new_store),
+             SG_TEST(second_connection_sees_committed_records),
              SG_TEST(newer_schema_is_refused))
