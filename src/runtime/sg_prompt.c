@@ -583,7 +583,8 @@ int sg_prompt_render(const sg_prompt_templates *t, const sg_task *task,
   int rc = 0;
 
   /* rules_<evaluator>.txt; an evaluator without one has no rules to show */
-  char *rules_name = sg_asprintf("rules_%s.txt", task->evaluator);
+  char *rules_name =
+      sg_asprintf("rules_%s.txt", task->evaluator ? task->evaluator : "");
   if (template_index(rules_name) >= 0)
     rc = expand_template(t, rules_name, &s, &rules, err);
   free(rules_name);
