@@ -547,9 +547,16 @@ static void push_item(sg_prompt *p, sg_prompt_item_kind kind, uint64_t id) {
   p->n_items++;
 }
 
+static int by_kernel(const void *pa, const void *pb, void *ctx) {
+  const sg_evolve *e = ctx;
+  uint64_t a = e->progs[*(const size_t *)pa].kernel;
+  uint64_t b = e->progs[*(const size_t *)pb].kernel;
+  return a < b ? -1 : a > b;
+}
+
 /* Elites of an island (or of every island when it has none), deduplicated
- * by kernel; returns how many slots went into out (size islands * cells is
- * never needed: at most cap). */
+ * by kernel; returns how many slots went into out (at most
+ * max(programs, cells)). */
 static size_t pool_of(const sg_evolve *e, uint32_t island, size_t *out) {
   size_t n = 0;
   for (uint32_t c = 0; c < e->cells; c++)
@@ -557,16 +564,17 @@ static size_t pool_of(const sg_evolve *e, uint32_t island, size_t *out) {
       out[n++] = *cell_at(e, island, c) - 1;
   if (n > 0)
     return n;
-  for (size_t s = 0; s < e->n; s++) {
-    if (!is_elite(e, s))
-      continue;
-    bool dup = false;
-    for (size_t j = 0; j < n && !dup; j++)
-      dup = e->progs[out[j]].kernel == e->progs[s].kernel;
-    if (!dup)
+  for (size_t s = 0; s < e->n; s++)
+    if (is_elite(e, s))
       out[n++] = s;
-  }
-  return n;
+  /* A migrant is an elite on two islands: keep one copy (sorting by
+   * kernel keeps this O(n log n) at any cap). */
+  qsort_r(out, n, sizeof *out, by_kernel, (void *)e);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (m == 0 || e->progs[out[m - 1]].kernel != e->progs[out[i]].kernel)
+      out[m++] = out[i];
+  return m;
 }
 
 static int by_speed_desc(const void *pa, const void *pb, void *ctx) {

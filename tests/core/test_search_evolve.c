@@ -590,6 +590,34 @@ static void test_migration_moves_elites_around_the_ring(void) {
   sg_history_free(&h);
 }
 
+/* An island with no elite yet draws from every island's elites, a
+ * migrated kernel once (it is an elite on two islands). */
+static void test_empty_island_draws_from_all_once_each(void) {
+  sg_history h;
+  sg_history_init(&h);
+  sg_err err;
+  sg_err_clear(&err);
+  sg_evolve *e = make("islands=4,migrate=2,migrants=2,features=verdict,"
+                      "inspirations=8,mains=16,explore=0.5,exploit=0.5",
+                      1);
+  sg_search_plan plan;
+  SG_CHECK_OK(sg_evolve_next(e, &h, 0, &plan, &err), err);
+  uint64_t a = add_kernel(&h, 0, SG_EVAL_OK, 2.0, "memory-bound", 200, 1);
+  uint64_t b = add_kernel(&h, 0, SG_EVAL_OK, 1.0, "compute-bound", 200, 2);
+  SG_CHECK_OK(sg_evolve_next(e, &h, 1, &plan, &err), err);
+  SG_CHECK_OK(sg_evolve_next(e, &h, 2, &plan, &err), err);
+  SG_CHECK(sg_evolve_holds(e, 1, a) && sg_evolve_holds(e, 1, b));
+  SG_CHECK_EQ_INT(sg_evolve_last_island(e), 2); /* empty */
+  for (size_t i = 0; i < plan.n; i++) {
+    const sg_prompt *p = &plan.prompts[i];
+    SG_CHECK(p->base_kernel == a || p->base_kernel == b);
+    SG_CHECK_EQ_INT(p->n_inspirations, 1);
+    SG_CHECK_EQ_INT(p->inspirations[0], p->base_kernel == a ? b : a);
+  }
+  sg_evolve_free(e);
+  sg_history_free(&h);
+}
+
 static void test_no_migration_when_off_or_one_island(void) {
   const char *specs[] = {"islands=3,migrate=0,features=verdict",
                          "islands=1,migrate=1,features=verdict"};
@@ -791,6 +819,7 @@ SG_TEST_MAIN(SG_TEST(test_options_defaults_and_keys),
              SG_TEST(test_selection_ratios_within_tolerance),
              SG_TEST(test_prompt_shows_parent_inspirations_and_island_failures),
              SG_TEST(test_migration_moves_elites_around_the_ring),
+             SG_TEST(test_empty_island_draws_from_all_once_each),
              SG_TEST(test_no_migration_when_off_or_one_island),
              SG_TEST(test_same_seed_same_plans),
              SG_TEST(test_registered_search_makes_checked_plans),
