@@ -47,7 +47,7 @@ const char *sg_evolve_dim_name(sg_evolve_dim d);
 #define SG_EVOLVE_MAX_ISLANDS 64
 #define SG_EVOLVE_MAX_BINS 16
 #define SG_EVOLVE_MAX_CELLS 4096 /* per island */
-#define SG_EVOLVE_MAX_CAP 100000
+#define SG_EVOLVE_MAX_CAP 10000
 #define SG_EVOLVE_MAX_INSPIRATIONS 8
 #define SG_EVOLVE_MAX_FAILURES 6
 
@@ -76,7 +76,7 @@ typedef struct sg_evolve_opts {
   uint32_t migrate;      /* migrate=M      every M iterations, 0 never,
                                            default 10 */
   uint32_t migrants;     /* migrants=K     best elites sent, 1..64, default 2 */
-  uint32_t cap;          /* cap=N          programs held, 1..100000,
+  uint32_t cap;          /* cap=N          programs held, 1..10000,
                                            default 1000 */
   uint32_t mains;        /* mains=N        main generations, 1..16, default 1 */
   uint32_t failures;     /* failures=N     recent failures shown, 0..6,

@@ -107,7 +107,7 @@ static void test_bad_options_name_the_key(void) {
       {"explore=0.6,exploit=0.6", "explore + exploit"},
       {"features=color", "color"},   {"features=hash+hash", "hash"},
       {"features=", "features"},     {"inspirations=9", "inspirations"},
-      {"cap=0", "cap"},              {"cap=100001", "cap"},
+      {"cap=0", "cap"},              {"cap=10001", "cap"},
       {"mains=17", "mains"},         {"failures=7", "failures"},
       {"migrants=0", "migrants"},    {"top=0", "top"},
       {"colour=3", "colour"},        {"islands", "islands"},
