@@ -1,0 +1,240 @@
+/* bench_worker.c: what the worker protocol costs (docs/protocol.md).
+ *
+ * Spawns `specgen worker --device cpu:0` on pipes and measures, from the
+ * client's side:
+ *   - ping round trip: a ping written, its pong read;
+ *   - abort latency: a spinning candidate (hinge_loss's timeout example)
+ *     running, the abort written, its "aborted" result read (the evaluation
+ *     child killed and reaped, its scratch removed);
+ *   - request overhead: a validation's wall time from the request written to
+ *     the result read, minus the compile_s and run_s the result reports
+ *     (fork, relaying, task loading, JSON both ways).
+ *
+ * usage: bench_worker [--specgen PATH] [--pings N] [--reps N]
+ * PATH defaults to src/cli/specgen beside this program's bench/ folder.
+ */
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_clock.h"
+#include "common/sg_file.h"
+#include "runtime/sg_worker_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct wp {
+  pid_t pid;
+  int in, out;
+  sg_buf buf;
+} wp;
+
+static void die(const char *msg) {
+  fprintf(stderr, "bench_worker: %s\n", msg);
+  exit(1);
+}
+
+static void start(wp *w, const char *specgen) {
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
+    die("pipe");
+  pid_t pid = fork();
+  if (pid < 0)
+    die("fork");
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    execl(specgen, specgen, "worker", "--device", "cpu:0", (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  w->pid = pid;
+  w->in = in[1];
+  w->out = out[0];
+  sg_buf_init(&w->buf, 0);
+}
+
+static void sendl(wp *w, const char *line) {
+  size_t len = strlen(line), off = 0;
+  while (off < len) {
+    ssize_t k = write(w->in, line + off, len - off);
+    if (k <= 0 && errno != EINTR)
+      die("write to the worker failed");
+    if (k > 0)
+      off += (size_t)k;
+  }
+}
+
+/* The next reply as JSON (bounded wait: 300 s). */
+static json_t *recvj(wp *w) {
+  double deadline = sg_clock_now_s() + 300;
+  for (;;) {
+    char *nl = w->buf.len ? memchr(w->buf.data, '\n', w->buf.len) : NULL;
+    if (nl) {
+      size_t n = (size_t)(nl - w->buf.data);
+      json_error_t je;
+      json_t *j = json_loadb(w->buf.data, n, 0, &je);
+      sg_buf_consume(&w->buf, n + 1);
+      if (!j)
+        die("a reply is not JSON");
+      return j;
+    }
+    if (sg_clock_now_s() > deadline)
+      die("no reply within 300 s");
+    struct pollfd p = {.fd = w->out, .events = POLLIN};
+    if (poll(&p, 1, 1000) <= 0)
+      continue;
+    char chunk[65536];
+    ssize_t k = read(w->out, chunk, sizeof chunk);
+    if (k == 0)
+      die("the worker's output ended");
+    if (k > 0)
+      sg_buf_append(&w->buf, chunk, (size_t)k);
+  }
+}
+
+/* Reads replies until one of this type (and id); returns it. */
+static json_t *until(wp *w, const char *type, const char *id) {
+  for (int i = 0; i < 1000; i++) {
+    json_t *j = recvj(w);
+    const char *t = json_string_value(json_object_get(j, "type"));
+    const char *jid = json_string_value(json_object_get(j, "id"));
+    if (t && strcmp(t, type) == 0 && (!id || (jid && strcmp(jid, id) == 0)))
+      return j;
+    json_decref(j);
+  }
+  die("too many replies without the one expected");
+  return NULL;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p) {
+  qsort(v, n, sizeof *v, cmp);
+  size_t i = (size_t)floor(p * (double)(n - 1) + 0.5);
+  return v[i];
+}
+
+static char *request(const char *id, const char *src, double timeout_s) {
+  json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:{s:i, s:i, s:i, s:f}}", "type",
+                        "validate", "id", id, "task", "hinge_loss", "source", src,
+                        "opts", "runs", 1, "warmups", 0, "seed", 3, "timeout_s",
+                        timeout_s);
+  char *line = sg_worker_line(j, NULL);
+  json_decref(j);
+  return line;
+}
+
+static char *example(const char *name) {
+  char *path = sg_asprintf("%s/tasks/cpu/hinge_loss/examples/%s", SG_SOURCE_ROOT, name);
+  char *src;
+  sg_err err;
+  if (sg_file_read(path, 1 << 20, &src, NULL, &err))
+    die(err.msg);
+  free(path);
+  return src;
+}
+
+int main(int argc, char **argv) {
+  char *self = sg_strdup(argv[0]);
+  char *specgen = sg_asprintf("%s/../src/cli/specgen", dirname(self));
+  int pings = 500, reps = 5;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--specgen") == 0 && i + 1 < argc) {
+      free(specgen);
+      specgen = sg_strdup(argv[++i]);
+    } else if (strcmp(argv[i], "--pings") == 0 && i + 1 < argc) {
+      pings = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = atoi(argv[++i]);
+    } else {
+      fprintf(stderr, "usage: bench_worker [--specgen PATH] [--pings N] [--reps N]\n");
+      return 2;
+    }
+  }
+  if (pings < 1 || reps < 1)
+    die("--pings and --reps take positive counts");
+  signal(SIGPIPE, SIG_IGN);
+  wp w;
+  start(&w, specgen);
+  json_decref(until(&w, "hello", NULL));
+
+  double *rtt = sg_calloc((size_t)pings, sizeof *rtt);
+  for (int i = 0; i < pings; i++) {
+    double t0 = sg_clock_now_s();
+    sendl(&w, "{\"type\":\"ping\",\"id\":\"p\"}\n");
+    json_decref(until(&w, "pong", "p"));
+    rtt[i] = (sg_clock_now_s() - t0) * 1e6;
+  }
+
+  char *spin = example("timeout-unstarted_workers.c");
+  char *fast = example("ok-fast.c");
+  double *ab = sg_calloc((size_t)reps, sizeof *ab);
+  double *ovh = sg_calloc((size_t)reps, sizeof *ovh);
+  double *wall = sg_calloc((size_t)reps, sizeof *wall);
+  for (int i = 0; i < reps; i++) {
+    char *line = request("spin", spin, 120);
+    sendl(&w, line);
+    free(line);
+    json_decref(until(&w, "compiled", "spin"));
+    usleep(200000); /* let the candidate spin */
+    double t0 = sg_clock_now_s();
+    sendl(&w, "{\"type\":\"abort\",\"id\":\"spin\"}\n");
+    json_t *r = until(&w, "result", "spin");
+    ab[i] = (sg_clock_now_s() - t0) * 1e3;
+    json_decref(r);
+
+    line = request("fast", fast, 60);
+    t0 = sg_clock_now_s();
+    sendl(&w, line);
+    free(line);
+    r = until(&w, "result", "fast");
+    wall[i] = sg_clock_now_s() - t0;
+    json_t *res = json_object_get(r, "result");
+    const char *st = json_string_value(json_object_get(res, "status"));
+    if (!st || strcmp(st, "ok") != 0)
+      die("ok-fast did not validate");
+    double inner = json_number_value(json_object_get(res, "compile_s")) +
+                   json_number_value(json_object_get(res, "run_s"));
+    ovh[i] = (wall[i] - inner) * 1e3;
+    json_decref(r);
+  }
+  sendl(&w, "{\"type\":\"shutdown\"}\n");
+  json_decref(until(&w, "bye", NULL));
+  waitpid(w.pid, NULL, 0);
+
+  printf("%-42s %10s %10s %6s\n", "measure", "median", "p90/max", "n");
+  printf("%-42s %8.1f us %8.1f us %6d\n", "ping round trip", pct(rtt, (size_t)pings, 0.5),
+         pct(rtt, (size_t)pings, 0.9), pings);
+  printf("%-42s %8.2f ms %8.2f ms %6d\n", "abort -> aborted result", pct(ab, (size_t)reps, 0.5),
+         pct(ab, (size_t)reps, 1.0), reps);
+  printf("%-42s %8.2f ms %8.2f ms %6d\n", "validate overhead (wall - compile - run)",
+         pct(ovh, (size_t)reps, 0.5), pct(ovh, (size_t)reps, 1.0), reps);
+  printf("%-42s %8.3f s  %8.3f s  %6d\n", "validate wall (ok-fast, 1 run)",
+         pct(wall, (size_t)reps, 0.5), pct(wall, (size_t)reps, 1.0), reps);
+  free(rtt);
+  free(ab);
+  free(ovh);
+  free(wall);
+  free(spin);
+  free(fast);
+  free(specgen);
+  free(self);
+  sg_buf_free(&w.buf);
+  return 0;
+}
