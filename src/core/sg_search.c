@@ -7,6 +7,7 @@
  * deterministic: same history, same plan.
  */
 #include "core/sg_search.h"
+#include "core/sg_search_evolve.h"
 
 #include "common/sg_alloc.h"
 
@@ -230,6 +231,7 @@ void sg_search_registry_init(sg_search_registry *reg) {
   memset(reg, 0, sizeof *reg);
   reg->algos[reg->n++] = &builtin_refine;
   reg->algos[reg->n++] = &builtin_best_of_n;
+  reg->algos[reg->n++] = &sg_search_evolve_ops;
 }
 
 static const sg_search_ops *find_algo(const sg_search_registry *reg,

@@ -688,10 +688,9 @@ static void test_same_seed_same_plans(void) {
 
 static void test_registered_search_makes_checked_plans(void) {
   sg_search_registry reg;
-  sg_search_registry_init(&reg);
+  sg_search_registry_init(&reg); /* evolve is built in */
   sg_err err;
   sg_err_clear(&err);
-  SG_CHECK_OK(sg_search_register(&reg, &sg_search_evolve_ops, &err), err);
   sg_search *s = NULL;
   SG_CHECK_EQ_INT(sg_search_new(&reg, "evolve:islands=0", 1, &s, &err),
                   SG_EINVAL);
@@ -736,7 +735,6 @@ static void test_drives_the_controller(void) {
   sg_err_clear(&err);
   sg_termination_registry_init(&treg);
   sg_search_registry_init(&sreg);
-  SG_CHECK_OK(sg_search_register(&sreg, &sg_search_evolve_ops, &err), err);
   sg_termination *term = NULL;
   sg_search *search = NULL;
   SG_CHECK_OK(sg_termination_new(&treg, "none", &term, &err), err);
