@@ -19,8 +19,15 @@ for t in build-fuzz/tests/fuzz/fuzz_*; do
   [ -d "tests/fuzz/corpus/$name" ] && corpus=("tests/fuzz/corpus/$name")
   echo "fuzz: $name for ${secs}s"
   # New inputs go to a scratch directory; the seed corpus is only read.
-  "$t" -max_total_time="$secs" -print_final_stats=1 "$work" "${corpus[@]}" 2>&1 | tail -n 4
-  rm -rf "$work"
+  # A crash prints the fuzzer's report (input, stack) and fails the script.
+  log="$work.log"
+  if ! "$t" -max_total_time="$secs" -print_final_stats=1 "$work" "${corpus[@]}" >"$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzz: $name FAILED (the crashing input is named above)" >&2
+    exit 1
+  fi
+  grep -E "^stat::(number_of_executed_units|new_units_added)" "$log" || true
+  rm -rf "$work" "$log"
   ran=$((ran + 1))
 done
 echo "fuzz: $ran targets ran clean"
