@@ -10,6 +10,7 @@
  *     forks included), speculation on and off, and one whole iteration.
  * Usage: bench_core [runs]   (default 7)
  */
+#include "common/sg_stats.h"
 #include "core/sg_controller.h"
 #include "core/sg_scheduler.h"
 
@@ -28,16 +29,6 @@ static double cpu_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void die(const char *what, const sg_err *err) {
@@ -332,11 +323,11 @@ int main(int argc, char **argv) {
     v[CHUNK_OFF][r] = ctl_chunk_ns(false, 20000, &forks_off);
     v[ITER][r] = ctl_iteration_us(500);
   }
-  double life1 = median(v[LIFE1], runs), life64 = median(v[LIFE64], runs);
-  double bound = median(v[BOUND], runs);
-  double chunk_on = median(v[CHUNK_ON], runs);
-  double chunk_off = median(v[CHUNK_OFF], runs);
-  double iter = median(v[ITER], runs);
+  double life1 = sg_stats_median(v[LIFE1], (size_t)runs), life64 = sg_stats_median(v[LIFE64], (size_t)runs);
+  double bound = sg_stats_median(v[BOUND], (size_t)runs);
+  double chunk_on = sg_stats_median(v[CHUNK_ON], (size_t)runs);
+  double chunk_off = sg_stats_median(v[CHUNK_OFF], (size_t)runs);
+  double iter = sg_stats_median(v[ITER], (size_t)runs);
   printf("decision core, median of %d runs\n\n", runs);
   printf("| what | median |\n|---|---|\n");
   printf("| scheduler: one request's life, 1 workflow (G=8) | %.0f ns |\n",

@@ -16,6 +16,7 @@
  *                itself) over compile_warm_s + run_s
  * Usage: bench_eval [REPS] [TASK...]
  */
+#include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 #include "eval/sg_eval.h"
@@ -97,7 +98,7 @@ static int bench_task(const sg_task *t, int reps) {
   }
   double m[NCOL];
   for (int c = 0; c < NCOL; c++)
-    m[c] = sg_eval_median(col[c], (size_t)reps);
+    m[c] = sg_stats_median(col[c], (size_t)reps);
   double share = 50 * m[CAND] / 1000 / (m[WARM] + m[RUN]);
   printf("%-24s %6.2f %6.2f %7.3f %6.3f %7.2f %7.2f %7.2f %6.2f %9.3f %9.3f %6.1f%%\n",
          t->name, m[COLD], m[WARM], m[SANDBOX], m[LOAD], m[CORRECT], m[TIMING],

@@ -12,6 +12,7 @@
  * the file before its extern "C" launcher, #include lines dropped for
  * NVRTC). Median of 5 runs each. Usage: bench_gpu_compile [RUNS]
  */
+#include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
@@ -135,8 +136,8 @@ int main(int argc, char **argv) {
         }
       }
     }
-    double mso = sg_cuda_median(so, (size_t)runs), mcb = sg_cuda_median(cb, (size_t)runs);
-    double mrt = rt[0] < 0 ? -1 : sg_cuda_median(rt, (size_t)runs);
+    double mso = sg_stats_median(so, (size_t)runs), mcb = sg_stats_median(cb, (size_t)runs);
+    double mrt = rt[0] < 0 ? -1 : sg_stats_median(rt, (size_t)runs);
     if (mrt > 0)
       printf("%-26s %12.3f %12.3f %12.3f %10.1f %10.1f\n", tasks[t], mso, mcb, mrt,
              mso / mrt, mcb / mrt);

@@ -12,6 +12,7 @@
  *
  * usage: bench_llm_server [TASKS_DIR]   (default: the built-in tasks)
  */
+#include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
@@ -27,16 +28,6 @@
 #include <time.h>
 
 #define RUNS 7
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 typedef struct sink {
   size_t bytes;
@@ -197,18 +188,18 @@ int main(int argc, char **argv) {
   printf("bench_llm_server: task %s, %d runs each, medians\n\n", task_name, RUNS);
   printf("| what | median |\n|---|---|\n");
   printf("| model: one thinking answer (%zu reasoning tokens on average) | %.3f ms |\n",
-         tokens / (RUNS * 5), median(gen_ms, RUNS * 5));
+         tokens / (RUNS * 5), sg_stats_median(gen_ms, (size_t)RUNS * 5));
   printf("| model: a fork's answer (thinking off, half the trace in the prompt) | %.3f ms |\n",
-         median(fork_ms, RUNS * 5));
+         sg_stats_median(fork_ms, (size_t)RUNS * 5));
   printf("| stream, 1 client, no pacing (%zu SSE events, one token each) | %.0f events/s |\n", events,
-         median(one, RUNS));
+         sg_stats_median(one, (size_t)RUNS));
   printf("| stream, 4 clients at once, no pacing | %.0f events/s in total |\n",
-         median(four, RUNS));
-  printf("| same answer, not streamed | %.2f ms |\n", median(plain, RUNS));
+         sg_stats_median(four, (size_t)RUNS));
+  printf("| same answer, not streamed | %.2f ms |\n", sg_stats_median(plain, (size_t)RUNS));
   printf("| client hangs up -> generation counted cancelled (200 tokens/s) | %.2f ms |\n",
-         median(cancel_ms, RUNS));
+         sg_stats_median(cancel_ms, (size_t)RUNS));
   printf("| ratio: 4 clients / 1 client throughput | %.2f |\n",
-         median(four, RUNS) / median(one, RUNS));
+         sg_stats_median(four, (size_t)RUNS) / sg_stats_median(one, (size_t)RUNS));
   free(stream_body);
   free(plain_body);
   free(task_name);

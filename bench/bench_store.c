@@ -12,6 +12,7 @@
  * Usage: bench_store [candidates] [runs] [dir]   (default 2000, 5, $TMPDIR
  * or /tmp). The directory's file system decides the numbers: say which.
  */
+#include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
@@ -21,16 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void check(int rc, const char *what, const sg_err *err) {
   if (rc) {
@@ -127,17 +118,17 @@ int main(int argc, char **argv) {
          "in %s\n",
          n, runs, base);
   printf("%-28s %14s %14s %8s\n", "", "NORMAL", "FULL", "FULL/N");
-  double rn = median(rec[0], runs) / (6.0 * n) * 1e6;
-  double rf = median(rec[1], runs) / (6.0 * n) * 1e6;
+  double rn = sg_stats_median(rec[0], (size_t)runs) / (6.0 * n) * 1e6;
+  double rf = sg_stats_median(rec[1], (size_t)runs) / (6.0 * n) * 1e6;
   printf("%-28s %11.1f us %11.1f us %7.1fx\n", "one record (mean of 6 kinds)",
          rn, rf, rf / rn);
-  double cn = median(rec[0], runs) / n * 1e6;
-  double cf = median(rec[1], runs) / n * 1e6;
+  double cn = sg_stats_median(rec[0], (size_t)runs) / n * 1e6;
+  double cf = sg_stats_median(rec[1], (size_t)runs) / n * 1e6;
   printf("%-28s %11.1f us %11.1f us %7.1fx\n", "one candidate's 6 records", cn,
          cf, cf / cn);
-  double sn = median(sum[0], runs) * 1e3, sf = median(sum[1], runs) * 1e3;
+  double sn = sg_stats_median(sum[0], (size_t)runs) * 1e3, sf = sg_stats_median(sum[1], (size_t)runs) * 1e3;
   printf("%-28s %11.2f ms %11.2f ms\n", "summary_json", sn, sf);
-  double qn = median(res[0], runs) * 1e3, qf = median(res[1], runs) * 1e3;
+  double qn = sg_stats_median(res[0], (size_t)runs) * 1e3, qf = sg_stats_median(res[1], (size_t)runs) * 1e3;
   printf("%-28s %11.2f ms %11.2f ms\n", "resume_json", qn, qf);
   return 0;
 }

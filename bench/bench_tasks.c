@@ -20,6 +20,7 @@
  * The built-in CPU tasks share one calling convention (tests/tasks checks
  * it): the float32 arrays first, then the dimensions as int32 scalars.
  */
+#include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "eval/sg_task.h"
@@ -75,16 +76,6 @@ static double time_call(void *fn, const call *c) {
   default: ((fn_3_5)fn)(a[0], a[1], a[2], v[0], v[1], v[2], v[3], v[4]); break;
   }
   return (now_s() - t0) * 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Compiles src into so; returns 0 on success. */
@@ -172,7 +163,7 @@ static int bench_task(const sg_task *t, int runs, const char *tmp) {
       tr[r] = time_call(ref, &c);
       tf[r] = time_call(fast, &c);
     }
-    double mr = median(tr, runs), mf = median(tf, runs);
+    double mr = sg_stats_median(tr, (size_t)runs), mf = sg_stats_median(tf, (size_t)runs);
     printf("%-26s %10.2f %10.2f %10.2f %10.2f %8.2fx\n", t->name, mr, tr[0], mf,
            tf[0], mr / mf);
     free(tr);

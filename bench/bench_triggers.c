@@ -11,6 +11,7 @@
  *
  * usage: bench_triggers [MiB (default 16)] [runs (default 5)]
  */
+#include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
@@ -28,16 +29,6 @@ static const char *const samples[] = {"matmul_cuda", "hinge_c",
 static void count(void *user, const sg_trigger *t) {
   (void)t;
   (*(uint64_t *)user)++;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv) {
@@ -103,7 +94,7 @@ int main(int argc, char **argv) {
       }
       n = got;
     }
-    double m = median(v, runs);
+    double m = sg_stats_median(v, (size_t)runs);
     if (c == 0)
       base = m;
     char name[32];
@@ -117,7 +108,7 @@ int main(int argc, char **argv) {
     sg_extract_candidate(trace, len, "cuda", "matmul", &e);
     v[r] = (double)len / 1e6 / (sg_clock_now_s() - t0);
   }
-  printf("%-22s %10.1f %10s %10s\n", "extract (whole text)", median(v, runs), "",
+  printf("%-22s %10.1f %10s %10s\n", "extract (whole text)", sg_stats_median(v, (size_t)runs), "",
          "");
   int made = 1000;
   for (int r = 0; r < runs; r++) {
@@ -126,7 +117,7 @@ int main(int argc, char **argv) {
       sg_scanner_free(sg_scanner_new(NULL));
     v[r] = (sg_clock_now_s() - t0) / made * 1e6;
   }
-  printf("scanner new+free: %.2f us (median)\n", median(v, runs));
+  printf("scanner new+free: %.2f us (median)\n", sg_stats_median(v, (size_t)runs));
   free(v);
   free(trace);
   for (int i = 0; i < 3; i++)

@@ -159,27 +159,6 @@ const char *sg_cuda_index_str(const sg_task_arg *a, int64_t flat, char *buf,
   return buf;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-double sg_cuda_median(double *v, size_t n) {
-  if (n == 0)
-    return NAN;
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double sg_cuda_mean(const double *v, size_t n) {
-  if (n == 0)
-    return NAN;
-  double s = 0;
-  for (size_t i = 0; i < n; i++)
-    s += v[i];
-  return s / (double)n;
-}
-
 /* ---- candidate rules ------------------------------------------------------ */
 
 /* The source with comments replaced by spaces (string literals kept: a

@@ -58,10 +58,6 @@ void sg_cuda_compare(sg_dtype dtype, const void *ref, const void *cand,
 const char *sg_cuda_index_str(const sg_task_arg *a, int64_t flat, char *buf,
                               size_t len);
 
-/* Median and mean of n values (sorts v in place). */
-double sg_cuda_median(double *v, size_t n);
-double sg_cuda_mean(const double *v, size_t n);
-
 /* The candidate rules: returns true when the source (comments removed)
  * uses something forbidden, with the rule broken in why (size len). Forbidden:
  * vendor libraries that do the work (cuBLAS, cuBLASLt, cuDNN, cuSPARSE,

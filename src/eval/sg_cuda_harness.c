@@ -21,6 +21,7 @@
  * It never returns control to the candidate's process after a sticky CUDA
  * error: the result says runtime_error and the process ends.
  */
+#include "common/sg_stats.h"
 #include "eval/sg_cuda_harness.h"
 
 #include "common/sg_alloc.h"
@@ -398,10 +399,10 @@ static json_t *validate(harness *h, sg_launch_fn cand, sg_launch_fn ref) {
   json_object_set_new(h->out, "timing_wall_s", json_real(sg_clock_now_s() - t0));
   json_object_set_new(h->out, "ref_times_ms", times_json(tr, (size_t)cfg->timed));
   json_object_set_new(h->out, "cand_times_ms", times_json(tc, (size_t)cfg->timed));
-  json_object_set_new(h->out, "ref_mean_ms", json_real(sg_cuda_mean(tr, (size_t)cfg->timed)));
-  json_object_set_new(h->out, "cand_mean_ms", json_real(sg_cuda_mean(tc, (size_t)cfg->timed)));
-  double mr = sg_cuda_median(tr, (size_t)cfg->timed);
-  double mc = sg_cuda_median(tc, (size_t)cfg->timed);
+  json_object_set_new(h->out, "ref_mean_ms", json_real(sg_stats_mean(tr, (size_t)cfg->timed)));
+  json_object_set_new(h->out, "cand_mean_ms", json_real(sg_stats_mean(tc, (size_t)cfg->timed)));
+  double mr = sg_stats_median(tr, (size_t)cfg->timed);
+  double mc = sg_stats_median(tc, (size_t)cfg->timed);
   json_object_set_new(h->out, "ref_ms", json_real(mr));
   json_object_set_new(h->out, "cand_ms", json_real(mc));
   json_object_set_new(h->out, "speedup", json_real(mr / mc));

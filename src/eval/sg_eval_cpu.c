@@ -24,6 +24,7 @@
  * What it must never do: load candidate code into this process, or trust a
  * report the child did not finish (a nonce ties the report to this run).
  */
+#include "common/sg_stats.h"
 #include "eval/sg_eval_cpu.h"
 
 #include "common/sg_alloc.h"
@@ -823,7 +824,7 @@ static double ns_array_ms(const json_t *arr, bool median) {
   double *x = sg_malloc(n * sizeof *x);
   for (size_t i = 0; i < n; i++)
     x[i] = (double)json_integer_value(json_array_get(arr, i)) / 1e6;
-  double v = median ? sg_eval_median(x, n) : sg_eval_mean(x, n);
+  double v = median ? sg_stats_median(x, n) : sg_stats_mean(x, n);
   free(x);
   return v;
 }

@@ -63,8 +63,6 @@ void sg_eval_compare(sg_dtype d, const void *cand, const void *ref, int64_t n,
 char *sg_eval_cmp_message(const sg_task_arg *a, const sg_eval_cmp *c,
                           double atol, double rtol);
 
-double sg_eval_median(const double *x, size_t n);
-double sg_eval_mean(const double *x, size_t n);
 
 /* ---- the candidate's symbols ---- */
 

@@ -307,31 +307,6 @@ char *sg_eval_cmp_message(const sg_task_arg *a, const sg_eval_cmp *c,
   return sg_buf_steal(&b);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-double sg_eval_median(const double *x, size_t n) {
-  if (n == 0)
-    return NAN;
-  double *c = sg_malloc(n * sizeof *c);
-  memcpy(c, x, n * sizeof *c);
-  qsort(c, n, sizeof *c, cmp_double);
-  double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-  free(c);
-  return m;
-}
-
-double sg_eval_mean(const double *x, size_t n) {
-  if (n == 0)
-    return NAN;
-  double s = 0;
-  for (size_t i = 0; i < n; i++)
-    s += x[i];
-  return s / (double)n;
-}
-
 /* ---- ELF dynamic symbols --------------------------------------------------- */
 
 void sg_elf_symbols_free(sg_elf_sym *s, size_t n) {

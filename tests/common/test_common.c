@@ -4,6 +4,7 @@
 #include "common/sg_error.h"
 #include "common/sg_file.h"
 #include "common/sg_rng.h"
+#include "common/sg_stats.h"
 #include "sg_test.h"
 
 #include <stdlib.h>
@@ -103,7 +104,17 @@ static void test_rng_stream_is_pinned_for_a_seed(void) {
   SG_CHECK_NEAR(sum / 100000, 0.5, 0.01);
 }
 
-SG_TEST_MAIN(SG_TEST(test_splitmix64_matches_its_published_stream),
+static void test_stats_median_and_mean_leave_input_alone(void) {
+  const double v[] = {5, 1, 4, 2, 3};
+  SG_CHECK_NEAR(sg_stats_median(v, 5), 3, 0);
+  SG_CHECK_NEAR(sg_stats_median(v, 4), 3, 0); /* {5,1,4,2}: (2+4)/2 */
+  SG_CHECK_NEAR(sg_stats_mean(v, 5), 3, 0);
+  SG_CHECK(v[0] == 5 && v[1] == 1 && v[4] == 3); /* not reordered */
+  SG_CHECK(isnan(sg_stats_median(v, 0)) && isnan(sg_stats_mean(v, 0)));
+}
+
+SG_TEST_MAIN(SG_TEST(test_stats_median_and_mean_leave_input_alone),
+             SG_TEST(test_splitmix64_matches_its_published_stream),
              SG_TEST(test_rng_stream_is_pinned_for_a_seed),
              SG_TEST(test_strerror_names_every_code),
              SG_TEST(test_err_set_and_prefix),

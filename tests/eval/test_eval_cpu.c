@@ -2,6 +2,7 @@
  * contract: RNG and input distributions, poison and allclose, median and
  * mean, the ELF symbol reader and the symbol rules, diagnostic cuts, signal
  * names, device parsing, status names, options and result JSON. */
+#include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
@@ -287,14 +288,14 @@ static void test_cmp_message(void) {
 static void test_median_mean(void) {
   double odd[5] = {5, 1, 4, 2, 3};
   double even[4] = {10, 1, 3, 2};
-  SG_CHECK_NEAR(sg_eval_median(odd, 5), 3, 0);
-  SG_CHECK_NEAR(sg_eval_median(even, 4), 2.5, 0);
-  SG_CHECK_NEAR(sg_eval_mean(even, 4), 4, 0);
-  SG_CHECK_NEAR(sg_eval_mean(odd, 5), 3, 0);
+  SG_CHECK_NEAR(sg_stats_median(odd, 5), 3, 0);
+  SG_CHECK_NEAR(sg_stats_median(even, 4), 2.5, 0);
+  SG_CHECK_NEAR(sg_stats_mean(even, 4), 4, 0);
+  SG_CHECK_NEAR(sg_stats_mean(odd, 5), 3, 0);
   SG_CHECK(odd[0] == 5 && even[0] == 10); /* inputs untouched */
-  SG_CHECK(isnan(sg_eval_median(odd, 0)) && isnan(sg_eval_mean(odd, 0)));
+  SG_CHECK(isnan(sg_stats_median(odd, 0)) && isnan(sg_stats_mean(odd, 0)));
   double one = 7;
-  SG_CHECK_NEAR(sg_eval_median(&one, 1), 7, 0);
+  SG_CHECK_NEAR(sg_stats_median(&one, 1), 7, 0);
 }
 
 /* ---- ELF symbols and rules ------------------------------------------------- */

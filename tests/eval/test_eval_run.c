@@ -2,6 +2,7 @@
  * timing protocol (counts and alternation, from the child's own log), seeded
  * inputs, the options it refuses, compile diagnostics and symbol rules on
  * real compiler output, and kernels that cheat. */
+#include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
@@ -87,8 +88,8 @@ static void check_protocol(int warmups, int runs) {
   double *x = sg_malloc(nr * sizeof *x);
   for (size_t i = 0; i < nr; i++)
     x[i] = (double)json_integer_value(json_array_get(json_object_get(log, "ref_ns"), i)) / 1e6;
-  SG_CHECK_NEAR(r.ref_ms, sg_eval_median(x, nr), 1e-12);
-  SG_CHECK_NEAR(r.ref_mean_ms, sg_eval_mean(x, nr), 1e-12);
+  SG_CHECK_NEAR(r.ref_ms, sg_stats_median(x, nr), 1e-12);
+  SG_CHECK_NEAR(r.ref_mean_ms, sg_stats_mean(x, nr), 1e-12);
   SG_CHECK_NEAR(r.speedup, r.ref_ms / r.cand_ms, 1e-12);
   SG_CHECK(r.seed != 0);
   SG_CHECK(r.run_s > 0 && r.compile_s > 0);

@@ -1,6 +1,7 @@
 /* test_cuda_check.c: the cuda evaluator's pure pieces (sg_cuda_check.h):
  * input drawing, element-wise comparison, statistics, the candidate rules
  * and the launcher shim. Needs no GPU. */
+#include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "eval/sg_cuda_check.h"
 #include "sg_test.h"
@@ -143,11 +144,11 @@ static void test_index_and_stats(void) {
   SG_CHECK_STR_EQ(sg_cuda_index_str(&a, 23, buf, sizeof buf), "[1, 2, 3]");
   SG_CHECK_STR_EQ(sg_cuda_index_str(&a, 13, buf, sizeof buf), "[1, 0, 1]");
   double v[5] = {5, 1, 4, 2, 3};
-  SG_CHECK_NEAR(sg_cuda_mean(v, 5), 3, 0);
-  SG_CHECK_NEAR(sg_cuda_median(v, 5), 3, 0);
+  SG_CHECK_NEAR(sg_stats_mean(v, 5), 3, 0);
+  SG_CHECK_NEAR(sg_stats_median(v, 5), 3, 0);
   double w[4] = {4, 1, 3, 2};
-  SG_CHECK_NEAR(sg_cuda_median(w, 4), 2.5, 0);
-  SG_CHECK(isnan(sg_cuda_median(w, 0)));
+  SG_CHECK_NEAR(sg_stats_median(w, 4), 2.5, 0);
+  SG_CHECK(isnan(sg_stats_median(w, 0)));
 }
 
 static bool forbidden(const char *src, char *why) {
