@@ -14,7 +14,7 @@
 #include <string.h>
 
 static const char *const req_names[SG_WREQ__COUNT] = {
-    "hello", "validate", "profile", "abort", "ping", "shutdown"};
+    "hello", "validate", "profile", "abort", "ping", "shutdown", "compile"};
 
 static const char *const rep_names[SG_WREP__COUNT] = {
     "hello", "started", "compiled", "result", "pong", "error", "bye"};
@@ -244,11 +244,12 @@ int sg_worker_request_parse(const char *line, size_t len,
     goto out;
   free(req->id);
   req->id = NULL;
-  bool needs_id = req->type == SG_WREQ_VALIDATE ||
-                  req->type == SG_WREQ_PROFILE || req->type == SG_WREQ_ABORT;
+  bool evaluates = req->type == SG_WREQ_VALIDATE ||
+                   req->type == SG_WREQ_PROFILE || req->type == SG_WREQ_COMPILE;
+  bool needs_id = evaluates || req->type == SG_WREQ_ABORT;
   if ((rc = get_id(j, needs_id, &req->id, err)))
     goto out;
-  if (req->type == SG_WREQ_VALIDATE || req->type == SG_WREQ_PROFILE) {
+  if (evaluates) {
     if ((rc = get_string(j, "task", SG_WORKER_TASK_MAX, false, &req->task,
                          NULL, err)))
       goto out;
@@ -269,7 +270,8 @@ json_t *sg_worker_request_to_json(const sg_worker_request *req) {
   json_object_set_new(j, "type", json_string(sg_worker_req_type_name(req->type)));
   if (req->id)
     json_object_set_new(j, "id", json_string(req->id));
-  if (req->type == SG_WREQ_VALIDATE || req->type == SG_WREQ_PROFILE) {
+  if (req->type == SG_WREQ_VALIDATE || req->type == SG_WREQ_PROFILE ||
+      req->type == SG_WREQ_COMPILE) {
     json_object_set_new(j, "task", json_string(req->task ? req->task : ""));
     json_object_set_new(j, "source",
                         json_stringn(req->source ? req->source : "",

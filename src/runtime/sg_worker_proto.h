@@ -41,6 +41,7 @@ typedef enum sg_worker_req_type {
   SG_WREQ_ABORT,
   SG_WREQ_PING,
   SG_WREQ_SHUTDOWN,
+  SG_WREQ_COMPILE,   /* the CPU stage only: build into the build cache */
   SG_WREQ__COUNT
 } sg_worker_req_type;
 

@@ -1,0 +1,144 @@
+/* sg_pool.h: the run's worker processes, driven from the runtime's libuv loop.
+ *
+ * A pool owns one `specgen worker --device D` process per device of the run
+ * (a "device slot") and `compile_workers` processes `specgen worker
+ * --compile-only` (the CPU compile stage, no device held). All of them share
+ * one build cache directory: a compile worker builds a candidate into it, and
+ * the device worker that later validates the same candidate finds the build
+ * there instead of compiling again (docs/protocol.md). Requests and replies
+ * are the JSON lines of sg_worker_proto.h over each worker's stdin/stdout
+ * pipes; each worker's stderr is appended to a log file.
+ *
+ * The pool's promise: every request submitted gets exactly one result
+ * callback, unless the caller aborted it first. A worker that exits, is
+ * killed, closes its stdout, writes a line that is not protocol, or holds a
+ * request past its deadline (hang) is killed if needed and restarted (after
+ * a short backoff), and each request it held is reported with status
+ * infra_error and a message that names the worker, the device and what
+ * happened ("worker cuda:1 (pid 4242) died of signal 9 while validating";
+ * the scheduler then retries it elsewhere). A slot restarted more than
+ * max_restarts times in a row without completing a request is given up:
+ * its queued requests are failed the same way and later submits to it are
+ * refused (SG_ESTATE), so the runtime can take the device out of service.
+ *
+ * Single-threaded: every call and callback happens on the loop's thread.
+ */
+#ifndef SG_POOL_H
+#define SG_POOL_H
+
+#include "common/sg_error.h"
+#include "eval/sg_eval.h"
+#include "runtime/sg_worker_proto.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+typedef struct sg_pool sg_pool;
+
+/* What a request asks for. */
+typedef enum sg_pool_kind {
+  SG_POOL_COMPILE,  /* on a compile worker: the CPU stage only */
+  SG_POOL_VALIDATE, /* on a device worker: compile (or cache hit) and run */
+  SG_POOL_PROFILE,  /* on a device worker: compile (or cache hit), profile */
+  SG_POOL_KIND__COUNT
+} sg_pool_kind;
+
+/* "compile", "validate", "profile". */
+const char *sg_pool_kind_name(sg_pool_kind k);
+
+typedef struct sg_pool_opts {
+  const char *program;         /* the specgen executable to run as workers */
+  const char *const *devices;  /* "cpu:0", "cuda:3": one device slot each */
+  size_t n_devices;            /* >= 1 */
+  int compile_workers;         /* >= 1 */
+  const char *build_cache;     /* shared --build-cache directory (required) */
+  const char *work_dir;        /* --work-dir of every worker; NULL: $TMPDIR */
+  const char *log_path;        /* workers' stderr appended here; NULL: ours */
+  /* A request is declared hung when no reply for it came for its own
+   * timeout (sg_pool_request.timeout_s, or 60 s) plus this grace; then its
+   * worker is killed and restarted. Default 30. */
+  double hang_grace_s;
+  int max_restarts;            /* in a row, per slot; default 5 */
+  double restart_backoff_s;    /* first delay, doubled each time; 0.1 */
+  /* Extra environment for the workers ("NAME=value"), e.g. for tests. */
+  const char *const *env;
+  size_t n_env;
+} sg_pool_opts;
+
+/* program NULL, no devices, compile_workers 1, hang_grace_s 30,
+ * max_restarts 5, restart_backoff_s 0.1. */
+void sg_pool_opts_default(sg_pool_opts *o);
+
+/* One evaluation request. Strings are copied by sg_pool_submit. */
+typedef struct sg_pool_request {
+  uint64_t ticket;          /* the caller's id, unique while live (> 0) */
+  sg_pool_kind kind;
+  int slot;                 /* device slot for validate/profile (0-based);
+                               ignored for compile (the least loaded compile
+                               worker takes it) */
+  const char *task;         /* a task name or directory, as the worker
+                               understands it */
+  const char *source;
+  size_t source_len;
+  unsigned long long seed;  /* 0: the evaluator's default */
+  int trials, runs;         /* 0: default */
+  int warmups;              /* -1: default */
+  double timeout_s;         /* device stage; 0: default (60 s) */
+} sg_pool_request;
+
+typedef struct sg_pool_callbacks {
+  void *data;
+  /* A device worker began the request (its "started" reply): the device
+   * stage's real start time, for the store. May be NULL. */
+  void (*on_started)(sg_pool *p, void *data, uint64_t ticket);
+  /* The request's one result (borrowed for the call). For compile requests
+   * status is ok, compile_error, rejected or infra_error. */
+  void (*on_result)(sg_pool *p, void *data, uint64_t ticket,
+                    const sg_eval_result *r);
+  /* Something happened to a worker, for the log and the progress line:
+   * what is "started", "restarted", "hung", "died" or "given_up"; slot is
+   * the device slot, or -1 - i for compile worker i. May be NULL. */
+  void (*on_worker)(sg_pool *p, void *data, int slot, const char *what,
+                    const char *message);
+} sg_pool_callbacks;
+
+/* Spawns every worker (their hello arrives later; requests submitted before
+ * it wait in the pool). Errors: SG_EINVAL for bad options, SG_EIO when a
+ * process cannot be spawned (naming the program). */
+int sg_pool_new(uv_loop_t *loop, const sg_pool_opts *opts,
+                const sg_pool_callbacks *cb, sg_pool **out, sg_err *err);
+
+/* Sends a request to its worker. SG_EINVAL for a bad request (a slot out of
+ * range, a ticket in use), SG_ESTATE for a slot given up or a pool closing. */
+int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err);
+
+/* Withdraws a request: its worker is told to abort it and no result callback
+ * follows for this ticket. Unknown tickets are ignored. */
+void sg_pool_abort(sg_pool *p, uint64_t ticket);
+
+/* Requests submitted and not yet reported, in all slots. */
+size_t sg_pool_pending(const sg_pool *p);
+
+typedef struct sg_pool_stats {
+  uint64_t submitted, completed, aborted;
+  uint64_t restarts;          /* worker processes restarted */
+  uint64_t lost;              /* requests reported as infra_error because
+                                 their worker died or hung */
+  int slots_given_up;
+} sg_pool_stats;
+
+void sg_pool_stats_get(const sg_pool *p, sg_pool_stats *st);
+
+/* The pid of a slot's current worker (device slot >= 0, compile worker
+ * -1 - i), 0 when none runs: for tests that kill one. */
+long sg_pool_worker_pid(const sg_pool *p, int slot);
+
+/* Asks every worker to shut down (requests in flight are aborted: no more
+ * callbacks), closes the pipes and, once the workers exited or after
+ * timeout_s, kills what is left; the pool is freed by the loop, so run the
+ * loop (uv_run) afterwards until it returns. NULL is fine. */
+void sg_pool_close(sg_pool *p, double timeout_s);
+
+#endif

@@ -1,0 +1,139 @@
+/* sg_run_config.h: the configuration of `specgen run`, one table of keys.
+ *
+ * Every setting is one key. The same key is a command-line flag (`--KEY
+ * VALUE`, `--KEY=VALUE`; a bool also as a bare `--KEY`) and a YAML key of the
+ * file given with `--config FILE` (spelled the same, dashes included), and is
+ * recorded in the run store as part of the run's configuration (JSON). The
+ * table below drives the parsing of all three, the usage text and
+ * docs/usage.md's reference, so no key can exist in one place and not the
+ * others. Precedence: the defaults, then the file, then the flags.
+ *
+ * Errors name where the bad value came from: "--iterations: expected an
+ * integer from 1 to 100000, got \"x\"" or "run.yaml:7: key \"iteration\": unknown
+ * key (did you mean \"iterations\"?)".
+ */
+#ifndef SG_RUN_CONFIG_H
+#define SG_RUN_CONFIG_H
+
+#include "common/sg_error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct sg_run_config {
+  /* what to optimize */
+  char **task;             /* task: one or more names or directories */
+  size_t n_task;
+  /* the model */
+  char *llm;               /* llm: base URL; NULL: the built-in test server */
+  char *model;             /* model: required with llm */
+  char *profile;           /* profile: generic|vllm|sglang|deepseek|openai */
+  char *api_key_env;       /* api-key-env: OPENAI_API_KEY */
+  int max_tokens;          /* max-tokens: per generation, 0: server default */
+  double temperature;      /* temperature: < 0: server default (-1) */
+  double gen_deadline;     /* gen-deadline: s, per generation (1800) */
+  double idle_timeout;     /* idle-timeout: s between stream events (120) */
+  /* the built-in test server (used only without llm) */
+  double server_speed;     /* server-speed: tokens/s per stream (300) */
+  char *server_fault;      /* server-fault: a fault spec applied to every
+                              request, NULL: none */
+  /* devices and evaluation */
+  char *devices;           /* devices: "cpu:0-1", "cuda:0-7", "cpu:0,cpu:2" */
+  int compile_workers;     /* compile-workers: 1 */
+  int trials;              /* trials: correctness input sets (3) */
+  int runs;                /* runs: timed runs (40; 0: the evaluator's) */
+  int warmups;             /* warmups: (10) */
+  double eval_timeout;     /* eval-timeout: s, device stage (60) */
+  double hang_grace;       /* hang-grace: s beyond eval-timeout (30) */
+  bool elastic;            /* elastic: re-split devices per iteration (on) */
+  /* the search */
+  char *search;            /* search: refine|best-of-n[:N]|evolve[:...]|exec:CMD */
+  bool spec;               /* spec: speculative forks (on) */
+  char *termination;       /* termination: first-valid|hist-avg|hist-best|none */
+  bool fork_on_idle;       /* fork-on-idle: (on) */
+  int max_forks;           /* max-forks: per iteration (64) */
+  int max_live_forks;      /* max-live-forks: at once (16) */
+  double tick;             /* tick: s between controller ticks (0.25) */
+  uint64_t seed;           /* seed: (1) */
+  /* budgets, per workflow; 0: none */
+  int iterations;          /* iterations: (10) */
+  double time_budget;      /* time-budget: s (0) */
+  uint64_t token_budget;   /* token-budget: (0) */
+  /* output */
+  char *out;               /* out: run directory; NULL: runs/<UTC time> */
+  char *resume;            /* resume: continue the run in this directory */
+  char *prompts;           /* prompts: directory of template overrides */
+  bool quiet;              /* quiet: no progress lines */
+  bool json;               /* json: progress as one JSON event per line */
+} sg_run_config;
+
+typedef enum sg_run_key_type {
+  SG_KEY_STRING,   /* char * (NULL: unset) */
+  SG_KEY_LIST,     /* char ** + size_t count; flags repeat, YAML: a sequence
+                      or one scalar */
+  SG_KEY_INT,      /* int within [min, max] */
+  SG_KEY_U64,      /* uint64_t within [min, max] */
+  SG_KEY_DOUBLE,   /* double within [min, max] */
+  SG_KEY_BOOL,     /* on|off|true|false|yes|no|1|0; bare flag: on */
+  SG_KEY__COUNT
+} sg_run_key_type;
+
+typedef struct sg_run_key {
+  const char *name;         /* "time-budget" */
+  sg_run_key_type type;
+  size_t offset;            /* of the field in sg_run_config */
+  size_t count_offset;      /* SG_KEY_LIST: of its size_t count */
+  double min, max;          /* numbers */
+  const char *choices;      /* strings with fixed values: "a|b|c", else NULL */
+  const char *value_name;   /* for the usage text: "N", "S", "URL" */
+  const char *help;         /* one line, with the default */
+} sg_run_key;
+
+/* The table (static) and its length. */
+const sg_run_key *sg_run_keys(size_t *n);
+/* The key called name, or NULL. */
+const sg_run_key *sg_run_key_find(const char *name);
+
+/* The defaults (the comments above). */
+void sg_run_config_init(sg_run_config *c);
+void sg_run_config_free(sg_run_config *c);
+
+/* Sets key from text; origin names where it came from, for errors ("--seed",
+ * "run.yaml:7"). A LIST key appends. SG_ENOENT for an unknown key (with a
+ * suggestion), SG_EINVAL for a bad value. */
+int sg_run_config_set(sg_run_config *c, const char *key, const char *value,
+                      const char *origin, sg_err *err);
+
+/* Applies a YAML file: a mapping of keys to scalars (lists: a sequence of
+ * scalars, or one scalar). Errors name the file and line. */
+int sg_run_config_load_yaml(sg_run_config *c, const char *path, sg_err *err);
+
+/* Applies argv[first..argc): first `--config FILE` wherever it is, then
+ * every other flag in order. SG_EINVAL (usage) for an unknown flag, a
+ * missing value, a positional argument. "--help" is not handled here. */
+int sg_run_config_parse_args(sg_run_config *c, int argc, char **argv,
+                             int first, sg_err *err);
+
+/* Every key as a JSON object (unset strings as null); and back, for a
+ * resumed run (unknown keys are errors naming them). */
+json_t *sg_run_config_to_json(const sg_run_config *c);
+int sg_run_config_from_json(sg_run_config *c, const json_t *j, sg_err *err);
+
+/* The checks that span keys or need parsing: at least one task; model
+ * given with llm; devices well formed (sg_run_devices_parse); profile,
+ * termination and search names known. Messages name the key. */
+int sg_run_config_check(const sg_run_config *c, sg_err *err);
+
+/* Expands a devices spec ("cpu:0-1", "cuda:0-3,cuda:6", "cpu:2") into a
+ * list of device names ("cpu:0", "cpu:1"); the caller frees each and the
+ * list. Duplicates and mixing cpu with cuda are errors. */
+int sg_run_devices_parse(const char *spec, char ***out, size_t *n,
+                         sg_err *err);
+
+/* The flags' usage text, one line per key, generated from the table. */
+void sg_run_config_usage(FILE *f);
+
+#endif
