@@ -352,6 +352,8 @@ json_t *sg_worker_reply_to_json(const sg_worker_reply *r) {
                                             : json_null());
     json_object_set_new(j, "status",
                         json_string(sg_eval_status_name(r->compile_status)));
+    if (r->cached)
+      json_object_set_new(j, "cached", json_true());
     break;
   case SG_WREP_RESULT:
     json_object_set_new(j, "result", sg_eval_result_to_json(&r->result));
@@ -433,6 +435,12 @@ int sg_worker_reply_parse(const char *line, size_t len, sg_worker_reply *rep,
       goto out;
     }
     rep->compile_status = (sg_eval_status)st;
+    const json_t *cached = json_object_get(j, "cached");
+    if (cached && !json_is_boolean(cached)) {
+      rc = sg_err_set(err, SG_EINVAL, "field \"cached\": expected true or false");
+      goto out;
+    }
+    rep->cached = json_is_true(cached);
     break;
   }
   case SG_WREP_RESULT: {

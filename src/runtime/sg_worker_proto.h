@@ -51,10 +51,12 @@ int sg_worker_req_type_parse(const char *name);
 
 typedef struct sg_worker_request {
   sg_worker_req_type type;
-  char *id;            /* owned; required for validate, profile, abort;
+  char *id;            /* owned; required for validate, profile, compile,
+                          abort;
                           optional (NULL) for ping and hello */
-  char *task;          /* validate, profile: a task name or directory; owned */
-  char *source;        /* validate, profile: the candidate; owned */
+  char *task;          /* validate, profile, compile: a task name or
+                          directory; owned */
+  char *source;        /* validate, profile, compile: the candidate; owned */
   size_t source_len;
   /* opts: 0 means "not given" (the evaluator's default applies) */
   unsigned long long seed;  /* 1 .. 2^63-1 */
@@ -113,6 +115,9 @@ typedef struct sg_worker_reply {
   /* compiled */
   double compile_s;
   sg_eval_status compile_status; /* ok, compile_error or rejected */
+  bool cached;              /* the build came from the build cache: nothing
+                               was compiled; compile_s is the stored build's
+                               (sent only when true) */
   /* result */
   sg_eval_result result;
   /* error: line is the request line it answers (1-based; 0: none) */

@@ -55,6 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     assert(rc == 0);
     assert(back.type == rep.type);
     same_id(back.id, rep.id);
+    assert(back.cached == rep.cached);
+    assert(back.compile_status == rep.compile_status);
     sg_worker_reply_free(&back);
     free(line);
   }

@@ -124,9 +124,22 @@ static void test_request_round_trip(void) {
   free(line);
   sg_worker_request_free(&b);
 
+  /* compile carries the same fields as validate */
+  a.type = SG_WREQ_COMPILE;
+  j = sg_worker_request_to_json(&a);
+  line = sg_worker_line(j, &len);
+  json_decref(j);
+  SG_CHECK_OK(sg_worker_request_parse(line, len - 1, &b, &err), err);
+  SG_CHECK_EQ_INT(b.type, SG_WREQ_COMPILE);
+  SG_CHECK_STR_EQ(b.task, a.task);
+  SG_CHECK_STR_EQ(b.source, a.source);
+  SG_CHECK(b.seed == a.seed);
+  free(line);
+  sg_worker_request_free(&b);
+
   /* every other type round-trips too */
   for (int t = 0; t < SG_WREQ__COUNT; t++) {
-    if (t == SG_WREQ_VALIDATE || t == SG_WREQ_PROFILE)
+    if (t == SG_WREQ_VALIDATE || t == SG_WREQ_PROFILE || t == SG_WREQ_COMPILE)
       continue;
     sg_worker_request c;
     sg_worker_request_init(&c);
@@ -165,6 +178,9 @@ static void test_malformed_requests_name_the_field(void) {
       {"{\"type\":\"ping\",\"protocol\":\"1\"}", "field \"protocol\": expected an integer"},
       {"{\"type\":\"validate\",\"task\":\"t\",\"source\":\"s\"}", "field \"id\": missing"},
       {"{\"type\":\"abort\"}", "field \"id\": missing"},
+      {"{\"type\":\"compile\",\"task\":\"t\",\"source\":\"s\"}", "field \"id\": missing"},
+      {"{\"type\":\"compile\",\"id\":\"c\",\"source\":\"s\"}", "field \"task\": missing"},
+      {"{\"type\":\"compile\",\"id\":\"c\",\"task\":\"t\"}", "field \"source\": missing"},
       {"{\"type\":\"abort\",\"id\":7}", "field \"id\": expected a string"},
       {"{\"type\":\"abort\",\"id\":\"\"}", "field \"id\": empty"},
       {"{\"type\":\"abort\",\"id\":\"a\\nb\"}", "field \"id\": control character"},
@@ -314,8 +330,28 @@ static void test_reply_progress_round_trip(void) {
   SG_CHECK_STR_EQ(b.id, "c1");
   SG_CHECK_NEAR(b.compile_s, 1.25, 0);
   SG_CHECK_EQ_INT(b.compile_status, SG_EVAL_REJECTED);
+  SG_CHECK(!b.cached);
   sg_worker_reply_free(&a);
   sg_worker_reply_free(&b);
+
+  /* a build found in the build cache says so */
+  sg_worker_reply_init(&a, SG_WREP_COMPILED);
+  a.id = sg_strdup("c2");
+  a.compile_s = 0.5;
+  a.cached = true;
+  round_trip_reply(&a, &b);
+  SG_CHECK(b.cached);
+  SG_CHECK_NEAR(b.compile_s, 0.5, 0);
+  SG_CHECK_EQ_INT(b.compile_status, SG_EVAL_OK);
+  sg_worker_reply_free(&a);
+  sg_worker_reply_free(&b);
+  {
+    const char *l = "{\"type\":\"compiled\",\"id\":\"c3\",\"status\":\"ok\",\"cached\":false}";
+    sg_err err;
+    SG_CHECK_OK(sg_worker_reply_parse(l, strlen(l), &b, &err), err);
+    SG_CHECK(!b.cached);
+    sg_worker_reply_free(&b);
+  }
 
   static const sg_worker_reply_type simple[] = {SG_WREP_PONG, SG_WREP_BYE};
   for (size_t i = 0; i < 2; i++) {
@@ -394,6 +430,7 @@ static void test_malformed_replies_name_the_field(void) {
       {"{\"type\":\"result\",\"id\":\"a\",\"result\":{\"status\":\"ok\",\"speedup\":\"2\"}}", "speedup"},
       {"{\"type\":\"compiled\",\"id\":\"a\",\"status\":\"fine\"}", "field \"status\""},
       {"{\"type\":\"compiled\",\"id\":\"a\",\"compile_s\":\"1\",\"status\":\"ok\"}", "field \"compile_s\""},
+      {"{\"type\":\"compiled\",\"id\":\"a\",\"status\":\"ok\",\"cached\":1}", "field \"cached\""},
       {"{\"type\":\"hello\",\"version\":\"v\",\"device\":\"cpu:0\",\"evaluators\":[],\"pid\":1}", "field \"protocol\""},
       {"{\"type\":\"hello\",\"protocol\":1,\"version\":\"v\",\"evaluators\":[],\"pid\":1}", "field \"device\": missing"},
       {"{\"type\":\"hello\",\"protocol\":1,\"version\":\"v\",\"device\":\"cpu:0\",\"evaluators\":\"cpu\",\"pid\":1}", "field \"evaluators\""},
