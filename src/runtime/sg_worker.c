@@ -20,6 +20,12 @@
  * Each request gets its own scratch directory under the worker's, removed
  * when the request ends; the worker's is removed when it exits.
  *
+ * With a build cache (sg_build_cache.h) the child looks the candidate up
+ * before compiling; a hit hands the stored build to run or profile (the
+ * "compiled" reply then says cached: true), a miss compiles and stores. A
+ * compile worker (compile_only) holds no device and answers only compile
+ * requests: the build goes into the cache for a device worker to find.
+ *
  * Never: write anything but protocol lines to out_fd (the child's stdout is
  * moved to stderr), evaluate two requests at once (one device, one
  * measurement at a time), or block on the child while requests wait unread.
@@ -31,6 +37,7 @@
 #include "common/sg_file.h"
 #include "eval/sg_eval.h"
 #include "eval/sg_task.h"
+#include "runtime/sg_build_cache.h"
 #include "runtime/sg_worker_proto.h"
 
 #include <errno.h>
@@ -57,7 +64,7 @@ typedef struct job {
 
 typedef struct worker {
   const sg_worker_config *cfg;
-  const char *kind;  /* "cpu" or "cuda" */
+  const char *kind;  /* "cpu", "cuda", or "compile" (compile_only) */
   char *root;        /* the worker's scratch directory */
   unsigned long seq; /* requests started */
   pid_t self;
@@ -169,8 +176,14 @@ static void send_hello(worker *w, const char *id) {
   sg_worker_reply_init(&r, SG_WREP_HELLO);
   r.id = sg_strdup(id);
   r.version = sg_strdup(w->cfg->version ? w->cfg->version : "");
-  r.device = sg_strdup(w->cfg->device);
-  if (strcmp(w->kind, "cpu") == 0) {
+  r.device = sg_strdup(w->cfg->compile_only ? "compile" : w->cfg->device);
+  if (w->cfg->compile_only) {
+    /* every evaluator with a compile stage in this build */
+    static const char *const all[] = {"cpu", "cuda", "kernelbench"};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+      if (sg_evaluator_find(all[i]))
+        r.evaluators[r.nevaluators++] = sg_strdup(all[i]);
+  } else if (strcmp(w->kind, "cpu") == 0) {
     r.evaluators[r.nevaluators++] = sg_strdup("cpu");
   } else {
     r.evaluators[r.nevaluators++] = sg_strdup("cuda");
@@ -203,13 +216,16 @@ static void job_free(job *j) {
 }
 
 static bool evaluator_fits(const worker *w, const char *evaluator) {
+  if (w->cfg->compile_only)
+    return sg_evaluator_find(evaluator) != NULL;
   if (strcmp(w->kind, "cpu") == 0)
     return strcmp(evaluator, "cpu") == 0;
   return strcmp(evaluator, "cuda") == 0 || strcmp(evaluator, "kernelbench") == 0;
 }
 
 /* A bare name on a cuda worker means the cuda task of that name, as
- * `specgen eval --device cuda:N` does. */
+ * `specgen eval --device cuda:N` does; a compile worker resolves names as
+ * sg_task_load does (cpu first), so clients name cuda tasks "cuda/NAME". */
 static int load_task(worker *w, const char *name, sg_task **out, sg_err *err) {
   int rc = SG_ENOENT;
   if (strcmp(w->kind, "cuda") == 0 && !strchr(name, '/')) {
@@ -225,7 +241,7 @@ static int load_task(worker *w, const char *name, sg_task **out, sg_err *err) {
     rc = sg_err_set(err, SG_EINVAL, "task %s/%s needs the %s evaluator, which "
                     "does not run on this worker's device %s",
                     (*out)->evaluator, (*out)->name, (*out)->evaluator,
-                    w->cfg->device);
+                    w->cfg->compile_only ? "compile" : w->cfg->device);
     sg_task_free(*out);
     *out = NULL;
   }
@@ -295,8 +311,48 @@ static _Noreturn void eval_child(worker *w, job *j, int wfd) {
   memset(&build, 0, sizeof build);
   sg_err err;
   sg_err_clear(&err);
-  int rc = sg_eval_compile(j->task, j->req.source, j->req.source_len, &opts,
-                           &build, &r, &err);
+  const char *cache = w->cfg->build_cache;
+  uint64_t key = 0;
+  bool cached = false;
+  int rc = 0;
+  if (cache) {
+    const char *arch = getenv("SPECGEN_CUDA_ARCH");
+    sg_build_cache_key_in in = {j->task->evaluator, j->task->dir,
+                                w->cfg->version ? w->cfg->version : "",
+                                arch && *arch ? arch : NULL, j->req.source,
+                                j->req.source_len};
+    key = sg_build_cache_key(&in);
+    double cs = NAN;
+    int lrc = sg_build_cache_lookup(cache, key, w->run_dir, &build, &cs, &err);
+    if (lrc == 0) {
+      cached = true;
+      r.status = SG_EVAL_OK;
+      r.compile_s = cs;
+      r.message = sg_strdup("compiled (found in the build cache)");
+    } else if (lrc != SG_ENOENT) {
+      fprintf(stderr, "specgen worker: build cache: %s; compiling instead\n",
+              err.msg);
+    }
+    sg_err_clear(&err);
+  }
+  if (!cached)
+    rc = sg_eval_compile(j->task, j->req.source, j->req.source_len, &opts,
+                         &build, &r, &err);
+  if (rc == 0 && !cached && cache && r.status == SG_EVAL_OK) {
+    bool stored = false;
+    if (sg_build_cache_store(cache, key, j->task->evaluator, j->task->dir,
+                             &build, r.compile_s, &stored, &err) != 0) {
+      fprintf(stderr, "specgen worker: build cache: storing: %s\n", err.msg);
+      /* a compile request exists to fill the cache: without the entry it
+       * did not do its job; a validation goes on with its own build */
+      if (j->req.type == SG_WREQ_COMPILE) {
+        sg_err_prefix(&err, "storing the build in the build cache");
+        rc = err.code ? err.code : SG_EIO;
+      }
+      if (!rc)
+        sg_err_clear(&err);
+    }
+  }
   if (rc) {
     infra(&r, &err);
   } else {
@@ -305,10 +361,12 @@ static _Noreturn void eval_child(worker *w, job *j, int wfd) {
                                             ? json_real(r.compile_s)
                                             : json_null());
     json_object_set_new(c, "status", json_string(sg_eval_status_name(r.status)));
+    if (cached)
+      json_object_set_new(c, "cached", json_true());
     json_t *m = json_object();
     json_object_set_new(m, "compiled", c);
     child_send(wfd, m);
-    if (r.status == SG_EVAL_OK) {
+    if (r.status == SG_EVAL_OK && j->req.type != SG_WREQ_COMPILE) {
       double compile_s = r.compile_s;
       rc = j->req.type == SG_WREQ_PROFILE
                ? sg_eval_profile(j->task, &build, &opts, &r, &err)
@@ -401,6 +459,7 @@ static void child_line(worker *w, const char *line, size_t len) {
     r.compile_s = json_is_number(cs) ? json_number_value(cs) : NAN;
     int st = sg_eval_status_parse(json_string_value(json_object_get(c, "status")));
     r.compile_status = st >= 0 ? (sg_eval_status)st : SG_EVAL_INFRA_ERROR;
+    r.cached = json_is_true(json_object_get(c, "cached"));
     w->compile_s = r.compile_s;
     send_reply(w, &r);
   } else if (json_is_object(res) && !w->result) {
@@ -536,7 +595,21 @@ static void do_request(worker *w, long long line, const char *text, size_t len) 
     do_abort(w, line, req.id);
     break;
   case SG_WREQ_VALIDATE:
-  case SG_WREQ_PROFILE: {
+  case SG_WREQ_PROFILE:
+  case SG_WREQ_COMPILE: {
+    if (w->cfg->compile_only && req.type != SG_WREQ_COMPILE) {
+      char *msg = sg_asprintf("%s: this worker only compiles (--compile-only) "
+                              "and holds no device; send it to a device worker",
+                              sg_worker_req_type_name(req.type));
+      send_error(w, line, req.id, msg);
+      free(msg);
+      break;
+    }
+    if (req.type == SG_WREQ_COMPILE && !w->cfg->build_cache) {
+      send_error(w, line, req.id, "compile: this worker has no build cache "
+                 "(--build-cache DIR), so the build would be lost");
+      break;
+    }
     if (id_in_use(w, req.id)) {
       send_error(w, line, req.id, "field \"id\": a request with this id is "
                  "already queued or running");
@@ -639,9 +712,17 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
   w.rfd = -1;
   w.self = getpid();
   w.cap = cfg->queue_cap ? cfg->queue_cap : SG_WORKER_QUEUE_DEFAULT;
-  int rc = sg_worker_device_check(cfg->device, &w.kind, err);
-  if (rc)
+  int rc = 0;
+  if (cfg->compile_only) {
+    if (cfg->device)
+      return sg_err_set(err, SG_EINVAL, "a compile worker holds no device "
+                        "(device %s given)", cfg->device);
+    w.kind = "compile";
+  } else if ((rc = sg_worker_device_check(cfg->device, &w.kind, err))) {
     return rc;
+  }
+  if (cfg->build_cache && (rc = sg_mkdir_p(cfg->build_cache, err)))
+    return sg_err_prefix(err, "build cache");
   const char *tmp = cfg->scratch_root ? cfg->scratch_root : getenv("TMPDIR");
   w.root = sg_asprintf("%s/specgen-worker-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(w.root)) {
@@ -665,8 +746,10 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
   sg_buf_init(&w.in, 0);
   sg_buf_init(&w.rbuf, SG_WORKER_LINE_MAX);
   send_hello(&w, NULL);
-  fprintf(stderr, "specgen worker: pid %ld serving device %s\n", (long)w.self,
-          cfg->device);
+  fprintf(stderr, "specgen worker: pid %ld serving %s%s%s\n", (long)w.self,
+          cfg->compile_only ? "compile requests" : "device ",
+          cfg->compile_only ? "" : cfg->device,
+          cfg->build_cache ? " with a build cache" : "");
 
   rc = 0;
   while (!w.stop) {

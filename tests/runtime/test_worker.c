@@ -2,7 +2,12 @@
  * (docs/protocol.md): the hello, validations of the hinge_loss examples that
  * end ok, compile_error and timeout, aborts of running and queued requests,
  * malformed lines, shutdown, end of input, and a worker killed with SIGKILL
- * mid-request, seen as the end of its output.
+ * mid-request, seen as the end of its output. Then the build cache: a
+ * `--compile-only` worker compiling ok, compile_error and rejected
+ * examples, a device worker finding the build (cached: true) or compiling a
+ * source it has not seen, two compile workers racing on one source, a
+ * corrupt entry taken as a miss, and compile requests refused where they
+ * cannot be served.
  *
  * Each test makes itself a child subreaper, so every process the worker
  * started (its evaluation child, the compiler, the candidate) that outlives
@@ -15,6 +20,7 @@
 #include "runtime/sg_worker_proto.h"
 #include "sg_test.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -231,6 +237,89 @@ static json_t *validate(const char *id, const char *ex, double timeout_s) {
                         "timeout_s", timeout_s);
   free(src);
   return j;
+}
+
+/* A request of type for a hinge_loss example (compile or validate). */
+static json_t *request(const char *type, const char *id, const char *ex) {
+  json_t *j = validate(id, ex, 60);
+  json_object_set_new(j, "type", json_string(type));
+  return j;
+}
+
+/* A fresh build cache directory (removed by rm_cache). */
+static char *new_cache(void) {
+  const char *t = getenv("TMPDIR");
+  char *d = sg_asprintf("%s/sg-test-cache-XXXXXX", t && *t ? t : "/tmp");
+  SG_CHECK(mkdtemp(d) != NULL);
+  return d;
+}
+
+static void rm_cache(char *d) {
+  sg_err err;
+  SG_CHECK_OK(sg_rm_rf(d, &err), err);
+  free(d);
+}
+
+/* Entries in a cache (16-hex-digit directories); *tmp gets the number of
+ * anything else there (a writer's leftovers). The first entry's name goes
+ * to first (17 bytes) when given. */
+static int cache_entries(const char *dir, int *tmp, char *first) {
+  DIR *d = opendir(dir);
+  SG_CHECK(d != NULL);
+  int n = 0, other = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (strlen(e->d_name) == 16 && strspn(e->d_name, "0123456789abcdef") == 16) {
+      if (first && n == 0)
+        memcpy(first, e->d_name, 17);
+      n++;
+    } else {
+      other++;
+    }
+  }
+  closedir(d);
+  if (tmp)
+    *tmp = other;
+  return n;
+}
+
+static void start_compile_worker(wproc *w, const char *cache, bool capture_err) {
+  char *args[] = {"--compile-only", "--build-cache", (char *)cache, NULL};
+  w_start_args(w, args, capture_err);
+}
+
+static void start_cached_device_worker(wproc *w, const char *cache,
+                                       bool capture_err) {
+  char *args[] = {"--device", "cpu:0", "--build-cache", (char *)cache, NULL};
+  w_start_args(w, args, capture_err);
+}
+
+static void shutdown_ok(wproc *w) {
+  w_send(w, "{\"type\":\"shutdown\"}\n");
+  w_expect_free(w, "bye", NULL);
+  int st = w_wait(w);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* started, compiled (checked: status, and cached unless cached < 0),
+ * result; the result's status. */
+static char *expect_evaluation(wproc *w, const char *id, const char *compile_status,
+                               int cached) {
+  w_expect_free(w, "started", id);
+  json_t *c = w_expect(w, "compiled", id);
+  SG_CHECK_STR_EQ(str(c, "status"), compile_status);
+  SG_CHECK_MSG(cached < 0 || json_is_true(json_object_get(c, "cached")) == cached,
+               "request %s: cached is %s, expected %s", id,
+               json_is_true(json_object_get(c, "cached")) ? "true" : "absent",
+               cached ? "true" : "absent");
+  SG_CHECK(json_number_value(json_object_get(c, "compile_s")) > 0);
+  json_decref(c);
+  json_t *r = w_expect(w, "result", id);
+  char *st = sg_strdup(result_status(r));
+  json_decref(r);
+  return st;
 }
 
 /* ---- tests ---- */
@@ -560,6 +649,8 @@ static void test_bad_usage(void) {
       {{"--device", "cpu:4000", NULL}, "may not use core 4000"},
       {{"--device", "cpu:0", "--bogus", NULL}, "unknown or incomplete option '--bogus'"},
       {{"--device", "cpu:0", "extra", NULL}, "unexpected argument 'extra'"},
+      {{"--compile-only", "--device", "cpu:0", NULL}, "exclude each other"},
+      {{"--compile-only", "--build-cache", "", NULL}, "--build-cache: empty"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     for (int json_errors = 0; json_errors < 2; json_errors++) {
@@ -593,6 +684,185 @@ static void test_bad_usage(void) {
   }
 }
 
+
+static void test_compile_only_worker_fills_the_cache(void) {
+  char *cache = new_cache();
+  wproc w;
+  start_compile_worker(&w, cache, false);
+  json_t *h = w_expect(&w, "hello", NULL);
+  SG_CHECK_STR_EQ(str(h, "device"), "compile");
+  json_t *ev = json_object_get(h, "evaluators");
+  SG_CHECK_EQ_INT(json_array_size(ev), 3);
+  SG_CHECK_STR_EQ(json_string_value(json_array_get(ev, 0)), "cpu");
+  SG_CHECK_STR_EQ(json_string_value(json_array_get(ev, 1)), "cuda");
+  SG_CHECK_STR_EQ(json_string_value(json_array_get(ev, 2)), "kernelbench");
+  json_decref(h);
+
+  w_send_json(&w, request("compile", "c-ok", "ok-fast.c"));
+  char *st = expect_evaluation(&w, "c-ok", "ok", false);
+  SG_CHECK_STR_EQ(st, "ok");
+  free(st);
+  int tmp = 0;
+  SG_CHECK_EQ_INT(cache_entries(cache, &tmp, NULL), 1);
+  SG_CHECK_EQ_INT(tmp, 0);
+
+  /* a second compile of the same source finds the build */
+  w_send_json(&w, request("compile", "c-again", "ok-fast.c"));
+  st = expect_evaluation(&w, "c-again", "ok", true);
+  SG_CHECK_STR_EQ(st, "ok");
+  free(st);
+
+  w_send_json(&w, request("compile", "c-bad", "compile_error-missing_semicolon.c"));
+  st = expect_evaluation(&w, "c-bad", "compile_error", false);
+  SG_CHECK_STR_EQ(st, "compile_error");
+  free(st);
+  w_send_json(&w, request("compile", "c-rej", "rejected-pthreads.c"));
+  st = expect_evaluation(&w, "c-rej", "rejected", false);
+  SG_CHECK_STR_EQ(st, "rejected");
+  free(st);
+  /* only builds that compiled are stored */
+  SG_CHECK_EQ_INT(cache_entries(cache, &tmp, NULL), 1);
+
+  /* no device: validate and profile are refused, naming why */
+  w_send_json(&w, request("validate", "v", "ok-fast.c"));
+  json_t *e = w_expect(&w, "error", "v");
+  SG_CHECK_CONTAINS(str(e, "message"), "only compiles (--compile-only)");
+  json_decref(e);
+  w_send_json(&w, request("profile", "p", "ok-fast.c"));
+  e = w_expect(&w, "error", "p");
+  SG_CHECK_CONTAINS(str(e, "message"), "holds no device");
+  json_decref(e);
+  shutdown_ok(&w);
+
+  /* a device worker finds the build; a source it has not seen compiles */
+  start_cached_device_worker(&w, cache, false);
+  w_expect_free(&w, "hello", NULL);
+  w_send_json(&w, request("validate", "v-hit", "ok-fast.c"));
+  st = expect_evaluation(&w, "v-hit", "ok", true);
+  SG_CHECK_STR_EQ(st, "ok");
+  free(st);
+  w_send_json(&w, request("validate", "v-miss", "ok-reference.c"));
+  st = expect_evaluation(&w, "v-miss", "ok", false);
+  SG_CHECK_STR_EQ(st, "ok");
+  free(st);
+  /* and stores what it compiled */
+  SG_CHECK_EQ_INT(cache_entries(cache, &tmp, NULL), 2);
+  SG_CHECK_EQ_INT(tmp, 0);
+  w_send_json(&w, request("validate", "v-hit2", "ok-reference.c"));
+  st = expect_evaluation(&w, "v-hit2", "ok", true);
+  SG_CHECK_STR_EQ(st, "ok");
+  free(st);
+  /* a build found in the cache still runs the candidate: a broken kernel
+   * is caught as before */
+  w_send_json(&w, request("compile", "c-num", "numerical_error-no_clamp.c"));
+  st = expect_evaluation(&w, "c-num", "ok", false);
+  SG_CHECK_STR_EQ(st, "ok");
+  free(st);
+  w_send_json(&w, request("validate", "v-num", "numerical_error-no_clamp.c"));
+  st = expect_evaluation(&w, "v-num", "ok", true);
+  SG_CHECK_STR_EQ(st, "numerical_error");
+  free(st);
+  shutdown_ok(&w);
+  no_descendants_left();
+  rm_cache(cache);
+}
+
+static void test_compile_needs_a_build_cache(void) {
+  wproc w;
+  w_start(&w);
+  w_expect_free(&w, "hello", NULL);
+  w_send_json(&w, request("compile", "c", "ok-fast.c"));
+  json_t *e = w_expect(&w, "error", "c");
+  SG_CHECK_CONTAINS(str(e, "message"), "no build cache (--build-cache DIR)");
+  json_decref(e);
+  shutdown_ok(&w);
+}
+
+static void test_racing_compile_workers_leave_one_entry(void) {
+  char *cache = new_cache();
+  for (int round = 0; round < 3; round++) {
+    wproc a, b;
+    start_compile_worker(&a, cache, false);
+    start_compile_worker(&b, cache, false);
+    w_expect_free(&a, "hello", NULL);
+    w_expect_free(&b, "hello", NULL);
+    /* both start before either can have stored (each compile takes far
+     * longer than the two writes) */
+    const char *ex = round == 0 ? "ok-fast.c" : round == 1 ? "ok-reference.c"
+                                                            : "numerical_error-no_clamp.c";
+    json_t *ja = request("compile", "a", ex), *jb = request("compile", "b", ex);
+    w_send_json(&a, ja);
+    w_send_json(&b, jb);
+    /* either may find the other's entry (cached), if it came second */
+    char *sa = expect_evaluation(&a, "a", "ok", -1);
+    char *sb = expect_evaluation(&b, "b", "ok", -1);
+    SG_CHECK_STR_EQ(sa, "ok");
+    SG_CHECK_STR_EQ(sb, "ok");
+    free(sa);
+    free(sb);
+    shutdown_ok(&a);
+    shutdown_ok(&b);
+    int tmp = -1;
+    SG_CHECK_EQ_INT(cache_entries(cache, &tmp, NULL), round + 1);
+    SG_CHECK_EQ_INT(tmp, 0); /* the loser removed its copy */
+  }
+  no_descendants_left();
+  rm_cache(cache);
+}
+
+static void test_corrupt_entry_is_a_miss(void) {
+  char *cache = new_cache();
+  wproc w;
+  start_compile_worker(&w, cache, false);
+  w_expect_free(&w, "hello", NULL);
+  w_send_json(&w, request("compile", "c", "ok-fast.c"));
+  char *st = expect_evaluation(&w, "c", "ok", false);
+  SG_CHECK_STR_EQ(st, "ok");
+  free(st);
+  shutdown_ok(&w);
+  char name[17];
+  SG_CHECK_EQ_INT(cache_entries(cache, NULL, name), 1);
+  char *meta = sg_asprintf("%s/%s/build.json", cache, name);
+  char *so = sg_asprintf("%s/%s/candidate.so", cache, name);
+  for (int k = 0; k < 2; k++) {
+    if (k == 0) {
+      /* truncated JSON */
+      SG_CHECK(truncate(meta, 10) == 0);
+    } else {
+      sg_err err;
+      SG_CHECK_OK(sg_file_write(meta, "{\"format\":1}", 12, &err), err);
+      SG_CHECK(unlink(so) == 0 || errno == ENOENT);
+    }
+    start_cached_device_worker(&w, cache, true);
+    w_expect_free(&w, "hello", NULL);
+    char *id = sg_asprintf("v%d", k);
+    w_send_json(&w, request("validate", id, "ok-fast.c"));
+    st = expect_evaluation(&w, id, "ok", false);
+    SG_CHECK_STR_EQ(st, "ok");
+    free(st);
+    free(id);
+    w_send(&w, "{\"type\":\"shutdown\"}\n");
+    w_expect_free(&w, "bye", NULL);
+    /* one line in the log says why the entry was passed over */
+    sg_buf log;
+    sg_buf_init(&log, 1 << 20);
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(w.err, chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR))
+      if (n > 0)
+        sg_buf_append(&log, chunk, (size_t)n);
+    SG_CHECK_CONTAINS(sg_buf_str(&log), "build cache: ");
+    SG_CHECK_CONTAINS(sg_buf_str(&log), k == 0 ? "not JSON" : "field \"key\"");
+    sg_buf_free(&log);
+    int wst = w_wait(&w);
+    SG_CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+  }
+  free(meta);
+  free(so);
+  no_descendants_left();
+  rm_cache(cache);
+}
+
 SG_TEST_MAIN(SG_TEST(test_hello_then_shutdown),
              SG_TEST(test_validate_ok_and_broken_examples),
              SG_TEST(test_timeout_option_applies),
@@ -604,4 +874,8 @@ SG_TEST_MAIN(SG_TEST(test_hello_then_shutdown),
              SG_TEST(test_end_of_input_mid_request_ends_the_worker),
              SG_TEST(test_sigterm_stops_like_shutdown),
              SG_TEST(test_sigkill_mid_request_is_seen_as_end_of_output),
-             SG_TEST(test_bad_usage))
+             SG_TEST(test_bad_usage),
+             SG_TEST(test_compile_only_worker_fills_the_cache),
+             SG_TEST(test_compile_needs_a_build_cache),
+             SG_TEST(test_racing_compile_workers_leave_one_entry),
+             SG_TEST(test_corrupt_entry_is_a_miss))
