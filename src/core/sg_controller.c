@@ -74,6 +74,7 @@ struct sg_controller {
   size_t capcand;
   sg_sched_capacity cap;
   uint64_t tokens;           /* spent, provisional included */
+  int64_t restored_wall_us;  /* wall time spent before a resume */
   sg_ctl_stats st;
 };
 
@@ -629,12 +630,61 @@ void sg_controller_free(sg_controller *c) {
   free(c);
 }
 
+int sg_controller_restore_kernel(sg_controller *c, const sg_ctl_restored *k,
+                                 sg_err *err) {
+  if (c->state != SG_CTL_NEW)
+    return sg_err_set(err, SG_ESTATE, "controller: restore after start");
+  if (k->source == NULL || k->source_len == 0)
+    return sg_err_set(err, SG_EINVAL, "controller: restored kernel without source");
+  sg_kernel *h = sg_history_add(&c->hist, k->iteration, k->origin, k->gen,
+                                k->prefix_len, SG_EXTRACT_FOUND, k->source,
+                                k->source_len);
+  uint64_t id = h->id;
+  cand_set(c, id, CAND_DONE);
+  c->st.candidates++;
+  if (k->validated) {
+    sg_history_validated(&c->hist, id, k->validate_status, k->validate_speedup,
+                         k->validate_message);
+    if (k->validate_status == SG_EVAL_OK)
+      c->st.validated_ok++;
+  }
+  if (k->profiled) {
+    sg_history_profiled(&c->hist, id, k->profile_speedup, k->profile_text);
+    c->st.profiled++;
+  }
+  return 0;
+}
+
+int sg_controller_restore_progress(sg_controller *c, uint32_t iterations_ended,
+                                   int64_t wall_spent_us,
+                                   const sg_usage *tokens, sg_err *err) {
+  if (c->state != SG_CTL_NEW)
+    return sg_err_set(err, SG_ESTATE, "controller: restore after start");
+  c->iteration = iterations_ended;
+  c->st.iterations = iterations_ended;
+  c->hist.iterations_done = iterations_ended;
+  c->restored_wall_us = wall_spent_us > 0 ? wall_spent_us : 0;
+  if (tokens) {
+    c->st.prompt_tokens = tokens->prompt_tokens;
+    c->st.completion_tokens = tokens->completion_tokens;
+    c->st.cached_tokens = tokens->cached_tokens;
+    c->tokens = tokens->prompt_tokens + tokens->completion_tokens;
+  }
+  return 0;
+}
+
 int sg_controller_start(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
                         sg_err *err) {
   if (c->state != SG_CTL_NEW)
     return sg_err_set(err, SG_ESTATE, "controller: already started");
-  c->st.start_us = now_us; /* no budget at all is allowed: the runtime
-                              stops such a workflow */
+  /* No budget at all is allowed: the runtime stops such a workflow. A
+   * restored workflow's wall budget counts the time it already spent. */
+  c->st.start_us = now_us - c->restored_wall_us;
+  sg_ctl_reason spent = budget_spent(c, now_us, true);
+  if (spent != SG_REASON__COUNT) {
+    workflow_done(c, now_us, spent, out);
+    return 0;
+  }
   return start_iteration(c, now_us, out, err);
 }
 

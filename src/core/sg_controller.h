@@ -253,6 +253,35 @@ void sg_controller_free(sg_controller *c);
 int sg_controller_start(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
                         sg_err *err);
 
+/* Resuming a workflow another process began (the run store has it): before
+ * start, each kernel of the ended iterations is restored into the history
+ * with its recorded results, then the iterations ended, the wall time and
+ * the tokens already spent, so that the search, the termination criterion
+ * and the budgets continue where they were. start then begins iteration
+ * `iterations_ended`, or ends the workflow at once if a budget is spent.
+ * SG_ESTATE after start; SG_EINVAL for a kernel without source. */
+typedef struct sg_ctl_restored {
+  uint32_t iteration;
+  sg_gen_kind origin;
+  uint64_t gen;
+  uint64_t prefix_len;
+  const char *source;
+  size_t source_len;
+  bool validated;
+  sg_eval_status validate_status;
+  double validate_speedup;
+  const char *validate_message;  /* may be NULL */
+  bool profiled;                 /* a profile with status ok */
+  double profile_speedup;
+  const char *profile_text;      /* may be NULL */
+} sg_ctl_restored;
+
+int sg_controller_restore_kernel(sg_controller *c, const sg_ctl_restored *k,
+                                 sg_err *err);
+int sg_controller_restore_progress(sg_controller *c, uint32_t iterations_ended,
+                                   int64_t wall_spent_us,
+                                   const sg_usage *tokens, sg_err *err);
+
 /* Feeds one event; appends actions. SG_ESTATE before start, SG_EINVAL for a
  * malformed event; events for unknown, cancelled or finished generations and
  * dropped candidates are ignored. After DONE every event is ignored. */

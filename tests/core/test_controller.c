@@ -770,6 +770,96 @@ static void test_names(void) {
   SG_CHECK_STR_EQ(sg_ctl_state_name(SG_CTL__COUNT), "unknown");
 }
 
+
+/* A resumed workflow: restored kernels shape the search and the criterion,
+ * iterations continue from where they were, and budgets count what was
+ * already spent. */
+static void test_restore_continues_the_workflow(void) {
+  sg_err err;
+  sg_err_clear(&err);
+  sg_termination_registry treg;
+  sg_termination_registry_init(&treg);
+  sg_search_registry sreg;
+  sg_search_registry_init(&sreg);
+  sg_termination *term = NULL;
+  sg_search *search = NULL;
+  SG_CHECK_OK(sg_termination_new(&treg, "hist-best", &term, &err), err);
+  SG_CHECK_OK(sg_search_new(&sreg, "refine", 7, &search, &err), err);
+  sg_ctl_opts o;
+  sg_ctl_opts_default(&o);
+  o.search = search;
+  o.termination = term;
+  o.language = "c";
+  o.entry = "hinge";
+  o.max_iterations = 3;
+  o.max_tokens = 1000;
+  sg_controller *c = NULL;
+  SG_CHECK_OK(sg_controller_new(&o, &c, &err), err);
+  const char *src1 = "void hinge(float *x) { x[0] = 1; }";
+  const char *src2 = "void hinge(float *x) { x[0] = 2; }";
+  sg_ctl_restored k = {.iteration = 0, .origin = SG_GEN_MAIN, .source = src1,
+                       .source_len = strlen(src1), .validated = true,
+                       .validate_status = SG_EVAL_OK, .validate_speedup = 1.5,
+                       .validate_message = "correct", .profiled = true,
+                       .profile_speedup = 2.0, .profile_text = "fast"};
+  SG_CHECK_OK(sg_controller_restore_kernel(c, &k, &err), err);
+  sg_ctl_restored bad = {.iteration = 1, .origin = SG_GEN_SPEC, .prefix_len = 40,
+                         .source = src2, .source_len = strlen(src2),
+                         .validated = true,
+                         .validate_status = SG_EVAL_NUMERICAL_ERROR,
+                         .validate_speedup = NAN, .validate_message = "wrong"};
+  SG_CHECK_OK(sg_controller_restore_kernel(c, &bad, &err), err);
+  sg_ctl_restored empty = {.iteration = 1, .source = NULL};
+  SG_CHECK_EQ_INT(sg_controller_restore_kernel(c, &empty, &err), SG_EINVAL);
+  sg_usage spent = {300, 400, 50};
+  SG_CHECK_OK(sg_controller_restore_progress(c, 2, 5000, &spent, &err), err);
+
+  const sg_history *h = sg_controller_history(c);
+  SG_CHECK_EQ_INT(h->n, 2);
+  SG_CHECK_EQ_INT(h->best_id, 1);
+  SG_CHECK_EQ_INT(h->speedups.n, 2); /* {0, 2.0} */
+  SG_CHECK(sg_history_get(h, 2)->validate_status == SG_EVAL_NUMERICAL_ERROR);
+
+  sg_ctl_actions a;
+  sg_ctl_actions_init(&a);
+  SG_CHECK_OK(sg_controller_start(c, 10000, &a, &err), err);
+  SG_CHECK_EQ_INT(sg_controller_iteration(c), 2);
+  SG_CHECK(a.n >= 1 && a.v[0].type == SG_CACT_START_GEN);
+  SG_CHECK_EQ_INT(a.v[0].iteration, 2);
+  /* refine improves the restored best, and shows the restored failure */
+  const sg_prompt *p = a.v[0].u.start.prompt;
+  SG_CHECK_EQ_INT(p->base_kernel, 1);
+  bool shows_failure = false;
+  for (size_t i = 0; i < p->n_items; i++)
+    shows_failure |= p->items[i].kind == SG_ITEM_FAILURE && p->items[i].kernel == 2;
+  SG_CHECK(shows_failure);
+  sg_ctl_stats st;
+  sg_controller_stats(c, &st);
+  SG_CHECK_EQ_INT(st.iterations, 2);
+  SG_CHECK_EQ_INT(st.prompt_tokens, 300);
+  SG_CHECK_EQ_INT(st.start_us, 5000); /* the wall budget counts the time spent */
+  sg_err e2;
+  sg_err_clear(&e2);
+  SG_CHECK_EQ_INT(sg_controller_restore_progress(c, 1, 0, NULL, &e2), SG_ESTATE);
+
+  /* A workflow restored with its iterations spent ends at start. */
+  sg_controller *d = NULL;
+  SG_CHECK_OK(sg_controller_new(&o, &d, &err), err);
+  SG_CHECK_OK(sg_controller_restore_progress(d, 3, 0, NULL, &err), err);
+  sg_ctl_actions_clear(&a);
+  SG_CHECK_OK(sg_controller_start(d, 10000, &a, &err), err);
+  SG_CHECK_EQ_INT(a.n, 1);
+  SG_CHECK(a.v[0].type == SG_CACT_WORKFLOW_DONE);
+  SG_CHECK(a.v[0].u.done.reason == SG_REASON_BUDGET_ITERATIONS);
+  SG_CHECK(sg_controller_state(d) == SG_CTL_DONE);
+
+  sg_ctl_actions_free(&a);
+  sg_controller_free(c);
+  sg_controller_free(d);
+  sg_termination_free(term);
+  sg_search_free(search);
+}
+
 SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_event_before_start_refused),
              SG_TEST(test_fork_on_each_trigger_class),
@@ -790,4 +880,5 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_stale_and_malformed_events),
              SG_TEST(test_answer_from_streamed_content),
              SG_TEST(test_prefix_never_past_kept_text),
+             SG_TEST(test_restore_continues_the_workflow),
              SG_TEST(test_names))
