@@ -1257,3 +1257,35 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
   *out = o;
   return 0;
 }
+
+int sg_store_workflow_candidates_json(sg_store *s, int64_t workflow_id,
+                                      json_t **out, sg_err *err) {
+  json_t *a = json_array();
+  int rc = query_each(
+      s, "candidates",
+      "SELECT c.id AS candidate_id, c.source AS source, i.number AS iteration,"
+      " g.kind AS kind, g.id AS generation_id, g.prefix_bytes AS prefix_bytes "
+      "FROM candidates c JOIN generations g ON g.id = c.generation_id"
+      " JOIN iterations i ON i.id = g.iteration_id "
+      "WHERE c.workflow_id = ?1 ORDER BY c.id",
+      workflow_id, collect_array, a, err);
+  if (rc) {
+    json_decref(a);
+    a = NULL;
+  }
+  *out = a;
+  return rc;
+}
+
+int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
+                                 json_t **out, sg_err *err) {
+  *out = NULL;
+  return query_each(s, "generations",
+                    "SELECT coalesce(sum(prompt_tokens), 0) AS prompt,"
+                    " coalesce(sum(completion_tokens), 0) AS completion,"
+                    " coalesce(sum(cached_tokens), 0) AS cached,"
+                    " coalesce(max(coalesce(ended_us, started_us)), 0)"
+                    " AS last_us "
+                    "FROM generations WHERE workflow_id = ?1",
+                    workflow_id, collect_first, out, err);
+}

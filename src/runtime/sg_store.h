@@ -244,6 +244,18 @@ int sg_store_row_json(sg_store *s, const char *table, int64_t id,
  * Completed means finished with any status; see docs/store.md. */
 int sg_store_resume_json(sg_store *s, json_t **out, sg_err *err);
 
+/* The candidates of a workflow, oldest first (caller owns *out): an array of
+ * {"candidate_id", "source", "iteration" (its number), "kind" ("main",
+ * "spec"), "generation_id", "prefix_bytes"}; for a resumed run, with
+ * sg_store_eval_lookup giving each one's completed results. */
+int sg_store_workflow_candidates_json(sg_store *s, int64_t workflow_id,
+                                      json_t **out, sg_err *err);
+
+/* What a workflow's generations spent: {"prompt", "completion", "cached",
+ * "last_us" (the latest start or end recorded, 0 if none)}. */
+int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
+                                 json_t **out, sg_err *err);
+
 /* The summary.json object (caller owns *out):
  *   {"e2e_s", "workflows": [{"task", "iterations", "best_speedup",
  *     "profiling_feedback", "early_terminations", "generations_main",
