@@ -8,7 +8,11 @@
  *     child killed and reaped, its scratch removed);
  *   - request overhead: a validation's wall time from the request written to
  *     the result read, minus the compile_s and run_s the result reports
- *     (fork, relaying, task loading, JSON both ways).
+ *     (fork, relaying, task loading, JSON both ways);
+ *   - the build cache: a second worker with --build-cache validates a
+ *     source it has not seen (a miss: compile, store, run), then the same
+ *     source again (a hit: the stored build, run); each rep's source differs
+ *     by a comment, so every first validation is a real miss.
  *
  * usage: bench_worker [--specgen PATH] [--pings N] [--reps N]
  * PATH defaults to src/cli/specgen beside this program's bench/ folder.
@@ -26,6 +30,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +48,8 @@ static void die(const char *msg) {
   exit(1);
 }
 
-static void start(wp *w, const char *specgen) {
+/* cache: the --build-cache directory, or NULL for none */
+static void start(wp *w, const char *specgen, const char *cache) {
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
     die("pipe");
@@ -55,7 +61,11 @@ static void start(wp *w, const char *specgen) {
     dup2(out[1], 1);
     int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 2);
-    execl(specgen, specgen, "worker", "--device", "cpu:0", (char *)NULL);
+    if (cache)
+      execl(specgen, specgen, "worker", "--device", "cpu:0", "--build-cache",
+            cache, (char *)NULL);
+    else
+      execl(specgen, specgen, "worker", "--device", "cpu:0", (char *)NULL);
     _exit(127);
   }
   close(in[0]);
@@ -171,7 +181,7 @@ int main(int argc, char **argv) {
     die("--pings and --reps take positive counts");
   signal(SIGPIPE, SIG_IGN);
   wp w;
-  start(&w, specgen);
+  start(&w, specgen, NULL);
   json_decref(until(&w, "hello", NULL));
 
   double *rtt = sg_calloc((size_t)pings, sizeof *rtt);
@@ -217,6 +227,52 @@ int main(int argc, char **argv) {
   sendl(&w, "{\"type\":\"shutdown\"}\n");
   json_decref(until(&w, "bye", NULL));
   waitpid(w.pid, NULL, 0);
+  sg_buf_free(&w.buf);
+
+  /* the build cache: miss then hit, per rep */
+  const char *tmp = getenv("TMPDIR");
+  char *cache = sg_asprintf("%s/bench-worker-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(cache))
+    die("cannot create a cache directory");
+  start(&w, specgen, cache);
+  json_decref(until(&w, "hello", NULL));
+  double *miss = sg_calloc((size_t)reps, sizeof *miss);
+  double *hit = sg_calloc((size_t)reps, sizeof *hit);
+  double *miss_c = sg_calloc((size_t)reps, sizeof *miss_c);
+  for (int i = 0; i < reps; i++) {
+    char *src = sg_asprintf("%s\n/* rep %d */\n", fast, i);
+    for (int k = 0; k < 2; k++) {
+      char *line = request("c", src, 60);
+      double t0 = sg_clock_now_s();
+      sendl(&w, line);
+      free(line);
+      json_t *c = until(&w, "compiled", "c");
+      bool cached = json_is_true(json_object_get(c, "cached"));
+      json_decref(c);
+      json_t *r = until(&w, "result", "c");
+      double dt = sg_clock_now_s() - t0;
+      const char *st = json_string_value(json_object_get(json_object_get(r, "result"), "status"));
+      if (!st || strcmp(st, "ok") != 0)
+        die("ok-fast did not validate with the build cache");
+      if (cached != (k == 1))
+        die(k ? "the second validation missed the cache" : "the first validation hit the cache");
+      if (k == 0) {
+        miss[i] = dt;
+        miss_c[i] = json_number_value(json_object_get(json_object_get(r, "result"), "compile_s"));
+      } else {
+        hit[i] = dt;
+      }
+      json_decref(r);
+    }
+    free(src);
+  }
+  sendl(&w, "{\"type\":\"shutdown\"}\n");
+  json_decref(until(&w, "bye", NULL));
+  waitpid(w.pid, NULL, 0);
+  sg_err err;
+  if (sg_rm_rf(cache, &err))
+    die(err.msg);
+  free(cache);
 
   printf("%-42s %10s %10s %6s\n", "measure", "median", "p90/max", "n");
   printf("%-42s %8.1f us %8.1f us %6d\n", "ping round trip", pct(rtt, (size_t)pings, 0.5),
@@ -227,10 +283,19 @@ int main(int argc, char **argv) {
          pct(ovh, (size_t)reps, 0.5), pct(ovh, (size_t)reps, 1.0), reps);
   printf("%-42s %8.3f s  %8.3f s  %6d\n", "validate wall (ok-fast, 1 run)",
          pct(wall, (size_t)reps, 0.5), pct(wall, (size_t)reps, 1.0), reps);
+  printf("%-42s %8.3f s  %8.3f s  %6d\n", "validate wall, build cache miss",
+         pct(miss, (size_t)reps, 0.5), pct(miss, (size_t)reps, 1.0), reps);
+  printf("%-42s %8.3f s  %8.3f s  %6d\n", "  of which compile_s (the miss)",
+         pct(miss_c, (size_t)reps, 0.5), pct(miss_c, (size_t)reps, 1.0), reps);
+  printf("%-42s %8.3f s  %8.3f s  %6d\n", "validate wall, build cache hit",
+         pct(hit, (size_t)reps, 0.5), pct(hit, (size_t)reps, 1.0), reps);
   free(rtt);
   free(ab);
   free(ovh);
   free(wall);
+  free(miss);
+  free(miss_c);
+  free(hit);
   free(spin);
   free(fast);
   free(specgen);
