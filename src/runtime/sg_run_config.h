@@ -5,8 +5,10 @@
  * file given with `--config FILE` (spelled the same, dashes included), and is
  * recorded in the run store as part of the run's configuration (JSON). The
  * table below drives the parsing of all three, the usage text and
- * docs/usage.md's reference, so no key can exist in one place and not the
- * others. Precedence: the defaults, then the file, then the flags.
+ * docs/configuration.md's reference (a unit test checks that every key is
+ * there), so no key can exist in one place and not the others. Precedence:
+ * the defaults, then the file, then the flags; a list key given as a flag
+ * replaces the file's list rather than adding to it.
  *
  * Errors name where the bad value came from: "--iterations: expected an
  * integer from 1 to 100000, got \"x\"" or "run.yaml:7: key \"iteration\": unknown
@@ -30,7 +32,8 @@ typedef struct sg_run_config {
   /* the model */
   char *llm;               /* llm: base URL; NULL: the built-in test server */
   char *model;             /* model: required with llm */
-  char *profile;           /* profile: generic|vllm|sglang|deepseek|openai */
+  char *profile;           /* profile: generic|vllm|sglang|deepseek|openai
+                              (generic) */
   char *api_key_env;       /* api-key-env: OPENAI_API_KEY */
   int max_tokens;          /* max-tokens: per generation, 0: server default */
   double temperature;      /* temperature: < 0: server default (-1) */
@@ -41,7 +44,8 @@ typedef struct sg_run_config {
   char *server_fault;      /* server-fault: a fault spec applied to every
                               request, NULL: none */
   /* devices and evaluation */
-  char *devices;           /* devices: "cpu:0-1", "cuda:0-7", "cpu:0,cpu:2" */
+  char *devices;           /* devices: "cpu:0-1", "cuda:0-7", "cpu:0,cpu:2";
+                              NULL: the run chooses */
   int compile_workers;     /* compile-workers: 1 */
   int trials;              /* trials: correctness input sets (3) */
   int runs;                /* runs: timed runs (40; 0: the evaluator's) */
@@ -50,9 +54,11 @@ typedef struct sg_run_config {
   double hang_grace;       /* hang-grace: s beyond eval-timeout (30) */
   bool elastic;            /* elastic: re-split devices per iteration (on) */
   /* the search */
-  char *search;            /* search: refine|best-of-n[:N]|evolve[:...]|exec:CMD */
+  char *search;            /* search: refine|best-of-n[:N]|evolve[:...]|exec:CMD
+                              (refine) */
   bool spec;               /* spec: speculative forks (on) */
-  char *termination;       /* termination: first-valid|hist-avg|hist-best|none */
+  char *termination;       /* termination: first-valid|hist-avg|hist-best|none,
+                              NAME[:ARG] (hist-avg) */
   bool fork_on_idle;       /* fork-on-idle: (on) */
   int max_forks;           /* max-forks: per iteration (64) */
   int max_live_forks;      /* max-live-forks: at once (16) */
@@ -90,7 +96,19 @@ typedef struct sg_run_key {
   const char *choices;      /* strings with fixed values: "a|b|c", else NULL */
   const char *value_name;   /* for the usage text: "N", "S", "URL" */
   const char *help;         /* one line, with the default */
+  unsigned flags;           /* SG_KEYF_* */
+  const char *group;        /* the struct's section, for the usage text */
 } sg_run_key;
+
+/* Range flags of a number key. */
+#define SG_KEYF_MIN_OPEN 1u  /* min itself is out of range: (min, ... */
+#define SG_KEYF_MAX_OPEN 2u  /* max itself is out of range: ..., max) */
+#define SG_KEYF_MINUS_ONE 4u /* -1 is accepted as well ("the default") */
+
+/* Caps on what is read from outside. */
+#define SG_RUN_CONFIG_FILE_MAX ((size_t)1 << 20) /* a YAML file, bytes */
+#define SG_RUN_VALUE_MAX 4096                    /* one value, bytes */
+#define SG_RUN_LIST_MAX 1024                     /* entries of a list key */
 
 /* The table (static) and its length. */
 const sg_run_key *sg_run_keys(size_t *n);
@@ -102,29 +120,48 @@ void sg_run_config_init(sg_run_config *c);
 void sg_run_config_free(sg_run_config *c);
 
 /* Sets key from text; origin names where it came from, for errors ("--seed",
- * "run.yaml:7"). A LIST key appends. SG_ENOENT for an unknown key (with a
- * suggestion), SG_EINVAL for a bad value. */
+ * "run.yaml:7"; NULL: none). An origin that starts with "--" names the key
+ * already ("--seed: expected ..."); any other is followed by the key
+ * ("run.yaml:7: key \"seed\": expected ..."). A LIST key appends. An empty
+ * value is refused. SG_ENOENT for an unknown key (with a suggestion),
+ * SG_EINVAL for a bad value. */
 int sg_run_config_set(sg_run_config *c, const char *key, const char *value,
                       const char *origin, sg_err *err);
 
 /* Applies a YAML file: a mapping of keys to scalars (lists: a sequence of
  * scalars, or one scalar). Errors name the file and line. */
 int sg_run_config_load_yaml(sg_run_config *c, const char *path, sg_err *err);
+/* The same from len bytes of text; name stands for the file in errors. A
+ * list key given in the text replaces the list; a plain null (`out:`, `~`)
+ * unsets a string key and empties a list; duplicate keys, nested mappings,
+ * aliases and a second document are errors. */
+int sg_run_config_load_yaml_string(sg_run_config *c, const char *text,
+                                   size_t len, const char *name, sg_err *err);
 
-/* Applies argv[first..argc): first `--config FILE` wherever it is, then
- * every other flag in order. SG_EINVAL (usage) for an unknown flag, a
- * missing value, a positional argument. "--help" is not handled here. */
+/* Applies argv[first..argc): first `--config FILE` wherever it is (once at
+ * most), then every other flag in order. A value never starts with "--"
+ * (`--out --quiet` is a missing value). A bool takes the next argument only
+ * when it is a bool word (`--spec off`). SG_EINVAL (usage) for an unknown
+ * flag (with a suggestion), a missing value, a positional argument; the
+ * file's own errors as load_yaml returns them. "--help" is not handled
+ * here. */
 int sg_run_config_parse_args(sg_run_config *c, int argc, char **argv,
                              int first, sg_err *err);
 
-/* Every key as a JSON object (unset strings as null); and back, for a
- * resumed run (unknown keys are errors naming them). */
+/* Every key as a JSON object (unset strings as null; a token-budget above
+ * 2^63-1 as a decimal string, since JSON integers stop there); the caller
+ * owns the result. And back, for a resumed run: keys absent from j keep
+ * their value, unknown keys are errors naming them, values go through
+ * sg_run_config_set's checks (origin "json"). */
 json_t *sg_run_config_to_json(const sg_run_config *c);
 int sg_run_config_from_json(sg_run_config *c, const json_t *j, sg_err *err);
 
 /* The checks that span keys or need parsing: at least one task; model
- * given with llm; devices well formed (sg_run_devices_parse); profile,
- * termination and search names known. Messages name the key. */
+ * given with llm; not json and quiet together; server-fault parses
+ * (sg_llm_fault_parse); devices well formed (sg_run_devices_parse); profile
+ * one of its choices; termination and search build in their registries
+ * (an exec:CMD search only needs a non-blank CMD). Messages start with the
+ * key. */
 int sg_run_config_check(const sg_run_config *c, sg_err *err);
 
 /* Expands a devices spec ("cpu:0-1", "cuda:0-3,cuda:6", "cpu:2") into a
@@ -133,7 +170,8 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err);
 int sg_run_devices_parse(const char *spec, char ***out, size_t *n,
                          sg_err *err);
 
-/* The flags' usage text, one line per key, generated from the table. */
+/* The flags' usage text, one line per key under its group's title,
+ * generated from the table, after a line for --config. */
 void sg_run_config_usage(FILE *f);
 
 #endif
