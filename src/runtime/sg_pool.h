@@ -65,10 +65,15 @@ typedef struct sg_pool_opts {
   /* Extra environment for the workers ("NAME=value"), e.g. for tests. */
   const char *const *env;
   size_t n_env;
+  /* The workers' compile stage limit (the evaluator's, 60 s). Until its
+   * "compiled" reply a request is hung after the larger of this and its
+   * timeout_s, plus hang_grace_s; after it, after timeout_s plus the grace.
+   * A worker that says no hello within this plus the grace is hung too. */
+  double compile_limit_s;
 } sg_pool_opts;
 
 /* program NULL, no devices, compile_workers 1, hang_grace_s 30,
- * max_restarts 5, restart_backoff_s 0.1. */
+ * max_restarts 5, restart_backoff_s 0.1, compile_limit_s 60. */
 void sg_pool_opts_default(sg_pool_opts *o);
 
 /* One evaluation request. Strings are copied by sg_pool_submit. */
@@ -106,13 +111,22 @@ typedef struct sg_pool_callbacks {
 
 /* Spawns every worker (their hello arrives later; requests submitted before
  * it wait in the pool). Errors: SG_EINVAL for bad options, SG_EIO when a
- * process cannot be spawned (naming the program). */
+ * process cannot be spawned (naming the program) or the log cannot be
+ * opened. After an SG_EIO the processes already spawned are being killed
+ * and their handles closed: run the loop until it returns before closing
+ * it (no callback is called). Ignores SIGPIPE in this process (a worker
+ * that dies leaves a pipe without a reader; the write error is handled). */
 int sg_pool_new(uv_loop_t *loop, const sg_pool_opts *opts,
                 const sg_pool_callbacks *cb, sg_pool **out, sg_err *err);
 
 /* Sends a request to its worker. SG_EINVAL for a bad request (a slot out of
- * range, a ticket in use), SG_ESTATE for a slot given up or a pool closing. */
+ * range, a ticket in use, a field the worker would refuse: the request is
+ * checked with the protocol's own parser), SG_ESTATE for a slot given up or
+ * a pool closing, SG_EFULL beyond SG_POOL_PENDING_MAX pending requests.
+ * Each worker is sent one request at a time; the others wait in the pool. */
 int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err);
+
+#define SG_POOL_PENDING_MAX 65536
 
 /* Withdraws a request: its worker is told to abort it and no result callback
  * follows for this ticket. Unknown tickets are ignored. */
@@ -122,7 +136,9 @@ void sg_pool_abort(sg_pool *p, uint64_t ticket);
 size_t sg_pool_pending(const sg_pool *p);
 
 typedef struct sg_pool_stats {
-  uint64_t submitted, completed, aborted;
+  uint64_t submitted;
+  uint64_t completed;         /* results delivered, of any status */
+  uint64_t aborted;           /* withdrawn with sg_pool_abort */
   uint64_t restarts;          /* worker processes restarted */
   uint64_t lost;              /* requests reported as infra_error because
                                  their worker died or hung */
