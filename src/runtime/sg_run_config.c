@@ -88,8 +88,7 @@ static const sg_run_key keys[] = {
 
     {.name = "devices", .type = SG_KEY_STRING, .offset = OFF(devices),
      .value_name = "SPEC",
-     .help = "devices to evaluate on: cpu:0-1, cuda:0-3,cuda:6 (unset: the "
-             "run chooses)",
+     .help = "devices to evaluate on: cpu:0-1, cuda:0-3,cuda:6 (cpu:0)",
      .group = G_EVAL},
     {.name = "compile-workers", .type = SG_KEY_INT,
      .offset = OFF(compile_workers), .min = 1, .max = 64, .value_name = "N",
@@ -192,6 +191,7 @@ const sg_run_key *sg_run_key_find(const char *name) {
 void sg_run_config_init(sg_run_config *c) {
   memset(c, 0, sizeof *c);
   c->profile = sg_strdup("generic");
+  c->devices = sg_strdup("cpu:0");
   c->api_key_env = sg_strdup("OPENAI_API_KEY");
   c->max_tokens = 0;
   c->temperature = -1;
@@ -913,7 +913,10 @@ int sg_run_config_from_json(sg_run_config *c, const json_t *j, sg_err *err) {
     char buf[64], want[160];
     const char *text = json_as_text(k, v, buf, sizeof buf);
     if (text == NULL) {
-      describe(k, want, sizeof want);
+      if (k->type == SG_KEY_STRING && k->choices == NULL)
+        snprintf(want, sizeof want, "a string or null");
+      else
+        describe(k, want, sizeof want);
       return sg_err_set(err, SG_EINVAL, "json: key \"%s\": expected %s", k->name,
                         want);
     }
@@ -1079,10 +1082,10 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
     if (sg_llm_fault_parse(c->server_fault, &f, err) < 0)
       return sg_err_prefix(err, "server-fault");
   }
-  if (c->devices) {
+  {
     char **names;
     size_t n;
-    int rc = sg_run_devices_parse(c->devices, &names, &n, err);
+    int rc = sg_run_devices_parse(c->devices, &names, &n, err); /* NULL too */
     if (rc < 0)
       return rc;
     for (size_t i = 0; i < n; i++)

@@ -44,8 +44,8 @@ typedef struct sg_run_config {
   char *server_fault;      /* server-fault: a fault spec applied to every
                               request, NULL: none */
   /* devices and evaluation */
-  char *devices;           /* devices: "cpu:0-1", "cuda:0-7", "cpu:0,cpu:2";
-                              NULL: the run chooses */
+  char *devices;           /* devices: "cpu:0-1", "cuda:0-7", "cpu:0,cpu:2"
+                              (cpu:0) */
   int compile_workers;     /* compile-workers: 1 */
   int trials;              /* trials: correctness input sets (3) */
   int runs;                /* runs: timed runs (40; 0: the evaluator's) */

@@ -109,7 +109,8 @@ static void test_defaults(void) {
   sg_run_config_init(&c);
   SG_CHECK_EQ_INT(c.n_task, 0);
   SG_CHECK(c.llm == NULL && c.model == NULL && c.out == NULL);
-  SG_CHECK(c.devices == NULL && c.server_fault == NULL && c.resume == NULL);
+  SG_CHECK(c.server_fault == NULL && c.resume == NULL);
+  SG_CHECK_STR_EQ(c.devices, "cpu:0");
   SG_CHECK_STR_EQ(c.profile, "generic");
   SG_CHECK_STR_EQ(c.api_key_env, "OPENAI_API_KEY");
   SG_CHECK_STR_EQ(c.search, "refine");
@@ -280,7 +281,7 @@ static void test_json_bad_values(void) {
       {"{\"iterations\": true}", "json: key \"iterations\""},
       {"{\"iterations\": 2.5}", "json: key \"iterations\""},
       {"{\"spec\": 1.5}", "json: key \"spec\""},
-      {"{\"llm\": 5}", "json: key \"llm\""},
+      {"{\"llm\": 5}", "json: key \"llm\": expected a string or null"},
       {"{\"task\": \"a\"}", "json: key \"task\": expected a list"},
       {"{\"task\": [1]}", "json: key \"task\": entry 0"},
       {"{\"seed\": null}", "json: key \"seed\""},
@@ -719,6 +720,13 @@ static void test_check(void) {
                  "%s: got \"%s\", want \"%s...\"", bad[i][0], err.msg, bad[i][2]);
     sg_run_config_free(&c);
   }
+  /* Devices unset by a YAML null: the run would have none. */
+  sg_run_config_init(&c);
+  SG_CHECK_OK(ARGS(&c, &err, "--task=t"), err);
+  SG_CHECK_OK(yaml(&c, "devices: ~\n", &err), err);
+  SG_CHECK_EQ_INT(sg_run_config_check(&c, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "devices: empty spec");
+  sg_run_config_free(&c);
   /* A profile written into the struct by hand is still checked. */
   sg_run_config_init(&c);
   SG_CHECK_OK(ARGS(&c, &err, "--task=t"), err);
