@@ -206,6 +206,12 @@ static void pool_handle_closed(uv_handle_t *h) {
   pool_maybe_free(p);
 }
 
+static void worker_timer_closed(uv_handle_t *h) {
+  worker *w = h->data;
+  w->p->open_handles--;
+  pool_maybe_free(w->p);
+}
+
 static void proc_handle_closed(uv_handle_t *h) {
   proc *pr = h->data;
   sg_pool *p = pr->p;
@@ -1252,7 +1258,7 @@ void sg_pool_close(sg_pool *p, double timeout_s) {
     proc *pr = w->pr;
     w->state = W_CLOSED;
     uv_timer_stop(&w->timer);
-    uv_close((uv_handle_t *)&w->timer, pool_handle_closed);
+    uv_close((uv_handle_t *)&w->timer, worker_timer_closed);
     if (!pr)
       continue;
     pr->w = NULL;
