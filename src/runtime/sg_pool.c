@@ -795,9 +795,15 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     sg_err_clear(&err);
     int rc = sg_worker_reply_parse(pr->line.data, len, &r, &err);
     if (rc != 0) {
-      char *why = sg_asprintf("wrote a line that is not protocol (%s): %.*s",
-                              err.msg, (int)(len < REASON_LINE_MAX ? len : REASON_LINE_MAX),
-                              pr->line.data);
+      size_t k = len < REASON_LINE_MAX ? len : REASON_LINE_MAX;
+      char *why = sg_asprintf("wrote a line that is not protocol (%s): %.*s%s",
+                              err.msg, (int)k, pr->line.data,
+                              len > k ? "..." : "");
+      /* printable ASCII only: the message travels on as JSON text, and
+       * the parser's message may quote the line's bytes too */
+      for (char *c = why; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+          *c = '?';
       sg_worker_reply_free(&r);
       worker_fail(w, "died", why);
       free(why);

@@ -512,6 +512,9 @@ static void given_up_case(const char *program, const char *expect) {
   check_status(&c, 1, SG_EVAL_INFRA_ERROR);
   SG_CHECK_CONTAINS(result_of(&c, 1)->message, "given up");
   SG_CHECK_CONTAINS(result_of(&c, 1)->message, expect);
+  for (const char *m = result_of(&c, 1)->message; *m; m++)
+    SG_CHECK_MSG((unsigned char)*m >= 0x20 && (unsigned char)*m < 0x7f,
+                 "a byte 0x%02x in the message", (unsigned char)*m);
   SG_CHECK_EQ_INT(submit_ex(&c, 2, SG_POOL_VALIDATE, 0, "ok-fast.c", 60, &err), SG_ESTATE);
   SG_CHECK_CONTAINS(err.msg, "given up");
   SG_CHECK_EQ_INT(submit_ex(&c, 3, SG_POOL_COMPILE, 0, "ok-fast.c", 60, &err), SG_ESTATE);
@@ -532,7 +535,9 @@ static void test_a_program_that_prints_garbage_is_given_up(void) {
   char path[] = "/tmp/sg-test-pool-garbage-XXXXXX";
   int fd = mkstemp(path);
   SG_CHECK(fd >= 0);
-  const char *script = "#!/bin/sh\necho 'this is not json'\nexec sleep 100\n";
+  /* not JSON, and not UTF-8 either: the message must stay printable */
+  const char *script = "#!/bin/sh\nprintf 'this is not json \\377\\001\\n'\n"
+                       "exec sleep 100\n";
   SG_CHECK(write(fd, script, strlen(script)) == (ssize_t)strlen(script));
   close(fd);
   SG_CHECK(chmod(path, 0700) == 0);
