@@ -475,7 +475,7 @@ static void test_sigstop_is_a_hang_then_a_restart(void) {
   sg_err err;
   test_opts(&c, &o, k_cpu0, 1);
   o.compile_limit_s = 2;
-  o.hang_grace_s = 1;
+  o.hang_grace_s = 3; /* the restarted worker says hello within 5 s */
   SG_CHECK_OK(pool_new(&c, &o, &err), err);
   wait_wevents(&c, 0, "started", 1);
   long pid = sg_pool_worker_pid(c.p, 0);
