@@ -630,8 +630,9 @@ static void worker_fail(worker *w, const char *what, const char *reason) {
     }
   }
   if (give_up && !p->closing) {
-    char *gmsg = sg_asprintf("%s given up after %d failures in a row; the "
-                             "last: %s", w->name, w->fails, msg);
+    char *gmsg = sg_asprintf("%s given up after %d failure%s in a row; the "
+                             "last: %s", w->name, w->fails,
+                             w->fails == 1 ? "" : "s", msg);
     worker_event(w, "given_up", gmsg);
     worker_give_up_queue(w, gmsg);
     free(gmsg);

@@ -496,21 +496,22 @@ static void test_sigstop_is_a_hang_then_a_restart(void) {
   finish(&c, 10); /* the stopped worker was killed: none left */
 }
 
-static void given_up_case(const char *program, const char *expect) {
+static void given_up_case(const char *program, const char *expect,
+                          int max_restarts) {
   ctx c;
   ctx_init(&c);
   sg_pool_opts o;
   sg_err err;
   test_opts(&c, &o, k_cpu0, 1);
   o.program = program;
-  o.max_restarts = 2;
+  o.max_restarts = max_restarts;
   o.restart_backoff_s = 0.01;
   SG_CHECK_OK(pool_new(&c, &o, &err), err);
   submit_ok(&c, 1, SG_POOL_VALIDATE, 0, "ok-fast.c"); /* waits for a hello */
   wait_wevents(&c, 0, "given_up", 1);
   wait_wevents(&c, -1, "given_up", 1);
-  SG_CHECK_EQ_INT(count_wevents(&c, 0, "died"), 3); /* 1 + max_restarts */
-  SG_CHECK_EQ_INT(count_wevents(&c, 0, "restarted"), 2);
+  SG_CHECK_EQ_INT(count_wevents(&c, 0, "died"), 1 + max_restarts);
+  SG_CHECK_EQ_INT(count_wevents(&c, 0, "restarted"), max_restarts);
   SG_CHECK_CONTAINS(last_wevent(&c, 0, "died")->message, expect);
   SG_CHECK_CONTAINS(last_wevent(&c, 0, "given_up")->message, "worker cpu:0 given up");
   SG_CHECK_EQ_INT(c.nres, 1);
@@ -526,28 +527,74 @@ static void given_up_case(const char *program, const char *expect) {
   sg_pool_stats st;
   sg_pool_stats_get(c.p, &st);
   SG_CHECK_EQ_INT(st.slots_given_up, 2);
-  SG_CHECK_EQ_INT(st.restarts, 4); /* two per worker */
+  SG_CHECK_EQ_INT(st.restarts, 2 * max_restarts); /* per worker */
   SG_CHECK_EQ_INT(sg_pool_pending(c.p), 0);
   SG_CHECK_EQ_INT(sg_pool_worker_pid(c.p, 0), 0);
   finish(&c, 10);
 }
 
 static void test_a_program_that_exits_is_given_up(void) {
-  given_up_case("/bin/true", "exited with status 0");
+  given_up_case("/bin/true", "exited with status 0 while starting", 2);
 }
 
-static void test_a_program_that_prints_garbage_is_given_up(void) {
-  char path[] = "/tmp/sg-test-pool-garbage-XXXXXX";
+/* A shell script as the pool's program, given up like a broken worker. */
+static void script_case(const char *script, const char *expect,
+                        int max_restarts) {
+  char path[] = "/tmp/sg-test-pool-script-XXXXXX";
   int fd = mkstemp(path);
   SG_CHECK(fd >= 0);
-  /* not JSON, and not UTF-8 either: the message must stay printable */
-  const char *script = "#!/bin/sh\nprintf 'this is not json \\377\\001\\n'\n"
-                       "exec sleep 100\n";
   SG_CHECK(write(fd, script, strlen(script)) == (ssize_t)strlen(script));
   close(fd);
   SG_CHECK(chmod(path, 0700) == 0);
-  given_up_case(path, "not protocol");
+  given_up_case(path, expect, max_restarts);
   unlink(path);
+}
+
+static void test_a_program_that_prints_garbage_is_given_up(void) {
+  /* not JSON, and not UTF-8 either: the message must stay printable */
+  script_case("#!/bin/sh\nprintf 'this is not json \\377\\001\\n'\n"
+              "exec sleep 100\n",
+              "not protocol", 2);
+}
+
+static void test_a_hello_of_another_protocol_is_given_up(void) {
+  script_case("#!/bin/sh\necho '{\"type\":\"hello\",\"protocol\":99,"
+              "\"version\":\"9\",\"device\":\"cpu:0\",\"evaluators\":[\"cpu\"],"
+              "\"pid\":1}'\nexec sleep 100\n",
+              "speaks protocol 99, not 1", 0);
+}
+
+static void test_a_program_that_closes_its_output_is_killed(void) {
+  /* alive, silent, stdout closed: killed after a short wait for its exit */
+  script_case("#!/bin/sh\nexec 1>&-\nexec sleep 100\n",
+              "closed its output while starting", 0);
+}
+
+static void test_a_refused_request_is_an_infra_error(void) {
+  ctx c;
+  ctx_init(&c);
+  sg_pool_opts o;
+  sg_err err;
+  test_opts(&c, &o, k_cpu0, 1);
+  SG_CHECK_OK(pool_new(&c, &o, &err), err);
+  sg_pool_request r = {.ticket = 1, .kind = SG_POOL_VALIDATE, .slot = 0,
+                       .task = "no_such_task", .source = "int x;",
+                       .source_len = 6, .warmups = -1};
+  c.in_call++;
+  SG_CHECK_OK(sg_pool_submit(c.p, &r, &err), err);
+  c.in_call--;
+  submit_ok(&c, 2, SG_POOL_VALIDATE, 0, "compile_error-missing_semicolon.c");
+  wait_results(&c, 2);
+  check_status(&c, 1, SG_EVAL_INFRA_ERROR);
+  SG_CHECK_CONTAINS(result_of(&c, 1)->message, "refused the request");
+  SG_CHECK_CONTAINS(result_of(&c, 1)->message, "no_such_task");
+  SG_CHECK(!was_started(&c, 1));
+  check_status(&c, 2, SG_EVAL_COMPILE_ERROR); /* the worker carried on */
+  sg_pool_stats st;
+  sg_pool_stats_get(c.p, &st);
+  SG_CHECK_EQ_INT(st.restarts, 0);
+  SG_CHECK_EQ_INT(st.lost, 0);
+  finish(&c, 10);
 }
 
 static void abort_on_start(ctx *c, uint64_t ticket) {
@@ -637,6 +684,9 @@ SG_TEST_MAIN(SG_TEST(test_bad_options_and_requests_are_refused),
              SG_TEST(test_sigstop_is_a_hang_then_a_restart),
              SG_TEST(test_a_program_that_exits_is_given_up),
              SG_TEST(test_a_program_that_prints_garbage_is_given_up),
+             SG_TEST(test_a_hello_of_another_protocol_is_given_up),
+             SG_TEST(test_a_program_that_closes_its_output_is_killed),
+             SG_TEST(test_a_refused_request_is_an_infra_error),
              SG_TEST(test_abort_of_queued_and_running_gives_no_callback),
              SG_TEST(test_close_with_requests_in_flight_gives_no_callback),
              SG_TEST(test_close_right_after_start))
