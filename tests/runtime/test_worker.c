@@ -239,10 +239,12 @@ static json_t *validate(const char *id, const char *ex, double timeout_s) {
   return j;
 }
 
-/* A request of type for a hinge_loss example (compile or validate). */
+/* A request of type for a hinge_loss example (compile or validate), the
+ * task named with its evaluator, as a compile worker needs. */
 static json_t *request(const char *type, const char *id, const char *ex) {
   json_t *j = validate(id, ex, 60);
   json_object_set_new(j, "type", json_string(type));
+  json_object_set_new(j, "task", json_string("cpu/hinge_loss"));
   return j;
 }
 
@@ -723,9 +725,18 @@ static void test_compile_only_worker_fills_the_cache(void) {
   /* only builds that compiled are stored */
   SG_CHECK_EQ_INT(cache_entries(cache, &tmp, NULL), 1);
 
+  /* a bare name that is cpu's and cuda's is refused, not guessed */
+  json_t *amb = request("compile", "c-amb", "ok-fast.c");
+  json_object_set_new(amb, "task", json_string("hinge_loss"));
+  w_send_json(&w, amb);
+  json_t *e = w_expect(&w, "error", "c-amb");
+  SG_CHECK_CONTAINS(str(e, "message"), "\"hinge_loss\" is ambiguous on a compile worker");
+  SG_CHECK_CONTAINS(str(e, "message"), "cpu/hinge_loss or cuda/hinge_loss");
+  json_decref(e);
+
   /* no device: validate and profile are refused, naming why */
   w_send_json(&w, request("validate", "v", "ok-fast.c"));
-  json_t *e = w_expect(&w, "error", "v");
+  e = w_expect(&w, "error", "v");
   SG_CHECK_CONTAINS(str(e, "message"), "only compiles (--compile-only)");
   json_decref(e);
   w_send_json(&w, request("profile", "p", "ok-fast.c"));
