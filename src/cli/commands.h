@@ -20,5 +20,12 @@ int sg_cmd_llm_chat(int argc, char **argv);
 int sg_cmd_llm_check(int argc, char **argv);
 int sg_cmd_llm_serve(int argc, char **argv);
 int sg_cmd_worker(int argc, char **argv);
+int sg_cmd_run(int argc, char **argv);
+int sg_cmd_show(int argc, char **argv);
+
+#include <jansson.h>
+#include <stdio.h>
+/* Prints a run's summary (summary.json's object) as a table. */
+void sg_cli_print_summary(FILE *f, const json_t *summary);
 
 #endif

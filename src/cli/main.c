@@ -11,6 +11,8 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"run", sg_cmd_run, "optimize tasks with an LLM: generate, validate, profile, speculate"},
+    {"show", sg_cmd_show, "print the summary of a run directory, finished or not"},
     {"tasks", sg_cmd_tasks, "list the built-in tasks"},
     {"eval", sg_cmd_eval, "validate and time one candidate kernel on a task"},
     {"triggers", sg_cmd_triggers, "show where speculation would fork in a reasoning trace"},

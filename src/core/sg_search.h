@@ -145,7 +145,7 @@ typedef struct sg_search_registry {
   size_t n;
 } sg_search_registry;
 
-/* A registry holding the built-ins (refine, best-of-n). */
+/* A registry holding the built-ins (refine, best-of-n, evolve). */
 void sg_search_registry_init(sg_search_registry *reg);
 /* Adds one (borrowed). SG_EINVAL bad name/no next, SG_ESTATE duplicate,
  * SG_EFULL full. */

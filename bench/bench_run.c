@@ -1,0 +1,174 @@
+/* bench_run.c: speculation off versus on, the same campaign side by side.
+ *
+ * Runs `specgen run` on the same tasks, devices, budget and test-model speed
+ * with --spec off and with --spec on, alternating the order each repetition
+ * (so slow drift on a shared machine hits both alike), and prints the medians
+ * of what the paper measures — end-to-end time, profiling feedback (kernels
+ * profiled), device utilization, early terminations — their on/off ratios,
+ * and what the decisions cost: the controllers' CPU time per generation and
+ * the loop thread's CPU time.
+ *
+ * usage: bench_run [--specgen PATH] [--reps N] [--iterations N]
+ *                  [--speed TOKENS_PER_S] [--tasks T1,T2,...] [--devices D]
+ * PATH defaults to src/cli/specgen beside this program's bench/ folder.
+ * The model is the built-in test server: its speed (--speed, default 300
+ * tokens/s per stream) sets how long reasoning takes against the evaluations.
+ */
+#include "common/sg_alloc.h"
+#include "common/sg_file.h"
+#include "common/sg_stats.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_REPS 20
+
+typedef struct sample {
+  double e2e, feedback, util, early, forks, ctl_us_per_gen, loop_cpu, best;
+} sample;
+
+static char *default_specgen(const char *argv0) {
+  char *copy = sg_strdup(argv0);
+  char *path = sg_asprintf("%s/../src/cli/specgen", dirname(copy));
+  free(copy);
+  return path;
+}
+
+static int run_one(const char *specgen, const char *spec, const char *tasks,
+                   const char *devices, const char *iterations, const char *speed,
+                   sample *out) {
+  char tmpl[] = "/tmp/sg-bench-run-XXXXXX";
+  if (!mkdtemp(tmpl))
+    return -1;
+  char *dir = sg_asprintf("%s/run", tmpl);
+  const char *argv[64] = {specgen, "run", "--devices", devices, "--iterations",
+                          iterations, "--server-speed", speed, "--spec", spec,
+                          "--out", dir, "--quiet"};
+  int n = 13;
+  char *tl = sg_strdup(tasks);
+  for (char *save = NULL, *t = strtok_r(tl, ",", &save); t && n < 60;
+       t = strtok_r(NULL, ",", &save)) {
+    argv[n++] = "--task";
+    argv[n++] = t;
+  }
+  argv[n] = NULL;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", 1);
+    dup2(null, 1);
+    execv(specgen, (char *const *)argv);
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  free(tl);
+  int rc = -1;
+  char *path = sg_asprintf("%s/summary.json", dir);
+  json_t *s = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? json_load_file(path, 0, NULL) : NULL;
+  if (s) {
+    memset(out, 0, sizeof *out);
+    out->e2e = json_number_value(json_object_get(s, "e2e_s"));
+    out->util = json_number_value(json_object_get(json_object_get(s, "utilization"), "overall"));
+    const json_t *w;
+    size_t i;
+    json_array_foreach(json_object_get(s, "workflows"), i, w) {
+      out->feedback += json_number_value(json_object_get(w, "profiling_feedback"));
+      out->early += json_number_value(json_object_get(w, "early_terminations"));
+      out->forks += json_number_value(json_object_get(w, "generations_spec"));
+      double b = json_number_value(json_object_get(w, "best_speedup"));
+      out->best += b > 0 ? b : 0;
+    }
+    const json_t *o = json_object_get(s, "overhead");
+    out->ctl_us_per_gen = json_number_value(json_object_get(o, "controller_cpu_us_per_generation"));
+    out->loop_cpu = json_number_value(json_object_get(o, "loop_thread_cpu_s"));
+    json_decref(s);
+    rc = 0;
+  } else {
+    fprintf(stderr, "bench_run: spec %s failed (status %d); its directory: %s\n", spec, st, dir);
+  }
+  if (rc == 0) {
+    sg_err e;
+    sg_rm_rf(tmpl, &e);
+  }
+  free(path);
+  free(dir);
+  return rc;
+}
+
+static double med(const sample *s, int n, size_t off) {
+  double v[MAX_REPS];
+  for (int i = 0; i < n; i++)
+    v[i] = *(const double *)((const char *)&s[i] + off);
+  return sg_stats_median(v, (size_t)n);
+}
+
+int main(int argc, char **argv) {
+  char *specgen = default_specgen(argv[0]);
+  int reps = 3;
+  const char *iterations = "3", *speed = "300", *tasks = "hinge_loss,diag_matmul",
+             *devices = "cpu:0-1";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--specgen") == 0) {
+      free(specgen);
+      specgen = sg_strdup(argv[i + 1]);
+    } else if (strcmp(argv[i], "--reps") == 0) {
+      reps = atoi(argv[i + 1]);
+    } else if (strcmp(argv[i], "--iterations") == 0) {
+      iterations = argv[i + 1];
+    } else if (strcmp(argv[i], "--speed") == 0) {
+      speed = argv[i + 1];
+    } else if (strcmp(argv[i], "--tasks") == 0) {
+      tasks = argv[i + 1];
+    } else if (strcmp(argv[i], "--devices") == 0) {
+      devices = argv[i + 1];
+    } else {
+      fprintf(stderr, "usage: bench_run [--specgen PATH] [--reps N] [--iterations N] "
+                      "[--speed TOKENS_PER_S] [--tasks T1,T2] [--devices D]\n");
+      return 2;
+    }
+  }
+  if (reps < 1 || reps > MAX_REPS) {
+    fprintf(stderr, "bench_run: --reps must be 1..%d\n", MAX_REPS);
+    return 2;
+  }
+  sample off[MAX_REPS], on[MAX_REPS];
+  for (int r = 0; r < reps; r++) {
+    bool on_first = r % 2 == 1;
+    for (int k = 0; k < 2; k++) {
+      bool is_on = on_first ? k == 0 : k == 1;
+      sample *s = is_on ? &on[r] : &off[r];
+      if (run_one(specgen, is_on ? "on" : "off", tasks, devices, iterations, speed, s) < 0)
+        return 1;
+      fprintf(stderr, "rep %d spec %-3s: e2e %.1f s, feedback %.0f, utilization %.0f%%\n",
+              r + 1, is_on ? "on" : "off", s->e2e, s->feedback, 100 * s->util);
+    }
+  }
+  printf("campaign: tasks %s, devices %s, %s iterations, test model %s tokens/s, "
+         "%d repetitions (medians)\n\n", tasks, devices, iterations, speed, reps);
+  printf("%-10s %9s %9s %12s %6s %6s %10s %14s %12s\n", "spec", "e2e_s", "feedback",
+         "utilization", "early", "forks", "best_sum", "ctl_us/gen", "loop_cpu_s");
+#define ROW(name, a)                                                                    \
+  printf("%-10s %9.1f %9.1f %11.0f%% %6.1f %6.1f %10.2f %14.1f %12.2f\n", name,         \
+         med(a, reps, offsetof(sample, e2e)), med(a, reps, offsetof(sample, feedback)),  \
+         100 * med(a, reps, offsetof(sample, util)), med(a, reps, offsetof(sample, early)), \
+         med(a, reps, offsetof(sample, forks)), med(a, reps, offsetof(sample, best)),    \
+         med(a, reps, offsetof(sample, ctl_us_per_gen)),                                 \
+         med(a, reps, offsetof(sample, loop_cpu)))
+  ROW("off", off);
+  ROW("on", on);
+  double e_off = med(off, reps, offsetof(sample, e2e)), e_on = med(on, reps, offsetof(sample, e2e));
+  double f_off = med(off, reps, offsetof(sample, feedback)), f_on = med(on, reps, offsetof(sample, feedback));
+  double u_off = med(off, reps, offsetof(sample, util)), u_on = med(on, reps, offsetof(sample, util));
+  printf("\non/off: end-to-end time %.2fx (speedup %.2fx), feedback %.2fx, utilization %.2fx\n",
+         e_on / e_off, e_off / e_on, f_off > 0 ? f_on / f_off : 0.0, u_off > 0 ? u_on / u_off : 0.0);
+  free(specgen);
+  return 0;
+}

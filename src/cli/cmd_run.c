@@ -1,0 +1,251 @@
+/* cmd_run.c: `specgen run` (optimize tasks with an LLM) and `specgen show`
+ * (the summary of a run directory, finished or not). The loop itself is
+ * src/runtime/sg_run.c; this file parses flags and prints. */
+#include "cli/commands.h"
+
+#include "common/sg_alloc.h"
+#include "runtime/sg_run.h"
+#include "runtime/sg_run_config.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- printing ---------------------------------------------------------------- */
+
+static double num(const json_t *o, const char *key) {
+  const json_t *v = json_object_get(o, key);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *str(const json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+static void speedup_text(char *buf, size_t n, double v) {
+  if (isfinite(v))
+    snprintf(buf, n, "%.2fx", v);
+  else
+    snprintf(buf, n, "-");
+}
+
+void sg_cli_print_summary(FILE *f, const json_t *s) {
+  const json_t *u = json_object_get(s, "utilization");
+  const json_t *t = json_object_get(s, "tokens");
+  fprintf(f, "\nrun %s%s\n", str(s, "dir"),
+          json_is_true(json_object_get(s, "interrupted")) ? " (interrupted)" : "");
+  fprintf(f, "  end to end %.1f s; device utilization %.0f%% (validation %.0f%%, "
+             "profiling %.0f%%)\n",
+          num(s, "e2e_s"), 100 * num(u, "overall"), 100 * num(u, "validation"),
+          100 * num(u, "profiling"));
+  fprintf(f, "  tokens: %.0f prompt (%.0f cached), %.0f completion\n", num(t, "prompt"),
+          num(t, "cached"), num(t, "completion"));
+  fprintf(f, "\n  %-28s %5s %9s %9s %6s %5s %6s  %s\n", "task", "iters", "best",
+          "profiled", "early", "main", "forks", "best kernel");
+  const json_t *w;
+  size_t i;
+  json_array_foreach(json_object_get(s, "workflows"), i, w) {
+    char best[32];
+    speedup_text(best, sizeof best, num(w, "best_speedup"));
+    const char *file = json_string_value(json_object_get(w, "best_file"));
+    fprintf(f, "  %-28s %5.0f %9s %9.0f %6.0f %5.0f %6.0f  %s\n", str(w, "task"),
+            num(w, "iterations"), best, num(w, "profiling_feedback"),
+            num(w, "early_terminations"), num(w, "generations_main"),
+            num(w, "generations_spec"), file ? file : "-");
+  }
+  fprintf(f, "\n  best: largest speedup over the reference of a correct kernel; "
+             "profiled: kernels with profiling feedback;\n"
+             "  early: iterations ended by a speculative kernel while the reasoning "
+             "still ran; forks: speculative generations\n");
+}
+
+typedef struct printer {
+  bool json, quiet;
+} printer;
+
+static void print_progress(const json_t *ev) {
+  const json_t *u = json_object_get(ev, "utilization");
+  fprintf(stderr, "%7.1fs ", num(ev, "t"));
+  const json_t *w;
+  size_t i;
+  json_array_foreach(json_object_get(ev, "workflows"), i, w) {
+    char best[32];
+    speedup_text(best, sizeof best, num(w, "best_speedup"));
+    if (json_is_true(json_object_get(w, "done")))
+      fprintf(stderr, "| %s done %s ", str(w, "task"), best);
+    else
+      fprintf(stderr, "| %s it%.0f %s gen %.0f+%.0f eval %.0f ", str(w, "task"),
+              num(w, "iteration"), best, num(w, "main_live"), num(w, "spec_live"),
+              num(w, "evaluations_in_flight"));
+  }
+  fprintf(stderr, "| devices %.0f%% busy\n", 100 * num(u, "overall"));
+}
+
+static void on_event(void *data, const json_t *ev) {
+  const printer *p = data;
+  const char *name = str(ev, "event");
+  if (strcmp(name, "run_start") == 0 && !p->quiet &&
+      json_is_true(json_object_get(ev, "built_in_model")))
+    fprintf(stderr, "note: no --llm given, so the built-in test server plays the model. "
+                    "Its kernels come from\nthe tasks' own examples: this run shows the "
+                    "pipeline working, not a model's skill.\n");
+  if (p->json) {
+    char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    fprintf(stdout, "%s\n", line);
+    fflush(stdout);
+    free(line);
+    return;
+  }
+  if (p->quiet)
+    return;
+  char best[32];
+  if (strcmp(name, "run_start") == 0) {
+    fprintf(stderr, "specgen run: %.0f task(s) on %s, search %s, speculation %s; "
+                    "model %s at %s\nrun directory: %s\n",
+            num(ev, "tasks"), str(ev, "devices"), str(ev, "search"),
+            json_is_true(json_object_get(ev, "spec")) ? "on" : "off", str(ev, "model"),
+            str(ev, "llm"), str(ev, "dir"));
+  } else if (strcmp(name, "iteration_end") == 0) {
+    speedup_text(best, sizeof best, num(ev, "best_speedup"));
+    fprintf(stderr, "[%s] iteration %.0f ended (%s); best so far %s\n", str(ev, "task"),
+            num(ev, "iteration"), str(ev, "reason"), best);
+  } else if (strcmp(name, "workflow_done") == 0) {
+    speedup_text(best, sizeof best, num(ev, "best_speedup"));
+    fprintf(stderr, "[%s] done (%s); best %s\n", str(ev, "task"), str(ev, "reason"), best);
+  } else if (strcmp(name, "worker") == 0) {
+    fprintf(stderr, "worker %s %s%s%s\n", str(ev, "device"), str(ev, "what"),
+            json_object_get(ev, "message") ? ": " : "", str(ev, "message"));
+  } else if (strcmp(name, "warning") == 0) {
+    fprintf(stderr, "warning: %s%s%s\n", str(ev, "task"),
+            json_object_get(ev, "task") ? ": " : "", str(ev, "message"));
+  } else if (strcmp(name, "progress") == 0) {
+    print_progress(ev);
+  }
+}
+
+/* ---- specgen run ------------------------------------------------------------- */
+
+static void run_usage(FILE *f) {
+  fprintf(f, "usage: specgen run --task T [--task T2 ...] [options]\n"
+             "       specgen run --resume DIR [options]\n"
+             "\n"
+             "Optimizes tasks with an LLM: generates candidate kernels, validates and\n"
+             "profiles them on a shared pool of devices, feeds the results back, and\n"
+             "forks cheap speculative generations while the model reasons. Without\n"
+             "--llm a built-in test server plays the model. Every option is also a key\n"
+             "of the YAML file given with --config (docs/configuration.md).\n"
+             "Exit status: 0 the run completed; 1 it failed or was interrupted;\n"
+             "2 bad usage or input.\n\n");
+  sg_run_config_usage(f);
+  fprintf(f, "  --config FILE        read options from a YAML file first\n"
+             "  -h, --help           this help\n");
+}
+
+int sg_cmd_run(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      run_usage(stdout);
+      return SG_EXIT_OK;
+    }
+  sg_run_config cfg;
+  sg_run_config_init(&cfg);
+  sg_err err;
+  sg_err_clear(&err);
+  int rc = sg_run_config_parse_args(&cfg, argc, argv, 1, &err);
+  if (rc == 0 && cfg.resume) {
+    /* The stored configuration, then the flags given now on top. */
+    char *dir = sg_strdup(cfg.resume);
+    sg_run_config_free(&cfg);
+    sg_run_config_init(&cfg);
+    rc = sg_run_load_config(dir, &cfg, &err);
+    if (rc == 0)
+      rc = sg_run_config_parse_args(&cfg, argc, argv, 1, &err);
+    free(cfg.resume);
+    cfg.resume = dir;
+  }
+  if (rc == 0)
+    rc = sg_run_config_check(&cfg, &err);
+  if (rc < 0) {
+    fprintf(stderr, "specgen run: %s\n", err.msg);
+    if (rc == SG_EINVAL)
+      fprintf(stderr, "`specgen run --help` lists the options\n");
+    sg_run_config_free(&cfg);
+    return SG_EXIT_USAGE;
+  }
+  printer p = {cfg.json, cfg.quiet};
+  sg_run_observer obs = {&p, on_event};
+  sg_run_outcome out;
+  rc = sg_run_execute(&cfg, NULL, &obs, &out, &err);
+  int exit_code = SG_EXIT_OK;
+  if (rc < 0) {
+    fprintf(stderr, "specgen run: %s\n", err.msg);
+    bool input = rc == SG_EINVAL || rc == SG_ENOENT || rc == SG_EPARSE ||
+                 rc == SG_ESTATE || rc == SG_EUNSUPPORTED;
+    exit_code = !out.started && input ? SG_EXIT_USAGE : SG_EXIT_FAILED;
+    if (out.dir && exit_code == SG_EXIT_FAILED)
+      fprintf(stderr, "the run directory %s keeps what was done; `specgen run --resume "
+                      "%s` continues it\n", out.dir, out.dir);
+  } else {
+    if (out.summary && !cfg.json)
+      sg_cli_print_summary(stdout, out.summary);
+    if (out.interrupted) {
+      fprintf(stderr, "interrupted: `specgen run --resume %s` continues this run\n",
+              out.dir);
+      exit_code = SG_EXIT_FAILED;
+    } else if (out.failed_workflows > 0) {
+      exit_code = SG_EXIT_FAILED;
+    }
+  }
+  sg_run_outcome_free(&out);
+  sg_run_config_free(&cfg);
+  return exit_code;
+}
+
+/* ---- specgen show ------------------------------------------------------------ */
+
+int sg_cmd_show(int argc, char **argv) {
+  bool json = false;
+  const char *dir = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("usage: specgen show DIR [--json]\n\nPrints the summary of the run in DIR, "
+             "finished or not (the same as its\nsummary.json): end-to-end time, "
+             "utilization, tokens and, per task, iterations,\nbest speedup, profiling "
+             "feedback, early terminations and generations.\n");
+      return SG_EXIT_OK;
+    } else if (argv[i][0] == '-' || dir) {
+      fprintf(stderr, "specgen show: unexpected argument \"%s\"\nusage: specgen show DIR "
+                      "[--json]\n", argv[i]);
+      return SG_EXIT_USAGE;
+    } else {
+      dir = argv[i];
+    }
+  }
+  if (dir == NULL) {
+    fprintf(stderr, "usage: specgen show DIR [--json]\n");
+    return SG_EXIT_USAGE;
+  }
+  json_t *s = NULL;
+  sg_err err;
+  sg_err_clear(&err);
+  int rc = sg_run_show(dir, &s, &err);
+  if (rc < 0) {
+    fprintf(stderr, "specgen show: %s\n", err.msg);
+    return rc == SG_ENOENT ? SG_EXIT_USAGE : SG_EXIT_FAILED;
+  }
+  if (json) {
+    char *text = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    printf("%s\n", text);
+    free(text);
+  } else {
+    sg_cli_print_summary(stdout, s);
+    printf("  state: %s\n", str(s, "state"));
+  }
+  json_decref(s);
+  return SG_EXIT_OK;
+}

@@ -1,0 +1,628 @@
+/* test_run.c: `specgen run` and `specgen show` end to end, through real
+ * processes: the specgen program, its worker processes, the built-in test
+ * server on loopback, a real run store. Faults: the server disconnecting or
+ * failing, a worker killed mid-evaluation, the run killed with SIGKILL and
+ * resumed, Ctrl-C. Small budgets keep each run to seconds.
+ */
+#include "sg_test.h"
+
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_file.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Flags that keep a run short: fast model, short timings. */
+#define FAST "--server-speed", "3000", "--runs", "3", "--warmups", "1", "--tick", "0.05"
+
+typedef struct proc {
+  pid_t pid;
+  int out_fd, err_fd;
+  sg_buf out, err;
+  int status;
+  bool exited;
+} proc;
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void proc_start(proc *p, const char *const *args) {
+  memset(p, 0, sizeof *p);
+  sg_buf_init(&p->out, 0);
+  sg_buf_init(&p->err, 0);
+  int o[2], e[2];
+  SG_CHECK(pipe(o) == 0 && pipe(e) == 0);
+  const char *argv[64] = {SG_TEST_SPECGEN};
+  int n = 1;
+  for (int i = 0; args[i] && n < 63; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  pid_t pid = fork();
+  SG_CHECK(pid >= 0);
+  if (pid == 0) {
+    setpgid(0, 0); /* its own group: the test kills it and its workers */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(o[1], STDOUT_FILENO);
+    dup2(e[1], STDERR_FILENO);
+    close(o[0]);
+    close(o[1]);
+    close(e[0]);
+    close(e[1]);
+    execv(SG_TEST_SPECGEN, (char *const *)argv);
+    _exit(127);
+  }
+  close(o[1]);
+  close(e[1]);
+  p->pid = pid;
+  p->out_fd = o[0];
+  p->err_fd = e[0];
+}
+
+/* Reads what is there for up to ms; true once both pipes hit their end. */
+static bool proc_pump(proc *p, int ms) {
+  struct pollfd fds[2] = {{p->out_fd, POLLIN, 0}, {p->err_fd, POLLIN, 0}};
+  int nf = 0;
+  if (p->out_fd >= 0)
+    nf++;
+  if (p->err_fd >= 0)
+    nf++;
+  if (nf == 0)
+    return true;
+  if (poll(fds, 2, ms) <= 0)
+    return false;
+  char buf[65536];
+  for (int i = 0; i < 2; i++) {
+    int *fd = i == 0 ? &p->out_fd : &p->err_fd;
+    if (*fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP)))
+      continue;
+    ssize_t k = read(*fd, buf, sizeof buf);
+    if (k > 0) {
+      sg_buf_append(i == 0 ? &p->out : &p->err, buf, (size_t)k);
+    } else {
+      close(*fd);
+      *fd = -1;
+    }
+  }
+  return p->out_fd < 0 && p->err_fd < 0;
+}
+
+static int proc_wait(proc *p, double timeout_s) {
+  double end = mono_s() + timeout_s;
+  while (!proc_pump(p, 50) && mono_s() < end) {
+  }
+  int st = 0;
+  pid_t w = 0;
+  while ((w = waitpid(p->pid, &st, WNOHANG)) == 0 && mono_s() < end)
+    usleep(20000);
+  if (w != p->pid) {
+    kill(-p->pid, SIGKILL);
+    waitpid(p->pid, &st, 0);
+    SG_FAIL("specgen did not end within %.0f s; stderr:\n%s", timeout_s,
+            sg_buf_str(&p->err));
+  }
+  p->exited = true;
+  p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return p->status;
+}
+
+static void proc_free(proc *p) {
+  if (!p->exited && p->pid > 0) {
+    kill(-p->pid, SIGKILL);
+    waitpid(p->pid, NULL, 0);
+  }
+  if (p->out_fd >= 0)
+    close(p->out_fd);
+  if (p->err_fd >= 0)
+    close(p->err_fd);
+  sg_buf_free(&p->out);
+  sg_buf_free(&p->err);
+}
+
+static int run_cmd(const char *const *args, double timeout_s, proc *p) {
+  proc_start(p, args);
+  return proc_wait(p, timeout_s);
+}
+
+static char *tmp_dir(void) {
+  char tmpl[] = "/tmp/sg-test-run-XXXXXX";
+  SG_CHECK(mkdtemp(tmpl) != NULL);
+  return sg_strdup(tmpl);
+}
+
+static json_t *load_json(const char *path) {
+  json_error_t je;
+  json_t *j = json_load_file(path, 0, &je);
+  SG_CHECK_MSG(j != NULL, "%s: %s", path, je.text);
+  return j;
+}
+
+static long long db_int(const char *dir, const char *sql) {
+  char *path = sg_asprintf("%s/run.db", dir);
+  sqlite3 *db = NULL;
+  SG_CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  SG_CHECK_MSG(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql,
+               sqlite3_errmsg(db));
+  long long v = -1;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  free(path);
+  return v;
+}
+
+/* Every "event" line on stdout parsed; fails on a line that is not JSON. */
+static json_t *events_of(const proc *p) {
+  json_t *a = json_array();
+  const char *s = sg_buf_str(&p->out);
+  while (*s) {
+    const char *nl = strchr(s, '\n');
+    size_t len = nl ? (size_t)(nl - s) : strlen(s);
+    json_error_t je;
+    json_t *j = json_loadb(s, len, 0, &je);
+    SG_CHECK_MSG(j != NULL && json_is_string(json_object_get(j, "event")),
+                 "stdout line is not an event: %.*s", (int)len, s);
+    json_array_append_new(a, j);
+    s += len + (nl ? 1 : 0);
+  }
+  return a;
+}
+
+static int count_events(const json_t *evs, const char *name) {
+  int n = 0;
+  size_t i;
+  json_t *e;
+  json_array_foreach(evs, i, e) n += strcmp(json_string_value(json_object_get(e, "event")), name) == 0;
+  return n;
+}
+
+static void check_summary(const json_t *s, int tasks, int iterations) {
+  SG_CHECK(json_is_number(json_object_get(s, "e2e_s")));
+  SG_CHECK(json_number_value(json_object_get(s, "e2e_s")) > 0);
+  const json_t *wfs = json_object_get(s, "workflows");
+  SG_CHECK_EQ_INT(json_array_size(wfs), tasks);
+  size_t i;
+  json_t *w;
+  json_array_foreach(wfs, i, w) {
+    static const char *const keys[] = {"task", "iterations", "best_speedup",
+                                       "profiling_feedback", "early_terminations",
+                                       "generations_main", "generations_spec"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+      SG_CHECK_MSG(json_object_get(w, keys[k]) != NULL, "workflow lacks %s", keys[k]);
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(w, "iterations")), iterations);
+    SG_CHECK(json_integer_value(json_object_get(w, "generations_main")) >= iterations);
+  }
+  const json_t *u = json_object_get(s, "utilization");
+  static const char *const ukeys[] = {"validation", "profiling", "overall"};
+  for (size_t k = 0; k < 3; k++) {
+    double v = json_number_value(json_object_get(u, ukeys[k]));
+    SG_CHECK_MSG(v >= 0 && v <= 1, "utilization.%s = %g", ukeys[k], v);
+  }
+  const json_t *t = json_object_get(s, "tokens");
+  SG_CHECK(json_integer_value(json_object_get(t, "completion")) > 0);
+  SG_CHECK(json_is_integer(json_object_get(t, "prompt")));
+  SG_CHECK(json_is_integer(json_object_get(t, "cached")));
+}
+
+/* A whole run against the built-in server: summary.json, best kernels, the
+ * store's records, `specgen show` agreeing with summary.json. */
+static void test_run_two_tasks_end_to_end(void) {
+  char *dir = tmp_dir();
+  char *out = sg_asprintf("%s/run", dir);
+  const char *args[] = {"run", "--task", "hinge_loss", "--task", "diag_matmul",
+                        "--devices", "cpu:0-1", "--iterations", "2", "--out", out,
+                        FAST, NULL};
+  proc p;
+  int rc = run_cmd(args, 240, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  SG_CHECK_CONTAINS(sg_buf_str(&p.err), "built-in test server");
+  SG_CHECK_CONTAINS(sg_buf_str(&p.out), "hinge_loss");
+  SG_CHECK_CONTAINS(sg_buf_str(&p.out), "utilization");
+
+  char *sp = sg_asprintf("%s/summary.json", out);
+  json_t *s = load_json(sp);
+  check_summary(s, 2, 2);
+  /* the store says the same as the summary, and more */
+  SG_CHECK(db_int(out, "SELECT count(*) FROM runs WHERE ended_us IS NOT NULL") == 1);
+  SG_CHECK(db_int(out, "SELECT count(*) FROM workflows WHERE state = 'done'") == 2);
+  SG_CHECK(db_int(out, "SELECT count(*) FROM generations WHERE kind = 'main'") >= 4);
+  SG_CHECK(db_int(out, "SELECT count(*) FROM generations WHERE ended_us IS NULL") == 0);
+  SG_CHECK(db_int(out, "SELECT count(*) FROM evaluations WHERE status IS NULL") == 0);
+  SG_CHECK(db_int(out, "SELECT count(*) FROM candidates") >= 1);
+  SG_CHECK(db_int(out, "SELECT count(*) FROM device_intervals") >= 1);
+  long long ok = db_int(out, "SELECT count(*) FROM evaluations WHERE status = 'ok' "
+                             "AND phase = 'validate'");
+  /* the test model writes a valid kernel often enough that two tasks over
+   * two iterations see at least one, and then a best kernel on disk */
+  SG_CHECK_MSG(ok >= 1, "no valid kernel in the whole run");
+  long long best_files = 0;
+  const json_t *w;
+  size_t i;
+  json_array_foreach(json_object_get(s, "workflows"), i, w) {
+    const char *bf = json_string_value(json_object_get(w, "best_file"));
+    if (bf) {
+      SG_CHECK(access(bf, R_OK) == 0);
+      SG_CHECK(json_number_value(json_object_get(w, "best_speedup")) > 0);
+      best_files++;
+    }
+  }
+  SG_CHECK(best_files >= 1);
+  /* the build cache is gone, the workers' log is there */
+  char *bc = sg_asprintf("%s/build-cache", out);
+  char *wl = sg_asprintf("%s/workers.log", out);
+  SG_CHECK(access(bc, F_OK) != 0);
+  SG_CHECK(access(wl, F_OK) == 0);
+
+  const char *show[] = {"show", out, "--json", NULL};
+  proc q;
+  SG_CHECK_EQ_INT(run_cmd(show, 30, &q), 0);
+  json_error_t je;
+  json_t *shown = json_loads(sg_buf_str(&q.out), 0, &je);
+  SG_CHECK_MSG(shown != NULL, "show --json: %s", je.text);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(shown, "state")), "done");
+  SG_CHECK(json_equal(json_object_get(shown, "tokens"), json_object_get(s, "tokens")));
+  SG_CHECK(json_equal(json_object_get(shown, "utilization"),
+                      json_object_get(s, "utilization")));
+  json_t *sw = json_object_get(shown, "workflows");
+  json_array_foreach(json_object_get(s, "workflows"), i, w) {
+    json_t *x = json_array_get(sw, i);
+    SG_CHECK(json_equal(json_object_get(x, "iterations"), json_object_get(w, "iterations")));
+    SG_CHECK(json_equal(json_object_get(x, "best_speedup"), json_object_get(w, "best_speedup")));
+  }
+  const char *show_plain[] = {"show", out, NULL};
+  proc r2;
+  SG_CHECK_EQ_INT(run_cmd(show_plain, 30, &r2), 0);
+  SG_CHECK_CONTAINS(sg_buf_str(&r2.out), "diag_matmul");
+  json_decref(shown);
+  json_decref(s);
+  proc_free(&p);
+  proc_free(&q);
+  proc_free(&r2);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(sp);
+  free(bc);
+  free(wl);
+  free(out);
+  free(dir);
+}
+
+/* --json: one event per line, nothing else on stdout; --spec off forks
+ * nothing. */
+static void test_json_events_and_spec_off(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                        "--iterations", "2", "--out", dir, "--json", "--spec", "off",
+                        FAST, NULL};
+  proc p;
+  int rc = run_cmd(args, 180, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  json_t *evs = events_of(&p);
+  SG_CHECK_EQ_INT(count_events(evs, "run_start"), 1);
+  SG_CHECK_EQ_INT(count_events(evs, "run_end"), 1);
+  SG_CHECK_EQ_INT(count_events(evs, "iteration_end"), 2);
+  SG_CHECK_EQ_INT(count_events(evs, "workflow_done"), 1);
+  SG_CHECK_EQ_INT(count_events(evs, "fork"), 0);
+  const json_t *last = json_array_get(evs, json_array_size(evs) - 1);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(last, "event")), "run_end");
+  check_summary(json_object_get(last, "summary"), 1, 2);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'") == 0);
+  json_decref(evs);
+  proc_free(&p);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
+/* With speculation on, forks happen and are recorded with their prefix. */
+static void test_spec_on_forks(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
+                        "--iterations", "2", "--out", dir, "--json",
+                        "--server-speed", "400", "--runs", "3", "--warmups", "1",
+                        "--tick", "0.05", NULL};
+  proc p;
+  int rc = run_cmd(args, 180, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  json_t *evs = events_of(&p);
+  SG_CHECK(count_events(evs, "fork") >= 1);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
+                       "prefix_bytes > 0 AND parent_id IS NOT NULL") >= 1);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM decisions WHERE kind LIKE 'fork_%'") >= 1);
+  json_decref(evs);
+  proc_free(&p);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
+/* The LLM failing: disconnects mid-stream and 500s that a retry gets past.
+ * The run ends, the failures are recorded, nothing hangs. */
+static void test_llm_faults(void) {
+  static const char *const faults[] = {"disconnect:20", "status500:1", "error_in_stream:30"};
+  for (size_t f = 0; f < 3; f++) {
+    char *dir = tmp_dir();
+    const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                          "--iterations", "2", "--out", dir, "--server-fault",
+                          faults[f], "--quiet", FAST, NULL};
+    proc p;
+    int rc = run_cmd(args, 180, &p);
+    SG_CHECK_MSG(rc == 0, "fault %s: exit %d; stderr:\n%s", faults[f], rc,
+                 sg_buf_str(&p.err));
+    SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE ended_us IS NULL") == 0);
+    SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NOT NULL") == 2);
+    if (f != 1)
+      SG_CHECK_MSG(db_int(dir, "SELECT count(*) FROM generations WHERE outcome = 'failed'") >= 1,
+                   "fault %s left no failed generation", faults[f]);
+    else
+      SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE outcome = 'completed'") >= 2);
+    proc_free(&p);
+    sg_err e;
+    sg_rm_rf(dir, &e);
+    free(dir);
+  }
+}
+
+/* The pids of p's children whose command line contains needle. */
+static int children_with(pid_t parent, const char *needle, pid_t *out, int max) {
+  int n = 0;
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL && n < max) {
+    pid_t pid = (pid_t)atoi(de->d_name);
+    if (pid <= 0)
+      continue;
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    int ppid = 0;
+    char *line = fgets(buf, sizeof buf, f);
+    fclose(f);
+    const char *rp = line ? strrchr(buf, ')') : NULL;
+    if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1 || ppid != parent)
+      continue;
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+      continue;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0)
+      continue;
+    for (ssize_t i = 0; i < k; i++)
+      if (buf[i] == '\0')
+        buf[i] = ' ';
+    buf[k] = '\0';
+    if (strstr(buf, needle))
+      out[n++] = pid;
+  }
+  if (d)
+    closedir(d);
+  return n;
+}
+
+/* A device worker killed while it evaluates: the pool restarts it, the
+ * request is retried, the run completes with every evaluation finished. */
+static void test_worker_killed_mid_evaluation(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                        "--iterations", "2", "--out", dir, "--json",
+                        "--server-speed", "3000", "--runs", "30", "--warmups", "1",
+                        "--tick", "0.05", NULL};
+  proc p;
+  proc_start(&p, args);
+  bool killed = false;
+  double end = mono_s() + 120;
+  while (!killed && mono_s() < end && !proc_pump(&p, 20)) {
+    pid_t workers[4];
+    int n = children_with(p.pid, "--device", workers, 4);
+    for (int i = 0; i < n && !killed; i++) {
+      pid_t ev[4];
+      /* a worker evaluating has a child: its evaluation process */
+      if (children_with(workers[i], "worker", ev, 4) > 0) {
+        kill(workers[i], SIGKILL);
+        killed = true;
+      }
+    }
+  }
+  SG_CHECK_MSG(killed, "never saw a worker evaluate; stderr:\n%s", sg_buf_str(&p.err));
+  int rc = proc_wait(&p, 240);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  json_t *evs = events_of(&p);
+  bool died = false;
+  size_t i;
+  json_t *e;
+  json_array_foreach(evs, i, e) {
+    if (strcmp(json_string_value(json_object_get(e, "event")), "worker") == 0 &&
+        strcmp(json_string_value(json_object_get(e, "what")), "died") == 0)
+      died = true;
+  }
+  SG_CHECK_MSG(died, "no worker death reported");
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM evaluations WHERE status IS NULL") == 0);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM runs WHERE ended_us IS NOT NULL") == 1);
+  json_decref(evs);
+  proc_free(&p);
+  sg_err er;
+  sg_rm_rf(dir, &er);
+  free(dir);
+}
+
+typedef struct eval_row {
+  long long id;
+  char status[32];
+} eval_row;
+
+static int finished_evals(const char *dir, eval_row *rows, int max) {
+  char *path = sg_asprintf("%s/run.db", dir);
+  sqlite3 *db = NULL;
+  SG_CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  SG_CHECK(sqlite3_prepare_v2(db, "SELECT id, status FROM evaluations WHERE status "
+                                  "IS NOT NULL ORDER BY id", -1, &st, NULL) == SQLITE_OK);
+  int n = 0;
+  while (n < max && sqlite3_step(st) == SQLITE_ROW) {
+    rows[n].id = sqlite3_column_int64(st, 0);
+    snprintf(rows[n].status, sizeof rows[n].status, "%s", sqlite3_column_text(st, 1));
+    n++;
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  free(path);
+  return n;
+}
+
+/* SIGKILL mid-run, then --resume: every evaluation completed before the
+ * kill is still there, unchanged, and the run finishes its budget. */
+static void test_sigkill_then_resume(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--task", "diag_matmul",
+                        "--devices", "cpu:0-1", "--iterations", "3", "--out", dir,
+                        "--json", FAST, NULL};
+  proc p;
+  proc_start(&p, args);
+  int done = 0;
+  double end = mono_s() + 120;
+  while (done < 3 && mono_s() < end && !proc_pump(&p, 20)) {
+    const char *s = sg_buf_str(&p.out);
+    done = 0;
+    while ((s = strstr(s, "\"event\":\"evaluation\"")) != NULL) {
+      done++;
+      s++;
+    }
+  }
+  SG_CHECK_MSG(done >= 3, "the run did not get far enough; stderr:\n%s", sg_buf_str(&p.err));
+  kill(-p.pid, SIGKILL);
+  int rc = proc_wait(&p, 30);
+  SG_CHECK_EQ_INT(rc, 128 + SIGKILL);
+  eval_row before[512];
+  int nb = finished_evals(dir, before, 512);
+  SG_CHECK(nb >= 1);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM runs WHERE ended_us IS NULL") == 1);
+
+  const char *resume[] = {"run", "--resume", dir, "--json", NULL};
+  proc q;
+  rc = run_cmd(resume, 240, &q);
+  SG_CHECK_MSG(rc == 0, "resume: exit %d; stderr:\n%s", rc, sg_buf_str(&q.err));
+  eval_row after[1024];
+  int na = finished_evals(dir, after, 1024);
+  SG_CHECK(na >= nb);
+  for (int i = 0; i < nb; i++) {
+    bool same = false;
+    for (int j = 0; j < na; j++)
+      if (after[j].id == before[i].id)
+        same = strcmp(after[j].status, before[i].status) == 0;
+    SG_CHECK_MSG(same, "evaluation %lld (%s) lost or changed by the resume", before[i].id,
+                 before[i].status);
+  }
+  char *sp = sg_asprintf("%s/summary.json", dir);
+  json_t *s = load_json(sp);
+  check_summary(s, 2, 3);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM runs WHERE ended_us IS NOT NULL") == 1);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM evaluations WHERE status IS NULL") == 0);
+  json_t *evs = events_of(&q);
+  const json_t *first = json_array_get(evs, 0);
+  SG_CHECK(json_is_true(json_object_get(first, "resumed")));
+  /* a finished run is not resumed again */
+  proc r3;
+  SG_CHECK_EQ_INT(run_cmd(resume, 60, &r3), 2);
+  SG_CHECK_CONTAINS(sg_buf_str(&r3.err), "has finished");
+  json_decref(evs);
+  json_decref(s);
+  free(sp);
+  proc_free(&p);
+  proc_free(&q);
+  proc_free(&r3);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
+/* Ctrl-C: the run stops, says how to resume, exits 1, and resumes. */
+static void test_sigint_interrupts_resumably(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                        "--iterations", "2", "--out", dir, FAST, NULL};
+  proc p;
+  proc_start(&p, args);
+  double end = mono_s() + 60;
+  while (mono_s() < end && !proc_pump(&p, 20) &&
+         strstr(sg_buf_str(&p.err), "run directory") == NULL) {
+  }
+  usleep(300000);
+  kill(p.pid, SIGINT);
+  int rc = proc_wait(&p, 60);
+  SG_CHECK_MSG(rc == 1, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  SG_CHECK_CONTAINS(sg_buf_str(&p.err), "--resume");
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM runs WHERE ended_us IS NULL") == 1);
+  char *sp = sg_asprintf("%s/summary.json", dir);
+  json_t *s = load_json(sp);
+  SG_CHECK(json_is_true(json_object_get(s, "interrupted")));
+  const char *resume[] = {"run", "--resume", dir, "--quiet", NULL};
+  proc q;
+  rc = run_cmd(resume, 180, &q);
+  SG_CHECK_MSG(rc == 0, "resume: exit %d; stderr:\n%s", rc, sg_buf_str(&q.err));
+  json_decref(s);
+  s = load_json(sp);
+  check_summary(s, 1, 2);
+  json_decref(s);
+  free(sp);
+  proc_free(&p);
+  proc_free(&q);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
+/* Bad input: exit 2 and a message naming what is wrong. */
+static void test_bad_usage(void) {
+  struct {
+    const char *args[8];
+    const char *says;
+  } cases[] = {
+      {{"run", "--task", "no_such_task", "--iterations", "1", NULL}, "no_such_task"},
+      {{"run", "--iterations", "1", NULL}, "task"},
+      {{"run", "--task", "hinge_loss", "--iteratons", "2", NULL}, "iterations"},
+      {{"run", "--task", "hinge_loss", "--devices", "cuda:0", NULL}, "cuda"},
+      {{"run", "--resume", "/nonexistent/run", NULL}, "/nonexistent/run"},
+      {{"show", "/nonexistent/run", NULL}, "no run here"},
+      {{"show", NULL}, "usage"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    proc p;
+    int rc = run_cmd(cases[i].args, 30, &p);
+    SG_CHECK_MSG(rc == 2, "case %zu: exit %d; stderr:\n%s", i, rc, sg_buf_str(&p.err));
+    SG_CHECK_CONTAINS(sg_buf_str(&p.err), cases[i].says);
+    proc_free(&p);
+  }
+  proc h;
+  const char *help[] = {"run", "--help", NULL};
+  SG_CHECK_EQ_INT(run_cmd(help, 30, &h), 0);
+  SG_CHECK_CONTAINS(sg_buf_str(&h.out), "--time-budget");
+  SG_CHECK_CONTAINS(sg_buf_str(&h.out), "--config");
+  proc_free(&h);
+}
+
+SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_run_two_tasks_end_to_end),
+             SG_TEST(test_json_events_and_spec_off), SG_TEST(test_spec_on_forks),
+             SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),
+             SG_TEST(test_sigkill_then_resume), SG_TEST(test_sigint_interrupts_resumably))
