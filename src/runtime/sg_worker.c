@@ -223,36 +223,13 @@ static bool evaluator_fits(const worker *w, const char *evaluator) {
   return strcmp(evaluator, "cuda") == 0 || strcmp(evaluator, "kernelbench") == 0;
 }
 
-/* A bare name on a compile worker, which serves every evaluator, must name
- * one built-in task: "hinge_loss" is both cpu's and cuda's, and compiling
- * the wrong one would report a compile error the candidate never had. */
-static int check_unambiguous(const char *name, sg_err *err) {
-  static const char *const evs[] = {"cpu", "cuda", "kernelbench"};
-  const char *found[3];
-  int n = 0;
-  for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) {
-    char *json = sg_asprintf("%s/%s/%s/task.json", sg_task_builtin_root(),
-                             evs[i], name);
-    struct stat st;
-    if (stat(json, &st) == 0 && S_ISREG(st.st_mode))
-      found[n++] = evs[i];
-    free(json);
-  }
-  if (n > 1)
-    return sg_err_set(err, SG_EINVAL, "task \"%s\" is ambiguous on a compile "
-                      "worker (it serves every evaluator): name it %s/%s or %s/%s",
-                      name, found[0], name, found[1], name);
-  return 0;
-}
-
 /* A bare name on a cuda worker means the cuda task of that name, as
- * `specgen eval --device cuda:N` does; on a compile worker it must be
- * unambiguous (check_unambiguous). */
+ * `specgen eval --device cuda:N` does. A compile worker serves every
+ * evaluator and resolves a bare name as sg_task_load does, cpu first: a
+ * client compiling for cuda names the task "cuda/NAME" or by directory
+ * (docs/protocol.md). */
 static int load_task(worker *w, const char *name, sg_task **out, sg_err *err) {
   int rc = SG_ENOENT;
-  if (w->cfg->compile_only && !strchr(name, '/') && (rc = check_unambiguous(name, err)))
-    return rc;
-  rc = SG_ENOENT;
   if (strcmp(w->kind, "cuda") == 0 && !strchr(name, '/')) {
     char *q = sg_asprintf("cuda/%s", name);
     rc = sg_task_load(q, out, err);
