@@ -512,6 +512,15 @@ static char *tmp_path(const char *name) {
   return sg_asprintf("%s/%s", dir, name);
 }
 
+/* Removes what tmp_path made and frees the path. */
+static void tmp_done(char *path) {
+  unlink(path);
+  char *slash = strrchr(path, '/');
+  *slash = '\0';
+  rmdir(path);
+  free(path);
+}
+
 /* Through the table directly, where a test needs the process's pid. */
 static int ex_init(const char *cmd, void **st, sg_err *err) {
   return sg_search_exec_ops.init(st, cmd, 7, err);
@@ -705,7 +714,7 @@ static void test_process_that_hangs_times_out(void) {
   SG_CHECK(setenv("SPECGEN_EXEC_TIMEOUT_S", "zero", 1) == 0);
   CHECK_RC(new_exec("true", &s, &err), SG_EINVAL,
            "search exec: SPECGEN_EXEC_TIMEOUT_S: expected seconds");
-  free(pidfile);
+  tmp_done(pidfile);
 }
 
 static void test_other_protocol_version(void) {
@@ -806,7 +815,7 @@ static void test_no_process_survives_free(void) {
   SG_CHECK(kill(pid, 0) == -1 && errno == ESRCH);
   gone_within(grandchild, DEATH_LIMIT_S);
   sg_history_free(&h);
-  free(pidfile);
+  tmp_done(pidfile);
 }
 
 static void test_process_dies_with_specgen(void) {
@@ -832,7 +841,7 @@ static void test_process_dies_with_specgen(void) {
   /* the search's process was handed to us and died by PR_SET_PDEATHSIG */
   status = reap_within(search, DEATH_LIMIT_S);
   SG_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  free(pidfile);
+  tmp_done(pidfile);
 }
 
 SG_TEST_MAIN(SG_TEST(test_python_greedy_plans_over_a_history),
