@@ -6,8 +6,8 @@
  * variable). SG_EXEC_PART=2, the integration part: real processes started
  * through sg_search_new, so the "exec:" split at the first ':' is exercised
  * too: the Python example over a hand-built history, and shell commands that
- * answer garbage, exit, get killed, hang, close their input, speak another
- * protocol version or report an error. Each process test makes itself a
+ * answer in pieces, answer garbage, exit, get killed, hang, close their
+ * input, speak another protocol version or report an error. Each process test makes itself a
  * child subreaper, so whatever the search's process started is handed to
  * the test when its parent dies, and the test can check by pid that nothing
  * survives free (or the death of specgen itself).
@@ -615,6 +615,26 @@ static void test_command_with_colons_is_kept_whole(void) {
   sg_history_free(&h);
 }
 
+static void test_reply_split_across_writes(void) {
+  subreaper();
+  sg_err err;
+  sg_search *s = NULL;
+  /* the hello and the plan each arrive in pieces, with pauses between */
+  CHECK_RC(new_exec("read l; printf '{\"type\":'; sleep 0.2; "
+                    "printf '\"hello\",\"protocol\"'; sleep 0.2; printf ':1}\\n'; "
+                    "read l; printf '{\"type\":\"plan\",\"prompts\":[{},'; "
+                    "sleep 0.2; printf '{}]}\\n'; read l",
+                    &s, &err),
+           0, "");
+  sg_history h;
+  sg_history_init(&h);
+  sg_search_plan plan;
+  CHECK_RC(sg_search_next(s, &h, 0, &plan, &err), 0, "");
+  SG_CHECK_EQ_INT(plan.n, 2);
+  sg_search_free(s);
+  sg_history_free(&h);
+}
+
 static void test_empty_command_rejected(void) {
   sg_err err;
   sg_search *s = NULL;
@@ -846,6 +866,7 @@ static void test_process_dies_with_specgen(void) {
 
 SG_TEST_MAIN(SG_TEST(test_python_greedy_plans_over_a_history),
              SG_TEST(test_command_with_colons_is_kept_whole),
+             SG_TEST(test_reply_split_across_writes),
              SG_TEST(test_empty_command_rejected),
              SG_TEST(test_garbage_answer),
              SG_TEST(test_line_too_long),
