@@ -119,8 +119,8 @@ static void on_event(void *data, const json_t *ev) {
     fprintf(stderr, "worker %s %s%s%s\n", str(ev, "device"), str(ev, "what"),
             json_object_get(ev, "message") ? ": " : "", str(ev, "message"));
   } else if (strcmp(name, "warning") == 0) {
-    fprintf(stderr, "warning: %s%s%s\n", str(ev, "task"),
-            json_object_get(ev, "task") ? ": " : "", str(ev, "message"));
+    const char *who = json_object_get(ev, "task") ? str(ev, "task") : str(ev, "device");
+    fprintf(stderr, "warning: %s%s%s\n", who, *who ? ": " : "", str(ev, "message"));
   } else if (strcmp(name, "progress") == 0) {
     print_progress(ev);
   }

@@ -9,6 +9,8 @@
 #include "runtime/sg_worker_proto.h"
 
 #include <getopt.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +137,14 @@ int sg_cmd_worker(int argc, char **argv) {
   cfg.scratch_root = work_dir;
   cfg.compile_only = compile_only;
   cfg.build_cache = build_cache;
+  /* A worker serves the process that started it: when that process dies
+   * (even by SIGKILL), the worker gets SIGTERM, which it handles like a
+   * shutdown (its evaluation aborted, its scratch removed), so no worker
+   * outlives its runtime, even one whose stdin another process holds. */
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+  if (getppid() != parent)
+    return SG_EXIT_OK; /* the parent died before the request took effect */
   fflush(stdout);
   if (sg_worker_serve(&cfg, &err) != 0)
     return fail(json_errors, SG_EXIT_FAILED, err.msg);

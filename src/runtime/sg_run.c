@@ -80,6 +80,7 @@ typedef struct rreq {
   int64_t eval_id;         /* in the store */
   int device;              /* while on a device, else -1 */
   int64_t device_start_us;
+  char *last_infra;        /* why its latest attempt failed, if it did */
 } rreq;
 
 /* Store ids by the controller's ids (which count from 1, densely). */
@@ -162,6 +163,8 @@ struct run {
   uv_signal_t sigint, sigterm;
   int64_t last_progress_us;
   uint64_t gen_seq;
+  int dead_devices;
+  char *last_infra;        /* the latest infrastructure failure, for errors */
   /* what the decisions cost: CPU time inside the controllers, and the loop
    * thread's CPU time in all (client, store, pool, core) */
   int64_t controller_cpu_ns;
@@ -776,6 +779,8 @@ static void req_end(run *r, rreq *q) {
   if (!q->live)
     return;
   q->live = false;
+  free(q->last_infra);
+  q->last_infra = NULL;
   wf_of(r, q->w)->in_flight--;
 }
 
@@ -851,16 +856,29 @@ static void apply_sched(run *r) {
     case SG_SACT_FAIL:
       if (q == NULL || !q->live)
         break;
+    {
       device_interval(r, q);
-      finish_own(r, q, SG_EVAL_INFRA_ERROR,
-                 "specgen could not evaluate: the request failed on every device "
-                 "tried (the workers' log says why)");
+      char *msg = sg_asprintf("specgen could not evaluate: the request failed on every "
+                              "device tried; the last failure: %s",
+                              q->last_infra ? q->last_infra : "none reported");
+      finish_own(r, q, SG_EVAL_INFRA_ERROR, msg);
+      free(msg);
       req_end(r, q);
       break;
+    }
     case SG_SACT_DEVICE_DEAD:
       emit(r, "warning", json_pack("{s:s, s:s}", "device", r->devices[a->device],
                                    "message", "device taken out of service after "
                                               "repeated infrastructure failures"));
+      if (++r->dead_devices >= (int)r->ndevices) {
+        /* Nothing can be evaluated any more: stop rather than generate for
+         * nothing. The run stays resumable once the devices are fixed. */
+        sg_err e2;
+        sg_err_set(&e2, SG_EIO, "every device is out of service after repeated "
+                   "infrastructure failures; the last: %s",
+                   r->last_infra ? r->last_infra : "none reported");
+        fail(r, &e2);
+      }
       break;
     case SG_SACT_RESPLIT:
       for (size_t k = 0; k < r->nwf; k++)
@@ -925,6 +943,10 @@ static void on_pool_result(sg_pool *p, void *data, uint64_t ticket,
         free(prof);
         req_end(r, q);
       } else {
+        free(q->last_infra);
+        q->last_infra = sg_strdup(res->message ? res->message : "no message");
+        free(r->last_infra);
+        r->last_infra = sg_strdup(q->last_infra);
         emit(r, "warning", json_pack("{s:s, s:s?}", "task", wf_of(r, q->w)->task->name,
                                      "message", res->message));
       }
@@ -1198,7 +1220,21 @@ static int load_workflows(run *r, sg_err *err) {
     wf *f = &r->wfs[i];
     f->idx = (uint32_t)i;
     f->best_speedup = NAN;
-    int rc = sg_task_load(cfg->task[i], &f->task, err);
+    /* A bare name on cuda devices means the cuda (else kernelbench) task of
+     * that name, as `specgen eval --device cuda:N` takes it. */
+    char *name = NULL;
+    if (!r->cpu_devices && strchr(cfg->task[i], '/') == NULL && !is_dir(cfg->task[i])) {
+      static const char *const kinds[] = {"cuda", "kernelbench"};
+      for (size_t k = 0; k < 2 && name == NULL; k++) {
+        char *q = sg_asprintf("%s/%s", kinds[k], cfg->task[i]);
+        sg_err e;
+        if (sg_task_load(q, &f->task, &e) == 0)
+          name = q;
+        else
+          free(q);
+      }
+    }
+    int rc = name ? 0 : sg_task_load(cfg->task[i], &f->task, err);
     if (rc < 0)
       return sg_err_prefix(err, "--task %s", cfg->task[i]);
     bool cpu_task = strcmp(f->task->evaluator, "cpu") == 0;
@@ -1211,7 +1247,7 @@ static int load_workflows(run *r, sg_err *err) {
     for (size_t j = 0; j < i; j++)
       if (strcmp(r->wfs[j].task->dir, f->task->dir) == 0)
         return sg_err_set(err, SG_EINVAL, "--task %s: given twice", cfg->task[i]);
-    f->task_ref = task_ref(cfg->task[i], f->task);
+    f->task_ref = name ? name : task_ref(cfg->task[i], f->task);
     if ((rc = sg_search_new(&r->sreg, cfg->search, cfg->seed + i, &f->search, err)) < 0)
       return sg_err_prefix(err, "--search %s", cfg->search);
     if ((rc = sg_termination_new(&r->treg, cfg->termination, &f->term, err)) < 0)
@@ -1520,7 +1556,10 @@ static void free_run(run *r) {
   for (size_t i = 0; i < r->ndevices; i++)
     free(r->devices[i]);
   free(r->devices);
+  for (size_t i = 0; i < r->cap_reqs; i++)
+    free(r->reqs[i].last_infra);
   free(r->reqs);
+  free(r->last_infra);
   sg_ctl_actions_free(&r->cact);
   sg_sched_actions_free(&r->sact);
   sg_scheduler_free(r->sched);

@@ -602,7 +602,7 @@ static void test_bad_usage(void) {
       {{"run", "--task", "no_such_task", "--iterations", "1", NULL}, "no_such_task"},
       {{"run", "--iterations", "1", NULL}, "task"},
       {{"run", "--task", "hinge_loss", "--iteratons", "2", NULL}, "iterations"},
-      {{"run", "--task", "hinge_loss", "--devices", "cuda:0", NULL}, "cuda"},
+      {{"run", "--task", "cpu/hinge_loss", "--devices", "cuda:0", NULL}, "cuda"},
       {{"run", "--resume", "/nonexistent/run", NULL}, "/nonexistent/run"},
       {{"show", "/nonexistent/run", NULL}, "no run here"},
       {{"show", NULL}, "usage"},
@@ -622,7 +622,26 @@ static void test_bad_usage(void) {
   proc_free(&h);
 }
 
-SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_run_two_tasks_end_to_end),
+/* Devices that cannot evaluate anything (cuda without a driver): the run
+ * stops with the reason instead of generating for nothing. */
+static void test_no_working_device_stops_the_run(void) {
+  if (access("/dev/nvidiactl", F_OK) == 0)
+    SG_SKIP("a GPU is present: its devices work");
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "gemm_add_relu", "--devices", "cuda:0",
+                        "--iterations", "5", "--out", dir, FAST, NULL};
+  proc p;
+  int rc = run_cmd(args, 120, &p);
+  SG_CHECK_MSG(rc == 1, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  SG_CHECK_CONTAINS(sg_buf_str(&p.err), "every device is out of service");
+  SG_CHECK_CONTAINS(sg_buf_str(&p.err), "--resume");
+  proc_free(&p);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
+SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_no_working_device_stops_the_run), SG_TEST(test_run_two_tasks_end_to_end),
              SG_TEST(test_json_events_and_spec_off), SG_TEST(test_spec_on_forks),
              SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),
              SG_TEST(test_sigkill_then_resume), SG_TEST(test_sigint_interrupts_resumably))
