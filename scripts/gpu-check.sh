@@ -9,8 +9,16 @@
 # ncu), runs every built-in CUDA task's examples through validation (and
 # profiling with --profile), and the side-by-side load_inline build times
 # (python/specgen_kb/gpu_check.py) when PyTorch is there. SKIP_KB=1 leaves
-# out the kernelbench tasks, SKIP_KB_BUILD=1 only the build-time comparison. Logs and tables go to $OUT (default gpu-check-out/):
-#   env.txt  check.txt  check.jsonl  ncu.tar.gz  kb.txt
+# out the kernelbench tasks, SKIP_KB_BUILD=1 only the build-time comparison.
+# Two more steps, when asked:
+#   SANITIZE=1  the gemm_add_relu examples again with
+#               compute-sanitizer's memcheck as a validation step
+#   GPU_RUN=1   a whole `specgen run` on cuda:0 against the built-in test
+#               server (needs BUILD/src/cli/specgen and, on a machine without
+#               its libraries, BUILD/lib from scripts/gpu-prepare.sh)
+# CHECK_TIMEOUT=S bounds the example check (default: none).
+# Logs and tables go to $OUT (default gpu-check-out/):
+#   env.txt  check.txt  check.jsonl  ncu.tar.gz  kb.txt  sanitize.txt  run.txt  run.tar.gz
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -36,7 +44,28 @@ rm -rf "$SPECGEN_NCU_SAVE_DIR"
 cat "$out/env.txt"
 
 status=0
-"$root/$build/tests/gpu/specgen-gpu-check" --jsonl "$out/check.jsonl" "$@" 2>&1 | tee "$out/check.txt"
+if [ -n "${GPU_RUN:-}" ]; then
+  # The whole loop on the GPU: compile workers, a cuda:0 worker with the
+  # build cache, ncu profiles, the store and the summary.
+  rundir=/tmp/specgen-gpu-run
+  rm -rf "$rundir"
+  LD_LIBRARY_PATH="$root/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    timeout 170 "$root/$build/src/cli/specgen" run --task cuda/gemm_add_relu \
+    --task cuda/hinge_loss --devices cuda:0 --compile-workers 4 --iterations 2 \
+    --server-speed 1000 --out "$rundir" >"$out/run.txt" 2>&1
+  rc=$?
+  echo "specgen run exit status: $rc" >>"$out/run.txt"
+  [ "$rc" -eq 0 ] || status=1
+  tar -C "$rundir" -czf "$out/run.tar.gz" . 2>/dev/null
+  tail -n 20 "$out/run.txt"
+fi
+if [ -n "${SANITIZE:-}" ]; then
+  SPECGEN_CUDA_SANITIZE=memcheck timeout 120 "$root/$build/tests/gpu/specgen-gpu-check" \
+    --task gemm_add_relu 2>&1 | tee "$out/sanitize.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+${CHECK_TIMEOUT:+timeout "$CHECK_TIMEOUT"} "$root/$build/tests/gpu/specgen-gpu-check" \
+  --jsonl "$out/check.jsonl" "$@" 2>&1 | tee "$out/check.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 if [ -d "$SPECGEN_NCU_SAVE_DIR" ]; then
   tar -C "$SPECGEN_NCU_SAVE_DIR" -czf "$out/ncu.tar.gz" .
