@@ -968,9 +968,29 @@ static void on_pool_worker(sg_pool *p, void *data, int slot, const char *what,
 
 /* ---- controller actions ------------------------------------------------------ */
 
-static void write_best(run *r, wf *f, uint64_t best) {
-  const sg_kernel *k = best ? sg_history_get(sg_controller_history(f->ctl), best) : NULL;
-  if (k == NULL || k->source == NULL)
+/* The workflow's best kernel: the fastest that passed validation (its latest
+ * measured speedup, the profile's when it has one), so the file on disk is
+ * the kernel the summary's best_speedup speaks of. 0 when none passed. */
+static uint64_t best_kernel(const sg_history *h) {
+  uint64_t best = 0;
+  double sp = -1;
+  for (size_t i = 0; i < h->n; i++) {
+    const sg_kernel *k = &h->v[i];
+    if (k->validated && k->validate_status == SG_EVAL_OK && k->source &&
+        isfinite(k->speedup) && k->speedup > sp) {
+      sp = k->speedup;
+      best = k->id;
+    }
+  }
+  return best;
+}
+
+/* Writes best/<task>.<ext> when the best kernel changed. */
+static void write_best(run *r, wf *f) {
+  const sg_history *h = sg_controller_history(f->ctl);
+  uint64_t id = best_kernel(h);
+  const sg_kernel *k = id ? sg_history_get(h, id) : NULL;
+  if (k == NULL || (f->best_file && k->speedup == f->best_speedup))
     return;
   sg_err e;
   sg_err_clear(&e);
@@ -1016,16 +1036,13 @@ static void apply_ctl(run *r, uint32_t w) {
                                                 a->u.end.best_kernel)
                                : NULL;
       iteration_close(r, f, sg_ctl_reason_name(a->u.end.reason));
-      const sg_history *h = sg_controller_history(f->ctl);
-      const sg_kernel *wb = h->best_id ? sg_history_get(h, h->best_id) : NULL;
+      write_best(r, f);
       emit(r, "iteration_end",
            json_pack("{s:s, s:i, s:s, s:o, s:o}", "task", f->task->name, "iteration",
                      (int)a->iteration + 1, "reason",
                      sg_ctl_reason_name(a->u.end.reason), "iteration_best",
                      num_or_null(b ? b->speedup : NAN), "best_speedup",
-                     num_or_null(wb ? wb->speedup : NAN)));
-      if (wb)
-        write_best(r, f, h->best_id);
+                     num_or_null(f->best_speedup)));
       sg_sched_actions_clear(&r->sact);
       if (sg_scheduler_iteration_boundary(r->sched, w, a->iteration + 1, now_us(),
                                           &r->sact, &e) < 0)
@@ -1037,7 +1054,7 @@ static void apply_ctl(run *r, uint32_t w) {
     case SG_CACT_WORKFLOW_DONE: {
       iteration_close(r, f, sg_ctl_reason_name(a->u.done.reason));
       f->done = true;
-      write_best(r, f, a->u.done.best_kernel);
+      write_best(r, f);
       bool failed = a->u.done.reason == SG_REASON_SEARCH_FAILED;
       f->failed = failed;
       STORE(r, sg_store_workflow_set_state(r->store, f->store_id,
@@ -1363,9 +1380,15 @@ static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
     }
   }
   json_decref(cands);
-  const sg_history *h = sg_controller_history(f->ctl);
-  if (h->best_id)
-    f->best_speedup = sg_history_get(h, h->best_id)->speedup;
+  uint64_t best = best_kernel(sg_controller_history(f->ctl));
+  if (best) {
+    f->best_speedup = sg_history_get(sg_controller_history(f->ctl), best)->speedup;
+    char *path = sg_asprintf("%s/best/%s.%s", r->dir, f->task->name, source_ext(f->task));
+    if (access(path, R_OK) == 0)
+      f->best_file = path;
+    else
+      free(path);
+  }
 
   json_t *u = NULL;
   if ((rc = sg_store_workflow_usage_json(r->store, f->store_id, &u, err)) < 0)
@@ -1744,14 +1767,19 @@ out:
 
 /* ---- reading a run ------------------------------------------------------------ */
 
-int sg_run_load_config(const char *dir, sg_run_config *c, sg_err *err) {
+/* Opens the store of an existing run (sg_store_open would create one). */
+static int open_run(const char *dir, sg_store **s, sg_err *err) {
   char *db = sg_asprintf("%s/%s", dir, SG_STORE_FILE);
   bool there = access(db, R_OK) == 0;
   free(db);
   if (!there)
     return sg_err_set(err, SG_ENOENT, "%s: no run here (no %s)", dir, SG_STORE_FILE);
+  return sg_store_open(dir, s, err);
+}
+
+int sg_run_load_config(const char *dir, sg_run_config *c, sg_err *err) {
   sg_store *s = NULL;
-  int rc = sg_store_open(dir, &s, err);
+  int rc = open_run(dir, &s, err);
   if (rc < 0)
     return rc;
   json_t *res = NULL;
@@ -1770,13 +1798,8 @@ int sg_run_load_config(const char *dir, sg_run_config *c, sg_err *err) {
 
 int sg_run_show(const char *dir, json_t **out, sg_err *err) {
   *out = NULL;
-  char *db = sg_asprintf("%s/%s", dir, SG_STORE_FILE);
-  bool there = access(db, R_OK) == 0;
-  free(db);
-  if (!there)
-    return sg_err_set(err, SG_ENOENT, "%s: no run here (no %s)", dir, SG_STORE_FILE);
   sg_store *s = NULL;
-  int rc = sg_store_open(dir, &s, err);
+  int rc = open_run(dir, &s, err);
   if (rc < 0)
     return rc;
   json_t *sum = NULL, *res = NULL;
