@@ -11,8 +11,11 @@
  * usage: bench_run [--specgen PATH] [--reps N] [--iterations N]
  *                  [--speed TOKENS_PER_S] [--tasks T1,T2,...] [--devices D]
  * PATH defaults to src/cli/specgen beside this program's bench/ folder.
- * The model is the built-in test server: its speed (--speed, default 300
- * tokens/s per stream) sets how long reasoning takes against the evaluations.
+ * The model is the built-in test server: its speed (--speed, default 60
+ * tokens/s per stream, so a reasoning of 600-1800 tokens takes 10-30 s) sets
+ * how long reasoning takes against the evaluations, which are kept short
+ * (--runs 10 --warmups 2 --eval-timeout 10) as on a GPU, where a validation
+ * takes seconds and a reasoning minutes.
  */
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
@@ -51,8 +54,9 @@ static int run_one(const char *specgen, const char *spec, const char *tasks,
   char *dir = sg_asprintf("%s/run", tmpl);
   const char *argv[64] = {specgen, "run", "--devices", devices, "--iterations",
                           iterations, "--server-speed", speed, "--spec", spec,
-                          "--out", dir, "--quiet"};
-  int n = 13;
+                          "--out", dir, "--quiet", "--runs", "10", "--warmups", "2",
+                          "--eval-timeout", "10"};
+  int n = 19;
   char *tl = sg_strdup(tasks);
   for (char *save = NULL, *t = strtok_r(tl, ",", &save); t && n < 60;
        t = strtok_r(NULL, ",", &save)) {
@@ -113,7 +117,7 @@ static double med(const sample *s, int n, size_t off) {
 int main(int argc, char **argv) {
   char *specgen = default_specgen(argv[0]);
   int reps = 3;
-  const char *iterations = "3", *speed = "300", *tasks = "hinge_loss,diag_matmul",
+  const char *iterations = "3", *speed = "60", *tasks = "hinge_loss,diag_matmul",
              *devices = "cpu:0-1";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--specgen") == 0) {

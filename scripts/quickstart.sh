@@ -17,4 +17,4 @@ for dir in tasks/cpu/*/; do
   tasks+=(--task "$(basename "$dir")")
 done
 exec build/src/cli/specgen run "${tasks[@]}" --devices "$devices" --iterations 3 \
-  --runs 10 --warmups 2 "$@"
+  --runs 10 --warmups 2 --eval-timeout 10 "$@"
