@@ -106,6 +106,7 @@ typedef struct wf {
   idmap gen_store;         /* store generation id by controller generation id */
   idmap cand_store;        /* store candidate id by controller candidate id */
   bool done, failed;
+  bool main_cancelled;     /* this iteration cancelled a running reasoning */
   char *best_file;         /* the best kernel's file, once written */
   double best_speedup;     /* NAN until a profiled kernel */
   int live_main, live_spec, in_flight;
@@ -630,6 +631,7 @@ static void gen_cancel(run *r, uint32_t w, uint64_t gen) {
   g->stream = NULL;
   gen_unlink(f, g);
   gen_counts(f, g, -1);
+  f->main_cancelled |= g->kind == SG_GEN_MAIN;
   gen_record_end(r, g, &g->usage, "cancelled", SG_STORE_GEN_CANCELLED);
   free(g);
 }
@@ -1035,12 +1037,17 @@ static void apply_ctl(run *r, uint32_t w) {
                                ? sg_history_get(sg_controller_history(f->ctl),
                                                 a->u.end.best_kernel)
                                : NULL;
-      iteration_close(r, f, sg_ctl_reason_name(a->u.end.reason));
+      /* The paper's early termination cuts a reasoning short; a kernel the
+       * criterion accepts after the reasoning ended is "accepted". */
+      const char *reason = sg_ctl_reason_name(a->u.end.reason);
+      if (a->u.end.reason == SG_REASON_EARLY && !f->main_cancelled)
+        reason = "accepted";
+      iteration_close(r, f, reason);
+      f->main_cancelled = false;
       write_best(r, f);
       emit(r, "iteration_end",
            json_pack("{s:s, s:i, s:s, s:o, s:o}", "task", f->task->name, "iteration",
-                     (int)a->iteration + 1, "reason",
-                     sg_ctl_reason_name(a->u.end.reason), "iteration_best",
+                     (int)a->iteration + 1, "reason", reason, "iteration_best",
                      num_or_null(b ? b->speedup : NAN), "best_speedup",
                      num_or_null(f->best_speedup)));
       sg_sched_actions_clear(&r->sact);
