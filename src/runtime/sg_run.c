@@ -581,6 +581,17 @@ static void gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
   q.provider = r->provider;
   q.deadline_s = r->cfg->gen_deadline;
   q.idle_timeout_s = r->cfg->idle_timeout;
+  /* The built-in model samples from the request's seed: one drawn from the
+   * run's seed, the workflow and the generation makes a run repeatable in
+   * what the model writes (its timing still varies). A real endpoint is
+   * left to sample as it is configured. */
+  char seed_json[64];
+  if (r->server) {
+    snprintf(seed_json, sizeof seed_json, "{\"seed\": %llu}",
+             (unsigned long long)((r->cfg->seed * 1000003ull + w * 1009ull +
+                                   a->u.start.gen) % 9007199254740991ull));
+    q.extra_json = seed_json;
+  }
 
   rgen *g = sg_calloc(1, sizeof *g);
   g->r = r;
