@@ -140,8 +140,7 @@ static void run_usage(FILE *f) {
              "Exit status: 0 the run completed; 1 it failed or was interrupted;\n"
              "2 bad usage or input.\n\n");
   sg_run_config_usage(f);
-  fprintf(f, "  --config FILE        read options from a YAML file first\n"
-             "  -h, --help           this help\n");
+  fprintf(f, "  -h, --help                     this help\n");
 }
 
 int sg_cmd_run(int argc, char **argv) {
