@@ -1513,7 +1513,12 @@ static int start_model(run *r, sg_err *err) {
 }
 
 static int start_pool(run *r, const char *program, sg_err *err) {
-  r->build_cache = sg_asprintf("%s/build-cache", r->dir);
+  /* Absolute: workers evaluate in scratch directories of their own. */
+  char *abs = realpath(r->dir, NULL);
+  if (abs == NULL)
+    return sg_err_set(err, SG_EIO, "%s: %s", r->dir, strerror(errno));
+  r->build_cache = sg_asprintf("%s/build-cache", abs);
+  free(abs);
   int rc = sg_mkdir_p(r->build_cache, err);
   if (rc < 0)
     return rc;

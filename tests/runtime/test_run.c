@@ -29,6 +29,9 @@
 /* Flags that keep a run short: fast model, short timings. */
 #define FAST "--server-speed", "3000", "--runs", "3", "--warmups", "1", "--tick", "0.05"
 
+/* The directory the next process starts in (NULL: the test's own). */
+static const char *g_child_cwd;
+
 typedef struct proc {
   pid_t pid;
   int out_fd, err_fd;
@@ -58,6 +61,8 @@ static void proc_start(proc *p, const char *const *args) {
   SG_CHECK(pid >= 0);
   if (pid == 0) {
     setpgid(0, 0); /* its own group: the test kills it and its workers */
+    if (g_child_cwd && chdir(g_child_cwd) != 0)
+      _exit(126);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(o[1], STDOUT_FILENO);
     dup2(e[1], STDERR_FILENO);
@@ -308,12 +313,16 @@ static void test_run_two_tasks_end_to_end(void) {
 /* --json: one event per line, nothing else on stdout; --spec off forks
  * nothing. */
 static void test_json_events_and_spec_off(void) {
-  char *dir = tmp_dir();
+  /* A relative run directory, as `--out runs/x` or the default gives. */
+  char *top = tmp_dir();
+  char *dir = sg_asprintf("%s/run", top);
   const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
-                        "--iterations", "2", "--out", dir, "--json", "--spec", "off",
+                        "--iterations", "2", "--out", "run", "--json", "--spec", "off",
                         FAST, NULL};
   proc p;
+  g_child_cwd = top;
   int rc = run_cmd(args, 180, &p);
+  g_child_cwd = NULL;
   SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
   json_t *evs = events_of(&p);
   SG_CHECK_EQ_INT(count_events(evs, "run_start"), 1);
@@ -325,11 +334,13 @@ static void test_json_events_and_spec_off(void) {
   SG_CHECK_STR_EQ(json_string_value(json_object_get(last, "event")), "run_end");
   check_summary(json_object_get(last, "summary"), 1, 2);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'") == 0);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM evaluations WHERE status = 'infra_error'") == 0);
   json_decref(evs);
   proc_free(&p);
   sg_err e;
-  sg_rm_rf(dir, &e);
+  sg_rm_rf(top, &e);
   free(dir);
+  free(top);
 }
 
 /* With speculation on, forks happen and are recorded with their prefix. */
