@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # quickstart.sh: sets up, builds and runs specgen's main job on built-in
 # defaults: `specgen run` over the ten built-in CPU tasks, with the built-in
-# test server playing the model (no GPU, no external LLM). A few minutes on
+# test server playing the model (no GPU, no external LLM). Under a minute on
 # two cores; it ends with the run's summary. Extra arguments go to
 # `specgen run` (e.g. --iterations 5, --spec off, --json).
 set -euo pipefail
