@@ -115,6 +115,8 @@ typedef struct wf {
 /* An event the loop made up, waiting to be fed to a controller. */
 typedef struct deferred {
   uint32_t w;
+  uint64_t gen;            /* > 0: a generation that failed to start */
+  int gen_error;
   uint64_t cand;
   sg_phase phase;
   sg_eval_status status;
@@ -254,6 +256,14 @@ static const char *source_ext(const sg_task *t) {
   return "c";
 }
 
+static void defer_push(run *r, deferred *d) {
+  if (r->dq_tail)
+    r->dq_tail->next = d;
+  else
+    r->dq = d;
+  r->dq_tail = d;
+}
+
 static void defer_eval(run *r, uint32_t w, uint64_t cand, sg_phase phase,
                        sg_eval_status st, double speedup, const char *message,
                        const char *profile_text) {
@@ -265,11 +275,7 @@ static void defer_eval(run *r, uint32_t w, uint64_t cand, sg_phase phase,
   d->speedup = speedup;
   d->message = message ? sg_strdup(message) : NULL;
   d->profile_text = profile_text ? sg_strdup(profile_text) : NULL;
-  if (r->dq_tail)
-    r->dq_tail->next = d;
-  else
-    r->dq = d;
-  r->dq_tail = d;
+  defer_push(r, d);
 }
 
 /* ---- the store, with failures made fatal ------------------------------------ */
@@ -346,8 +352,19 @@ static void drain(run *r) {
     r->dq = d->next;
     if (r->dq == NULL)
       r->dq_tail = NULL;
-    eval_done_event(r, d->w, d->cand, d->phase, d->status, d->speedup,
-                    d->message, d->profile_text);
+    if (d->gen > 0) {
+      sg_ctl_event ev;
+      memset(&ev, 0, sizeof ev);
+      ev.type = SG_CEV_GEN_FAILED;
+      ev.now_us = now_us();
+      ev.u.failed.gen = d->gen;
+      ev.u.failed.error = d->gen_error;
+      ev.u.failed.message = d->message;
+      ctl_event(r, d->w, &ev);
+    } else {
+      eval_done_event(r, d->w, d->cand, d->phase, d->status, d->speedup,
+                      d->message, d->profile_text);
+    }
     free(d->message);
     free(d->profile_text);
     free(d);
@@ -605,20 +622,16 @@ static void gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
   free(prefix);
   if (rc < 0) {
     /* The request cannot be expressed (a profile without prefix
-     * continuation, say): a failed generation, reported as such. */
-    sg_llm_result res;
-    memset(&res, 0, sizeof res);
-    res.code = rc;
-    res.message = e.msg;
-    res.finish_reason = "";
-    g->next = f->gens;
-    f->gens = g;
-    gen_counts(f, g, 1);
-    /* Reported through the normal path, but after this action list. */
-    gen_unlink(f, g);
-    gen_counts(f, g, -1);
+     * continuation, say): a failed generation, recorded, and reported to
+     * the controller after this action list, as a stream error would be. */
     gen_record_end(r, g, NULL, NULL, SG_STORE_GEN_FAILED);
     emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", e.msg));
+    deferred *d = sg_calloc(1, sizeof *d);
+    d->w = w;
+    d->gen = g->gen;
+    d->gen_error = rc;
+    d->message = sg_strdup(e.msg);
+    defer_push(r, d);
     free(g);
     return;
   }

@@ -652,7 +652,71 @@ static void test_no_working_device_stops_the_run(void) {
   free(dir);
 }
 
-SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_no_working_device_stops_the_run), SG_TEST(test_run_two_tasks_end_to_end),
+/* Against an endpoint given with --llm: `specgen llm serve` in its own
+ * process, over real HTTP. With the openai profile, which cannot turn
+ * thinking off, every fork fails to start: each is recorded as failed and
+ * the run completes on its main generations. */
+static void test_external_endpoint_and_forks_that_cannot_start(void) {
+  int pp[2];
+  SG_CHECK(pipe(pp) == 0);
+  pid_t srv = fork();
+  SG_CHECK(srv >= 0);
+  if (srv == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(pp[1], STDOUT_FILENO);
+    close(pp[0]);
+    close(pp[1]);
+    execl(SG_TEST_SPECGEN, SG_TEST_SPECGEN, "llm", "serve", "--port", "0",
+          "--tokens-per-s", "3000", (char *)NULL);
+    _exit(127);
+  }
+  close(pp[1]);
+  char line[256];
+  size_t k = 0;
+  while (k < sizeof line - 1 && read(pp[0], line + k, 1) == 1 && line[k] != '\n')
+    k++;
+  line[k] = '\0';
+  const char *url = strstr(line, "http://");
+  SG_CHECK_MSG(url != NULL, "serve printed '%s'", line);
+  char *dir = tmp_dir();
+  for (int profile = 0; profile < 2; profile++) {
+    const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                          "--iterations", "2", "--out", dir, "--llm", url, "--model",
+                          "specgen-test", "--profile", profile ? "openai" : "vllm",
+                          "--api-key-env", "SG_TEST_NO_SUCH_KEY", "--runs", "3",
+                          "--warmups", "1", "--tick", "0.05", "--max-live-forks", "1",
+                          NULL};
+    proc p;
+    int rc = run_cmd(args, 180, &p);
+    SG_CHECK_MSG(rc == 0, "profile %d: exit %d; stderr:\n%s", profile, rc,
+                 sg_buf_str(&p.err));
+    SG_CHECK(strstr(sg_buf_str(&p.err), "built-in test server") == NULL);
+    SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NOT NULL") == 2);
+    SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'main' AND "
+                         "outcome = 'completed'") >= 2);
+    if (profile == 1) {
+      /* one fork at a time: only forks reported failed make room for the
+       * next, so more than one per iteration proves they were */
+      long long forks = db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'");
+      SG_CHECK_MSG(forks >= 3, "%lld forks", forks);
+      SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
+                           "outcome != 'failed'") == 0);
+      SG_CHECK_CONTAINS(sg_buf_str(&p.err), "openai");
+    } else {
+      SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
+                           "outcome = 'completed'") >= 1);
+    }
+    proc_free(&p);
+    sg_err e;
+    sg_rm_rf(dir, &e);
+  }
+  kill(srv, SIGTERM);
+  waitpid(srv, NULL, 0);
+  close(pp[0]);
+  free(dir);
+}
+
+SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_external_endpoint_and_forks_that_cannot_start), SG_TEST(test_no_working_device_stops_the_run), SG_TEST(test_run_two_tasks_end_to_end),
              SG_TEST(test_json_events_and_spec_off), SG_TEST(test_spec_on_forks),
              SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),
              SG_TEST(test_sigkill_then_resume), SG_TEST(test_sigint_interrupts_resumably))
