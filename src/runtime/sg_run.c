@@ -31,6 +31,7 @@
 #include "core/sg_termination.h"
 #include "eval/sg_task.h"
 #include "llm/sg_llm_client.h"
+#include "llm/sg_llm_generate.h"
 #include "llm/sg_llm_provider.h"
 #include "llm/sg_llm_server.h"
 #include "runtime/sg_feedback.h"
@@ -68,8 +69,28 @@ typedef struct rgen {
   sg_llm_stream *stream;   /* NULL once ended */
   uint64_t chunks;         /* deltas received: a token estimate */
   sg_llm_usage usage;      /* the latest the server sent */
+  /* main, with token forks: the prompt's and the completion's token ids,
+   * and after each chunk (reasoning bytes so far, completion ids so far),
+   * so a fork at a byte offset takes the ids of whole chunks before it */
+  int32_t *prompt_ids;
+  size_t n_prompt_ids;
+  int32_t *ids;
+  size_t n_ids, cap_ids;
+  uint64_t reasoning_bytes;
+  struct {
+    uint64_t bytes;
+    size_t nids;
+  } *marks;
+  size_t n_marks, cap_marks;
   struct rgen *next;
 } rgen;
+
+static void rgen_free(rgen *g) {
+  free(g->prompt_ids);
+  free(g->ids);
+  free(g->marks);
+  free(g);
+}
 
 /* A scheduler request, indexed by its id. */
 typedef struct rreq {
@@ -166,6 +187,8 @@ struct run {
   uv_signal_t sigint, sigterm;
   int64_t last_progress_us;
   uint64_t gen_seq;
+  int32_t *end_think;      /* token forks: the ids that close the reasoning; */
+  size_t n_end_think;      /* NULL when forks go as chat continuations */
   int dead_devices;
   char *last_infra;        /* the latest infrastructure failure, for errors */
   /* what the decisions cost: CPU time inside the controllers, and the loop
@@ -416,6 +439,8 @@ static void gen_record_end(run *r, rgen *g, const sg_llm_usage *u,
 static void on_delta(rgen *g, bool reasoning, const char *text, size_t len) {
   run *r = g->r;
   g->chunks++;
+  if (reasoning)
+    g->reasoning_bytes += len;
   sg_ctl_event ev;
   memset(&ev, 0, sizeof ev);
   ev.type = SG_CEV_GEN_CHUNK;
@@ -441,6 +466,49 @@ static void on_reasoning(sg_llm_stream *s, void *data, const char *text, size_t 
 static void on_content(sg_llm_stream *s, void *data, const char *text, size_t len) {
   (void)s;
   on_delta(data, false, text, len);
+}
+
+static void on_token_ids(sg_llm_stream *s, void *data, bool prompt, const int32_t *ids,
+                         size_t n) {
+  (void)s;
+  rgen *g = data;
+  if (prompt) {
+    free(g->prompt_ids);
+    g->prompt_ids = sg_malloc((n ? n : 1) * sizeof *ids);
+    memcpy(g->prompt_ids, ids, n * sizeof *ids);
+    g->n_prompt_ids = n;
+    return;
+  }
+  /* The client delivers a chunk's ids after its text: a mark here is a
+   * token boundary at the reasoning bytes received so far. */
+  if (g->n_ids + n > g->cap_ids) {
+    g->cap_ids = (g->n_ids + n) * 2;
+    g->ids = sg_realloc(g->ids, g->cap_ids * sizeof *g->ids);
+  }
+  memcpy(g->ids + g->n_ids, ids, n * sizeof *ids);
+  g->n_ids += n;
+  if (g->n_marks == g->cap_marks) {
+    g->cap_marks = g->cap_marks ? g->cap_marks * 2 : 256;
+    g->marks = sg_realloc(g->marks, g->cap_marks * sizeof *g->marks);
+  }
+  g->marks[g->n_marks].bytes = g->reasoning_bytes;
+  g->marks[g->n_marks].nids = g->n_ids;
+  g->n_marks++;
+}
+
+/* The token prompt of a fork of m at prefix_len reasoning bytes: the
+ * prompt, the ids of the chunks wholly before prefix_len, the ids that end
+ * the reasoning; NULL when m has no ids to fork from. */
+static int32_t *fork_ids(const run *r, const rgen *m, uint64_t prefix_len, size_t *n) {
+  if (r->end_think == NULL || m == NULL || m->n_prompt_ids == 0)
+    return NULL;
+  size_t nids = 0;
+  for (size_t i = 0; i < m->n_marks && m->marks[i].bytes <= prefix_len; i++)
+    nids = m->marks[i].nids;
+  if (nids == 0)
+    return NULL;
+  return sg_llm_fork_token_prompt(m->prompt_ids, m->n_prompt_ids, m->ids, nids,
+                                  r->end_think, r->n_end_think, n);
 }
 
 static void on_usage(sg_llm_stream *s, void *data, const sg_llm_usage *u) {
@@ -491,7 +559,7 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
     ev.u.failed.usage = usage_of(&u, g->chunks);
   }
   uint32_t w = g->w;
-  free(g);
+  rgen_free(g);
   ctl_event(r, w, &ev);
   drain(r);
 }
@@ -528,10 +596,15 @@ static void iteration_close(run *r, wf *f, const char *reason) {
   }
 }
 
-static char *prompt_record(const sg_prompt_text *pt, const char *prefix, size_t plen) {
+/* What the store keeps of a generation's prompt: the rendered messages, a
+ * fork's reasoning prefix, and how many token ids a token fork sent. */
+static char *prompt_record(const sg_prompt_text *pt, const char *prefix, size_t plen,
+                           size_t n_token_ids) {
   json_t *j = json_pack("{s:s, s:s}", "system", pt->system, "user", pt->user);
   if (prefix)
     json_object_set_new(j, "reasoning_prefix", json_stringn(prefix, plen));
+  if (n_token_ids)
+    json_object_set_new(j, "token_ids", json_integer((json_int_t)n_token_ids));
   char *s = json_dumps(j, JSON_COMPACT);
   json_decref(j);
   return s;
@@ -555,8 +628,10 @@ static void gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
   const sg_prompt_text *pt = &f->prompts[pi];
   bool spec = a->u.start.kind == SG_GEN_SPEC;
   rgen *parent = spec ? gen_find(f, a->u.start.parent_gen) : NULL;
+  size_t n_fork_ids = 0;
+  int32_t *fork_prompt = spec ? fork_ids(r, parent, a->u.start.prefix_len, &n_fork_ids) : NULL;
   char *prompt_json = prompt_record(pt, spec ? a->u.start.prefix : NULL,
-                                    spec ? (size_t)a->u.start.prefix_len : 0);
+                                    spec ? (size_t)a->u.start.prefix_len : 0, n_fork_ids);
   sg_store_generation sg = {
       .iteration_id = f->iter_store_id,
       .kind = spec ? SG_STORE_GEN_SPEC : SG_STORE_GEN_MAIN,
@@ -568,8 +643,10 @@ static void gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
   int64_t store_id = 0;
   STORE(r, sg_store_generation_begin(r->store, &sg, &store_id, err));
   free(prompt_json);
-  if (r->failed)
+  if (r->failed) {
+    free(fork_prompt);
     return;
+  }
 
   sg_llm_message msgs[3] = {
       {"system", pt->system, NULL, false},
@@ -598,6 +675,18 @@ static void gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
   q.provider = r->provider;
   q.deadline_s = r->cfg->gen_deadline;
   q.idle_timeout_s = r->cfg->idle_timeout;
+  if (fork_prompt) {
+    /* The exact tokens of the parent's prompt and reasoning, then the end of
+     * thinking: the server's prefix cache serves all of it. */
+    q.endpoint = SG_LLM_ENDPOINT_COMPLETIONS;
+    q.messages = NULL;
+    q.n_messages = 0;
+    q.prompt_token_ids = fork_prompt;
+    q.n_prompt_token_ids = n_fork_ids;
+    q.no_think = false;
+  } else if (!spec && r->end_think) {
+    q.return_token_ids = true; /* what forks of it will send back */
+  }
   /* The built-in model samples from the request's seed: one drawn from the
    * run's seed, the workflow and the generation makes a run repeatable in
    * what the model writes (its timing still varies). A real endpoint is
@@ -617,9 +706,11 @@ static void gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
   g->kind = a->u.start.kind;
   g->store_id = store_id;
   idmap_set(&f->gen_store, g->gen, store_id);
-  sg_llm_callbacks cb = {g, on_reasoning, on_content, NULL, on_usage, on_finish, on_error};
+  sg_llm_callbacks cb = {g, on_reasoning, on_content, q.return_token_ids ? on_token_ids : NULL,
+                         on_usage, on_finish, on_error};
   int rc = sg_llm_stream_start(r->client, &q, &cb, &g->stream, &e);
   free(prefix);
+  free(fork_prompt);
   if (rc < 0) {
     /* The request cannot be expressed (a profile without prefix
      * continuation, say): a failed generation, recorded, and reported to
@@ -632,7 +723,7 @@ static void gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
     d->gen_error = rc;
     d->message = sg_strdup(e.msg);
     defer_push(r, d);
-    free(g);
+    rgen_free(g);
     return;
   }
   g->next = f->gens;
@@ -657,7 +748,7 @@ static void gen_cancel(run *r, uint32_t w, uint64_t gen) {
   gen_counts(f, g, -1);
   f->main_cancelled |= g->kind == SG_GEN_MAIN;
   gen_record_end(r, g, &g->usage, "cancelled", SG_STORE_GEN_CANCELLED);
-  free(g);
+  rgen_free(g);
 }
 
 /* ---- evaluations ------------------------------------------------------------- */
@@ -1590,7 +1681,7 @@ static void free_run(run *r) {
     while (f->gens) {
       rgen *g = f->gens;
       f->gens = g->next;
-      free(g);
+      rgen_free(g);
     }
     for (size_t k = 0; k < SG_SEARCH_MAX_MAINS; k++)
       if (f->have_prompt[k])
@@ -1627,6 +1718,7 @@ static void free_run(run *r) {
   sg_llm_server_stop(r->server);
   free(r->base_url);
   free(r->build_cache);
+  free(r->end_think);
 }
 
 void sg_run_outcome_free(sg_run_outcome *o) {
@@ -1652,6 +1744,7 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
   sg_search_registry_init(&r->sreg);
   sg_termination_registry_init(&r->treg);
   char *exe = program ? sg_strdup(program) : self_exe();
+  char *token_warning = NULL;
   bool loop_ready = false;
   if (exe == NULL) {
     rc = sg_err_set(err, SG_EIO, "cannot find the specgen program for the workers");
@@ -1698,6 +1791,21 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
   co.seed = cfg->seed;
   if ((rc = sg_llm_client_new(&r->loop, &co, &r->client, err)) < 0)
     goto out;
+  if (cfg->spec && cfg->token_forks && r->provider && r->provider->token_ids) {
+    /* Once, before the loop: the ids that end a reasoning, from the
+     * server's own tokenizer. Without them forks go as chat continuations. */
+    sg_err te;
+    sg_err_clear(&te);
+    if (sg_llm_tokenize(r->base_url, r->model, r->provider->think_close, NULL, 0, false,
+                        &co, 10.0, &r->end_think, &r->n_end_think, &te) < 0 ||
+        r->n_end_think == 0) {
+      free(r->end_think);
+      r->end_think = NULL;
+      token_warning = sg_asprintf("token forks are off: the server's /tokenize "
+                                  "failed (%s); forks continue the reasoning as chat",
+                                  te.msg);
+    }
+  }
   if ((rc = start_pool(r, exe, err)) < 0)
     goto out;
 
@@ -1707,6 +1815,8 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
                  "model", r->model,
                  "devices", cfg->devices, "spec", cfg->spec, "resumed", cfg->resume != NULL,
                  "tasks", (int)r->nwf, "search", cfg->search));
+  if (token_warning)
+    emit(r, "warning", json_pack("{s:s}", "message", token_warning));
   uv_timer_init(&r->loop, &r->tick);
   r->tick.data = r;
   uv_signal_init(&r->loop, &r->sigint);
@@ -1797,6 +1907,7 @@ out:
   }
   free_run(r);
   free(exe);
+  free(token_warning);
   free(r->dir);
   return rc;
 }

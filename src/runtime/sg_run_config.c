@@ -129,6 +129,10 @@ static const sg_run_key keys[] = {
      .group = G_SEARCH},
     {.name = "fork-on-idle", .type = SG_KEY_BOOL, .offset = OFF(fork_on_idle),
      .help = "fork when devices sit idle (on)", .group = G_SEARCH},
+    {.name = "token-forks", .type = SG_KEY_BOOL, .offset = OFF(token_forks),
+     .help = "forks continue the exact reasoning tokens on /completions where "
+             "the profile allows it (vllm) (on)",
+     .group = G_SEARCH},
     {.name = "max-forks", .type = SG_KEY_INT, .offset = OFF(max_forks),
      .min = 0, .max = 1000, .value_name = "N",
      .help = "speculative forks per iteration (64)", .group = G_SEARCH},
@@ -209,6 +213,7 @@ void sg_run_config_init(sg_run_config *c) {
   c->spec = true;
   c->termination = sg_strdup("hist-avg");
   c->fork_on_idle = true;
+  c->token_forks = true;
   c->max_forks = 64;
   c->max_live_forks = 16;
   c->tick = 0.25;

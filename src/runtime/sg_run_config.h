@@ -60,6 +60,8 @@ typedef struct sg_run_config {
   char *termination;       /* termination: first-valid|hist-avg|hist-best|none,
                               NAME[:ARG] (hist-avg) */
   bool fork_on_idle;       /* fork-on-idle: (on) */
+  bool token_forks;        /* token-forks: forks as exact token-id prompts
+                              where the profile allows (vllm) (on) */
   int max_forks;           /* max-forks: per iteration (64) */
   int max_live_forks;      /* max-live-forks: at once (16) */
   double tick;             /* tick: s between controller ticks (0.25) */

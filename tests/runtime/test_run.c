@@ -358,9 +358,28 @@ static void test_spec_on_forks(void) {
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
                        "prefix_bytes > 0 AND parent_id IS NOT NULL") >= 1);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM decisions WHERE kind LIKE 'fork_%'") >= 1);
+  /* token forks (the built-in server speaks vllm): every fork sent the
+   * parent's exact ids, and the prefix cache served nearly all of them */
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
+                       "json_extract(prompt, '$.token_ids') IS NULL") == 0);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
+                       "outcome = 'completed' AND cached_tokens * 10 < prompt_tokens * 9") == 0);
   json_decref(evs);
   proc_free(&p);
   sg_err e;
+  sg_rm_rf(dir, &e);
+
+  /* --token-forks off: forks continue the reasoning as a chat message */
+  const char *chat[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
+                        "--iterations", "1", "--out", dir, "--quiet", "--token-forks",
+                        "off", "--server-speed", "400", "--runs", "3", "--warmups", "1",
+                        "--tick", "0.05", NULL};
+  rc = run_cmd(chat, 180, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'") >= 1);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
+                       "json_extract(prompt, '$.token_ids') IS NOT NULL") == 0);
+  proc_free(&p);
   sg_rm_rf(dir, &e);
   free(dir);
 }

@@ -47,6 +47,7 @@ static const key_case cases[] = {
     {"spec", "no", "false", "2"},
     {"termination", "hist-best", "\"hist-best\"", ""},
     {"fork-on-idle", "false", "false", "offf"},
+    {"token-forks", "off", "false", "of"},
     {"max-forks", "0", "0", "1001"},
     {"max-live-forks", "256", "256", "0"},
     {"tick", "0.01", "0.01", "0.009"},
