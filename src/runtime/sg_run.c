@@ -964,8 +964,6 @@ static void apply_sched(run *r) {
       if (q == NULL || !q->live)
         break;
       sg_pool_abort(r->pool, ticket_of(a->req, a->was_compiling));
-      if (!a->was_compiling)
-        sg_pool_abort(r->pool, ticket_of(a->req, false));
       device_interval(r, q);
       finish_own(r, q, SG_EVAL_ABORTED, "withdrawn: its iteration ended first");
       req_end(r, q);
@@ -1012,12 +1010,6 @@ static void apply_sched(run *r) {
 }
 
 /* ---- pool callbacks ---------------------------------------------------------- */
-
-static void on_pool_started(sg_pool *p, void *data, uint64_t ticket) {
-  (void)p;
-  (void)data;
-  (void)ticket;
-}
 
 static void on_pool_result(sg_pool *p, void *data, uint64_t ticket,
                            const sg_eval_result *res) {
@@ -1636,7 +1628,7 @@ static int start_pool(run *r, const char *program, sg_err *err) {
   po.build_cache = r->build_cache;
   po.log_path = log;
   po.hang_grace_s = r->cfg->hang_grace;
-  sg_pool_callbacks cb = {r, on_pool_started, on_pool_result, on_pool_worker};
+  sg_pool_callbacks cb = {r, NULL, on_pool_result, on_pool_worker};
   rc = sg_pool_new(&r->loop, &po, &cb, &r->pool, err);
   free(log);
   return rc;
