@@ -33,7 +33,7 @@
 #include "llm/sg_llm_client.h"
 #include "llm/sg_llm_generate.h"
 #include "llm/sg_llm_provider.h"
-#include "llm/sg_llm_server.h"
+#include "testserver/sg_llm_server.h"
 #include "runtime/sg_feedback.h"
 #include "runtime/sg_pool.h"
 #include "runtime/sg_prompt.h"
