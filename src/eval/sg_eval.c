@@ -17,21 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const status_names[SG_EVAL__COUNT] = {
-    "ok", "compile_error", "runtime_error", "numerical_error",
-    "timeout", "rejected", "aborted", "infra_error"};
-
-const char *sg_eval_status_name(sg_eval_status s) {
-  return (unsigned)s < SG_EVAL__COUNT ? status_names[s] : "unknown";
-}
-
-int sg_eval_status_parse(const char *name) {
-  for (int i = 0; name && i < SG_EVAL__COUNT; i++)
-    if (strcmp(name, status_names[i]) == 0)
-      return i;
-  return -1;
-}
-
 void sg_eval_opts_default(sg_eval_opts *opts) {
   memset(opts, 0, sizeof *opts);
   opts->device = NULL;
@@ -184,22 +169,38 @@ static int cpu_profile(const sg_task *task, const sg_eval_build *build,
                     "the cpu evaluator has no hardware profiling (use validate's timing)");
 }
 
-static const sg_evaluator cpu_evaluator = {"cpu", sg_eval_cpu_compile,
-                                           sg_eval_cpu_run, cpu_profile};
+static const sg_evaluator cpu_evaluator = {
+    .name = "cpu", .device_kind = "cpu", .gpu = false, .hardware_counters = false,
+    .profiling = SG_PROFILE_TIMING, .compile = sg_eval_cpu_compile,
+    .run = sg_eval_cpu_run, .profile = cpu_profile};
 
-static const sg_evaluator cuda_evaluator = {"cuda", sg_eval_cuda_compile,
-                                            sg_eval_cuda_run,
-                                            sg_eval_cuda_profile};
+static const sg_evaluator cuda_evaluator = {
+    .name = "cuda", .device_kind = "cuda", .gpu = true, .hardware_counters = true,
+    .profiling = SG_PROFILE_COUNTERS, .compile = sg_eval_cuda_compile,
+    .run = sg_eval_cuda_run, .profile = sg_eval_cuda_profile};
+
+/* The evaluator table: a bare task name on a device kind means the first
+ * evaluator's task of that name (cuda before kernelbench). */
+static const sg_evaluator *const evaluators[] = {&cpu_evaluator, &cuda_evaluator,
+                                                 &sg_evaluator_kernelbench};
+
+const sg_evaluator *sg_evaluator_at(size_t i) {
+  return i < sizeof evaluators / sizeof evaluators[0] ? evaluators[i] : NULL;
+}
 
 const sg_evaluator *sg_evaluator_find(const char *name) {
-  if (!name)
-    return NULL;
-  if (strcmp(name, "cpu") == 0)
-    return &cpu_evaluator;
-  if (strcmp(name, "cuda") == 0)
-    return &cuda_evaluator;
-  if (strcmp(name, "kernelbench") == 0)
-    return &sg_evaluator_kernelbench;
+  for (size_t i = 0; name && i < sizeof evaluators / sizeof evaluators[0]; i++)
+    if (strcmp(name, evaluators[i]->name) == 0)
+      return evaluators[i];
+  return NULL;
+}
+
+const char *sg_eval_device_kind(const char *device) {
+  size_t n = device ? strcspn(device, ":") : 0;
+  for (size_t i = 0; n > 0 && i < sizeof evaluators / sizeof evaluators[0]; i++)
+    if (strlen(evaluators[i]->device_kind) == n &&
+        strncmp(device, evaluators[i]->device_kind, n) == 0)
+      return evaluators[i]->device_kind;
   return NULL;
 }
 

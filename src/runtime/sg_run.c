@@ -357,7 +357,12 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
     sg_err_prefix(err, "--devices");
     goto out;
   }
-  r->cpu_devices = strncmp(r->devices[0], "cpu:", 4) == 0;
+  r->device_kind = sg_eval_device_kind(r->devices[0]);
+  if (r->device_kind == NULL) {
+    rc = sg_err_set(err, SG_EINVAL, "--devices %s: no evaluator runs on %s", cfg->devices,
+                    r->devices[0]);
+    goto out;
+  }
   r->dir = cfg->resume ? sg_strdup(cfg->resume)
                        : cfg->out ? sg_strdup(cfg->out) : default_out_dir();
   out->dir = sg_strdup(r->dir);

@@ -18,6 +18,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_rng.h"
+#include "eval/sg_eval.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -358,8 +359,8 @@ static bool wants_gpu(const char *text) {
 }
 
 static bool task_is_gpu(const sg_fm_task *t) {
-  return (t->language && strcmp(t->language, "c") != 0) ||
-         (t->evaluator && strcmp(t->evaluator, "cpu") != 0);
+  const sg_evaluator *ev = t->evaluator ? sg_evaluator_find(t->evaluator) : NULL;
+  return (t->language && strcmp(t->language, "c") != 0) || (ev && ev->gpu);
 }
 
 int sg_fakemodel_pick_task(const sg_fakemodel *m, const char *text) {
