@@ -10,9 +10,11 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "eval/sg_cuda_api.h"
 #include "eval/sg_eval_cpu.h"
 #include "eval/sg_eval_cuda.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +204,44 @@ const char *sg_eval_device_kind(const char *device) {
         strncmp(device, evaluators[i]->device_kind, n) == 0)
       return evaluators[i]->device_kind;
   return NULL;
+}
+
+int sg_eval_device_check(const char *device, sg_err *err) {
+  const char *kind = sg_eval_device_kind(device);
+  if (kind == NULL)
+    return sg_err_set(err, SG_EINVAL, "%s: no evaluator runs on this kind of device",
+                      device ? device : "");
+  bool gpu = false;
+  for (size_t i = 0; sg_evaluator_at(i); i++)
+    gpu |= strcmp(sg_evaluator_at(i)->device_kind, kind) == 0 && sg_evaluator_at(i)->gpu;
+  if (!gpu)
+    return 0;
+  int ordinal = 0;
+  int rc = sg_eval_cuda_parse_device(device, &ordinal, err);
+  if (rc < 0)
+    return rc;
+  sg_cuda_api api;
+  sg_err e;
+  sg_err_clear(&e);
+  if (sg_cuda_api_load(&api, &e) < 0)
+    return sg_err_set(err, SG_EINVAL, "%s: no CUDA driver on this machine (%s)", device,
+                      e.msg);
+  int n = 0;
+  sg_CUresult cr = api.cuInit(0);
+  if (cr == 0)
+    cr = api.cuDeviceGetCount(&n);
+  char buf[256];
+  if (cr != 0) {
+    sg_err_set(err, SG_EINVAL, "%s: the CUDA driver finds no usable GPU (%s)", device,
+               sg_cuda_api_errstr(&api, cr, buf, sizeof buf));
+    dlclose(api.lib);
+    return SG_EINVAL;
+  }
+  dlclose(api.lib);
+  if (ordinal >= n)
+    return sg_err_set(err, SG_EINVAL, "%s: this machine has %d CUDA device%s", device, n,
+                      n == 1 ? "" : "s");
+  return 0;
 }
 
 static int find(const sg_task *task, const sg_evaluator **ev, sg_err *err) {

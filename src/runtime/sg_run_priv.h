@@ -107,6 +107,7 @@ struct run {
   const sg_run_config *cfg;
   const sg_run_observer *obs;
   uv_loop_t loop;
+  bool loop_ready;         /* loop initialized: to be closed */
   sg_err *err;             /* the first fatal error */
   bool failed, stopping, interrupted, closing;
   char *dir;

@@ -38,6 +38,7 @@
 #include "eval/sg_eval.h"
 #include "eval/sg_task.h"
 #include "runtime/sg_build_cache.h"
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_worker_proto.h"
 
 #include <errno.h>
@@ -129,7 +130,7 @@ int sg_worker_device_check(const char *device, const char **kind, sg_err *err) {
 
 static void send_json(worker *w, json_t *j) {
   size_t len;
-  char *line = sg_worker_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   size_t off = 0;
   while (!w->out_broken && off < len) {
@@ -262,7 +263,7 @@ static bool id_in_use(const worker *w, const char *id) {
 
 static void child_send(int fd, json_t *j) {
   size_t len;
-  char *line = sg_worker_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   size_t off = 0;
   while (off < len) {
