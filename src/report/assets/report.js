@@ -204,8 +204,16 @@
   // kernels of iterations 1..k, one point per ended iteration.
   function speedupCharts(d, ix) {
     const nwf = d.workflows.length;
-    const byTime = [], byIter = [];
+    const byTime = [], byIter = [], earlyTime = [], earlyIter = [];
     let early = 0;
+    // The best ok speedup among each iteration's kernels, in one pass.
+    const iterBest = new Map();
+    for (const c of ix.cand.values())
+      for (const e of c.evals)
+        if (c.it && e[E.status] === 'ok' && e[E.speedup] !== null) {
+          const id = c.it.row[I.id];
+          iterBest.set(id, Math.max(iterBest.get(id) ?? -Infinity, e[E.speedup]));
+        }
     for (const w of ix.wf.values()) {
       const ended = w.its.filter((it) => it[I.end] !== null);
       const evs = [];
@@ -221,30 +229,27 @@
       }
       const isEarly = (it) => it && it[I.reason] === 'early';
       early += ended.filter(isEarly).length;
+      // Constant point options: Chart.js then resolves them once per
+      // dataset, not per point (per-point arrays cost seconds at 10,000
+      // iterations). Early terminations are one marker dataset below.
       const base = { label: w.row[W.task], borderColor: color(w.i, nwf),
-                     backgroundColor: color(w.i, nwf), stepped: 'before', borderWidth: 1.5 };
-      byTime.push(Object.assign({}, base, { data: pts.map((p) => ({ x: p.x, y: p.y })),
-        pointStyle: pts.map((p) => (isEarly(p.it) ? 'triangle' : 'circle')),
-        pointRadius: pts.map((p) => (isEarly(p.it) ? 6 : p.it ? 2 : 3)) }));
-      const iterBest = new Map();
-      for (const c of ix.cand.values()) {
-        if (!c.it || c.it.row[I.wf] !== w.row[W.id]) continue;
-        for (const e of c.evals)
-          if (e[E.status] === 'ok' && e[E.speedup] !== null) {
-            const n = c.it.row[I.num];
-            iterBest.set(n, Math.max(iterBest.get(n) ?? -Infinity, e[E.speedup]));
-          }
-      }
+                     backgroundColor: color(w.i, nwf), stepped: 'before', borderWidth: 1.5,
+                     pointRadius: nwf > 12 ? 0 : 2 };
+      byTime.push(Object.assign({}, base, { data: pts.map((p) => ({ x: p.x, y: p.y })) }));
+      for (const p of pts) if (isEarly(p.it)) earlyTime.push({ x: p.x, y: p.y });
       best = null;
       const ip = ended.map((it) => {
-        const b = iterBest.get(it[I.num]);
+        const b = iterBest.get(it[I.id]);
         if (b !== undefined && (best === null || b > best)) best = b;
+        if (isEarly(it)) earlyIter.push({ x: it[I.num], y: best });
         return { x: it[I.num], y: best };
       });
-      byIter.push(Object.assign({}, base, { data: ip,
-        pointStyle: ended.map((it) => (isEarly(it) ? 'triangle' : 'circle')),
-        pointRadius: ended.map((it) => (isEarly(it) ? 6 : 2)) }));
+      byIter.push(Object.assign({}, base, { data: ip }));
     }
+    const marks = (data) => ({ label: 'ended early', data, showLine: false, pointStyle: 'triangle',
+      pointRadius: 6, borderColor: '#d1242f', backgroundColor: 'rgba(209,36,47,0.6)' });
+    byTime.push(marks(earlyTime));
+    byIter.push(marks(earlyIter));
     const legend = { display: nwf <= 12 };
     const yScale = { title: { display: true, text: 'best speedup (x)' } };
     draw('speedup-time', { type: 'line', data: { datasets: byTime },
@@ -494,7 +499,9 @@
 
   function renderRun(d) {
     if (state.skeleton !== 'run') runSkeleton(d);
+    const ti = performance.now();
     const ix = index(d);
+    document.body.dataset.indexMs = (performance.now() - ti).toFixed(0);
     const tok = [0, 0, 0];
     for (const w of ix.wf.values()) w.tokens.forEach((v, k) => { tok[k] += v; });
     let busy = 0;
@@ -513,11 +520,14 @@
       [String(early), 'early terminations'],
       [String(d.generations.filter((g) => g[G.kind] === 'spec').length), 'speculative forks'],
       [String(tok[0] + tok[1] + tok[2]), 'tokens (' + tok[0] + ' cached)']]));
-    speedupCharts(d, ix);
-    inflightChart(d);
-    utilChart(d);
-    barCharts(d, ix);
-    document.getElementById('table').replaceChildren(iterTable(d, ix));
+    const steps = {};
+    const timed = (name, f) => { const t = performance.now(); f(); steps[name] = Math.round(performance.now() - t); };
+    timed('speedup', () => speedupCharts(d, ix));
+    timed('inflight', () => inflightChart(d));
+    timed('util', () => utilChart(d));
+    timed('bars', () => barCharts(d, ix));
+    timed('table', () => document.getElementById('table').replaceChildren(iterTable(d, ix)));
+    document.body.dataset.steps = JSON.stringify(steps);
     document.getElementById('config').textContent = JSON.stringify(d.run.config, null, 2);
   }
 
@@ -593,11 +603,15 @@
   // ---- start -----------------------------------------------------------------
 
   function render(d) {
+    const t0 = performance.now();
     state.data = d;
     if (d.kind === 'sim') renderSim(d);
     else renderRun(d);
+    document.body.dataset.renderMs = (performance.now() - t0).toFixed(1);
     document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
     document.body.dataset.ready = '1';
+    // Milliseconds from navigation to the first drawn page (the benchmark).
+    if (!document.body.dataset.readyMs) document.body.dataset.readyMs = performance.now().toFixed(0);
   }
 
   function fail(msg) {
