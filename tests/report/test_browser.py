@@ -254,6 +254,7 @@ def test_live(b, tmp):
     b.wait(READY, 60)
     versions = set()
     first_its = None
+    never_negative = True
     while p.poll() is None:
         try:
             v = b.eval('document.body.dataset.version')
@@ -263,8 +264,11 @@ def test_live(b, tmp):
             break
         versions.add(v)
         first_its = n if first_its is None else first_its
-        if len(versions) == 2:
+        if len(versions) >= 5:  # the latest view before the run ends
             b.screenshot(os.path.join(OUTDIR, 'live.png'), full=False)
+        lows = b.eval('JSON.stringify(Chart.getChart("c-inflight").data.datasets'
+                      '.map(d => Math.min(...d.data.map(p => p.y))))')
+        never_negative = never_negative and min(json.loads(lows)) >= 0
         time.sleep(0.5)
     for _ in p.stderr:
         pass
@@ -274,6 +278,7 @@ def test_live(b, tmp):
           % (len(versions), updates), len(versions) >= 3 and updates >= 3,
           'versions %s' % versions)
     check('the run with a dashboard completed', p.returncode == 0, p.returncode)
+    check('requests in flight never drew below zero while the run went on', never_negative)
     return out
 
 

@@ -129,7 +129,9 @@
       ev.push([s, 1]);
       ev.push([e === null ? until : e, -1]);
     }
-    ev.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    // At equal times a start goes first: an instant interval then shows as
+    // a blip up, never as a level below zero.
+    ev.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
     let cur = 0;
     const pts = [{ x: 0, y: 0 }];
     for (const [t, d] of ev) {
@@ -302,9 +304,9 @@
       return { x: x[X.at], y: v + p > 0 ? (100 * p) / (v + p) : null };
     });
     draw('util', { type: 'line', data: { datasets: [
-      { label: 'validation', data: pts(busy.validate), fill: true, stack: 'u',
+      { label: 'validation', data: pts(busy.validate), fill: 'origin', stack: 'u',
         borderColor: '#bf8700', backgroundColor: 'rgba(191,135,0,0.35)', pointRadius: 0 },
-      { label: 'profiling', data: pts(busy.profile), fill: true, stack: 'u',
+      { label: 'profiling', data: pts(busy.profile), fill: '-1', stack: 'u',
         borderColor: '#1a7f37', backgroundColor: 'rgba(26,127,55,0.35)', pointRadius: 0 },
       { label: 'pool share for profiling (re-splits)', data: share, stepped: 'after',
         borderColor: '#6639ba', backgroundColor: '#6639ba', pointRadius: 3, yAxisID: 'y2' },
@@ -410,8 +412,13 @@
     const t = el('table', null, el('tr', null, ...['kernel', 'from', 'validation', 'profile',
       'speedup', 'message', ''].map((h) => el('th', { text: h }))));
     for (const c of rec.cands) {
-      const v = c.evals.filter((e) => e[E.phase] === 'validate').pop();
-      const p = c.evals.filter((e) => e[E.phase] === 'profile').pop();
+      // The latest evaluation of a phase that says something about the
+      // kernel (an aborted one, withdrawn at an iteration's end, does not).
+      const said = (ph) => {
+        const es = c.evals.filter((e) => e[E.phase] === ph);
+        return es.filter((e) => e[E.status] !== 'aborted' && e[E.status] !== 'infra_error').pop() || es.pop();
+      };
+      const v = said('validate'), p = said('profile');
       const last = p || v;
       t.append(el('tr', null, el('td', { text: '#' + c.row[C.id] }), el('td', { text: c.kind }),
         el('td', null, statusSpan(v)), el('td', null, statusSpan(p)),
@@ -456,8 +463,9 @@
           el('td', { text: e.status === null ? 'running' : e.status }), el('td', { text: e.device || '-' }),
           el('td', { class: 'num', text: fmt(e.speedup) }), el('td', { class: 'num', text: fmt(e.ref_ms, 4) }),
           el('td', { class: 'num', text: fmt(e.cand_ms, 4) })));
-        if (e.message) more.push(el('h3', { text: `${e.phase} message` }), el('pre', { class: 'msg', text: e.message }));
-        if (e.metrics) more.push(el('h3', { text: `${e.phase} profile` }),
+        const what = `evaluation #${e.id} (${e.phase}, ${e.status === null ? 'running' : e.status})`;
+        if (e.message) more.push(el('h3', { text: what + ': message' }), el('pre', { class: 'msg', text: e.message }));
+        if (e.metrics) more.push(el('h3', { text: what + ': profile' }),
           el('pre', { class: 'msg', text: JSON.stringify(e.metrics, null, 2) }));
       }
       box.replaceChildren(el('h2', null, `Kernel #${c.id} `,
