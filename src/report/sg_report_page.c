@@ -109,8 +109,10 @@ int sg_report_page(const json_t *data, char **html, size_t *len, sg_err *err) {
   int rc = sg_report_chartjs_path(&path, err);
   if (rc == 0)
     rc = sg_file_read(path, CHARTJS_MAX, &chart, &chart_len, err);
-  if (rc == 0 && strstr(chart, "</script") != NULL)
-    rc = sg_err_set(err, SG_EPARSE, "%s: holds \"</script\"; it cannot be inlined", path);
+  /* Either would change how the HTML parser reads the script block. */
+  if (rc == 0 && (strstr(chart, "</script") != NULL || strstr(chart, "<!--") != NULL))
+    rc = sg_err_set(err, SG_EPARSE, "%s: holds \"</script\" or \"<!--\"; it cannot be "
+                    "inlined", path);
   free(path);
   if (rc < 0) {
     free(chart);

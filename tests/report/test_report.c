@@ -286,6 +286,22 @@ static void missing_chartjs_is_a_clear_error(void) {
   char *html = NULL;
   size_t len;
   SG_CHECK_EQ_INT(sg_report_page(NULL, &html, &len, &err), SG_ENOENT);
+  /* A file that would end or bend the script block is refused. */
+  char dir[] = "/tmp/sg_report_js_XXXXXX";
+  SG_CHECK(mkdtemp(dir) != NULL);
+  char *js = sg_asprintf("%s/chart.js", dir);
+  SG_CHECK_OK(sg_file_write(js, "var a = '</script>';", 20, &err), err);
+  setenv("SPECGEN_CHARTJS", js, 1);
+  SG_CHECK_EQ_INT(sg_report_page(NULL, &html, &len, &err), SG_EPARSE);
+  SG_CHECK_CONTAINS(err.msg, js);
+  SG_CHECK_OK(sg_file_write(js, "var a = 1; // <!--", 18, &err), err);
+  SG_CHECK_EQ_INT(sg_report_page(NULL, &html, &len, &err), SG_EPARSE);
+  SG_CHECK_OK(sg_file_write(js, "var Chart = 1;", 14, &err), err);
+  SG_CHECK_OK(sg_report_page(NULL, &html, &len, &err), err);
+  SG_CHECK(strstr(html, "var Chart = 1;") != NULL);
+  free(html);
+  free(js);
+  SG_CHECK_OK(sg_rm_rf(dir, &err), err);
   unsetenv("SPECGEN_CHARTJS");
   if (sg_report_chartjs_path(&path, &err) < 0)
     SG_CHECK_CONTAINS(err.msg, "libjs-chart.js");
