@@ -310,14 +310,14 @@ int sg_cmd_show(int argc, char **argv) {
       return SG_EXIT_OK;
     } else if (argv[i][0] == '-' || dir) {
       fprintf(stderr, "specgen show: unexpected argument \"%s\"\nusage: specgen show DIR "
-                      "[--json]\n", argv[i]);
+                      "[--json | --serve [ADDR:PORT]]\n", argv[i]);
       return SG_EXIT_USAGE;
     } else {
       dir = argv[i];
     }
   }
   if (dir == NULL) {
-    fprintf(stderr, "usage: specgen show DIR [--json]\n");
+    fprintf(stderr, "usage: specgen show DIR [--json | --serve [ADDR:PORT]]\n");
     return SG_EXIT_USAGE;
   }
   if (serve)
