@@ -1,9 +1,10 @@
 /* bench_report.c: what a report of a large run costs to build.
  *
  *   bench_report [--tasks N] [--iterations N] [--reps N]
- *       builds a synthetic run store (N tasks x N iterations, about 12
- *       records per iteration: 3 generations, 2 kernels, 3 evaluations, 3
- *       device intervals, the iteration) in a temporary directory, then
+ *       builds a synthetic run store (N tasks x N iterations on N devices,
+ *       about 12 records per iteration: 3 generations, 2 kernels, 2-3
+ *       evaluations and device intervals, the iteration) in a temporary
+ *       directory, then
  *       prints a table: records, the data's build time, the page's, and the
  *       page's size (median and range over reps).
  *   bench_report --make DIR [--tasks N] [--iterations N]
@@ -72,7 +73,9 @@ static int64_t make_store(const char *dir, int tasks, int iters) {
   json_t *cfg = json_pack("{s:s, s:i}", "search", "refine", "iterations", iters);
   int64_t run, records = 1;
   int64_t t0 = 1700000000 * S1;
-  CHECK(sg_store_run_begin(s, cfg, 10, t0, &run, &err), "run_begin");
+  /* One device per task: each workflow's evaluations follow each other on
+   * it, so no device runs two at once. */
+  CHECK(sg_store_run_begin(s, cfg, tasks, t0, &run, &err), "run_begin");
   json_decref(cfg);
   char src[2048], dev[16];
   uint64_t rng = 88172645463325252ull;
@@ -110,7 +113,7 @@ static int64_t make_store(const char *dir, int tasks, int iters) {
         CHECK(sg_store_candidate_add(s, g[j == 0 ? 0 : 1], src, t + (j ? 30 : 50) * S1, &c[j],
                                      NULL, &err), "candidate_add");
       }
-      snprintf(dev, sizeof dev, "cuda:%d", (w + k) % 10);
+      snprintf(dev, sizeof dev, "cuda:%d", w);
       evaluate(s, c[1], SG_STORE_VALIDATE, dev, t + 30 * S1, 10 * S1, u < 0.6, 1.0);
       evaluate(s, c[0], SG_STORE_VALIDATE, dev, t + 50 * S1, 4 * S1, u < 0.4, 1.0);
       if (u < 0.6) {
@@ -118,7 +121,9 @@ static int64_t make_store(const char *dir, int tasks, int iters) {
         evaluate(s, c[1], SG_STORE_PROFILE, dev, t + 42 * S1, 5 * S1, true, best);
       }
       if (k % 10 == 0) {
-        json_t *d = json_pack("{s:i, s:i}", "validate_devices", 6, "profile_devices", 4);
+        int prof = 1 + (k / 10) % (tasks > 2 ? tasks - 1 : 1);
+        json_t *d = json_pack("{s:i, s:i}", "validate_devices", tasks - prof, "profile_devices",
+                              prof);
         CHECK(sg_store_decision_add(s, wid, it, "reallocate", d, t + 59 * S1, NULL, &err),
               "decision_add");
         json_decref(d);

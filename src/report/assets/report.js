@@ -257,7 +257,7 @@
     draw('speedup-time', { type: 'line', data: { datasets: byTime },
       options: linearOpts('seconds since the run began', 'best speedup (x)',
         { plugins: { legend, sgmarkers: { xs: [] } },
-          scales: { x: { type: 'linear', title: { display: true, text: 'seconds since the run began' } }, y: yScale } }) });
+          scales: { x: { type: 'linear', max: d.run.e2e_s, title: { display: true, text: 'seconds since the run began' } }, y: yScale } }) });
     draw('speedup-iter', { type: 'line', data: { datasets: byIter },
       options: linearOpts('iteration', 'best speedup (x)',
         { plugins: { legend, sgmarkers: { xs: [] } },
@@ -278,7 +278,9 @@
     draw('inflight', { type: 'line', data: { datasets: series.map(([label, iv, c]) => ({
       label, data: stepSeries(iv, until), stepped: 'after', borderColor: c,
       backgroundColor: c, pointRadius: 0, borderWidth: 1.5 })) },
-      options: linearOpts('seconds since the run began', 'requests in flight') });
+      options: linearOpts('seconds since the run began', 'requests in flight',
+        { scales: { x: { type: 'linear', max: until, title: { display: true, text: 'seconds since the run began' } },
+                    y: { beginAtZero: true, title: { display: true, text: 'requests in flight' } } } }) });
     document.querySelector('figure[data-chart="inflight"]').dataset.events =
       String(gens.length + val.length + prof.length);
   }
@@ -302,7 +304,7 @@
       const v = (x[X.detail] && x[X.detail].validate_devices) || 0;
       const p = (x[X.detail] && x[X.detail].profile_devices) || 0;
       return { x: x[X.at], y: v + p > 0 ? (100 * p) / (v + p) : null };
-    });
+    }).sort((a, b) => a.x - b.x);
     draw('util', { type: 'line', data: { datasets: [
       { label: 'validation', data: pts(busy.validate), fill: 'origin', stack: 'u',
         borderColor: '#bf8700', backgroundColor: 'rgba(191,135,0,0.35)', pointRadius: 0 },
@@ -311,7 +313,7 @@
       { label: 'pool share for profiling (re-splits)', data: share, stepped: 'after',
         borderColor: '#6639ba', backgroundColor: '#6639ba', pointRadius: 3, yAxisID: 'y2' },
     ] }, options: linearOpts('seconds since the run began', '% of the pool busy',
-      { scales: { x: { type: 'linear', title: { display: true, text: 'seconds since the run began' } },
+      { scales: { x: { type: 'linear', max: e2e, title: { display: true, text: 'seconds since the run began' } },
                   y: { stacked: true, min: 0, max: 100,
                        title: { display: true, text: '% of the pool busy' } },
                   y2: { position: 'right', min: 0, max: 100, grid: { display: false },
