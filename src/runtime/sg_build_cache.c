@@ -224,6 +224,8 @@ static char *entry_name(const char *stem, const char *path) {
   return sg_asprintf("%s%s", stem, dot);
 }
 
+/* Longer than 80 lines on purpose: the steps of an atomic publish (temporary
+ * directory, copy, fsync, rename, the race lost) must be read in order. */
 int sg_build_cache_store(const char *dir, uint64_t key, const char *evaluator,
                          const char *task_dir, const sg_eval_build *build,
                          double compile_s, bool *stored, sg_err *err) {

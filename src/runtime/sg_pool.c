@@ -717,6 +717,8 @@ static worker *least_loaded_compile(sg_pool *p) {
   return best;
 }
 
+/* Longer than 80 lines on purpose: the checks of a request and the choice of
+ * its worker are one decision, read in order. */
 int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err) {
   if (p->closing)
     return sg_err_set(err, SG_ESTATE, "pool: closing; request %llu refused",

@@ -630,6 +630,8 @@ int sg_run_config_load_yaml(sg_run_config *c, const char *path, sg_err *err) {
 
 static bool is_flag(const char *a) { return strncmp(a, "--", 2) == 0; }
 
+/* Longer than 80 lines on purpose: one pass over argv whose cases (a flag,
+ * --no-KEY, --KEY=VALUE, a value in the next word) share its cursor. */
 int sg_run_config_parse_args(sg_run_config *c, int argc, char **argv,
                              int first, sg_err *err) {
   /* --config first, wherever it stands. */

@@ -18,6 +18,8 @@
 
 /* ---- checks -------------------------------------------------------------- */
 
+/* Longer than 80 lines on purpose: one small grammar (KIND:N, KIND:A-B, lists
+ * of them) read top to bottom, every branch with its own message. */
 int sg_run_devices_parse(const char *spec, char ***out, size_t *n,
                          sg_err *err) {
   *out = NULL;

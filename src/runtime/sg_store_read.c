@@ -217,6 +217,8 @@ static int summary_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
   return 0;
 }
 
+/* Longer than 80 lines on purpose: most of it is the SQL of the summary,
+ * one query per part, read next to the keys it fills. */
 int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
   *out = NULL;
   /* e2e: the run's end, or the latest time recorded anywhere. */

@@ -286,6 +286,8 @@ static void infra(sg_eval_result *r, const sg_err *err) {
   r->message = sg_asprintf("specgen could not evaluate: %s", err->msg);
 }
 
+/* Longer than 80 lines on purpose: the child's whole life (task, compile or
+ * cache, run or profile, reply) in order, with its exits. */
 static _Noreturn void eval_child(worker *w, job *j, int wfd) {
   /* die with the worker; if it is already gone, stop here */
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -707,6 +709,7 @@ static int input_readable(worker *w, sg_err *err) {
 
 /* ---- the loop ------------------------------------------------------------------ */
 
+/* Longer than 80 lines on purpose: the worker's main loop, read in one place. */
 int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
   worker w;
   memset(&w, 0, sizeof w);

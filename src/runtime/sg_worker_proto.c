@@ -356,6 +356,8 @@ json_t *sg_worker_reply_to_json(const sg_worker_reply *r) {
   return j;
 }
 
+/* Longer than 80 lines on purpose: one field after the other of a message,
+ * each with its own message when wrong. */
 int sg_worker_reply_parse(const char *line, size_t len, sg_worker_reply *rep,
                           sg_err *err) {
   sg_worker_reply_init(rep, SG_WREP_ERROR);

@@ -899,6 +899,8 @@ int sg_sim_run(const sg_sim_params *p, const sg_sim_variant *v,
   return sg_sim_run_traced(p, v, NULL, NULL, out, err);
 }
 
+/* Longer than 80 lines on purpose: the campaign's event loop and its
+ * dispatch, read in one place. */
 int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
                       void (*trace)(void *data, const char *line), void *trace_data,
                       sg_sim_result *out, sg_err *err) {

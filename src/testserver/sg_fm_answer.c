@@ -92,6 +92,9 @@ static char *write_content(const sg_fm_task *t, const sg_fm_example *e, bool thi
   return sg_buf_steal(&b);
 }
 
+/* Longer than 80 lines on purpose: the model's one draw per request (task,
+ * trace, validity, example, usage) in the order the draws are made, which
+ * the pinned outputs depend on. */
 void sg_fakemodel_generate(const sg_fakemodel *m, const sg_fm_request *req,
                            sg_fm_answer *out) {
   memset(out, 0, sizeof *out);

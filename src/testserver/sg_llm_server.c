@@ -175,7 +175,9 @@ static void finish(gen *g, const char *reason) {
 }
 
 /* Produces the next piece of output into g->out; returns false when the
- * connection must be closed at once. */
+ * connection must be closed at once. Longer than 80 lines on purpose: the
+ * generation's state machine (prefill, tokens, faults, finish) in one
+ * switch, each state's step next to the others. */
 static bool gen_step(gen *g) {
   sg_llm_server *s = g->s;
   switch (g->state) {

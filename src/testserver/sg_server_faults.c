@@ -37,6 +37,8 @@ static int parse_num(const char *s, double lo, double hi, double *out) {
   return 0;
 }
 
+/* Longer than 80 lines on purpose: one case per fault kind, each with its
+ * arguments and messages. */
 int sg_llm_fault_parse(const char *spec, sg_llm_fault *out, sg_err *err) {
   memset(out, 0, sizeof *out);
   if (!spec || !*spec || strcmp(spec, "none") == 0)
