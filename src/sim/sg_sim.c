@@ -72,6 +72,8 @@ typedef struct sim_gen {
   int64_t t0_us, end_us, reason_end_us;
   bool fails;           /* ends in GEN_FAILED at end_us */
   char *text;           /* main: the planned reasoning text */
+  uint64_t *trig_end;   /* main: byte offsets where planted triggers end */
+  int ntrig;
   uint64_t reason_bytes, sent_bytes;
   double reason_tokens, answer_tokens;
   double prompt_tokens, cached_tokens;
@@ -92,6 +94,7 @@ typedef struct sim_wf {
   size_t ngens;
   bool done;
   int64_t done_us;
+  uint64_t main_gen;    /* the live main generation, 0: none */
 } sim_wf;
 
 typedef struct sim_req {
@@ -214,8 +217,10 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 /* Builds n bytes of reasoning with trigger sentences ending near the
- * planted offsets. */
-static char *make_reasoning(sg_sim_rng *rng, uint64_t n, int ntrig) {
+ * planted offsets; where each trigger sentence ends goes to ends[] (ntrig
+ * entries; fewer are used when the text is too short). */
+static char *make_reasoning(sg_sim_rng *rng, uint64_t n, int ntrig,
+                            uint64_t *ends, int *nends) {
   uint64_t *at = sg_calloc((size_t)ntrig + 1, sizeof *at);
   for (int i = 0; i < ntrig; i++)
     at[i] = (uint64_t)(sg_sim_rng_uniform(rng) * (double)n);
@@ -223,12 +228,15 @@ static char *make_reasoning(sg_sim_rng *rng, uint64_t n, int ntrig) {
   char *t = sg_malloc(n + 1);
   uint64_t len = 0;
   int k = 0;
+  *nends = 0;
   while (len < n) {
     const char *piece;
+    bool trig = false;
     if (k < ntrig &&
         at[k] <= len + strlen(trigger_text[0]) + 64) {
       piece = trigger_text[sg_sim_rng_next(rng) % NTRIGGER];
       k++;
+      trig = true;
     } else {
       piece = filler[sg_sim_rng_next(rng) % NFILLER];
     }
@@ -237,6 +245,8 @@ static char *make_reasoning(sg_sim_rng *rng, uint64_t n, int ntrig) {
       pl = (size_t)(n - len);
     memcpy(t + len, piece, pl);
     len += pl;
+    if (trig)
+      ends[(*nends)++] = len;
   }
   t[n] = '\0';
   free(at);
@@ -259,6 +269,36 @@ static double prompt_tokens_of(const sim *s, const sg_prompt *pr) {
   if (pr != NULL)
     t += s->p->gen_feedback_tokens * (double)(pr->n_items + (pr->base_kernel != 0));
   return t;
+}
+
+/* When the reasoning reaches the controller. With gen.chunk_s > 0, every
+ * chunk_s; with 0 (event-driven streaming), a chunk just after each planted
+ * trigger sentence and, at every controller tick, whatever has been
+ * generated since the last delivery (on_tick): the controller sees the
+ * text whenever it could act on it, at a few events per trace instead of
+ * one per chunk_s. The scanner fires within a few bytes of a sentence's
+ * end, hence the slack. */
+#define TRIGGER_SLACK_BYTES 8
+
+static void schedule_chunks(sim *s, uint32_t w, uint64_t id, const sim_gen *g) {
+  if (s->p->gen_chunk_s > 0) {
+    int64_t first = s->now_us + s_to_us(s->p->gen_chunk_s);
+    if (first < g->reason_end_us)
+      push(s, first, EV_CHUNK, w, id, g->epoch);
+    return;
+  }
+  double span = (double)(g->reason_end_us - g->t0_us);
+  for (int i = 0; i < g->ntrig; i++) {
+    uint64_t at = g->trig_end[i] + TRIGGER_SLACK_BYTES;
+    if (at >= g->reason_bytes)
+      continue; /* the end of the reasoning delivers it */
+    int64_t t = g->t0_us +
+                (int64_t)ceil(span * (double)at / (double)g->reason_bytes);
+    if (t > s->now_us && t < g->reason_end_us)
+      push(s, t, EV_CHUNK, w, id, g->epoch);
+  }
+  if (g->reason_end_us > s->now_us && g->reason_end_us < g->end_us)
+    push(s, g->reason_end_us, EV_CHUNK, w, id, g->epoch);
 }
 
 static int start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
@@ -290,7 +330,8 @@ static int start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   if (g->reason_end_us > g->end_us)
     g->reason_end_us = g->end_us;
   int ntrig = sg_sim_rng_poisson(rng, p->triggers_per_gen);
-  g->text = make_reasoning(rng, g->reason_bytes, ntrig);
+  g->trig_end = sg_calloc((size_t)ntrig + 1, sizeof *g->trig_end);
+  g->text = make_reasoning(rng, g->reason_bytes, ntrig, g->trig_end, &g->ntrig);
   /* The kernel this reasoning converges to: a refinement of the prompt's
    * base kernel, or a first attempt at the task. */
   double base = 0;
@@ -324,9 +365,8 @@ static int start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   }
   s->res->main_gens++;
   s->res->prompt_tokens += (uint64_t)llround(g->prompt_tokens);
-  int64_t first = s->now_us + s_to_us(p->gen_chunk_s);
-  if (first < g->reason_end_us)
-    push(s, first, EV_CHUNK, w, a->u.start.gen, g->epoch);
+  f->main_gen = a->u.start.gen;
+  schedule_chunks(s, w, a->u.start.gen, g);
   push(s, g->end_us, EV_GEN_END, w, a->u.start.gen, g->epoch);
   return 0;
 }
@@ -399,6 +439,8 @@ static void end_gen(sim *s, sim_gen *g, double completion) {
   s->res->completion_tokens += (uint64_t)llround(completion);
   free(g->text);
   g->text = NULL;
+  free(g->trig_end);
+  g->trig_end = NULL;
 }
 
 /* ---- executing the core's actions ---- */
@@ -600,10 +642,11 @@ static const char answer_fmt[] =
     "%llu */\nvoid sim_kernel(const float *x, float *y, int n) {\n"
     "  for (int i = 0; i < n; i++)\n    y[i] = x[i];\n}\n```\n";
 
-static int on_chunk(sim *s, const sg_sim_event *e) {
-  sim_gen *g = gen_get(s, e->owner, e->id, false);
-  if (g == NULL || g->epoch != e->epoch || g->epoch == 0)
-    return 0;
+/* Hands the controller the reasoning generated since the last delivery.
+ * *gp is reloaded (the table may grow) and NULL if the generation was
+ * cancelled meanwhile. */
+static int deliver_text(sim *s, uint32_t w, uint64_t id, sim_gen **gp) {
+  sim_gen *g = *gp;
   double frac = (double)(s->now_us - g->t0_us) /
                 (double)(g->reason_end_us - g->t0_us);
   uint64_t upto = (uint64_t)(fmin(1.0, frac) * (double)g->reason_bytes);
@@ -612,19 +655,30 @@ static int on_chunk(sim *s, const sg_sim_event *e) {
     memset(&ev, 0, sizeof ev);
     ev.type = SG_CEV_GEN_CHUNK;
     ev.now_us = s->now_us;
-    ev.u.chunk.gen = e->id;
+    ev.u.chunk.gen = id;
     ev.u.chunk.reasoning = g->text + g->sent_bytes;
     ev.u.chunk.reasoning_len = (size_t)(upto - g->sent_bytes);
     ev.u.chunk.tokens = (uint64_t)llround((double)(upto - g->sent_bytes) / s->bpt);
     g->sent_bytes = upto;
     uint64_t epoch = g->epoch;
-    int rc = ctl_call(s, e->owner, &ev);
+    int rc = ctl_call(s, w, &ev);
     if (rc < 0)
       return rc;
-    g = gen_get(s, e->owner, e->id, false); /* the table may have grown */
+    g = gen_get(s, w, id, false); /* the table may have grown */
     if (g == NULL || g->epoch != epoch)
-      return 0;                              /* cancelled meanwhile */
+      g = NULL;                   /* cancelled meanwhile */
   }
+  *gp = g;
+  return 0;
+}
+
+static int on_chunk(sim *s, const sg_sim_event *e) {
+  sim_gen *g = gen_get(s, e->owner, e->id, false);
+  if (g == NULL || g->epoch != e->epoch || g->epoch == 0)
+    return 0;
+  int rc = deliver_text(s, e->owner, e->id, &g);
+  if (rc < 0 || g == NULL || s->p->gen_chunk_s <= 0)
+    return rc;
   int64_t next = s->now_us + s_to_us(s->p->gen_chunk_s);
   if (next < g->reason_end_us)
     push(s, next, EV_CHUNK, e->owner, e->id, g->epoch);
@@ -773,6 +827,17 @@ static int on_tick(sim *s, const sg_sim_event *e) {
   sim_wf *f = &s->wf[e->owner];
   if (f->done)
     return 0;
+  if (s->p->gen_chunk_s <= 0 && f->main_gen != 0) {
+    /* Event-driven streaming: the text so far, before the tick. */
+    sim_gen *g = gen_get(s, e->owner, f->main_gen, false);
+    if (g != NULL && g->epoch != 0 && s->now_us < g->reason_end_us) {
+      int rc = deliver_text(s, e->owner, f->main_gen, &g);
+      if (rc < 0)
+        return rc;
+      if (f->done)
+        return 0;
+    }
+  }
   sg_ctl_event ev;
   memset(&ev, 0, sizeof ev);
   ev.type = SG_CEV_TICK;
@@ -855,8 +920,10 @@ static void teardown(sim *s) {
       sg_controller_free(f->ctl);
       sg_termination_free(f->term);
       sg_search_free(f->search);
-      for (size_t i = 0; i < f->ngens; i++)
+      for (size_t i = 0; i < f->ngens; i++) {
         free(f->gens[i].text);
+        free(f->gens[i].trig_end);
+      }
       free(f->gens);
     }
   free(s->wf);

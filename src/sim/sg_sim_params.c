@@ -43,7 +43,8 @@ static const pdef defs[] = {
     {"gen.prompt_tokens", T_DBL, F(gen_prompt_tokens), 0, BIG, "task prompt tokens"},
     {"gen.feedback_tokens", T_DBL, F(gen_feedback_tokens), 0, BIG,
      "prompt tokens per feedback item"},
-    {"gen.chunk_s", T_DBL, F(gen_chunk_s), 1e-3, BIG, "streaming chunk interval, s"},
+    {"gen.chunk_s", T_DBL, F(gen_chunk_s), 0, BIG,
+     "streaming chunk interval, s; 0: at triggers and ticks only"},
     {"text.bytes_per_token", T_DBL, F(text_bytes_per_token), 0.05, 16,
      "synthetic reasoning bytes per token"},
     {"triggers.per_gen", T_DBL, F(triggers_per_gen), 0, 400,
@@ -137,8 +138,8 @@ static void base_preset(sg_sim_params *p) {
   p->gen_answer_tokens = 1500;
   p->gen_prompt_tokens = 3000;
   p->gen_feedback_tokens = 800;
-  p->gen_chunk_s = 2;
-  p->text_bytes_per_token = 1;
+  p->gen_chunk_s = 0;
+  p->text_bytes_per_token = 0.25;
   p->triggers_per_gen = 4;
   p->spec_answer_tokens = 1500;
   p->spec_rate_tok_s = 50;

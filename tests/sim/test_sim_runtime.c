@@ -145,6 +145,24 @@ static void synthetic_reasoning_triggers_only_where_planted(void) {
   SG_CHECK_EQ_INT(r.forks_idle, 0);
 }
 
+/* Event-driven streaming (chunk_s 0) and fixed chunks both hand the
+ * planted triggers to the scanner; the first needs far fewer events, and
+ * both campaigns come out alike (same generations, forks within a third). */
+static void streaming_modes_agree(void) {
+  sg_sim_params p = small();
+  p.gen_chunk_s = 0;
+  sg_sim_result ev = run(&p, "full");
+  check_invariants(&p, &ev);
+  p.gen_chunk_s = 2;
+  sg_sim_result ch = run(&p, "full");
+  check_invariants(&p, &ch);
+  SG_CHECK(ev.forks_trigger > 0 && ch.forks_trigger > 0);
+  SG_CHECK_MSG(ev.events * 2 < ch.events, "events %llu vs %llu",
+               (unsigned long long)ev.events, (unsigned long long)ch.events);
+  SG_CHECK(fabs((double)ev.forks - (double)ch.forks) < 0.34 * (double)ch.forks);
+  SG_CHECK(ev.e2e_s > 0.7 * ch.e2e_s && ev.e2e_s < 1.3 * ch.e2e_s);
+}
+
 static void fork_validity_follows_the_prefix_threshold(void) {
   sg_sim_params p = small();
   p.valid_spec_p = 1.0;
@@ -299,6 +317,7 @@ SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
              SG_TEST(remote_cache_serves_more_of_the_prefix),
              SG_TEST(synthetic_reasoning_triggers_only_where_planted),
              SG_TEST(fork_validity_follows_the_prefix_threshold),
+             SG_TEST(streaming_modes_agree),
              SG_TEST(calibration_glm), SG_TEST(calibration_dsv4),
              SG_TEST(evaluation_times_hold_their_means),
              SG_TEST(faults_still_finish_every_workflow),
