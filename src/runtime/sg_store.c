@@ -13,6 +13,8 @@
  */
 #include "runtime/sg_store.h"
 
+#include "common/sg_tokens.h"
+
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 
@@ -1165,6 +1167,20 @@ static int summary_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
   return 0;
 }
 
+/* Adds "uncached" and "consumption" (common/sg_tokens.h) to a tokens
+ * object that has "prompt", "completion" and "cached". */
+static void add_token_consumption(json_t *tok) {
+  uint64_t prompt = (uint64_t)json_integer_value(json_object_get(tok, "prompt"));
+  uint64_t cached = (uint64_t)json_integer_value(json_object_get(tok, "cached"));
+  uint64_t completion =
+      (uint64_t)json_integer_value(json_object_get(tok, "completion"));
+  json_object_set_new(tok, "uncached",
+                      json_integer((json_int_t)sg_tokens_uncached(prompt, cached)));
+  json_object_set_new(tok, "consumption",
+                      json_integer((json_int_t)sg_tokens_consumption(
+                          prompt, cached, completion)));
+}
+
 int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
   *out = NULL;
   /* e2e: the run's end, or the latest time recorded anywhere. */
@@ -1253,6 +1269,7 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
   json_object_set_new(o, "utilization",
                       json_pack("{s:f, s:f, s:f}", "validation", uv,
                                 "profiling", up, "overall", uv + up));
+  add_token_consumption(tok);
   json_object_set_new(o, "tokens", tok);
   *out = o;
   return 0;

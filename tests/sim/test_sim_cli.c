@@ -71,6 +71,13 @@ static void json_has_the_documented_fields(void) {
     SG_CHECK(json_integer_value(json_object_get(tok, "prompt")) > 0);
     SG_CHECK(json_integer_value(json_object_get(tok, "completion")) > 0);
     SG_CHECK(json_is_integer(json_object_get(tok, "cached")));
+    json_int_t pr = json_integer_value(json_object_get(tok, "prompt"));
+    json_int_t ca = json_integer_value(json_object_get(tok, "cached"));
+    json_int_t co = json_integer_value(json_object_get(tok, "completion"));
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(tok, "uncached")), pr - ca);
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(tok, "consumption")), pr - ca + co);
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(tok, "total")), pr + co);
+    SG_CHECK(json_is_number(json_object_get(c, "consumption_ratio_vs_baseline")));
     SG_CHECK(json_is_integer(json_object_get(c, "early_terminations")));
     SG_CHECK(json_is_number(json_object_get(c, "best_speedup")));
     double x = json_real_value(json_object_get(c, "e2e_speedup_vs_baseline"));
