@@ -14,6 +14,7 @@
 #include "core/sg_scheduler.h"
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
+#include "sim/sg_sim_llm.h"
 #include "sim/sg_sim_queue.h"
 #include "sim/sg_sim_rng.h"
 
@@ -81,6 +82,9 @@ typedef struct sim_gen {
   bool valid;
   sg_eval_status fail_status;
   double prefix_frac;   /* spec: fraction of the parent's trace */
+  int server;           /* its LLM server (sg_sim_llm) */
+  double rate;          /* its decode rate, tokens/s */
+  double own_tokens;    /* spec: tokens in the server's working set */
 } sim_gen;
 
 typedef struct sim_wf {
@@ -123,6 +127,7 @@ typedef struct sim {
   sg_sched_actions sact;
   int64_t now_us;
   double bpt;           /* text bytes per token */
+  sg_sim_llm *llm;      /* servers and prefix caches */
 } sim;
 
 #define GEN_ID_MAX (1u << 22)
@@ -319,14 +324,19 @@ static int start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   sg_sim_rng_seed(rng, p->seed,
                   RNG_MAIN | ((uint64_t)w << 32) | ((uint64_t)a->iteration << 8) |
                       (uint64_t)(a->u.start.prompt_index & 0xff));
+  /* The drawn duration is at the calibrated load; its tokens are what the
+   * model writes, and the server's load now sets how fast. */
   double dur = sg_sim_rng_lognormal(rng, p->gen_mean_s, p->gen_cv);
   double total = dur * p->gen_rate_tok_s;
+  g->server = sg_sim_llm_server(s->llm, w);
+  g->rate = sg_sim_llm_start_stream(s->llm, g->server, p->gen_rate_tok_s, s->now_us);
+  dur = total / g->rate;
   g->answer_tokens = fmin(p->gen_answer_tokens, total * 0.5);
   g->reason_tokens = total - g->answer_tokens;
   g->reason_bytes = (uint64_t)fmax(1.0, g->reason_tokens * s->bpt);
   g->t0_us = s->now_us;
   g->end_us = s->now_us + s_to_us(dur);
-  g->reason_end_us = s->now_us + s_to_us(g->reason_tokens / p->gen_rate_tok_s);
+  g->reason_end_us = s->now_us + s_to_us(g->reason_tokens / g->rate);
   if (g->reason_end_us > g->end_us)
     g->reason_end_us = g->end_us;
   int ntrig = sg_sim_rng_poisson(rng, p->triggers_per_gen);
@@ -355,6 +365,7 @@ static int start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   g->fail_status = draw_failure(s, rng);
   g->prompt_tokens = prompt_tokens_of(s, pr);
   g->cached_tokens = 0;
+  sg_sim_llm_main_begin(s->llm, g->server, g->prompt_tokens, g->rate, g->t0_us);
   int64_t end = g->end_us;
   if (sg_sim_rng_bernoulli(rng, p->fault_gen_fail_p)) {
     g->fails = true;
@@ -394,12 +405,24 @@ static int start_spec(sim *s, uint32_t w, const sg_ctl_action *a) {
     frac = 1;
   g->prefix_frac = frac;
   double prefix_tokens = (double)a->u.start.prefix_len / s->bpt;
-  double hit = s->v->remote_cache ? p->remote_cache_hit : p->local_cache_hit;
-  g->prompt_tokens = prompt_tokens_of(s, a->u.start.prompt) + prefix_tokens;
-  g->cached_tokens = prefix_tokens * hit;
-  double prefill_s = (g->prompt_tokens - g->cached_tokens) / p->prefill_tok_s;
+  double other = prompt_tokens_of(s, a->u.start.prompt);
+  g->prompt_tokens = other + prefix_tokens;
+  double delay_s;
+  g->server = sg_sim_llm_server(s->llm, w);
+  /* The whole prompt (task, feedback, reasoning so far) is a prefix of the
+   * parent's context, so all of it can be found cached; in the constant
+   * model only the reasoning share is discounted, as before. */
+  if (p->llm_kv_capacity_tokens > 0)
+    sg_sim_llm_fork_prompt(s->llm, g->server, g->prompt_tokens, 0, s->now_us,
+                           &g->cached_tokens, &delay_s);
+  else
+    sg_sim_llm_fork_prompt(s->llm, g->server, prefix_tokens, other, s->now_us,
+                           &g->cached_tokens, &delay_s);
+  g->rate = sg_sim_llm_start_stream(s->llm, g->server, p->spec_rate_tok_s, s->now_us);
   g->answer_tokens = p->spec_answer_tokens;
-  double dur = prefill_s + g->answer_tokens / p->spec_rate_tok_s;
+  g->own_tokens = g->answer_tokens;
+  sg_sim_llm_fork_begin(s->llm, g->server, g->own_tokens);
+  double dur = delay_s + g->answer_tokens / g->rate;
   g->t0_us = s->now_us;
   g->end_us = g->reason_end_us = s->now_us + s_to_us(dur);
   /* Validity is a step in the prefix fraction: before the workflow's
@@ -427,9 +450,9 @@ static double tokens_so_far(const sim *s, const sim_gen *g) {
   double el = (double)(s->now_us - g->t0_us) / 1e6;
   double full = g->reason_tokens + g->answer_tokens;
   if (g->kind == SG_GEN_MAIN)
-    return fmin(full, el * s->p->gen_rate_tok_s);
+    return fmin(full, el * g->rate);
   double dur = (double)(g->end_us - g->t0_us) / 1e6;
-  double ans_s = g->answer_tokens / s->p->spec_rate_tok_s;
+  double ans_s = g->answer_tokens / g->rate;
   return fmin(full, fmax(0.0, (el - (dur - ans_s)) * s->p->spec_rate_tok_s));
 }
 
@@ -437,6 +460,11 @@ static void end_gen(sim *s, sim_gen *g, double completion) {
   assert(g->epoch != 0);
   g->epoch = 0;
   s->res->completion_tokens += (uint64_t)llround(completion);
+  sg_sim_llm_end_stream(s->llm, g->server, s->now_us);
+  if (g->kind == SG_GEN_MAIN)
+    sg_sim_llm_main_end(s->llm, g->server, g->prompt_tokens, g->rate, g->t0_us);
+  else
+    sg_sim_llm_fork_end(s->llm, g->server, g->own_tokens);
   free(g->text);
   g->text = NULL;
   free(g->trig_end);
@@ -580,6 +608,7 @@ static int apply_sched(sim *s) {
       /* owner carries the device: its death decides an infra failure. */
       push(s, s->now_us + s_to_us(d), EV_DEVICE_END, (uint32_t)a->device, a->req,
            q->epoch);
+      sg_sim_llm_device_busy(s->llm, s->now_us);
       break;
     }
     case SG_SACT_ABORT:
@@ -587,6 +616,8 @@ static int apply_sched(sim *s) {
         q->live = false;
         q->epoch++;
       }
+      if (a->device >= 0)
+        sg_sim_llm_device_idle(s->llm); /* it was running */
       s->res->requests_aborted++;
       break;
     case SG_SACT_FAIL:
@@ -811,6 +842,7 @@ static int on_device_end(sim *s, const sg_sim_event *e) {
   bool infra = s->now_us >= s->dies_us[e->owner];
   if (infra)
     s->res->infra_failures++;
+  sg_sim_llm_device_idle(s->llm);
   sg_sched_actions_clear(&s->sact);
   int rc = sg_scheduler_device_done(s->sched, e->id, infra, s->now_us, &s->sact,
                                     s->err);
@@ -870,6 +902,7 @@ static int setup(sim *s) {
   int rc = sg_scheduler_new(&so, &s->sched, s->err);
   if (rc < 0)
     return rc;
+  s->llm = sg_sim_llm_new(p, s->v->remote_cache);
   s->dies_us = sg_calloc((size_t)p->devices, sizeof *s->dies_us);
   for (int d = 0; d < p->devices; d++) {
     sg_sim_rng r;
@@ -930,6 +963,7 @@ static void teardown(sim *s) {
   free(s->reqs);
   free(s->dies_us);
   sg_scheduler_free(s->sched);
+  sg_sim_llm_free(s->llm);
   sg_sim_queue_free(&s->q);
   sg_ctl_actions_free(&s->cact);
   sg_sched_actions_free(&s->sact);
@@ -977,6 +1011,15 @@ static void finish_stats(sim *s) {
   }
   r->best_speedup_mean = sum / p->workflows;
   r->best_speedup_geomean = exp(logsum / p->workflows);
+  sg_sim_llm_stats ls;
+  sg_sim_llm_stats_get(s->llm, &ls);
+  r->cache_local_tokens = ls.local_hit_tokens;
+  r->cache_remote_tokens = ls.remote_hit_tokens;
+  r->cache_miss_tokens = ls.miss_tokens;
+  r->remote_transfer_gb = ls.transfer_bytes / 1e9;
+  r->remote_transfer_s = ls.transfer_s;
+  r->remote_yields = ls.yields;
+  r->llm_mean_streams = end > 0 ? ls.stream_s / ((double)end / 1e6) : 0;
 }
 
 int sg_sim_run(const sg_sim_params *p, const sg_sim_variant *v,

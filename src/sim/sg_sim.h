@@ -83,6 +83,13 @@ typedef struct sg_sim_result {
   uint64_t devices_retired;      /* taken out of service by the scheduler */
   uint64_t infra_failures, requests_failed, requests_aborted, resplits;
   uint64_t events;               /* events processed */
+  /* The LLM servers and prefix caches (sg_sim_llm.h), in tokens. */
+  double cache_local_tokens;     /* prefix tokens found in a server's KV */
+  double cache_remote_tokens;    /* restored from the remote store */
+  double cache_miss_tokens;      /* prefilled again */
+  double remote_transfer_gb, remote_transfer_s;
+  uint64_t remote_yields;        /* evaluations that made the store shrink */
+  double llm_mean_streams;       /* live generations, time average */
 } sg_sim_result;
 
 /* Runs one configuration's campaign. p must be valid

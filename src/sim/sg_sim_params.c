@@ -58,6 +58,24 @@ static const pdef defs[] = {
      "fraction of a fork's prefix served by the server's own cache"},
     {"llm.remote_cache_hit", T_DBL, F(remote_cache_hit), 0, 1,
      "the same with the remote prefix cache (config full)"},
+    {"llm.workflows_per_server", T_INT, F(llm_workflows_per_server), 1, 100000,
+     "workflows sharing one LLM server"},
+    {"llm.ref_streams", T_DBL, F(llm_ref_streams), 1, 100000,
+     "streams per server at which gen.rate_tok_s holds (baseline in-flight)"},
+    {"llm.contention", T_DBL, F(llm_contention), 0, 100,
+     "per-token slowdown of a stream per extra stream on its server"},
+    {"llm.kv_capacity_tokens", T_DBL, F(llm_kv_capacity_tokens), 0, BIG,
+     "server KV capacity for contexts, tokens (0: constant cache-hit shares)"},
+    {"kv.remote_gb_per_device", T_DBL, F(kv_remote_gb_per_device), 0, BIG,
+     "remote prefix cache: spare memory per device, GB (config full)"},
+    {"kv.eval_gb", T_DBL, F(kv_eval_gb), 0, BIG,
+     "device memory an evaluation takes back from the store, GB"},
+    {"kv.bytes_per_token", T_DBL, F(kv_bytes_per_token), 0, BIG,
+     "KV cache bytes per token"},
+    {"kv.transfer_gb_s", T_DBL, F(kv_transfer_gb_s), 0, BIG,
+     "remote store to server transfer rate, GB/s (0: free)"},
+    {"task.table", T_STR, F(task_table), 0, 0,
+     "tasks: synthetic (drawn per workflow) or paper (Tables 2 and 6)"},
     {"valid.main_p", T_DBL, F(valid_main_p), 0, 1,
      "probability a main generation's kernel is valid"},
     {"valid.threshold_min", T_DBL, F(valid_threshold_min), 0, 1,
@@ -146,6 +164,15 @@ static void base_preset(sg_sim_params *p) {
   p->prefill_tok_s = 1500;
   p->local_cache_hit = 0.5;
   p->remote_cache_hit = 0.95;
+  p->llm_workflows_per_server = 10;
+  p->llm_ref_streams = 8;
+  p->llm_contention = 0;
+  p->llm_kv_capacity_tokens = 0;
+  p->kv_remote_gb_per_device = 0;
+  p->kv_eval_gb = 0;
+  p->kv_bytes_per_token = 0;
+  p->kv_transfer_gb_s = 0;
+  snprintf(p->task_table, sizeof p->task_table, "synthetic");
   p->valid_threshold_min = 0.14;
   p->valid_threshold_max = 0.70;
   p->valid_no_prefix_p = 0.02;
@@ -309,6 +336,9 @@ int sg_sim_params_validate(const sg_sim_params *p, sg_err *err) {
     return sg_err_set(err, SG_EINVAL,
                       "sched.static_profile_devices (%d) must be below devices (%d)",
                       p->static_profile_devices, p->devices);
+  if (strcmp(p->task_table, "synthetic") != 0 && strcmp(p->task_table, "paper") != 0)
+    return sg_err_set(err, SG_EINVAL, "task.table: \"%s\" (known: synthetic, paper)",
+                      p->task_table);
   for (size_t i = 0; i < NDEFS; i++)
     if (defs[i].type == T_STR && strcmp(defs[i].key, "preset") != 0 &&
         ((const char *)p + defs[i].off)[0] == '\0')

@@ -51,6 +51,18 @@ typedef struct sg_sim_params {
   double local_cache_hit;    /* fraction of a fork's prefix the server's own
                                 cache serves */
   double remote_cache_hit;   /* the same with the remote prefix cache */
+  /* LLM servers and prefix caches (sg_sim_llm.h). */
+  int llm_workflows_per_server; /* workflows sharing one server */
+  double llm_ref_streams;    /* streams per server at the calibrated rate */
+  double llm_contention;     /* slowdown per extra stream */
+  double llm_kv_capacity_tokens; /* server KV for contexts; 0: the constant
+                                cache-hit model above */
+  double kv_remote_gb_per_device; /* remote prefix cache: spare memory */
+  double kv_eval_gb;         /* memory an evaluation takes back */
+  double kv_bytes_per_token; /* KV size of one token */
+  double kv_transfer_gb_s;   /* store to server transfer rate */
+  /* Tasks: "synthetic" (drawn) or "paper" (Tables 2 and 6 per task). */
+  char task_table[SG_SIM_NAME_MAX];
   /* Kernel validity. */
   double valid_main_p;       /* a main generation's kernel is valid */
   double valid_threshold_min;/* shortest useful prefix, fraction of trace: */

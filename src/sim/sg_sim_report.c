@@ -178,6 +178,15 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
                         json_integer((json_int_t)r->requests_aborted));
     json_object_set_new(o, "resplits", json_integer((json_int_t)r->resplits));
     json_object_set_new(o, "events", json_integer((json_int_t)r->events));
+    json_t *pc = json_object();
+    json_object_set_new(pc, "local_hit_tokens", num(r->cache_local_tokens, 0));
+    json_object_set_new(pc, "remote_hit_tokens", num(r->cache_remote_tokens, 0));
+    json_object_set_new(pc, "miss_tokens", num(r->cache_miss_tokens, 0));
+    json_object_set_new(pc, "remote_transfer_gb", num(r->remote_transfer_gb, 3));
+    json_object_set_new(pc, "remote_transfer_s", num(r->remote_transfer_s, 3));
+    json_object_set_new(pc, "remote_yields", json_integer((json_int_t)r->remote_yields));
+    json_object_set_new(o, "prefix_cache", pc);
+    json_object_set_new(o, "llm_mean_streams", num(r->llm_mean_streams, 3));
     json_object_set_new(o, "e2e_speedup_vs_baseline", num(sg_sim_e2e_speedup(c, r), 4));
     json_object_set_new(o, "feedback_ratio_vs_baseline",
                         num(sg_sim_feedback_ratio(c, r), 4));

@@ -16,7 +16,10 @@
  *                 "e2e_speedup_vs_baseline", "feedback_ratio_vs_baseline",
  *                 "best_speedup_ratio_vs_baseline",
  *                 "tokens_ratio_vs_baseline" (total),
- *                 "consumption_ratio_vs_baseline"}...]}
+ *                 "consumption_ratio_vs_baseline", "prefix_cache":
+ *                 {"local_hit_tokens", "remote_hit_tokens", "miss_tokens",
+ *                 "remote_transfer_gb", "remote_transfer_s", "remote_yields"},
+ *                 "llm_mean_streams"}...]}
  * Numbers are printed with a fixed precision so a seed gives the same bytes.
  */
 #ifndef SG_SIM_REPORT_H

@@ -163,6 +163,53 @@ static void streaming_modes_agree(void) {
   SG_CHECK(ev.e2e_s > 0.7 * ch.e2e_s && ev.e2e_s < 1.3 * ch.e2e_s);
 }
 
+/* The prefix-cache mechanism: a server whose working set overflows its
+ * KV keeps only part of a fork's prefix; the remote store restores more
+ * of the rest (counted as remote hits, with transfer time), and yields to
+ * evaluations when it is full. With room for everything, every fork's
+ * prompt is cached. */
+static void prefix_cache_mechanism(void) {
+  sg_sim_params p = small();
+  p.llm_kv_capacity_tokens = 20000;
+  p.kv_bytes_per_token = 1e5;
+  p.kv_remote_gb_per_device = 1;
+  p.kv_eval_gb = 1;
+  p.kv_transfer_gb_s = 10;
+  sg_sim_result a = run(&p, "spec+realloc+priority");
+  sg_sim_result b = run(&p, "full");
+  check_invariants(&p, &a);
+  check_invariants(&p, &b);
+  SG_CHECK(a.cache_miss_tokens > 0);
+  SG_CHECK(a.cache_remote_tokens == 0 && a.remote_yields == 0);
+  SG_CHECK(b.cache_remote_tokens > 0 && b.remote_transfer_s > 0);
+  SG_CHECK(b.remote_yields > 0); /* a full store, evaluations take it back */
+  SG_CHECK(b.cache_miss_tokens / (b.cache_miss_tokens + b.cache_local_tokens +
+                                  b.cache_remote_tokens) <
+           a.cache_miss_tokens / (a.cache_miss_tokens + a.cache_local_tokens +
+                                  a.cache_remote_tokens));
+  p.llm_kv_capacity_tokens = 1e12;
+  sg_sim_result c = run(&p, "spec+realloc+priority");
+  SG_CHECK(c.forks > 0);
+  SG_CHECK_NEAR(c.cache_miss_tokens, 0, 1e-6);
+  SG_CHECK(c.cache_local_tokens > 0);
+}
+
+/* Contention: extra streams (forks) slow the main generations down; with
+ * none, the calibrated rate holds at the reference load. */
+static void forks_slow_the_server_down(void) {
+  sg_sim_params p = small();
+  p.llm_contention = 0.2;
+  p.llm_ref_streams = 1;
+  sg_sim_result base = run(&p, "baseline");
+  sg_sim_result spec = run(&p, "spec");
+  double mb = base.main_gen_s / (double)base.main_gens_completed;
+  SG_CHECK(spec.llm_mean_streams > base.llm_mean_streams);
+  p.llm_contention = 0;
+  sg_sim_result base0 = run(&p, "baseline");
+  double m0 = base0.main_gen_s / (double)base0.main_gens_completed;
+  SG_CHECK_MSG(mb > 1.2 * m0, "%g vs %g", mb, m0); /* 3 workflows share a server */
+}
+
 static void fork_validity_follows_the_prefix_threshold(void) {
   sg_sim_params p = small();
   p.valid_spec_p = 1.0;
@@ -317,7 +364,8 @@ SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
              SG_TEST(remote_cache_serves_more_of_the_prefix),
              SG_TEST(synthetic_reasoning_triggers_only_where_planted),
              SG_TEST(fork_validity_follows_the_prefix_threshold),
-             SG_TEST(streaming_modes_agree),
+             SG_TEST(streaming_modes_agree), SG_TEST(prefix_cache_mechanism),
+             SG_TEST(forks_slow_the_server_down),
              SG_TEST(calibration_glm), SG_TEST(calibration_dsv4),
              SG_TEST(evaluation_times_hold_their_means),
              SG_TEST(faults_still_finish_every_workflow),
