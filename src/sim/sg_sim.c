@@ -80,6 +80,7 @@ typedef struct sim_gen {
   double prompt_tokens, cached_tokens;
   double speedup;       /* the kernel it converges to */
   bool valid;
+  bool prefix_useful;   /* main: forks past the threshold can be valid */
   sg_eval_status fail_status;
   double prefix_frac;   /* spec: fraction of the parent's trace */
   int server;           /* its LLM server (sg_sim_llm) */
@@ -363,6 +364,9 @@ static int start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   }
   g->valid = sg_sim_rng_bernoulli(rng, p->valid_main_p);
   g->fail_status = draw_failure(s, rng);
+  /* Drawn last, so the draws above are those of earlier versions. */
+  g->prefix_useful = p->valid_prefix_useful_p >= 1 ||
+                     sg_sim_rng_bernoulli(rng, p->valid_prefix_useful_p);
   g->prompt_tokens = prompt_tokens_of(s, pr);
   g->cached_tokens = 0;
   sg_sim_llm_main_begin(s->llm, g->server, g->prompt_tokens, g->rate, g->t0_us);
@@ -427,7 +431,8 @@ static int start_spec(sim *s, uint32_t w, const sg_ctl_action *a) {
   g->end_us = g->reason_end_us = s->now_us + s_to_us(dur);
   /* Validity is a step in the prefix fraction: before the workflow's
    * shortest useful prefix a fork rarely writes a valid kernel. */
-  double pv = frac > f->threshold ? p->valid_spec_p : p->valid_no_prefix_p;
+  double pv = frac > f->threshold && parent->prefix_useful ? p->valid_spec_p
+                                                           : p->valid_no_prefix_p;
   g->valid = sg_sim_rng_bernoulli(&f->rng, pv);
   g->fail_status = draw_failure(s, &f->rng);
   double z = sg_sim_rng_normal(&f->rng);
@@ -917,6 +922,12 @@ static int setup(sim *s) {
     sg_sim_rng task;
     sg_sim_rng_seed(&task, p->seed, RNG_TASK + (uint64_t)w * 7);
     f->threshold = sg_sim_rng_range(&task, p->valid_threshold_min, p->valid_threshold_max);
+    if (p->valid_threshold_log && p->valid_threshold_min > 0)
+      /* Log-uniform in the same range: the same draw, mapped. */
+      f->threshold = p->valid_threshold_min *
+                     pow(p->valid_threshold_max / p->valid_threshold_min,
+                         (f->threshold - p->valid_threshold_min) /
+                             fmax(1e-12, p->valid_threshold_max - p->valid_threshold_min));
     f->task_speed = p->speed_first * exp(p->speed_first_sigma * sg_sim_rng_normal(&task));
     sg_sim_rng_seed(&f->rng, p->seed, RNG_WORKFLOW + (uint64_t)w);
     rc = sg_search_new(&s->sreg, p->search, p->seed + (uint64_t)w, &f->search, s->err);

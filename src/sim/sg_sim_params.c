@@ -82,6 +82,10 @@ static const pdef defs[] = {
      "shortest useful prefix (fraction of the trace), lower bound"},
     {"valid.threshold_max", T_DBL, F(valid_threshold_max), 0, 1,
      "shortest useful prefix, upper bound (drawn per workflow)"},
+    {"valid.threshold_log", T_INT, F(valid_threshold_log), 0, 1,
+     "1: the threshold is log-uniform in [min, max], 0: uniform"},
+    {"valid.prefix_useful_p", T_DBL, F(valid_prefix_useful_p), 0, 1,
+     "probability a reasoning trace's prefix can lead forks to a valid kernel"},
     {"valid.spec_p", T_DBL, F(valid_spec_p), 0, 1,
      "probability a fork past the threshold is valid"},
     {"valid.no_prefix_p", T_DBL, F(valid_no_prefix_p), 0, 1,
@@ -176,6 +180,7 @@ static void base_preset(sg_sim_params *p) {
   p->valid_threshold_min = 0.14;
   p->valid_threshold_max = 0.70;
   p->valid_no_prefix_p = 0.02;
+  p->valid_prefix_useful_p = 1;
   p->fail_compile_w = 0.45;
   p->fail_runtime_w = 0.2;
   p->fail_numerical_w = 0.35;
@@ -204,8 +209,29 @@ static void base_preset(sg_sim_params *p) {
   p->seed = 1;
 }
 
+/* The paper's workload model shared by both presets (docs/simulation.md,
+ * "Calibration", names each assumption and why): the paper's K (no cap on
+ * forks), the prefix-cache mechanism, log-uniform useful prefixes, a share
+ * of traces whose prefix never helps a fork. */
+static void paper_model(sg_sim_params *p) {
+  p->max_live_forks = 100000;
+  p->max_forks_per_iteration = 100000;
+  p->valid_threshold_log = 1;
+  p->spec_answer_tokens = 1000;
+  p->kv_remote_gb_per_device = 100;
+  p->kv_eval_gb = 40;
+  p->kv_bytes_per_token = 376000;
+  p->kv_transfer_gb_s = 25;
+}
+
 static void preset_glm(sg_sim_params *p) {
   base_preset(p);
+  paper_model(p);
+  p->gen_rate_tok_s = 26;
+  p->llm_ref_streams = 8.19;
+  p->llm_contention = 0.01;
+  p->llm_kv_capacity_tokens = 150000;
+  p->valid_prefix_useful_p = 0.8;
   snprintf(p->preset, sizeof p->preset, "paper-glm");
   p->gen_mean_s = 706.9;
   p->val_mean_s = 22.9;
@@ -216,6 +242,12 @@ static void preset_glm(sg_sim_params *p) {
 
 static void preset_dsv4(sg_sim_params *p) {
   base_preset(p);
+  paper_model(p);
+  p->gen_rate_tok_s = 22;
+  p->llm_ref_streams = 9.62;
+  p->llm_contention = 0;          /* a provider's API: our forks do not load it */
+  p->llm_kv_capacity_tokens = 1e9; /* its context cache keeps every prefix */
+  p->valid_prefix_useful_p = 0.75;
   snprintf(p->preset, sizeof p->preset, "paper-dsv4");
   p->gen_mean_s = 522.6;
   p->val_mean_s = 59.0;

@@ -67,6 +67,9 @@ typedef struct sg_sim_params {
   double valid_main_p;       /* a main generation's kernel is valid */
   double valid_threshold_min;/* shortest useful prefix, fraction of trace: */
   double valid_threshold_max;/*   drawn per workflow in [min, max] */
+  int valid_threshold_log;   /* 1: log-uniform in [min, max], 0: uniform */
+  double valid_prefix_useful_p; /* a main generation's prefix can lead a
+                                fork to a valid kernel at all */
   double valid_spec_p;       /* a fork past the threshold is valid */
   double valid_no_prefix_p;  /* a fork before the threshold is valid */
   double fail_compile_w;     /* mix of failure kinds (weights) */

@@ -121,8 +121,10 @@ static void spec_configs_fork_and_end_early(void) {
   }
 }
 
+/* The constant model (no KV capacity): the remote cache's share applies. */
 static void remote_cache_serves_more_of_the_prefix(void) {
   sg_sim_params p = small();
+  p.llm_kv_capacity_tokens = 0;
   sg_sim_result a = run(&p, "spec+realloc+priority");
   sg_sim_result b = run(&p, "full");
   SG_CHECK((double)b.cached_tokens / (double)b.prompt_tokens >
@@ -214,6 +216,7 @@ static void fork_validity_follows_the_prefix_threshold(void) {
   sg_sim_params p = small();
   p.valid_spec_p = 1.0;
   p.valid_no_prefix_p = 0.0;
+  p.valid_prefix_useful_p = 1.0;
   /* Threshold at the end of the trace: no fork is ever past it. */
   p.valid_threshold_min = p.valid_threshold_max = 1.0;
   sg_sim_result r = run(&p, "full");
@@ -224,6 +227,11 @@ static void fork_validity_follows_the_prefix_threshold(void) {
   r = run(&p, "full");
   SG_CHECK(r.spec_validated > 20);
   SG_CHECK_EQ_INT(r.spec_valid, r.spec_validated);
+  /* No trace's prefix is useful: past the threshold or not, no fork is. */
+  p.valid_prefix_useful_p = 0.0;
+  r = run(&p, "full");
+  SG_CHECK(r.spec_validated > 20);
+  SG_CHECK_EQ_INT(r.spec_valid, 0);
 }
 
 static void baseline_calibration(const char *name, double gen_s, double valid) {
