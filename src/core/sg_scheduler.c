@@ -619,6 +619,23 @@ static void dispatch(sg_scheduler *s, sg_sched_actions *out) {
       start_on_device(s, (int)d, r, out);
       d++;
     }
+  }  /* Work conserving: devices still idle have nothing of their own part
+   * waiting; they take the other part's requests (profiling first, as a
+   * shared device does: a profile can end an iteration). */
+  if (!s->o.work_conserving)
+    return;
+  static const int order[2] = {SG_PHASE_VALIDATE, SG_PHASE_PROFILE};
+  for (int i = 0; i < 2; i++) {
+    int part = order[i];
+    sg_phase other = part == SG_PHASE_VALIDATE ? SG_PHASE_PROFILE : SG_PHASE_VALIDATE;
+    size_t d = 0;
+    while ((d = bs_next(&s->idle[part], d)) != SIZE_MAX) {
+      req *r = pick(s, STAGE_DEVICE, other);
+      if (r == NULL)
+        break;
+      start_on_device(s, (int)d, r, out);
+      d++;
+    }
   }
 }
 
@@ -933,6 +950,8 @@ void sg_scheduler_capacity(const sg_scheduler *s, sg_sched_capacity *c) {
   long fv, fp;
   if (live_devices(s) == 1) {
     fv = fp = 1 - (lv + lp); /* one shared device */
+  } else if (s->o.work_conserving) {
+    fv = fp = live_devices(s) - (lv + lp); /* every device serves both */
   } else {
     fv = c->validate_devices - lv;
     fp = c->profile_devices - lp;

@@ -1393,6 +1393,8 @@ static int load_workflows(run *r, sg_err *err) {
     o.fork_on_idle = cfg->fork_on_idle;
     o.max_forks_per_iteration = cfg->max_forks;
     o.max_live_forks = cfg->max_live_forks;
+    o.fork_gate = cfg->fork_gate;
+    o.cutoff = cfg->cutoff;
     o.max_iterations = (uint32_t)cfg->iterations;
     o.max_wall_us = (int64_t)(cfg->time_budget * 1e6);
     o.max_tokens = cfg->token_budget;
@@ -1767,6 +1769,7 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
   so.devices = (int)r->ndevices;
   so.compile_slots = cfg->compile_workers;
   so.elastic = cfg->elastic;
+  so.work_conserving = cfg->work_conserving;
   if ((rc = sg_scheduler_new(&so, &r->sched, err)) < 0)
     goto out;
   if ((rc = sg_store_open(r->dir, &r->store, err)) < 0)

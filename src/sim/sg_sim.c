@@ -26,27 +26,32 @@
 
 /* ---- configurations ---- */
 
-static const sg_sim_variant variants[SG_SIM_VARIANTS] = {
-    {"baseline", false, false, false, false},
-    {"spec", true, false, false, false},
-    {"spec+realloc", true, true, false, false},
-    {"spec+realloc+priority", true, true, true, false},
-    {"full", true, true, true, true},
+static const sg_sim_variant variants[SG_SIM_VARIANTS_ALL] = {
+    {"baseline", false, false, false, false, false, false, false},
+    {"spec", true, false, false, false, false, false, false},
+    {"spec+realloc", true, true, false, false, false, false, false},
+    {"spec+realloc+priority", true, true, true, false, false, false, false},
+    {"full", true, true, true, true, false, false, false},
+    {"full+wc", true, true, true, true, true, false, false},
+    {"full+gate", true, true, true, true, false, true, false},
+    {"full+cutoff", true, true, true, true, false, false, true},
+    {"beyond", true, true, true, true, true, true, true},
 };
 
 const char *sg_sim_variant_name(int i) {
-  return i >= 0 && i < SG_SIM_VARIANTS ? variants[i].name : NULL;
+  return i >= 0 && i < SG_SIM_VARIANTS_ALL ? variants[i].name : NULL;
 }
 
 int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err) {
-  for (int i = 0; i < SG_SIM_VARIANTS; i++)
+  for (int i = 0; i < SG_SIM_VARIANTS_ALL; i++)
     if (strcmp(name, variants[i].name) == 0) {
       *v = variants[i];
       return 0;
     }
   return sg_err_set(err, SG_ENOENT,
                     "unknown configuration \"%s\" (known: baseline, spec, "
-                    "spec+realloc, spec+realloc+priority, full)",
+                    "spec+realloc, spec+realloc+priority, full, full+wc, "
+                    "full+gate, full+cutoff, beyond)",
                     name);
 }
 
@@ -901,6 +906,7 @@ static int setup(sim *s) {
   so.elastic = s->v->elastic;
   so.static_profile_devices = p->static_profile_devices;
   so.validate_lifo = s->v->lifo;
+  so.work_conserving = s->v->work_conserving;
   so.max_infra_failures = p->max_infra_failures;
   so.max_retries = p->max_retries;
   so.max_queued = 1u << 20;
@@ -947,6 +953,8 @@ static int setup(sim *s) {
     o.idle_min_new_bytes = (uint64_t)llround(p->idle_min_new_tokens * s->bpt);
     o.max_forks_per_iteration = p->max_forks_per_iteration;
     o.max_live_forks = p->max_live_forks;
+    o.fork_gate = s->v->fork_gate ? p->fork_gate : 0;
+    o.cutoff = s->v->cutoff ? p->cutoff : 0;
     o.max_iterations = (uint32_t)p->iterations;
     o.max_wall_us = p->budget_wall_s > 0 ? s_to_us(p->budget_wall_s) : 0;
     o.max_tokens = (uint64_t)llround(p->budget_tokens);
@@ -988,6 +996,10 @@ static void finish_stats(sim *s) {
     if (s->wf[w].done_us > end)
       end = s->wf[w].done_us;
   r->e2e_s = (double)end / 1e6;
+  double lsum = 0;
+  for (int w = 0; w < p->workflows; w++)
+    lsum += log(fmax(1e-6, (double)s->wf[w].done_us / 1e6));
+  r->e2e_geomean_s = exp(lsum / p->workflows);
   sg_scheduler_tick(s->sched, end, NULL);
   sg_sched_stats st;
   sg_scheduler_stats(s->sched, &st);

@@ -123,6 +123,12 @@ static const pdef defs[] = {
      "forks per iteration at most"},
     {"ctl.max_live_forks", T_INT, F(max_live_forks), 1, 100000,
      "forks generating at once per workflow"},
+    {"ctl.fork_gate", T_DBL, F(fork_gate), 0, 1,
+     "configs full+gate, beyond: no fork before this share of the shortest "
+     "recent valid fork's prefix"},
+    {"ctl.cutoff", T_DBL, F(cutoff), 0, 100,
+     "configs full+cutoff, beyond: end an iteration with nothing valid past "
+     "this many times the longest recent valid fork's prefix"},
     {"sched.static_profile_devices", T_INT, F(static_profile_devices), -1, 4096,
      "profiling devices of the static split (-1: half)"},
     {"sched.max_infra_failures", T_INT, F(max_infra_failures), 1, 1000,
@@ -200,6 +206,8 @@ static void base_preset(sg_sim_params *p) {
   p->idle_min_new_tokens = 1024;
   p->max_forks_per_iteration = 64;
   p->max_live_forks = 8;
+  p->fork_gate = 0.8;
+  p->cutoff = 1.3;
   p->static_profile_devices = -1;
   p->max_infra_failures = 3;
   p->max_retries = 2;

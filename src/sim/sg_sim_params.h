@@ -97,6 +97,8 @@ typedef struct sg_sim_params {
   double idle_min_new_tokens;/* reasoning growth for an idle fork */
   int max_forks_per_iteration;
   int max_live_forks;
+  double fork_gate;          /* sg_ctl_opts.fork_gate in full+gate, beyond */
+  double cutoff;             /* sg_ctl_opts.cutoff in full+cutoff, beyond */
   int static_profile_devices;/* -1: even split */
   int max_infra_failures;
   int max_retries;

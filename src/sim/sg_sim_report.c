@@ -122,6 +122,7 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(r->name));
     json_object_set_new(o, "e2e_s", num(r->e2e_s, 3));
+    json_object_set_new(o, "e2e_geomean_s", num(r->e2e_geomean_s, 3));
     json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
     json_object_set_new(o, "profiling_feedback",
                         json_integer((json_int_t)r->profiling_feedback));
@@ -188,6 +189,8 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_object_set_new(o, "prefix_cache", pc);
     json_object_set_new(o, "llm_mean_streams", num(r->llm_mean_streams, 3));
     json_object_set_new(o, "e2e_speedup_vs_baseline", num(sg_sim_e2e_speedup(c, r), 4));
+    json_object_set_new(o, "e2e_geomean_speedup_vs_baseline",
+                        num(ratio(c->baseline.e2e_geomean_s, r->e2e_geomean_s), 4));
     json_object_set_new(o, "feedback_ratio_vs_baseline",
                         num(sg_sim_feedback_ratio(c, r), 4));
     json_object_set_new(o, "best_speedup_ratio_vs_baseline",

@@ -4,7 +4,9 @@
  *
  * The library renders into strings; the CLI prints them. The JSON object is
  *   {"preset", "seed", "params": {key: value...},
- *    "configs": [{"name", "e2e_s", "iterations", "profiling_feedback",
+ *    "configs": [{"name", "e2e_s" (until the last workflow ended),
+ *                 "e2e_geomean_s" (geometric mean over workflows of the
+ *                 time each took), "iterations", "profiling_feedback",
  *                 "utilization" (0..1), "utilization_validation",
  *                 "utilization_profiling", "tokens": {"prompt",
  *                 "completion", "cached", "uncached", "consumption",
@@ -13,7 +15,9 @@
  *                 "forks", "candidates", "validated_ok", "best_speedup",
  *                 "best_speedup_geomean", "mean_main_gen_s",
  *                 "main_valid_fraction", "faults": {...},
- *                 "e2e_speedup_vs_baseline", "feedback_ratio_vs_baseline",
+ *                 "e2e_speedup_vs_baseline",
+ *                 "e2e_geomean_speedup_vs_baseline" (the paper's: per task,
+ *                 then the geometric mean), "feedback_ratio_vs_baseline",
  *                 "best_speedup_ratio_vs_baseline",
  *                 "tokens_ratio_vs_baseline" (total),
  *                 "consumption_ratio_vs_baseline", "prefix_cache":

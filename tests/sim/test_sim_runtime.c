@@ -212,6 +212,23 @@ static void forks_slow_the_server_down(void) {
   SG_CHECK_MSG(mb > 1.2 * m0, "%g vs %g", mb, m0); /* 3 workflows share a server */
 }
 
+/* The policies beyond the paper run through the real core's options and
+ * keep every invariant; work-conserving devices are busier, and gated
+ * forks are fewer than full's. */
+static void beyond_the_paper_configs(void) {
+  sg_sim_params p = small();
+  sg_sim_result full = run(&p, "full");
+  for (int i = SG_SIM_VARIANTS; i < SG_SIM_VARIANTS_ALL; i++) {
+    sg_sim_result r = run(&p, sg_sim_variant_name(i));
+    check_invariants(&p, &r);
+    SG_CHECK(r.forks > 0 && r.iterations == full.iterations);
+  }
+  sg_sim_result wc = run(&p, "full+wc");
+  sg_sim_result gate = run(&p, "full+gate");
+  SG_CHECK(wc.util_overall > full.util_overall);
+  SG_CHECK(gate.forks < full.forks);
+}
+
 static void fork_validity_follows_the_prefix_threshold(void) {
   sg_sim_params p = small();
   p.valid_spec_p = 1.0;
@@ -372,7 +389,7 @@ SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
              SG_TEST(remote_cache_serves_more_of_the_prefix),
              SG_TEST(synthetic_reasoning_triggers_only_where_planted),
              SG_TEST(fork_validity_follows_the_prefix_threshold),
-             SG_TEST(streaming_modes_agree), SG_TEST(prefix_cache_mechanism),
+             SG_TEST(streaming_modes_agree), SG_TEST(beyond_the_paper_configs), SG_TEST(prefix_cache_mechanism),
              SG_TEST(forks_slow_the_server_down),
              SG_TEST(calibration_glm), SG_TEST(calibration_dsv4),
              SG_TEST(evaluation_times_hold_their_means),
