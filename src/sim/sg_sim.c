@@ -20,6 +20,7 @@
 #include "sim/sg_sim_llm.h"
 #include "sim/sg_sim_queue.h"
 #include "sim/sg_sim_rng.h"
+#include "sim/sg_sim_tasks.h"
 
 #include <assert.h>
 #include <math.h>
@@ -103,6 +104,7 @@ typedef struct sim_wf {
   sg_sim_rng rng;
   double threshold;     /* shortest useful prefix, fraction of the trace */
   double task_speed;    /* median from-scratch speedup of this task */
+  double no_prefix_p;   /* a fork before the threshold is valid */
   sim_gen *gens;
   size_t ngens;
   bool done;
@@ -441,7 +443,7 @@ static int start_spec(sim *s, uint32_t w, const sg_ctl_action *a) {
   /* Validity is a step in the prefix fraction: before the workflow's
    * shortest useful prefix a fork rarely writes a valid kernel. */
   double pv = frac > f->threshold && parent->prefix_useful ? p->valid_spec_p
-                                                           : p->valid_no_prefix_p;
+                                                           : f->no_prefix_p;
   g->valid = sg_sim_rng_bernoulli(&f->rng, pv);
   g->fail_status = draw_failure(s, &f->rng);
   double z = sg_sim_rng_normal(&f->rng);
@@ -941,6 +943,15 @@ static int setup(sim *s) {
                          (f->threshold - p->valid_threshold_min) /
                              fmax(1e-12, p->valid_threshold_max - p->valid_threshold_min));
     f->task_speed = p->speed_first * exp(p->speed_first_sigma * sg_sim_rng_normal(&task));
+    f->no_prefix_p = p->valid_no_prefix_p;
+    sg_sim_task t;
+    if (sg_sim_task_get(p->task_table, w, &t)) {
+      /* The paper's task (sg_sim_tasks.h); the draws above still happen,
+       * so the other streams do not move. */
+      f->task_speed = t.best_known / p->speed_ceiling;
+      if (!t.no_prefix_valid)
+        f->no_prefix_p = 0;
+    }
     sg_sim_rng_seed(&f->rng, p->seed, RNG_WORKFLOW + (uint64_t)w);
     rc = sg_search_new(&s->sreg, p->search, p->seed + (uint64_t)w, &f->search, s->err);
     if (rc < 0)

@@ -75,7 +75,8 @@ static const pdef defs[] = {
     {"kv.transfer_gb_s", T_DBL, F(kv_transfer_gb_s), 0, BIG,
      "remote store to server transfer rate, GB/s (0: free)"},
     {"task.table", T_STR, F(task_table), 0, 0,
-     "tasks: synthetic (drawn per workflow) or paper (Tables 2 and 6)"},
+     "tasks: synthetic (drawn per workflow), glm or dsv4 (the paper's Tables 2 "
+     "and 6 for that model's T1-T10)"},
     {"valid.main_p", T_DBL, F(valid_main_p), 0, 1,
      "probability a main generation's kernel is valid"},
     {"valid.threshold_min", T_DBL, F(valid_threshold_min), 0, 1,
@@ -376,8 +377,9 @@ int sg_sim_params_validate(const sg_sim_params *p, sg_err *err) {
     return sg_err_set(err, SG_EINVAL,
                       "sched.static_profile_devices (%d) must be below devices (%d)",
                       p->static_profile_devices, p->devices);
-  if (strcmp(p->task_table, "synthetic") != 0 && strcmp(p->task_table, "paper") != 0)
-    return sg_err_set(err, SG_EINVAL, "task.table: \"%s\" (known: synthetic, paper)",
+  if (strcmp(p->task_table, "synthetic") != 0 && strcmp(p->task_table, "glm") != 0 &&
+      strcmp(p->task_table, "dsv4") != 0)
+    return sg_err_set(err, SG_EINVAL, "task.table: \"%s\" (known: synthetic, glm, dsv4)",
                       p->task_table);
   for (size_t i = 0; i < NDEFS; i++)
     if (defs[i].type == T_STR && strcmp(defs[i].key, "preset") != 0 &&

@@ -61,7 +61,7 @@ typedef struct sg_sim_params {
   double kv_eval_gb;         /* memory an evaluation takes back */
   double kv_bytes_per_token; /* KV size of one token */
   double kv_transfer_gb_s;   /* store to server transfer rate */
-  /* Tasks: "synthetic" (drawn) or "paper" (Tables 2 and 6 per task). */
+  /* Tasks: "synthetic" (drawn), "glm" or "dsv4" (sg_sim_tasks.h). */
   char task_table[SG_SIM_NAME_MAX];
   /* Kernel validity. */
   double valid_main_p;       /* a main generation's kernel is valid */

@@ -7,6 +7,7 @@
 #include "sim/sg_sim_params.h"
 #include "sim/sg_sim_report.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static sg_sim_params preset(const char *name) {
@@ -229,6 +230,34 @@ static void beyond_the_paper_configs(void) {
   SG_CHECK(gate.forks < full.forks);
 }
 
+/* task.table glm: workflow w is the paper's task w mod 10. T1 had no
+ * valid kernel without the reasoning prefix (Table 2), so before its useful
+ * prefix no fork of it is valid, whatever valid.no_prefix_p says; T2 had
+ * one. T4's kernels are of Table 6's scale (its best known: 57.72x). */
+static void paper_task_table(void) {
+  sg_sim_params p = small();
+  snprintf(p.task_table, sizeof p.task_table, "glm");
+  p.valid_no_prefix_p = 1.0;
+  p.valid_threshold_min = p.valid_threshold_max = 1.0; /* never past it */
+  p.workflows = 1;                                      /* T1 */
+  sg_sim_result r = run(&p, "full");
+  SG_CHECK(r.spec_validated > 5);
+  SG_CHECK_EQ_INT(r.spec_valid, 0);
+  p.workflows = 2;                                      /* T1 and T2 */
+  r = run(&p, "full");
+  SG_CHECK(r.spec_valid > 0);
+  p.workflows = 4;                                      /* T1-T4 */
+  p.valid_threshold_min = p.valid_threshold_max = 0.3;
+  r = run(&p, "full");
+  check_invariants(&p, &r);
+  SG_CHECK(r.best_speedup_mean > 5); /* T4 alone pulls the mean past 14/4 */
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK(sg_sim_params_set(&p, "task.table", "paper", &err) == 0);
+  SG_CHECK(sg_sim_params_validate(&p, &err) == SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "task.table");
+}
+
 static void fork_validity_follows_the_prefix_threshold(void) {
   sg_sim_params p = small();
   p.valid_spec_p = 1.0;
@@ -389,7 +418,8 @@ SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
              SG_TEST(remote_cache_serves_more_of_the_prefix),
              SG_TEST(synthetic_reasoning_triggers_only_where_planted),
              SG_TEST(fork_validity_follows_the_prefix_threshold),
-             SG_TEST(streaming_modes_agree), SG_TEST(beyond_the_paper_configs), SG_TEST(prefix_cache_mechanism),
+             SG_TEST(streaming_modes_agree), SG_TEST(beyond_the_paper_configs),
+             SG_TEST(paper_task_table), SG_TEST(prefix_cache_mechanism),
              SG_TEST(forks_slow_the_server_down),
              SG_TEST(calibration_glm), SG_TEST(calibration_dsv4),
              SG_TEST(evaluation_times_hold_their_means),
