@@ -39,6 +39,7 @@ static const sg_sim_variant variants[SG_SIM_VARIANTS_ALL] = {
     {"full+wc", true, true, true, true, true, false, false},
     {"full+gate", true, true, true, true, false, true, false},
     {"full+cutoff", true, true, true, true, false, false, true},
+    {"full+gate+cutoff", true, true, true, true, false, true, true},
     {"beyond", true, true, true, true, true, true, true},
 };
 
@@ -55,7 +56,7 @@ int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err) {
   return sg_err_set(err, SG_ENOENT,
                     "unknown configuration \"%s\" (known: baseline, spec, "
                     "spec+realloc, spec+realloc+priority, full, full+wc, "
-                    "full+gate, full+cutoff, beyond)",
+                    "full+gate, full+cutoff, full+gate+cutoff, beyond)",
                     name);
 }
 

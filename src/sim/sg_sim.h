@@ -48,8 +48,9 @@ typedef struct sg_sim_variant {
 #define SG_SIM_VARIANTS 5
 /* And the policies beyond it, run when asked for: "full+wc" (work-
  * conserving devices), "full+gate" (forks gated by expected value),
- * "full+cutoff" (hopeless iterations end early), "beyond" (all three). */
-#define SG_SIM_VARIANTS_ALL 9
+ * "full+cutoff" (hopeless iterations end early), "full+gate+cutoff",
+ * "beyond" (all three). */
+#define SG_SIM_VARIANTS_ALL 10
 const char *sg_sim_variant_name(int i); /* 0 .. SG_SIM_VARIANTS_ALL - 1 */
 /* SG_ENOENT naming the known ones for an unknown name. */
 int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err);
