@@ -35,6 +35,7 @@
 #include "core/sg_scheduler.h"
 
 #include "common/sg_alloc.h"
+#include "core/sg_bitset.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -104,12 +105,6 @@ typedef struct device {
   int failures;             /* consecutive infra failures */
 } device;
 
-/* A set of small integers, lowest first. */
-typedef struct bitset {
-  uint64_t *w;
-  size_t nw;
-} bitset;
-
 #define NPARTS (PART_SHARED + 1)
 
 typedef struct workflow {
@@ -135,8 +130,8 @@ struct sg_scheduler {
   int prof_target;          /* the wanted number of profiling devices */
   int nlive;                /* devices not dead */
   int npart[NPARTS];        /* live devices per part */
-  bitset idle[NPARTS];      /* idle live devices, per part */
-  bitset nonempty[STAGE__COUNT][SG_PHASE__COUNT]; /* workflow indices
+  sg_bitset idle[NPARTS];      /* idle live devices, per part */
+  sg_bitset nonempty[STAGE__COUNT][SG_PHASE__COUNT]; /* workflow indices
                                whose queue has entries (maybe dead ones) */
   uint32_t *wf_index;       /* workflow id -> index + 1 (0: none) */
   size_t nwf_index;
@@ -178,46 +173,6 @@ static void dq_push_front(deque *d, sg_req_id id) {
 
 static void dq_free(deque *d) { free(d->v); }
 
-/* ---- bitset -------------------------------------------------------------- */
-
-static void bs_grow(bitset *b, size_t bit) {
-  size_t need = bit / 64 + 1;
-  if (need <= b->nw)
-    return;
-  size_t n = b->nw ? b->nw : 1;
-  while (n < need)
-    n *= 2;
-  b->w = sg_realloc(b->w, n * sizeof *b->w);
-  memset(b->w + b->nw, 0, (n - b->nw) * sizeof *b->w);
-  b->nw = n;
-}
-
-static void bs_set(bitset *b, size_t bit) {
-  bs_grow(b, bit);
-  b->w[bit / 64] |= 1ull << (bit % 64);
-}
-
-static void bs_clear(bitset *b, size_t bit) {
-  if (bit / 64 < b->nw)
-    b->w[bit / 64] &= ~(1ull << (bit % 64));
-}
-
-/* The lowest member >= from, or SIZE_MAX. */
-static size_t bs_next(const bitset *b, size_t from) {
-  size_t i = from / 64;
-  if (i >= b->nw)
-    return SIZE_MAX;
-  uint64_t w = b->w[i] & (~0ull << (from % 64));
-  for (;;) {
-    if (w != 0)
-      return i * 64 + (size_t)__builtin_ctzll(w);
-    if (++i >= b->nw)
-      return SIZE_MAX;
-    w = b->w[i];
-  }
-}
-
-static void bs_free(bitset *b) { free(b->w); }
 
 /* ---- state setters (STYLE 13: one door per state machine) ---------------- */
 
@@ -295,9 +250,9 @@ static void device_set_state(sg_scheduler *s, int d, sg_device_state to) {
   device *dv = &s->dev[d];
   assert(device_transition_ok(dv->state, to));
   if (dv->state == SG_DEVICE_IDLE)
-    bs_clear(&s->idle[dv->part], (size_t)d);
+    sg_bitset_clear(&s->idle[dv->part], (size_t)d);
   if (to == SG_DEVICE_IDLE)
-    bs_set(&s->idle[dv->part], (size_t)d);
+    sg_bitset_set(&s->idle[dv->part], (size_t)d);
   if (to == SG_DEVICE_DEAD) {
     s->nlive--;
     s->npart[dv->part]--;
@@ -314,8 +269,8 @@ static void device_set_part(sg_scheduler *s, int d, int part) {
   s->npart[dv->part]--;
   s->npart[part]++;
   if (dv->state == SG_DEVICE_IDLE) {
-    bs_clear(&s->idle[dv->part], (size_t)d);
-    bs_set(&s->idle[part], (size_t)d);
+    sg_bitset_clear(&s->idle[dv->part], (size_t)d);
+    sg_bitset_set(&s->idle[part], (size_t)d);
   }
   dv->part = part;
 }
@@ -503,10 +458,10 @@ static req *pop_live(sg_scheduler *s, size_t i, int stage, sg_phase phase,
     if (r->state != want)
       continue; /* aborted or failed while queued */
     if (dq_len(q) == 0)
-      bs_clear(&s->nonempty[stage][phase], i);
+      sg_bitset_clear(&s->nonempty[stage][phase], i);
     return r;
   }
-  bs_clear(&s->nonempty[stage][phase], i);
+  sg_bitset_clear(&s->nonempty[stage][phase], i);
   return NULL;
 }
 
@@ -520,7 +475,7 @@ static req *pick(sg_scheduler *s, int stage, sg_phase phase) {
   if (s->nstate[want][phase] == 0)
     return NULL; /* nothing waits: skip the scan over workflows */
   bool lifo = phase == SG_PHASE_VALIDATE && s->o.validate_lifo;
-  const bitset *ne = &s->nonempty[stage][phase];
+  const sg_bitset *ne = &s->nonempty[stage][phase];
   size_t nwf = s->nwf;
   /* Workflows that joined since the last pick are at the end, so they wait
    * at most one round too. rr starts as (size_t)-1: the first pick starts
@@ -530,8 +485,8 @@ static req *pick(sg_scheduler *s, int stage, sg_phase phase) {
     start = 0;
   for (int round = 0; round < 2; round++) {
     size_t end = round == 0 ? nwf : start;
-    for (size_t i = bs_next(ne, round == 0 ? start : 0); i < end;
-         i = bs_next(ne, i + 1)) {
+    for (size_t i = sg_bitset_next(ne, round == 0 ? start : 0); i < end;
+         i = sg_bitset_next(ne, i + 1)) {
       req *r = pop_live(s, i, stage, phase, want, lifo);
       if (r != NULL) {
         s->rr[stage][phase] = i;
@@ -552,7 +507,7 @@ static void enqueue(sg_scheduler *s, req *r, int stage, bool front) {
     dq_push_front(q, r->id);
   else
     dq_push_back(q, r->id);
-  bs_set(&s->nonempty[stage][r->r.phase], (size_t)(w - s->wf));
+  sg_bitset_set(&s->nonempty[stage][r->r.phase], (size_t)(w - s->wf));
 }
 
 static void fail_req(sg_scheduler *s, req *r, sg_sched_actions *out) {
@@ -605,7 +560,7 @@ static void dispatch(sg_scheduler *s, sg_sched_actions *out) {
    * after the other's gives what one pass over all devices would. */
   for (int part = 0; part < NPARTS; part++) {
     size_t d = 0;
-    while ((d = bs_next(&s->idle[part], d)) != SIZE_MAX) {
+    while ((d = sg_bitset_next(&s->idle[part], d)) != SIZE_MAX) {
       req *r;
       if (part == PART_SHARED) {
         r = pick(s, STAGE_DEVICE, SG_PHASE_PROFILE);
@@ -629,7 +584,7 @@ static void dispatch(sg_scheduler *s, sg_sched_actions *out) {
     int part = order[i];
     sg_phase other = part == SG_PHASE_VALIDATE ? SG_PHASE_PROFILE : SG_PHASE_VALIDATE;
     size_t d = 0;
-    while ((d = bs_next(&s->idle[part], d)) != SIZE_MAX) {
+    while ((d = sg_bitset_next(&s->idle[part], d)) != SIZE_MAX) {
       req *r = pick(s, STAGE_DEVICE, other);
       if (r == NULL)
         break;
@@ -674,7 +629,7 @@ int sg_scheduler_new(const sg_sched_opts *opts, sg_scheduler **out,
   s->npart[SG_PHASE_VALIDATE] = opts->devices;
   for (int d = 0; d < opts->devices; d++) {
     s->dev[d].part = SG_PHASE_VALIDATE;
-    bs_set(&s->idle[SG_PHASE_VALIDATE], (size_t)d);
+    sg_bitset_set(&s->idle[SG_PHASE_VALIDATE], (size_t)d);
   }
   for (int st = 0; st < STAGE__COUNT; st++)
     for (int p = 0; p < SG_PHASE__COUNT; p++)
@@ -699,10 +654,10 @@ void sg_scheduler_free(sg_scheduler *s) {
   free(s->dev);
   free(s->slots);
   for (int p = 0; p < NPARTS; p++)
-    bs_free(&s->idle[p]);
+    sg_bitset_free(&s->idle[p]);
   for (int st = 0; st < STAGE__COUNT; st++)
     for (int p = 0; p < SG_PHASE__COUNT; p++)
-      bs_free(&s->nonempty[st][p]);
+      sg_bitset_free(&s->nonempty[st][p]);
   free(s->wf_index);
   free(s);
 }
@@ -873,7 +828,7 @@ static void abort_workflow(sg_scheduler *s, workflow *w,
           abort_one(s, r, out);
       }
       q->head = q->tail = 0;
-      bs_clear(&s->nonempty[st][p], (size_t)(w - s->wf));
+      sg_bitset_clear(&s->nonempty[st][p], (size_t)(w - s->wf));
     }
 }
 
@@ -920,10 +875,12 @@ int sg_scheduler_workflow_done(sg_scheduler *s, uint32_t workflow_id,
                                int64_t now_us, sg_sched_actions *out,
                                sg_err *err) {
   set_now(s, now_us);
+  (void)err;
   workflow *w = find_wf(s, workflow_id);
+  /* Done before it submitted anything (a resumed workflow whose budget was
+   * spent at start): known from now on, as done. */
   if (w == NULL)
-    return sg_err_set(err, SG_ENOENT, "scheduler: no workflow %u",
-                      workflow_id);
+    w = add_wf(s, workflow_id, 0);
   if (w->done)
     return 0;
   abort_workflow(s, w, out);
