@@ -45,8 +45,10 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
              "profiling %.0f%%)\n",
           num(s, "e2e_s"), 100 * num(u, "overall"), 100 * num(u, "validation"),
           100 * num(u, "profiling"));
-  fprintf(f, "  tokens: %.0f prompt (%.0f cached), %.0f completion\n", num(t, "prompt"),
-          num(t, "cached"), num(t, "completion"));
+  fprintf(f, "  tokens: %.0f consumed (uncached prompt + completion); %.0f prompt "
+             "(%.0f cached, %.0f uncached), %.0f completion\n",
+          num(t, "consumption"), num(t, "prompt"), num(t, "cached"), num(t, "uncached"),
+          num(t, "completion"));
   fprintf(f, "\n  %-28s %5s %9s %9s %6s %5s %6s  %s\n", "task", "iters", "best",
           "profiled", "early", "main", "forks", "best kernel");
   const json_t *w;

@@ -90,6 +90,11 @@ typedef struct sg_sched_opts {
   int static_profile_devices; /* initial (and, if !elastic, fixed) G_prof;
                                  -1: the even split G/2 */
   bool validate_lifo;       /* LIFO validation (priority); false: FIFO */
+  bool work_conserving;     /* an idle device whose part has nothing waiting
+                               runs the other part's next request (no device
+                               idles while any queue has work; with two
+                               devices, both serve both); the split still
+                               decides who goes first. false: the paper's */
   int max_infra_failures;   /* N consecutive on a device: out of service */
   int max_retries;          /* re-queues of one request after infra failure */
   size_t max_queued;        /* cap on live requests; submit gives SG_EFULL */

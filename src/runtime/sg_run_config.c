@@ -140,6 +140,20 @@ static const sg_run_key keys[] = {
     {.name = "max-live-forks", .type = SG_KEY_INT, .offset = OFF(max_live_forks),
      .min = 1, .max = 256, .value_name = "N",
      .help = "forks generating at once (16)", .group = G_SEARCH},
+    {.name = "work-conserving", .type = SG_KEY_BOOL, .offset = OFF(work_conserving),
+     .help = "an idle device runs the other part's requests when its own "
+             "part has none waiting (off)",
+     .group = G_EVAL},
+    {.name = "fork-gate", .type = SG_KEY_DOUBLE, .offset = OFF(fork_gate), .min = 0,
+     .max = 1, .value_name = "F",
+     .help = "no fork from a prefix shorter than F x the shortest recent valid "
+             "fork's (0: off)",
+     .group = G_SEARCH},
+    {.name = "cutoff", .type = SG_KEY_DOUBLE, .offset = OFF(cutoff), .min = 0,
+     .max = 100, .value_name = "F",
+     .help = "end an iteration with nothing valid once its reasoning passes F x "
+             "the longest recent valid fork's prefix (0: off)",
+     .group = G_SEARCH},
     {.name = "tick", .type = SG_KEY_DOUBLE, .offset = OFF(tick), .min = 0.01,
      .max = 60, .value_name = "S",
      .help = "seconds between controller ticks (0.25)", .group = G_SEARCH},

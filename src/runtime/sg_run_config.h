@@ -64,6 +64,11 @@ typedef struct sg_run_config {
                               where the profile allows (vllm) (on) */
   int max_forks;           /* max-forks: per iteration (64) */
   int max_live_forks;      /* max-live-forks: at once (16) */
+  bool work_conserving;    /* work-conserving: idle devices run the other
+                              part's requests (off; sg_sched_opts) */
+  double fork_gate;        /* fork-gate: forks gated by expected value
+                              (0: off; sg_ctl_opts) */
+  double cutoff;           /* cutoff: hopeless iterations end (0: off) */
   double tick;             /* tick: s between controller ticks (0.25) */
   uint64_t seed;           /* seed: (1) */
   /* budgets, per workflow; 0: none */

@@ -141,6 +141,8 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.fork_on_idle = cfg->fork_on_idle;
     o.max_forks_per_iteration = cfg->max_forks;
     o.max_live_forks = cfg->max_live_forks;
+    o.fork_gate = cfg->fork_gate;
+    o.cutoff = cfg->cutoff;
     o.max_iterations = (uint32_t)cfg->iterations;
     o.max_wall_us = (int64_t)(cfg->time_budget * 1e6);
     o.max_tokens = cfg->token_budget;

@@ -262,7 +262,8 @@ int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
  *   {"e2e_s", "workflows": [{"task", "iterations", "best_speedup",
  *     "profiling_feedback", "early_terminations", "generations_main",
  *     "generations_spec"}], "utilization": {"validation", "profiling",
- *     "overall"}, "tokens": {"prompt", "completion", "cached"}}
+ *     "overall"}, "tokens": {"prompt", "completion", "cached", "uncached",
+ *     "consumption"}} (common/sg_tokens.h defines the last two)
  * Definitions (the simulator's): iterations = iterations ended;
  * best_speedup = the largest speedup of an ok evaluation (null: none);
  * profiling_feedback = candidates with an ok profile evaluation;

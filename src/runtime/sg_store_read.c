@@ -4,6 +4,7 @@
 #include "runtime/sg_store_priv.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_tokens.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -217,6 +218,20 @@ static int summary_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
   return 0;
 }
 
+/* Adds "uncached" and "consumption" (common/sg_tokens.h) to a tokens
+ * object that has "prompt", "completion" and "cached". */
+static void add_token_consumption(json_t *tok) {
+  uint64_t prompt = (uint64_t)json_integer_value(json_object_get(tok, "prompt"));
+  uint64_t cached = (uint64_t)json_integer_value(json_object_get(tok, "cached"));
+  uint64_t completion =
+      (uint64_t)json_integer_value(json_object_get(tok, "completion"));
+  json_object_set_new(tok, "uncached",
+                      json_integer((json_int_t)sg_tokens_uncached(prompt, cached)));
+  json_object_set_new(tok, "consumption",
+                      json_integer((json_int_t)sg_tokens_consumption(
+                          prompt, cached, completion)));
+}
+
 /* Longer than 80 lines on purpose: most of it is the SQL of the summary,
  * one query per part, read next to the keys it fills. */
 int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
@@ -314,6 +329,7 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
   json_object_set_new(o, "utilization",
                       json_pack("{s:f, s:f, s:f}", "validation", uv,
                                 "profiling", up, "overall", uv + up));
+  add_token_consumption(tok);
   json_object_set_new(o, "tokens", tok);
   *out = o;
   return 0;

@@ -50,6 +50,9 @@ static const key_case cases[] = {
     {"token-forks", "off", "false", "of"},
     {"max-forks", "0", "0", "1001"},
     {"max-live-forks", "256", "256", "0"},
+    {"work-conserving", "on", "true", "sometimes"},
+    {"fork-gate", "0.5", "0.5", "1.5"},
+    {"cutoff", "1.25", "1.25", "-1"},
     {"tick", "0.01", "0.01", "0.009"},
     {"seed", "9223372036854775807", "9223372036854775807", "9223372036854775808"},
     {"iterations", "100000", "100000", "x"},
@@ -127,6 +130,7 @@ static void test_defaults(void) {
   SG_CHECK(c.elastic && c.spec && c.fork_on_idle && !c.quiet && !c.json);
   SG_CHECK_EQ_INT(c.max_forks, 64);
   SG_CHECK_EQ_INT(c.max_live_forks, 16);
+  SG_CHECK(!c.work_conserving && c.fork_gate == 0 && c.cutoff == 0);
   SG_CHECK(c.tick == 0.25 && c.time_budget == 0);
   SG_CHECK_EQ_INT(c.seed, 1);
   SG_CHECK_EQ_INT(c.iterations, 10);

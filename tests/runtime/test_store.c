@@ -781,6 +781,9 @@ static void summary_matches_hand_computed_values(void) {
   SG_CHECK_EQ_INT(jint(t, "prompt"), 950);
   SG_CHECK_EQ_INT(jint(t, "completion"), 3620);
   SG_CHECK_EQ_INT(jint(t, "cached"), 275);
+  /* The paper's consumption: uncached prompt + completion. */
+  SG_CHECK_EQ_INT(jint(t, "uncached"), 950 - 275);
+  SG_CHECK_EQ_INT(jint(t, "consumption"), 950 - 275 + 3620);
   SG_CHECK_EQ_INT(json_object_size(sum), 4);
   json_decref(sum);
   sg_store_close(s);
