@@ -121,6 +121,11 @@ static size_t utf8_trim(const char *s, size_t len) {
 void trig_emit_at(sg_scanner *s, sg_trigger_class cls, uint64_t at,
                   const char *text, size_t len) {
   assert(at <= s->off + 1);
+  /* New code ends a repetition loop: "Let me fix the code:" before the next
+   * revision is a new step, not the loop again.
+   * Whatever the filters: they must not change what other classes see. */
+  if (cls == SG_TRIGGER_FENCE || cls == SG_TRIGGER_KERNEL)
+    s->sent_seen.n = s->sent_seen.next = 0;
   if (s->opts.classes && !(s->opts.classes & (1u << cls)))
     return;
   if (s->emitted_any) {
@@ -236,9 +241,12 @@ static inline void scan_byte(sg_scanner *s, unsigned char c) {
   if (trig_py_active(s))
     s->sent_code = true;
   bool prose = !s->in_fence && !was_in_fence;
-  /* Sentence ends: a newline, or whitespace after . ! ? : ; (so "cp.async"
-   * and "3.5" do not end one). */
-  bool ends = prose && (c == '\n' || (is_ws(c) && s->term_pending));
+  /* Sentence ends: a newline, or whitespace after . ! ? (so "cp.async" and
+   * "3.5" do not end one). A colon or semicolon ends one only at the line's
+   * end: "The reduction uses warp shuffles: X within a warp, then Y." is one
+   * decision, not two. */
+  bool ends = prose && (c == '\n' || (is_ws(c) && s->term_pending &&
+                                      s->term_char != ':' && s->term_char != ';'));
   /* The sentence's text takes the byte before the matcher sees it, so the
    * text reported for a match includes the match's last byte. */
   if (prose && !ends)

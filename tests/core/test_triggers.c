@@ -464,28 +464,10 @@ static void test_trace_transpose_cancelled(void) {
 
 /* Runs a shell command; returns its exit status, its output (both streams)
  * in *out (caller frees). */
-static int sh(const char *cmd, char **out) {
-  char *full = sg_asprintf("%s 2>&1", cmd);
-  FILE *p = popen(full, "r");
-  free(full);
-  SG_CHECK(p != NULL);
-  size_t cap = 1 << 16, len = 0;
-  char *buf = sg_malloc(cap);
-  size_t n;
-  while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-    len += n;
-    if (len + 1 == cap)
-      buf = sg_realloc(buf, cap *= 2);
-  }
-  buf[len] = '\0';
-  int st = pclose(p);
-  *out = buf;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void test_cli_json_lines_match_library(void) {
   char *out = NULL;
-  int rc = sh(SG_TEST_SPECGEN " triggers --json --min-gap 0 " DATA "/matmul_cuda.txt",
+  int rc = trig_sh(SG_TEST_SPECGEN " triggers --json --min-gap 0 " DATA "/matmul_cuda.txt",
               &out);
   SG_CHECK_EQ_INT(rc, 0);
   char *exp = NULL;
@@ -517,10 +499,10 @@ static void test_cli_json_lines_match_library(void) {
 
 static void test_cli_chunking_and_stdin_agree(void) {
   char *a = NULL, *b = NULL, *c = NULL;
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers " DATA "/softmax_kernelbench.txt", &a), 0);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --chunk 1 " DATA "/softmax_kernelbench.txt",
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers " DATA "/softmax_kernelbench.txt", &a), 0);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --chunk 1 " DATA "/softmax_kernelbench.txt",
                      &b), 0);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers - < " DATA "/softmax_kernelbench.txt", &c), 0);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers - < " DATA "/softmax_kernelbench.txt", &c), 0);
   SG_CHECK_STR_EQ(a, b);
   SG_CHECK_STR_EQ(a, c);
   /* the human summary counts per class */
@@ -533,13 +515,13 @@ static void test_cli_chunking_and_stdin_agree(void) {
 
 static void test_cli_class_filter_and_extract(void) {
   char *out = NULL;
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --json --class fence --min-gap 0 "
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --json --class fence --min-gap 0 "
                      "--extract c --entry hinge_loss " DATA "/hinge_c.txt", &out), 0);
   SG_CHECK_CONTAINS(out, "{\"offset\":2073,\"class\":\"fence\",\"text\":\"```c ");
   SG_CHECK(strstr(out, "\"design\"") == NULL);
   SG_CHECK_CONTAINS(out, "{\"extract\":\"found\",\"start\":1231,");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --extract python " DATA "/hinge_c.txt",
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --extract python " DATA "/hinge_c.txt",
                      &out), 0);
   SG_CHECK_CONTAINS(out, "candidate: wrong_language: ");
   free(out);
@@ -547,27 +529,27 @@ static void test_cli_class_filter_and_extract(void) {
 
 static void test_cli_bad_usage_exits_2_naming_it(void) {
   char *out = NULL;
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers /no/such/trace.txt", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers /no/such/trace.txt", &out), 2);
   SG_CHECK_CONTAINS(out, "/no/such/trace.txt");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --class design,bogus x", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --class design,bogus x", &out), 2);
   SG_CHECK_CONTAINS(out, "'bogus'");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --min-gap ten x", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --min-gap ten x", &out), 2);
   SG_CHECK_CONTAINS(out, "--min-gap");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --chunk 0 x", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --chunk 0 x", &out), 2);
   SG_CHECK_CONTAINS(out, "--chunk");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --extract rust x", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --extract rust x", &out), 2);
   SG_CHECK_CONTAINS(out, "'rust'");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers", &out), 2);
   SG_CHECK_CONTAINS(out, "usage:");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers a b", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers a b", &out), 2);
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --help", &out), 0);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --help", &out), 0);
   SG_CHECK_CONTAINS(out, "--min-gap");
   free(out);
 }

@@ -4,7 +4,9 @@
 #include "common/sg_alloc.h"
 #include "sg_test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 
 static void collect(void *user, const sg_trigger *t) {
@@ -116,4 +118,23 @@ void trig_expect_classes(const char *in, const char *want) {
 void trig_run_table(const tcase *t, size_t n) {
   for (size_t i = 0; i < n; i++)
     trig_expect_classes(t[i].in, t[i].want);
+}
+
+int trig_sh(const char *cmd, char **out) {
+  char *full = sg_asprintf("%s 2>&1", cmd);
+  FILE *p = popen(full, "r");
+  free(full);
+  SG_CHECK(p != NULL);
+  size_t cap = 1 << 16, len = 0;
+  char *buf = sg_malloc(cap);
+  size_t n;
+  while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    len += n;
+    if (len + 1 == cap)
+      buf = sg_realloc(buf, cap *= 2);
+  }
+  buf[len] = '\0';
+  int st = pclose(p);
+  *out = buf;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -41,4 +41,8 @@ typedef struct tcase {
 void trig_run_table(const tcase *t, size_t n);
 #define RUN_TABLE(t) trig_run_table(t, sizeof t / sizeof t[0])
 
+/* Runs cmd in a shell with stderr joined to stdout; *out gets the output
+ * (free it); returns the exit status. */
+int trig_sh(const char *cmd, char **out);
+
 #endif
