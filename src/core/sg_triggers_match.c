@@ -168,6 +168,14 @@ static const pattern_src pattern_table[] = {
     {KIND_DESIGN, "fuse into"}, {KIND_DESIGN, "fused into"},
     {KIND_DESIGN, "into a single kernel"}, {KIND_DESIGN, "in a single kernel"},
     {KIND_DESIGN, "operator fusion"}, {KIND_DESIGN, "padding"},
+    /* design: more phrasings of real traces */
+    {KIND_DESIGN, "number of warps"}, {KIND_DESIGN, "num_warps to"},
+    {KIND_DESIGN, "tile of size"}, {KIND_DESIGN, "launch with"},
+    {KIND_DESIGN, "launched with"}, {KIND_DESIGN, "in steps of"},
+    {KIND_DESIGN, "0d grid"}, {KIND_DESIGN, "0d block"},
+    {KIND_DESIGN, "0d tiling"}, {KIND_DESIGN, "mask the load"},
+    {KIND_DESIGN, "masked load"}, {KIND_DESIGN, "use vectoriz"},
+    {KIND_DESIGN, "vectorize the load"},
     /* design: CPU (C kernels) */
     {KIND_DESIGN, "simd"}, {KIND_DESIGN, "avx"}, {KIND_DESIGN, "sse0"},
     {KIND_DESIGN, "sse$"}, {KIND_DESIGN, "neon$"}, {KIND_DESIGN, "_mm_"},
@@ -295,6 +303,20 @@ static const pattern_src pattern_table[] = {
     {KIND_PHRASE, "the code:"}, {KIND_PHRASE, "the kernel:"},
     {KIND_PHRASE, "kernel code:"}, {KIND_PHRASE, "in code:"},
 
+    /* phrase: more phrasings of real traces */
+    {KIND_PHRASE, "proceed to write"}, {KIND_PHRASE, "proceed to implement"},
+    {KIND_PHRASE, "let's proceed"}, {KIND_PHRASE, "code as follows"},
+    {KIND_PHRASE, "kernel as follows"}, {KIND_PHRASE, "the code will be"},
+    {KIND_PHRASE, "the code looks like"},
+    {KIND_PHRASE, "the kernel looks like"},
+    {KIND_PHRASE, "implementing this in"},
+    {KIND_PHRASE, "implementing the kernel"},
+    {KIND_PHRASE, "implementing it in"}, {KIND_PHRASE, "let's outline"},
+    {KIND_PHRASE, "let me outline"}, {KIND_PHRASE, "^now, the code"},
+    {KIND_PHRASE, "^now the code"}, {KIND_PHRASE, "here's what the code"},
+    {KIND_PHRASE, "here is what the code"},
+    {KIND_PHRASE, "let me structure the code"},
+    {KIND_PHRASE, "let's structure the code"},
     /* self-talk: deliberation, doubt and correction; a sentence holding one
      * is not a decision yet */
     {KIND_SELFTALK, "hmm"}, {KIND_SELFTALK, "^wait$"}, {KIND_SELFTALK, "but wait"},
@@ -317,6 +339,13 @@ static const pattern_src pattern_table[] = {
     {KIND_SELFTALK, "i made a mistake"}, {KIND_SELFTALK, "^ugh"},
     {KIND_SELFTALK, "^oops"},
     /* self-talk: alternatives weighed, not chosen */
+    {KIND_SELFTALK, "but maybe"}, {KIND_SELFTALK, "let's consider"},
+    {KIND_SELFTALK, "let me consider"}, {KIND_SELFTALK, "consider using"},
+    {KIND_SELFTALK, "another approach"}, {KIND_SELFTALK, "another option"},
+    {KIND_SELFTALK, "one option"}, {KIND_SELFTALK, "one approach"},
+    {KIND_SELFTALK, "^option$"}, {KIND_SELFTALK, "could use"},
+    {KIND_SELFTALK, "might use"}, {KIND_SELFTALK, "we could"},
+    {KIND_SELFTALK, "i could"},
     {KIND_SELFTALK, "^alternatively"}, {KIND_SELFTALK, "^or$"},
     {KIND_SELFTALK, "what about"}, {KIND_SELFTALK, "how about"},
     {KIND_SELFTALK, "^should$"}, {KIND_SELFTALK, "^could$"},

@@ -163,6 +163,10 @@ static void test_plain_implementation_phrases(void) {
       {"The kernel would look like this:\n", "P"},
       {"Revised code:\n", "P"},
       {"So the kernel code is something like:\n", "P"},
+      {"Let's proceed to write the code.\n", "P"},
+      {"I'll structure the code as follows:\n", "P"},
+      {"Now, implementing this in Triton:\n", "P"},
+      {"Here's what the code looks like:\n", "P"},
       /* deliberation and restating the task are not phrases */
       {"Wait, let me rewrite that.\n", ""},
       {"Should I write the kernel now?\n", ""},
@@ -184,7 +188,13 @@ static void test_triton_design_decisions(void) {
       {"Launch with 4 warps.\n", "D"},
       {"Use an online softmax so one pass suffices.\n", "D"},
       {"Use 128-bit vector loads.\n", "D"},
+      {"Set the number of warps to 4.\n", "D"},
+      {"Use a 2D grid over the output tiles.\n", "D"},
+      {"Loop over K in steps of BLOCK_K.\n", "D"},
       {"Alternatively, use a persistent kernel.\n", ""},  /* weighed */
+      {"We could use shared memory here.\n", ""},
+      {"Another option is a warp per row.\n", ""},
+      {"But maybe 128 threads per block is enough.\n", ""},
       {"What about split-k?\n", ""},
   };
   RUN_TABLE(t);
