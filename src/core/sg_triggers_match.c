@@ -317,6 +317,11 @@ static const pattern_src pattern_table[] = {
     {KIND_PHRASE, "here is what the code"},
     {KIND_PHRASE, "let me structure the code"},
     {KIND_PHRASE, "let's structure the code"},
+    {KIND_PHRASE, "into code"}, {KIND_PHRASE, "translating this"},
+    {KIND_PHRASE, "translate this into"}, {KIND_PHRASE, "coding the kernel"},
+    {KIND_PHRASE, "^now, coding"}, {KIND_PHRASE, "writing this out"},
+    {KIND_PHRASE, "writing it out"}, {KIND_PHRASE, "here's an attempt"},
+    {KIND_PHRASE, "here is an attempt"}, {KIND_PHRASE, "let me attempt"},
     /* self-talk: deliberation, doubt and correction; a sentence holding one
      * is not a decision yet */
     {KIND_SELFTALK, "hmm"}, {KIND_SELFTALK, "^wait$"}, {KIND_SELFTALK, "but wait"},
@@ -338,6 +343,16 @@ static const pattern_src pattern_table[] = {
     {KIND_SELFTALK, "that doesn't work"}, {KIND_SELFTALK, "i was wrong"},
     {KIND_SELFTALK, "i made a mistake"}, {KIND_SELFTALK, "^ugh"},
     {KIND_SELFTALK, "^oops"},
+    /* self-talk: describing code that exists is analysis, not a decision */
+    {KIND_SELFTALK, "the original"},
+    {KIND_SELFTALK, "the reference implementation"},
+    {KIND_SELFTALK, "the existing"}, {KIND_SELFTALK, "the baseline"},
+    {KIND_SELFTALK, "pytorch's"},
+    {KIND_SELFTALK, "the current implementation"},
+    {KIND_SELFTALK, "the current code"}, {KIND_SELFTALK, "the current kernel"},
+    {KIND_SELFTALK, "the previous version"},
+    {KIND_SELFTALK, "the previous kernel"},
+    {KIND_SELFTALK, "the previous code"},
     /* self-talk: alternatives weighed, not chosen */
     {KIND_SELFTALK, "but maybe"}, {KIND_SELFTALK, "let's consider"},
     {KIND_SELFTALK, "let me consider"}, {KIND_SELFTALK, "consider using"},

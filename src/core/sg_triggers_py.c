@@ -305,7 +305,9 @@ void trig_py_finish(sg_scanner *s) {
   py_machine *p = &s->py;
   bool open = p->depth > 0 || p->lex == PYL_STR1 || p->lex == PYL_STR3 ||
               p->lex == PYL_QOPEN;
-  if (p->state == PY_BODY && !open)
+  /* In a block that never closed the text was cut, maybe mid-body: only a
+   * body in the open text is taken as complete at the end. */
+  if (p->state == PY_BODY && !open && !s->in_fence)
     end_body(s);
   idle(s);
 }

@@ -63,6 +63,7 @@ static void test_triton_kernels(void) {
       {"```python\n@torch.compile\ndef k(x):\n    return x\n```\n", "F"},
       {"```python\n@triton.jitter\ndef k(x):\n    return x\n```\n", "F"},
       {"@triton.jit\ndef k(x_ptr):\n", ""},
+      {"```python\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1)\n", ""},  /* cut */
       {"@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr,\n", ""},
       {"```python\n@triton.jit\ndef k(x_ptr):\n    s = \"\"\"open\n```\n", "F"},
       /* prose mentioning the decorator is not a kernel */
@@ -167,6 +168,8 @@ static void test_plain_implementation_phrases(void) {
       {"I'll structure the code as follows:\n", "P"},
       {"Now, implementing this in Triton:\n", "P"},
       {"Here's what the code looks like:\n", "P"},
+      {"Translating this into Triton:\n", "P"},
+      {"Here's an attempt:\n", "P"},
       /* deliberation and restating the task are not phrases */
       {"Wait, let me rewrite that.\n", ""},
       {"Should I write the kernel now?\n", ""},
@@ -193,6 +196,8 @@ static void test_triton_design_decisions(void) {
       {"Loop over K in steps of BLOCK_K.\n", "D"},
       {"Alternatively, use a persistent kernel.\n", ""},  /* weighed */
       {"We could use shared memory here.\n", ""},
+      {"The original code uses shared memory for each tile.\n", ""},
+      {"PyTorch's version launches 256 threads per block.\n", ""},
       {"Another option is a warp per row.\n", ""},
       {"But maybe 128 threads per block is enough.\n", ""},
       {"What about split-k?\n", ""},
