@@ -25,10 +25,11 @@
 # SPEED (test-server tokens/s, default 40), ITERATIONS (per task, default 4),
 # BUDGET_S (wall seconds per task and run, default 200), REPS (noise
 # evaluations per GPU, default 3), COMPILE_WORKERS (default: 2 per GPU, at
-# most the cores), TASKS (cuda or cpu, default cuda), KV_STORE=1 adds
+# least 4, at most the cores), TASKS (cuda or cpu, default cuda), KV_STORE=1 adds
 # --kv-store to both runs where specgen has it.
 # Output under $OUT (default gpu-pool-out/): env.txt, run-on.txt, run-off.txt,
-# pool.txt, pool.json, noise.txt, sim.txt, runs.tar.gz.
+# pool.txt, pool.json, noise.txt (raw runs, then the spread), sim.txt,
+# runs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -63,7 +64,8 @@ PY
 )
 ndev=$(wc -w <<<"$devlist")
 cores=$(nproc)
-cw=${COMPILE_WORKERS:-$(( 2 * ndev < cores ? 2 * ndev : cores ))}
+want=$(( 2 * ndev > 4 ? 2 * ndev : 4 ))
+cw=${COMPILE_WORKERS:-$(( want < cores ? want : cores ))}
 speed=${SPEED:-40}
 iters=${ITERATIONS:-4}
 budget=${BUDGET_S:-200}
@@ -123,8 +125,8 @@ etask=$(basename "$(dirname "$(dirname "$example")")")
         2>/dev/null | python3 -c 'import json,sys; r=json.load(sys.stdin); print(sys.argv[1], r["status"], r["speedup"])' "$dev"
     done
   done
-} >"$out/noise-raw.txt" 2>&1
-python3 - "$out/noise-raw.txt" <<'PY' | tee "$out/noise.txt"
+} >"$out/noise.txt" 2>&1
+python3 - "$out/noise.txt" <<'PY' | tee -a "$out/noise.txt"
 import statistics, sys
 lines = open(sys.argv[1]).read().splitlines()
 print(lines[0])

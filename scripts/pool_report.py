@@ -170,10 +170,12 @@ def sim_settings(rundir):
                "WHERE phase = 'validate'")
     prof = mean("SELECT AVG((ended_us - started_us) / 1e6) FROM device_intervals "
                 "WHERE phase = 'profile'")
-    wfs, iters = con.execute("SELECT COUNT(*), MAX(budget_iterations) FROM workflows").fetchone()
+    wfs, iters, wall = con.execute("SELECT COUNT(*), MAX(budget_iterations), "
+                                   "MAX(budget_wall_s) FROM workflows").fetchone()
     ndev = con.execute("SELECT devices FROM runs ORDER BY id LIMIT 1").fetchone()[0]
     sets = {"workflows": wfs, "devices": ndev, "iterations": iters,
-            "gen.mean_s": gen, "val.mean_s": val, "prof.mean_s": prof}
+            "gen.mean_s": gen, "val.mean_s": val, "prof.mean_s": prof,
+            "budget.wall_s": wall if wall else None}
     return " ".join(f"--set {k}={v}" for k, v in sets.items() if v is not None)
 
 
