@@ -124,6 +124,27 @@ static void test_synthetic_heldout_meets_goals(void) {
   check_goals(CORPUS "/synthetic-tuning");
 }
 
+/* The corpus traces (Triton bodies, revisions, every fence kind) give the
+ * same triggers at every split, like the short cases. */
+static void test_corpus_traces_at_every_split(void) {
+  static const char *const names[] = {"synthetic-heldout/r1-000", "synthetic-heldout/glm-002",
+                                      "synthetic-tuning/qwen3-001"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char *path = sg_asprintf(CORPUS "/%s.txt", names[i]);
+    char *text = NULL;
+    size_t len = 0;
+    sg_err err;
+    SG_CHECK_OK(sg_file_read(path, 1 << 20, &text, &len, &err), err);
+    sg_scanner_opts o = trig_gap0();
+    result *r = sg_malloc(sizeof *r);
+    trig_scan_all_splits(text, &o, r);
+    SG_CHECK_MSG(r->n >= 4, "%s: %zu triggers", path, r->n);
+    free(r);
+    free(text);
+    free(path);
+  }
+}
+
 static void test_eval_cli_errors_name_the_file(void) {
   char dir[] = "/tmp/sg_trig_evalXXXXXX";
   SG_CHECK(mkdtemp(dir) != NULL);
@@ -164,4 +185,5 @@ static void test_eval_cli_errors_name_the_file(void) {
 SG_TEST_MAIN(SG_TEST(test_annotations_parse),
              SG_TEST(test_scoring_matches_nearest_once),
              SG_TEST(test_synthetic_heldout_meets_goals),
+             SG_TEST(test_corpus_traces_at_every_split),
              SG_TEST(test_eval_cli_errors_name_the_file))
