@@ -30,6 +30,7 @@
 
 typedef struct out_state {
   bool json;
+  bool ann;                 /* --propose: annotation lines */
   uint64_t counts[SG_TRIGGER__COUNT];
 } out_state;
 
@@ -56,6 +57,8 @@ static void usage(FILE *f) {
           "                    NAME.ann annotations: precision, recall and offset\n"
           "                    error per model family and class (docs/triggers.md)\n"
           "  --window N        with --eval: a match is within N bytes (default %u)\n"
+          "  --propose         print the triggers as an annotation file for\n"
+          "                    --eval, for a reader to correct\n"
           "  --help            this text\n"
           "\n"
           "Exit status: 0 done, 1 read error, 2 bad usage or unreadable FILE.\n",
@@ -92,7 +95,10 @@ static void on_trigger(void *user, const sg_trigger *t) {
   st->counts[t->cls]++;
   char text[SG_TRIGGER_TEXT_MAX * 2];
   sanitize(t->text, text, sizeof text);
-  if (st->json) {
+  if (st->ann) {
+    printf("%llu\t%s\t%s\n", (unsigned long long)t->offset,
+           sg_trigger_class_name(t->cls), text);
+  } else if (st->json) {
     json_t *o = json_pack("{s:I, s:s, s:s}", "offset", (json_int_t)t->offset,
                           "class", sg_trigger_class_name(t->cls), "text", text);
     char *line = json_dumps(o, JSON_COMPACT);
@@ -181,6 +187,7 @@ int sg_cmd_triggers(int argc, char **argv) {
       {"entry", required_argument, NULL, 'e'},
       {"eval", required_argument, NULL, 'E'},
       {"window", required_argument, NULL, 'w'},
+      {"propose", no_argument, NULL, 'p'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -234,6 +241,9 @@ int sg_cmd_triggers(int argc, char **argv) {
     case 'E':
       eval_dir = optarg;
       break;
+    case 'p':
+      st.ann = true;
+      break;
     case 'w':
       if (parse_u64("--window", optarg, &window) < 0)
         return SG_EXIT_USAGE;
@@ -255,6 +265,11 @@ int sg_cmd_triggers(int argc, char **argv) {
   }
   if (entry && !extract) {
     fprintf(stderr, "specgen triggers: --entry needs --extract LANG\n");
+    return SG_EXIT_USAGE;
+  }
+  if (st.ann && (st.json || extract || eval_dir)) {
+    fprintf(stderr, "specgen triggers: --propose prints annotation lines only "
+                    "(no --json, --extract or --eval)\n");
     return SG_EXIT_USAGE;
   }
   if (window_set && !eval_dir) {
@@ -285,6 +300,9 @@ int sg_cmd_triggers(int argc, char **argv) {
     }
   }
 
+  if (st.ann)
+    printf("# family: unknown\n# source: proposed by specgen triggers --propose; "
+           "to be corrected by a reader\n");
   sg_scanner *s = sg_scanner_new(&opts);
   sg_buf text;
   sg_buf_init(&text, TRACE_MAX_BYTES);
@@ -317,7 +335,7 @@ int sg_cmd_triggers(int argc, char **argv) {
     sg_extract_candidate(text.data ? text.data : "", text.len, extract, entry, &x);
     print_extract(&st, &x, &text);
   }
-  if (!st.json) {
+  if (!st.json && !st.ann) {
     uint64_t all = 0;
     for (int k = 0; k < SG_TRIGGER__COUNT; k++)
       all += st.counts[k];

@@ -124,6 +124,32 @@ static void test_synthetic_heldout_meets_goals(void) {
   check_goals(CORPUS "/synthetic-tuning");
 }
 
+/* --propose writes an annotation file that --eval reads back: the scanner
+ * scored against its own proposal is perfect. */
+static void test_propose_round_trips_through_eval(void) {
+  char dir[] = "/tmp/sg_trig_proposeXXXXXX";
+  SG_CHECK(mkdtemp(dir) != NULL);
+  char *cmd = sg_asprintf("cp " CORPUS "/synthetic-heldout/r1-000.txt %s/t.txt && "
+                          SG_TEST_SPECGEN " triggers --propose %s/t.txt > %s/t.ann",
+                          dir, dir, dir);
+  char *out = NULL;
+  SG_CHECK_EQ_INT(trig_sh(cmd, &out), 0);
+  free(out);
+  free(cmd);
+  cmd = sg_asprintf(SG_TEST_SPECGEN " triggers --eval %s", dir);
+  SG_CHECK_EQ_INT(trig_sh(cmd, &out), 0);
+  SG_CHECK_CONTAINS(out, "unknown");
+  SG_CHECK(strstr(out, "%") != NULL);
+  for (const char *p = strstr(out, "\nall"); p; p = strstr(p + 1, "\nall"))
+    SG_CHECK(strstr(p, "100.0%  100.0%") != NULL);
+  free(out);
+  free(cmd);
+  cmd = sg_asprintf("rm -r %s", dir);
+  SG_CHECK_EQ_INT(trig_sh(cmd, &out), 0);
+  free(out);
+  free(cmd);
+}
+
 /* The corpus traces (Triton bodies, revisions, every fence kind) give the
  * same triggers at every split, like the short cases. */
 static void test_corpus_traces_at_every_split(void) {
@@ -175,6 +201,9 @@ static void test_eval_cli_errors_name_the_file(void) {
   free(out);
   SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --window 5 x", &out), 2);
   free(out);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --propose --json x", &out), 2);
+  SG_CHECK_CONTAINS(out, "--propose");
+  free(out);
   unlink(p);
   unlink(q);
   rmdir(dir);
@@ -186,4 +215,5 @@ SG_TEST_MAIN(SG_TEST(test_annotations_parse),
              SG_TEST(test_scoring_matches_nearest_once),
              SG_TEST(test_synthetic_heldout_meets_goals),
              SG_TEST(test_corpus_traces_at_every_split),
+             SG_TEST(test_propose_round_trips_through_eval),
              SG_TEST(test_eval_cli_errors_name_the_file))
