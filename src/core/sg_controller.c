@@ -117,6 +117,10 @@ void sg_ctl_opts_default(sg_ctl_opts *o) {
   o->max_forks_per_iteration = 64;
   o->max_live_forks = 16;
   sg_scanner_opts_default(&o->scanner);
+  /* Each trigger forks generations: prose triggers closer than a couple of
+   * sentences to the last one would give near-identical candidates (the
+   * scanner reports them all by default; new code blocks always pass). */
+  o->scanner.min_gap_bytes = SG_CTL_TRIGGER_GAP_BYTES;
   o->max_iterations = 10;
   o->max_text_bytes = 1u << 20;
 }

@@ -260,8 +260,11 @@ typedef struct sg_ctl_opts {
   size_t max_text_bytes;   /* cap on a generation's kept text */
 } sg_ctl_opts;
 
+/* The scanner's min_gap_bytes in the controller's defaults. */
+#define SG_CTL_TRIGGER_GAP_BYTES 256
+
 /* speculate, fork_on_idle, idle_min_new_bytes=512, max_forks=64,
- * max_live_forks=16, scanner defaults, max_iterations=10, no wall or token
+ * max_live_forks=16, scanner defaults but min_gap_bytes=256, max_iterations=10, no wall or token
  * budget, max_text_bytes=1 MiB; search, termination, language NULL. */
 void sg_ctl_opts_default(sg_ctl_opts *o);
 

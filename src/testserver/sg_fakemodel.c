@@ -259,7 +259,7 @@ double sg_fm_prefix_fraction(const char *trace, const char *text) {
 typedef enum bank_id {
   B_OPEN, B_ANALYSIS, B_DESIGN_CPU, B_DESIGN_GPU, B_CORRECT, B_CHECK, B_DRAFT_INTRO,
   B_DRAFT_AFTER, B_PLAN_CPU, B_PLAN_GPU, B_IMPLEMENT, B_NOISE, B_ESTIMATE, B_CLOSE,
-  B__COUNT
+  B_BUG, B_REVISE, B__COUNT
 } bank_id;
 
 static const char *const bank_open[] = {
@@ -275,6 +275,11 @@ static const char *const bank_open[] = {
     "Let me read the task again. {Desc}. Signature: `{sig}`.",
     "We're asked to optimize {name}. Let me first figure out what the reference does and "
     "where its time goes.",
+    /* how reasoning models' traces usually begin */
+    "Okay, so I need to write a faster kernel for {name}. The reference computes {desc}, "
+    "and the function I have to provide is `{entry}`.",
+    "Okay, let's see. The task is to speed up `{entry}`, which computes {desc}. Let me "
+    "think about how the reference does it first.",
 };
 
 static const char *const bank_analysis[] = {
@@ -373,6 +378,8 @@ static const char *const bank_draft_intro[] = {
     "Let me sketch a first version:", "Here's a rough draft:",
     "Let me write the core loop first:", "Something like this:", "A first attempt:",
     "Let me write it out to see if it's right:", "Draft:",
+    "Let me write the kernel:", "So the code would be:", "Let me code this up.",
+    "Putting it together, the kernel would look like this:",
 };
 
 static const char *const bank_draft_after[] = {
@@ -412,6 +419,21 @@ static const char *const bank_implement[] = {
     "Let me implement the plan step by step.",
     "Alright, let me implement this and then check it again.",
     "Let me implement it carefully this time.", "Now let me write the actual code.",
+    "Now I'll write the code.", "Let me put it all together.",
+};
+
+/* Real traces find a bug in their own draft and write the whole kernel
+ * again: mostly the same text, the same last lines, one line changed. */
+static const char *const bank_bug[] = {
+    "Wait, there's a bug in that: one of the bounds is off.",
+    "Hmm, looking at it again, one line is wrong.",
+    "Wait, I think the indexing in that version is not right.",
+    "Oh wait, that draft uses the wrong constant in one place.",
+};
+
+static const char *const bank_revise[] = {
+    "Let me fix the code:", "Here's the corrected kernel:", "Let me rewrite it:",
+    "Revised code:", "Here's the updated version:",
 };
 
 static const char *const bank_estimate[] = {
@@ -447,6 +469,7 @@ static const bank banks[B__COUNT] = {
     [B_PLAN_CPU] = BANK(bank_plan_cpu),   [B_PLAN_GPU] = BANK(bank_plan_gpu),
     [B_IMPLEMENT] = BANK(bank_implement), [B_NOISE] = {NULL, 0},
     [B_ESTIMATE] = BANK(bank_estimate),   [B_CLOSE] = BANK(bank_close),
+    [B_BUG] = BANK(bank_bug),             [B_REVISE] = BANK(bank_revise),
 };
 
 /* The state of one trace being written. */
@@ -461,6 +484,8 @@ typedef struct writer {
   bool drafted, planned, designed;
   uint32_t used[B__COUNT]; /* templates used so far, per bank */
   char last_para[1024];
+  char *last_draft;    /* the last complete draft's code, for a revision */
+  int revisions;
 } writer;
 
 const char *sg_fm_lang_tag(const sg_fm_task *t) {
@@ -672,14 +697,39 @@ static void move_correction(writer *w) {
   w_bank(w, B_CORRECT);
 }
 
-/* The first lines of one of the task's examples, as a draft. */
+/* The label a draft's block gets: real traces label the same language
+ * several ways, or not at all. */
+static const char *draft_tag(writer *w) {
+  const char *tag = sg_fm_lang_tag(w->t);
+  static const char *const cuda[] = {"cuda", "cuda", "cpp", ""};
+  static const char *const py[] = {"python", "python", "py", ""};
+  static const char *const c[] = {"c", "c", "c", ""};
+  if (!strcmp(tag, "cuda"))
+    return PICK(&w->r, cuda);
+  if (!strcmp(tag, "python"))
+    return PICK(&w->r, py);
+  return PICK(&w->r, c);
+}
+
+static void w_block(writer *w, sg_buf *b, const char *code) {
+  size_t cl = strlen(code);
+  sg_buf_printf(b, "\n\n```%s\n%s%s```", draft_tag(w), code,
+                cl && code[cl - 1] == '\n' ? "" : "\n");
+}
+
+/* One of the task's examples as a draft: whole (then it may be revised
+ * later), or its first lines. */
 static void move_draft(writer *w) {
   const sg_fm_task *t = w->t;
   const char *code = NULL;
   if (t->nexamples)
     code = t->examples[sg_fm_rng_below(&w->r, t->nexamples)].code;
   char *snippet;
-  if (code) {
+  if (code && sg_fm_rng_unit(&w->r) < 0.5) {
+    snippet = sg_strdup(code);
+    free(w->last_draft);
+    w->last_draft = sg_strdup(code);
+  } else if (code) {
     /* 8-20 lines of it: a draft, not the answer. */
     int lines = rng_range(&w->r, 8, 20);
     const char *p = code;
@@ -693,18 +743,65 @@ static void move_draft(writer *w) {
     snippet = sg_asprintf("%s {\n  /* ... */\n}\n",
                           t->signature ? t->signature : "void kernel(void)");
   }
-  size_t sl = strlen(snippet);
   sg_buf b;
   sg_buf_init(&b, 0);
   expand(w, &b, PICK(&w->r, bank_draft_intro));
-  sg_buf_printf(&b, "\n\n```%s\n%s%s```", sg_fm_lang_tag(t), snippet,
-                sl && snippet[sl - 1] == '\n' ? "" : "\n");
+  w_block(w, &b, snippet);
   w_text(w, sg_buf_str(&b));
   sg_buf_free(&b);
   free(snippet);
   if (sg_fm_rng_unit(&w->r) < 0.6)
     w_bank(w, B_DRAFT_AFTER);
   w->drafted = true;
+}
+
+/* The last complete draft again with one line changed in its first two
+ * thirds (a digit bumped, or a line added): the same ending, a new block. */
+static void move_revise(writer *w) {
+  if (!w->last_draft) {
+    move_draft(w);
+    return;
+  }
+  const char *code = w->last_draft;
+  size_t nlines = 0;
+  for (const char *p = code; *p; p++)
+    nlines += *p == '\n';
+  size_t target = nlines > 3 ? 1 + sg_fm_rng_below(&w->r, (nlines * 2) / 3) : 0;
+  sg_buf nc;
+  sg_buf_init(&nc, 0);
+  const char *p = code;
+  for (size_t i = 0; *p; i++) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+    if (i != target) {
+      sg_buf_append(&nc, p, len);
+    } else {
+      const char *d = p;
+      while (d < p + len && !isdigit((unsigned char)*d))
+        d++;
+      if (d < p + len) {
+        sg_buf_append(&nc, p, (size_t)(d - p));
+        char bumped = *d == '9' ? '1' : (char)(*d + 1);
+        sg_buf_append(&nc, &bumped, 1);
+        sg_buf_append(&nc, d + 1, len - (size_t)(d - p) - 1);
+      } else {
+        sg_buf_append(&nc, p, len);
+        sg_buf_puts(&nc, strcmp(sg_fm_lang_tag(w->t), "python") ? "  // checked\n" : "    # checked\n");
+      }
+    }
+    p += len;
+  }
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  expand(w, &b, banks[B_BUG].v[sg_fm_rng_below(&w->r, banks[B_BUG].n)]);
+  sg_buf_puts(&b, " ");
+  sg_buf_puts(&b, banks[B_REVISE].v[sg_fm_rng_below(&w->r, banks[B_REVISE].n)]);
+  w_block(w, &b, sg_buf_str(&nc));
+  w_text(w, sg_buf_str(&b));
+  sg_buf_free(&b);
+  free(w->last_draft);
+  w->last_draft = sg_buf_steal(&nc);
+  w->revisions++;
 }
 
 static void move_plan(writer *w) {
@@ -782,7 +879,8 @@ static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t ke
     else if (u < 0.40)
       w_bank(&w, B_CHECK);
     else if (u < 0.55)
-      move_draft(&w);
+      w.last_draft && w.revisions < 3 && sg_fm_rng_unit(&w.r) < 0.5 ? move_revise(&w)
+                                                             : move_draft(&w);
     else if (u < 0.64)
       move_plan(&w);
     else if (u < 0.76)
@@ -797,6 +895,7 @@ static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t ke
   if (!w.drafted)
     move_draft(&w);
   w_bank(&w, B_CLOSE);
+  free(w.last_draft);
   return sg_buf_steal(&w.out);
 }
 
