@@ -17,6 +17,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lmc_wire as w  # noqa: E402
 
 SPECGEN = sys.argv[1]
+# Host memory by default (CI); SG_KVSTORE_TEST_DEVICE=cuda:0 runs the same
+# checks with the blocks in GPU memory.
+DEVICE = os.environ.get("SG_KVSTORE_TEST_DEVICE", "host")
 n_test = 0
 failed = 0
 
@@ -38,7 +41,8 @@ def ok(cond, name, detail=""):
 class Store:
     def __init__(self, *args, env=None):
         self.p = subprocess.Popen(
-            [SPECGEN, "kvstore", "--listen", "127.0.0.1:0", "--json", *args],
+            [SPECGEN, "kvstore", "--listen", "127.0.0.1:0", "--json",
+             "--device", DEVICE, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=env)
         self.url = self.p.stdout.readline().strip()
