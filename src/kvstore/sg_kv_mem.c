@@ -356,8 +356,13 @@ int sg_kv_mem_get(sg_kv_mem *m, const char *key, size_t key_len,
                   sg_kv_meta *meta, void *dst, size_t room, sg_err *err) {
   entry *e = find(m, key, key_len, key_hash(key, key_len));
   if (!dst) {
-    if (!e)
+    /* A lookup before the copy: a miss is counted here, a hit by the
+     * copy that follows. */
+    if (!e) {
+      m->st.gets++;
+      m->st.misses++;
       return SG_ENOENT;
+    }
     *meta = e->meta;
     return 0;
   }

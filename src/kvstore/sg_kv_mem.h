@@ -101,7 +101,8 @@ int sg_kv_mem_put(sg_kv_mem *m, const char *key, size_t key_len,
 
 /* Looks a block up: SG_ENOENT when absent. With dst (room bytes), copies
  * the block into dst (SG_ERANGE when it does not fit) and refreshes it;
- * without, only returns its meta. SG_EIO when the copy failed (the block's
+ * without, only returns its meta (a miss is counted either way, a hit only
+ * by the copy). SG_EIO when the copy failed (the block's
  * tier is failed and the call reports a miss). */
 int sg_kv_mem_get(sg_kv_mem *m, const char *key, size_t key_len,
                   sg_kv_meta *meta, void *dst, size_t room, sg_err *err);

@@ -128,6 +128,7 @@ struct worker {
   int fails;        /* failures in a row without a completed request */
   char *last_failure;
   preq *inflight;
+  bool told_busy;   /* on_device(busy) was called, not yet its idle */
   preq *qhead, *qtail;
   size_t nqueue;
   uv_timer_t timer;
@@ -500,6 +501,16 @@ static void proc_write_failed(proc *pr, int rc) {
     pr->t_noticed = sg_clock_now_s();
 }
 
+/* Tells the caller a device slot's busy state changes (on_device). */
+static void device_told(worker *w, bool busy) {
+  sg_pool *p = w->p;
+  if (w->slot < 0 || w->told_busy == busy || p->closing)
+    return;
+  w->told_busy = busy;
+  if (p->cb.on_device)
+    p->cb.on_device(p, p->cb.data, w->slot, busy);
+}
+
 static void worker_pump(worker *w) {
   sg_pool *p = w->p;
   proc *pr = w->pr;
@@ -517,6 +528,7 @@ static void worker_pump(worker *w) {
   q->ph = PH_SENT;
   q->t_phase = sg_clock_now_s();
   w->inflight = q;
+  device_told(w, true);
   int rc = proc_write(pr, line, len, false);
   if (rc < 0)
     proc_write_failed(pr, rc);
@@ -599,6 +611,7 @@ static void worker_fail(worker *w, const char *what, const char *reason) {
     proc_retire(pr);
   preq *q = w->inflight;
   w->inflight = NULL;
+  device_told(w, false);
   char *msg;
   if (pid > 0)
     msg = sg_asprintf("%s (pid %ld) %s while %s", w->name, pid, reason,
@@ -718,6 +731,7 @@ static bool handle_reply(worker *w, proc *pr, const sg_worker_reply *r) {
     if (!q) /* an abort that crossed its result, or a stale id: no-op */
       return true;
     w->inflight = NULL;
+    device_told(w, false);
     bool refused = r->type == SG_WREP_ERROR;
     if (!refused)
       w->fails = 0; /* a completed request: the worker works */

@@ -347,6 +347,7 @@ static void shutdown_all(run *r) {
     while (f->gens)
       sg_run_gen_cancel(r, (uint32_t)i, f->gens->gen);
   }
+  sg_run_kv_close(r);
   sg_pool_close(r->pool, POOL_CLOSE_S);
   r->pool = NULL;
   sg_llm_client_destroy(r->client);
@@ -493,6 +494,8 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
                  "tasks", (int)r->nwf, "search", cfg->search));
   if (token_warning)
     sg_run_emit(r, "warning", json_pack("{s:s}", "message", token_warning));
+  if ((rc = sg_run_kv_start(r, err)) < 0)
+    goto out;
   uv_timer_init(&r->loop, &r->tick);
   r->tick.data = r;
   uv_signal_init(&r->loop, &r->sigint);
@@ -537,6 +540,7 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
     sg_err_clear(&e);
     json_t *s = sg_run_summary(r, &e);
     if (s) {
+      sg_run_kv_report(r, s);
       char *text = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
       char *path = sg_asprintf("%s/summary.json", r->dir);
       size_t len = strlen(text);
@@ -562,6 +566,8 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
     rc = -rc;
 
 out:
+  sg_run_kv_close(r);
+  json_decref(r->kv_stats);
   if (r->pool || r->client) {
     sg_pool_close(r->pool, 0);
     sg_llm_client_destroy(r->client);

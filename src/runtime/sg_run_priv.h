@@ -137,6 +137,8 @@ struct run {
   bool cpu_devices;
   char *build_cache;
   sg_pool *pool;
+  struct sg_kvstore *kv;   /* --kv-store (sg_run_kv.c), NULL: none */
+  json_t *kv_stats;        /* its counters, taken when it closed */
   sg_scheduler *sched;
   rreq *reqs;              /* by request id */
   size_t cap_reqs;
@@ -242,6 +244,13 @@ void sg_run_submit_eval(run *r, uint32_t w, const sg_ctl_action *a);
 /* Executes the scheduler's actions in r->sact. */
 void sg_run_apply_sched(run *r);
 int sg_run_start_pool(run *r, const char *program, sg_err *err);
+/* sg_run_kv.c: the KV store of --kv-store (docs/kvstore.md). start does
+ * nothing without it; close keeps its counters for report, which adds them
+ * to the summary and writes kv_store.json. */
+int sg_run_kv_start(run *r, sg_err *err);
+void sg_run_kv_on_device(sg_pool *p, void *data, int slot, bool busy);
+void sg_run_kv_close(run *r);
+void sg_run_kv_report(run *r, json_t *summary);
 
 /* ---- sg_run_resume.c: a new run's records, or a stored run restored ---------- */
 
