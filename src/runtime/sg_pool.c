@@ -32,7 +32,8 @@
  * itself dies sees the end of its stdin and exits.
  *
  * Callbacks are called only from the loop (read, exit and timer callbacks),
- * never from inside sg_pool_submit, sg_pool_abort or sg_pool_close: a write
+ * never from inside sg_pool_submit, sg_pool_abort or sg_pool_close (except
+ * on_device, which must precede the request's write: see the header): a write
  * that fails at once is turned into a failure on the worker's timer. Every
  * callback may submit, abort or close; after each one the code re-checks
  * that the pool is not closing and the proc is still the worker's.
