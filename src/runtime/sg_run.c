@@ -10,22 +10,23 @@
  * compile or a device stage on the pool, abort one. Every fact is written to
  * the run store before the loop acts on it.
  *
- * Events this file makes up itself (a candidate already evaluated in this
- * run, a request the scheduler gave up, a submission refused) are not fed to
- * the controller from inside the action that caused them: they wait in a
- * deferred queue that is drained when the current callback's work is done,
- * so the core is never re-entered while its action list is being executed.
+ * The core's actions are executed by the action interpreter (sg_interp.h,
+ * shared with `specgen sim`) through this loop's ops. Events the loop makes
+ * up itself (a candidate already evaluated in this run, a request the
+ * scheduler gave up, a submission refused) are not fed to the controller
+ * from inside the action that caused them: they wait in the interpreter's
+ * deferred queue, drained when the current callback's work is done, so the
+ * core is never re-entered while its action list is being executed.
  *
  * A store failure stops the run (nothing may happen that is not recorded):
  * the loop is told to stop, the error is returned, the run stays resumable.
  *
- * This file is the loop: dispatch to the core (with the deferred queue and
- * the re-entry guard), the controller's actions, ticks, progress, signals
- * and sg_run_execute. Its parts: generations and token forks
- * (sg_run_gen.c), evaluations on the pool (sg_run_eval.c), a run's records
- * and resuming (sg_run_resume.c), setting up and tearing down
- * (sg_run_setup.c), reading a stored run (sg_run_show.c); sg_run_priv.h is
- * what they share.
+ * This file is the loop: the ops for the controller's actions that are
+ * not generations or evaluations, ticks, progress, signals and
+ * sg_run_execute. Its parts: generations and token forks (sg_run_gen.c),
+ * evaluations on the pool (sg_run_eval.c), a run's records and resuming
+ * (sg_run_resume.c), setting up and tearing down (sg_run_setup.c), reading
+ * a stored run (sg_run_show.c); sg_run_priv.h is what they share.
  */
 #include "runtime/sg_run_priv.h"
 
@@ -53,7 +54,9 @@ int64_t sg_run_thread_cpu_ns(void) {
 
 /* Records the first fatal error and stops the loop's work. */
 void sg_run_fail(run *r, const sg_err *e) {
-  if (!r->failed) {
+  if (r->it) {
+    sg_interp_fail(r->it, e);
+  } else if (!r->failed) {
     r->failed = true;
     *r->err = *e;
   }
@@ -73,28 +76,6 @@ void sg_run_emit(run *r, const char *name, json_t *fields) {
   json_decref(ev);
 }
 
-void sg_run_defer_push(run *r, deferred *d) {
-  if (r->dq_tail)
-    r->dq_tail->next = d;
-  else
-    r->dq = d;
-  r->dq_tail = d;
-}
-
-void sg_run_defer_eval(run *r, uint32_t w, uint64_t cand, sg_phase phase,
-                       sg_eval_status st, double speedup, const char *message,
-                       const char *profile_text) {
-  deferred *d = sg_calloc(1, sizeof *d);
-  d->w = w;
-  d->cand = cand;
-  d->phase = phase;
-  d->status = st;
-  d->speedup = speedup;
-  d->message = message ? sg_strdup(message) : NULL;
-  d->profile_text = profile_text ? sg_strdup(profile_text) : NULL;
-  sg_run_defer_push(r, d);
-}
-
 /* ---- the store, with failures made fatal ------------------------------------ */
 
 void sg_run_record_decision(run *r, wf *f, const char *kind, json_t *detail) {
@@ -104,173 +85,119 @@ void sg_run_record_decision(run *r, wf *f, const char *kind, json_t *detail) {
   json_decref(detail);
 }
 
-/* ---- controller dispatch ----------------------------------------------------- */
+/* ---- the controller's actions (the interpreter's ops) ----------------------- */
 
-static void apply_ctl(run *r, uint32_t w);
 static void maybe_finish(run *r);
 static void on_tick(uv_timer_t *t);
 
-void sg_run_ctl_event(run *r, uint32_t w, sg_ctl_event *ev) {
-  wf *f = wf_of(r, w);
-  if (f->done || f->ctl == NULL || r->failed)
-    return;
-  sg_sched_capacity cap;
-  sg_scheduler_capacity(r->sched, &cap);
-  sg_controller_set_capacity(f->ctl, &cap);
-  sg_err e;
-  sg_err_clear(&e);
-  r->depth++;
-  sg_ctl_actions_clear(&r->cact);
-  int64_t c0 = sg_run_thread_cpu_ns();
-  int rc = sg_controller_event(f->ctl, ev, &r->cact, &e);
-  r->controller_cpu_ns += sg_run_thread_cpu_ns() - c0;
-  r->controller_calls++;
-  if (rc < 0) {
-    sg_err_prefix(&e, "task %s", f->task->name);
-    sg_run_fail(r, &e);
-  } else {
-    apply_ctl(r, w);
-  }
-  r->depth--;
-}
-
-static void eval_done_event(run *r, uint32_t w, uint64_t cand, sg_phase phase,
-                            sg_eval_status st, double speedup,
-                            const char *message, const char *profile_text) {
-  sg_ctl_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.type = SG_CEV_EVAL_DONE;
-  ev.now_us = now_us();
-  ev.u.eval.candidate = cand;
-  ev.u.eval.phase = phase;
-  ev.u.eval.status = st;
-  ev.u.eval.speedup = speedup;
-  ev.u.eval.message = message;
-  ev.u.eval.profile_text = profile_text;
-  sg_run_ctl_event(r, w, &ev);
-}
-
 /* Feeds the made-up events, in order, once no core call is on the stack. */
 void sg_run_drain(run *r) {
-  if (r->depth > 0)
-    return;
-  while (r->dq && !r->failed) {
-    deferred *d = r->dq;
-    r->dq = d->next;
-    if (r->dq == NULL)
-      r->dq_tail = NULL;
-    if (d->gen > 0) {
-      sg_ctl_event ev;
-      memset(&ev, 0, sizeof ev);
-      ev.type = SG_CEV_GEN_FAILED;
-      ev.now_us = now_us();
-      ev.u.failed.gen = d->gen;
-      ev.u.failed.error = d->gen_error;
-      ev.u.failed.message = d->message;
-      sg_run_ctl_event(r, d->w, &ev);
-    } else {
-      eval_done_event(r, d->w, d->cand, d->phase, d->status, d->speedup,
-                      d->message, d->profile_text);
-    }
-    free(d->message);
-    free(d->profile_text);
-    free(d);
-  }
+  sg_interp_drain(r->it);
   maybe_finish(r);
 }
 
-/* ---- controller actions ------------------------------------------------------ */
-
-static void apply_ctl(run *r, uint32_t w) {
+static int op_iteration_end(void *data, uint32_t w, const sg_ctl_action *a,
+                            bool main_cancelled) {
+  run *r = data;
   wf *f = wf_of(r, w);
-  size_t n = r->cact.n;
-  if (n == 0)
-    return;
-  sg_ctl_action *acts = sg_malloc(n * sizeof *acts);
-  memcpy(acts, r->cact.v, n * sizeof *acts);
-  sg_err e;
-  sg_err_clear(&e);
-  for (size_t i = 0; i < n && !r->failed; i++) {
-    const sg_ctl_action *a = &acts[i];
-    switch (a->type) {
-    case SG_CACT_START_GEN:
-      sg_run_iteration_open(r, f, a->iteration);
-      if (!r->failed)
-        sg_run_gen_start(r, w, a);
-      break;
-    case SG_CACT_CANCEL_GEN:
-      sg_run_gen_cancel(r, w, a->u.cancel.gen);
-      break;
-    case SG_CACT_SUBMIT_EVAL:
-      sg_run_submit_eval(r, w, a);
-      break;
-    case SG_CACT_END_ITERATION: {
-      const sg_kernel *b = a->u.end.best_kernel
-                               ? sg_history_get(sg_controller_history(f->ctl),
-                                                a->u.end.best_kernel)
-                               : NULL;
-      /* The paper's early termination cuts a reasoning short; a kernel the
-       * criterion accepts after the reasoning ended is "accepted". */
-      const char *reason = sg_ctl_reason_name(a->u.end.reason);
-      if (a->u.end.reason == SG_REASON_EARLY && !f->main_cancelled)
-        reason = "accepted";
-      sg_run_iteration_close(r, f, reason);
-      f->main_cancelled = false;
-      sg_run_write_best(r, f);
-      sg_run_emit(r, "iteration_end",
-           json_pack("{s:s, s:i, s:s, s:o, s:o}", "task", f->task->name, "iteration",
-                     (int)a->iteration + 1, "reason", reason, "iteration_best",
-                     num_or_null(b ? b->speedup : NAN), "best_speedup",
-                     num_or_null(f->best_speedup)));
-      sg_sched_actions_clear(&r->sact);
-      if (sg_scheduler_iteration_boundary(r->sched, w, a->iteration + 1, now_us(),
-                                          &r->sact, &e) < 0)
-        sg_run_fail(r, &e);
-      else
-        sg_run_apply_sched(r);
-      break;
-    }
-    case SG_CACT_WORKFLOW_DONE: {
-      sg_run_iteration_close(r, f, sg_ctl_reason_name(a->u.done.reason));
-      f->done = true;
-      sg_run_write_best(r, f);
-      bool failed = a->u.done.reason == SG_REASON_SEARCH_FAILED;
-      f->failed = failed;
-      STORE(r, sg_store_workflow_set_state(r->store, f->store_id,
-                                           failed ? SG_STORE_WF_FAILED : SG_STORE_WF_DONE,
-                                           now_us(), err));
-      sg_sched_actions_clear(&r->sact);
-      if (sg_scheduler_workflow_done(r->sched, w, now_us(), &r->sact, &e) < 0)
-        sg_run_fail(r, &e);
-      else
-        sg_run_apply_sched(r);
-      sg_run_emit(r, "workflow_done",
-           json_pack("{s:s, s:s, s:o, s:s?}", "task", f->task->name, "reason",
-                     sg_ctl_reason_name(a->u.done.reason), "best_speedup",
-                     num_or_null(f->best_speedup), "best_file", f->best_file));
-      break;
-    }
-    case SG_CACT_DECISION: {
-      json_t *d = json_pack("{s:I, s:I, s:i}", "generation", (json_int_t)a->u.decision.gen,
-                            "prefix_bytes", (json_int_t)a->u.decision.prefix_len, "k",
-                            a->u.decision.k);
-      if (a->u.decision.trigger >= 0)
-        json_object_set_new(d, "trigger",
-                            json_string(sg_trigger_class_name(a->u.decision.trigger)));
-      if (a->u.decision.reason == SG_REASON_EARLY) {
-        json_object_set_new(d, "candidate", json_integer((json_int_t)a->u.decision.candidate));
-        json_object_set_new(d, "speedup", num_or_null(a->u.decision.speedup));
-        json_object_set_new(d, "history_mean", num_or_null(a->u.decision.threshold_mean));
-        json_object_set_new(d, "history_best", num_or_null(a->u.decision.threshold_best));
-      }
-      sg_run_record_decision(r, f, sg_ctl_reason_name(a->u.decision.reason), d);
-      break;
-    }
-    default:
-      break;
-    }
+  const sg_kernel *b = a->u.end.best_kernel
+                           ? sg_history_get(sg_controller_history(f->ctl),
+                                            a->u.end.best_kernel)
+                           : NULL;
+  /* The paper's early termination cuts a reasoning short; a kernel the
+   * criterion accepts after the reasoning ended is "accepted". */
+  const char *reason = sg_ctl_reason_name(a->u.end.reason);
+  if (a->u.end.reason == SG_REASON_EARLY && !main_cancelled)
+    reason = "accepted";
+  sg_run_iteration_close(r, f, reason);
+  sg_run_write_best(r, f);
+  sg_run_emit(r, "iteration_end",
+              json_pack("{s:s, s:i, s:s, s:o, s:o}", "task", f->task->name, "iteration",
+                        (int)a->iteration + 1, "reason", reason, "iteration_best",
+                        num_or_null(b ? b->speedup : NAN), "best_speedup",
+                        num_or_null(f->best_speedup)));
+  return 0;
+}
+
+static int op_workflow_done(void *data, uint32_t w, const sg_ctl_action *a) {
+  run *r = data;
+  wf *f = wf_of(r, w);
+  sg_run_iteration_close(r, f, sg_ctl_reason_name(a->u.done.reason));
+  f->done = true;
+  sg_run_write_best(r, f);
+  bool failed = a->u.done.reason == SG_REASON_SEARCH_FAILED;
+  f->failed = failed;
+  STORE(r, sg_store_workflow_set_state(r->store, f->store_id,
+                                       failed ? SG_STORE_WF_FAILED : SG_STORE_WF_DONE,
+                                       now_us(), err));
+  sg_run_emit(r, "workflow_done",
+              json_pack("{s:s, s:s, s:o, s:s?}", "task", f->task->name, "reason",
+                        sg_ctl_reason_name(a->u.done.reason), "best_speedup",
+                        num_or_null(f->best_speedup), "best_file", f->best_file));
+  return 0;
+}
+
+static int op_decision(void *data, uint32_t w, const sg_ctl_action *a) {
+  run *r = data;
+  json_t *d = json_pack("{s:I, s:I, s:i}", "generation", (json_int_t)a->u.decision.gen,
+                        "prefix_bytes", (json_int_t)a->u.decision.prefix_len, "k",
+                        a->u.decision.k);
+  if (a->u.decision.trigger >= 0)
+    json_object_set_new(d, "trigger",
+                        json_string(sg_trigger_class_name(a->u.decision.trigger)));
+  if (a->u.decision.reason == SG_REASON_EARLY) {
+    json_object_set_new(d, "candidate", json_integer((json_int_t)a->u.decision.candidate));
+    json_object_set_new(d, "speedup", num_or_null(a->u.decision.speedup));
+    json_object_set_new(d, "history_mean", num_or_null(a->u.decision.threshold_mean));
+    json_object_set_new(d, "history_best", num_or_null(a->u.decision.threshold_best));
   }
-  free(acts);
+  sg_run_record_decision(r, wf_of(r, w), sg_ctl_reason_name(a->u.decision.reason), d);
+  return 0;
+}
+
+static int64_t op_now_us(void *data) {
+  (void)data;
+  return now_us();
+}
+
+static int64_t op_cpu_ns(void *data) {
+  (void)data;
+  return sg_run_thread_cpu_ns();
+}
+
+/* The interpreter failed (a controller or the scheduler): stop. */
+static void op_failed(void *data) {
+  run *r = data;
+  r->failed = true;
+  r->stopping = true;
+}
+
+static void op_describe(void *data, uint32_t w, char *buf, size_t size) {
+  run *r = data;
+  snprintf(buf, size, "task %s", wf_of(r, w)->task->name);
+}
+
+/* The interpreter over this run (r->sched exists); controllers are set
+ * once the store said which workflows are still to run. */
+static int interp_new(run *r, sg_err *err) {
+  static sg_interp_ops ops;
+  memset(&ops, 0, sizeof ops);
+  ops.now_us = op_now_us;
+  ops.cpu_ns = op_cpu_ns;
+  ops.failed = op_failed;
+  ops.describe = op_describe;
+  ops.iteration_end = op_iteration_end;
+  ops.workflow_done = op_workflow_done;
+  ops.decision = op_decision;
+  sg_run_gen_ops(&ops);
+  sg_run_eval_ops(&ops);
+  sg_interp_opts o = {.ops = &ops, .data = r, .sched = r->sched, .n_workflows = r->nwf,
+                      .err = r->err};
+  if (r->obs) {
+    o.trace = r->obs->on_action;
+    o.trace_data = r->obs->data;
+  }
+  return sg_interp_new(&o, &r->it, err);
 }
 
 /* ---- setting up ------------------------------------------------------------- */
@@ -371,7 +298,7 @@ static void on_tick(uv_timer_t *t) {
     ev.type = SG_CEV_TICK;
     ev.now_us = now;
     sg_scheduler_capacity(r->sched, &ev.u.tick.capacity);
-    sg_run_ctl_event(r, (uint32_t)i, &ev);
+    sg_interp_event(r->it, (uint32_t)i, &ev);
   }
   sg_run_drain(r);
   if (now - r->last_progress_us >= PROGRESS_EVERY_US) {
@@ -416,8 +343,6 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
   r->cfg = cfg;
   r->obs = obs;
   r->err = err;
-  sg_ctl_actions_init(&r->cact);
-  sg_sched_actions_init(&r->sact);
   sg_search_registry_init(&r->sreg);
   sg_termination_registry_init(&r->treg);
   char *exe = program ? sg_strdup(program) : self_exe();
@@ -454,10 +379,14 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
   so.elastic = cfg->elastic;
   if ((rc = sg_scheduler_new(&so, &r->sched, err)) < 0)
     goto out;
+  if ((rc = interp_new(r, err)) < 0)
+    goto out;
   if ((rc = sg_store_open(r->dir, &r->store, err)) < 0)
     goto out;
   if ((rc = sg_run_begin_or_resume(r, err)) < 0)
     goto out;
+  for (size_t i = 0; i < r->nwf; i++)
+    sg_interp_set_controller(r->it, (uint32_t)i, r->wfs[i].done ? NULL : r->wfs[i].ctl);
   if ((rc = sg_run_start_model(r, err)) < 0)
     goto out;
   uv_loop_init(&r->loop);
@@ -515,15 +444,7 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
     sg_run_emit(r, "workflow_start", json_pack("{s:s, s:s, s:i}", "task", f->task->name,
                                         "evaluator", f->task->evaluator, "iteration",
                                         (int)sg_controller_iteration(f->ctl) + 1));
-    sg_err e;
-    sg_err_clear(&e);
-    r->depth++;
-    sg_ctl_actions_clear(&r->cact);
-    if (sg_controller_start(f->ctl, now_us(), &r->cact, &e) < 0)
-      sg_run_fail(r, &e);
-    else
-      apply_ctl(r, (uint32_t)i);
-    r->depth--;
+    sg_interp_start(r->it, (uint32_t)i);
   }
   sg_run_drain(r);
   maybe_finish(r);

@@ -50,7 +50,7 @@ static void eval_event_of(run *r, uint32_t w, uint64_t cand, sg_phase phase,
   wf *f = wf_of(r, w);
   char *msg, *prof;
   sg_run_feedback_of(res, phase, &msg, &prof);
-  sg_run_defer_eval(r, w, cand, phase, res->status, res->speedup, msg, prof);
+  sg_interp_eval_done(r->it, w, cand, phase, res->status, res->speedup, msg, prof);
   free(msg);
   free(prof);
   sg_run_emit(r, "evaluation",
@@ -59,10 +59,17 @@ static void eval_event_of(run *r, uint32_t w, uint64_t cand, sg_phase phase,
                  sg_eval_status_name(res->status), "speedup", num_or_null(res->speedup)));
 }
 
-void sg_run_submit_eval(run *r, uint32_t w, const sg_ctl_action *a) {
+/* SUBMIT_EVAL, before the scheduler: the candidate is recorded (once), a
+ * result known from before answers it, else its evaluation is queued in the
+ * store (r->submit_eval_id until the scheduler has answered). */
+static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answered,
+                     bool *needs_compile) {
+  run *r = data;
   wf *f = wf_of(r, w);
   uint64_t cand = a->u.submit.candidate;
   sg_phase phase = a->u.submit.phase;
+  *needs_compile = phase == SG_PHASE_VALIDATE;
+  *answered = true; /* until it is queued */
   int64_t cid = idmap_get(&f->cand_store, cand);
   bool is_new = false;
   if (cid == 0) {
@@ -71,7 +78,7 @@ void sg_run_submit_eval(run *r, uint32_t w, const sg_ctl_action *a) {
     STORE(r, sg_store_candidate_add(r->store, idmap_get(&f->gen_store, k->gen),
                                     a->u.submit.source, now_us(), &cid, &is_new, err));
     if (r->failed)
-      return;
+      return 0;
     idmap_set(&f->cand_store, cand, cid);
     sg_run_emit(r, "candidate", json_pack("{s:s, s:I, s:s, s:b}", "task", f->task->name,
                                    "candidate", (json_int_t)cand, "origin",
@@ -87,43 +94,42 @@ void sg_run_submit_eval(run *r, uint32_t w, const sg_ctl_action *a) {
     if (found) {
       eval_event_of(r, w, cand, phase, &prev);
       sg_eval_result_free(&prev);
-      return;
+      return 0;
     }
     sg_eval_result_free(&prev);
   }
-  int64_t eval_id = 0;
-  STORE(r, sg_store_eval_queue(r->store, cid, store_phase(phase), now_us(), &eval_id, err));
-  if (r->failed)
-    return;
-  sg_sched_request sr = {.workflow = w,
-                         .iteration = a->iteration,
-                         .phase = phase,
-                         .candidate = cand,
-                         .needs_compile = phase == SG_PHASE_VALIDATE};
-  sg_req_id id = 0;
-  sg_err e;
-  sg_err_clear(&e);
-  sg_sched_actions_clear(&r->sact);
-  if (sg_scheduler_submit(r->sched, &sr, now_us(), &id, &r->sact, &e) < 0) {
-    sg_eval_result res;
-    sg_eval_result_init(&res);
-    res.status = SG_EVAL_INFRA_ERROR;
-    res.message = sg_asprintf("specgen could not evaluate: %s", e.msg);
-    STORE(r, sg_store_eval_finish(r->store, eval_id, &res, now_us(), err));
-    eval_event_of(r, w, cand, phase, &res);
-    sg_eval_result_free(&res);
-    return;
-  }
+  r->submit_eval_id = 0;
+  STORE(r, sg_store_eval_queue(r->store, cid, store_phase(phase), now_us(),
+                               &r->submit_eval_id, err));
+  *answered = r->failed;
+  return 0;
+}
+
+/* The scheduler refused the submission: the evaluation failed. */
+static int op_refused(void *data, uint32_t w, const sg_ctl_action *a, const char *why) {
+  run *r = data;
+  sg_eval_result res;
+  sg_eval_result_init(&res);
+  res.status = SG_EVAL_INFRA_ERROR;
+  res.message = sg_asprintf("specgen could not evaluate: %s", why);
+  STORE(r, sg_store_eval_finish(r->store, r->submit_eval_id, &res, now_us(), err));
+  eval_event_of(r, w, a->u.submit.candidate, a->u.submit.phase, &res);
+  sg_eval_result_free(&res);
+  return 0;
+}
+
+static int op_submitted(void *data, uint32_t w, const sg_ctl_action *a, sg_req_id id) {
+  run *r = data;
   rreq *q = req_get(r, id, true);
   memset(q, 0, sizeof *q);
   q->live = true;
   q->w = w;
-  q->cand = cand;
-  q->phase = phase;
-  q->eval_id = eval_id;
+  q->cand = a->u.submit.candidate;
+  q->phase = a->u.submit.phase;
+  q->eval_id = r->submit_eval_id;
   q->device = -1;
-  f->in_flight++;
-  sg_run_apply_sched(r);
+  wf_of(r, w)->in_flight++;
+  return 0;
 }
 
 static const char *kernel_source(run *r, const rreq *q, size_t *len) {
@@ -196,9 +202,8 @@ static void pool_refused(run *r, sg_req_id id, rreq *q, bool compile, const sg_e
                                "message", why->msg));
   sg_err e;
   sg_err_clear(&e);
-  sg_sched_actions_clear(&r->sact);
   if (compile) {
-    if (sg_scheduler_compiled(r->sched, id, false, now_us(), &r->sact, &e) == 0) {
+    if (sg_interp_compiled(r->it, id, false, &e) == 0) {
       char *msg = sg_asprintf("specgen could not evaluate: %s", why->msg);
       finish_own(r, q, SG_EVAL_INFRA_ERROR, msg);
       free(msg);
@@ -206,88 +211,109 @@ static void pool_refused(run *r, sg_req_id id, rreq *q, bool compile, const sg_e
     }
   } else {
     device_interval(r, q);
-    sg_scheduler_device_done(r->sched, id, true, now_us(), &r->sact, &e);
+    sg_interp_device_done(r->it, id, true, &e);
   }
-  sg_run_apply_sched(r);
 }
 
-void sg_run_apply_sched(run *r) {
-  size_t n = r->sact.n;
-  if (n == 0)
-    return;
-  sg_sched_action *acts = sg_malloc(n * sizeof *acts);
-  memcpy(acts, r->sact.v, n * sizeof *acts);
-  for (size_t i = 0; i < n && !r->failed; i++) {
-    const sg_sched_action *a = &acts[i];
-    rreq *q = a->req ? req_get(r, a->req, false) : NULL;
-    sg_err e;
-    sg_err_clear(&e);
-    switch (a->type) {
-    case SG_SACT_START_COMPILE:
-      assert(q && q->live);
-      if (pool_send(r, a->req, q, true, -1, &e) < 0)
-        pool_refused(r, a->req, q, true, &e);
-      break;
-    case SG_SACT_START_DEVICE:
-      assert(q && q->live && a->device >= 0);
-      q->device = a->device;
-      q->device_start_us = now_us();
-      STORE(r, sg_store_eval_start(r->store, q->eval_id, r->devices[a->device],
-                                   q->device_start_us, err));
-      if (pool_send(r, a->req, q, false, a->device, &e) < 0)
-        pool_refused(r, a->req, q, false, &e);
-      break;
-    case SG_SACT_ABORT:
-      if (q == NULL || !q->live)
-        break;
-      sg_pool_abort(r->pool, ticket_of(a->req, a->was_compiling));
-      device_interval(r, q);
-      finish_own(r, q, SG_EVAL_ABORTED, "withdrawn: its iteration ended first");
-      req_end(r, q);
-      break;
-    case SG_SACT_FAIL:
-      if (q == NULL || !q->live)
-        break;
-    {
-      device_interval(r, q);
-      char *msg = sg_asprintf("specgen could not evaluate: the request failed on every "
-                              "device tried; the last failure: %s",
-                              q->last_infra ? q->last_infra : "none reported");
-      finish_own(r, q, SG_EVAL_INFRA_ERROR, msg);
-      free(msg);
-      req_end(r, q);
-      break;
-    }
-    case SG_SACT_DEVICE_DEAD:
-      sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "device", r->devices[a->device],
-                                   "message", "device taken out of service after "
-                                              "repeated infrastructure failures"));
-      if (++r->dead_devices >= (int)r->ndevices) {
-        /* Nothing can be evaluated any more: stop rather than generate for
-         * nothing. The run stays resumable once the devices are fixed. */
-        sg_err e2;
-        sg_err_set(&e2, SG_EIO, "every device is out of service after repeated "
-                   "infrastructure failures; the last: %s",
-                   r->last_infra ? r->last_infra : "none reported");
-        sg_run_fail(r, &e2);
-      }
-      break;
-    case SG_SACT_RESPLIT:
-      for (size_t k = 0; k < r->nwf; k++)
-        if (!r->wfs[k].done && r->wfs[k].store_id && a->workflow == k) {
-          sg_run_record_decision(r, &r->wfs[k], "reallocate",
-                          json_pack("{s:i, s:i}", "validate_devices",
-                                    a->validate_devices, "profile_devices",
-                                    a->profile_devices));
-        }
-      break;
-    }
+/* ---- the scheduler's actions (the interpreter's ops) ------------------------- */
+
+static int op_compile_start(void *data, const sg_sched_action *a) {
+  run *r = data;
+  rreq *q = req_get(r, a->req, false);
+  assert(q && q->live);
+  sg_err e;
+  sg_err_clear(&e);
+  if (pool_send(r, a->req, q, true, -1, &e) < 0)
+    pool_refused(r, a->req, q, true, &e);
+  return 0;
+}
+
+static int op_device_start(void *data, const sg_sched_action *a) {
+  run *r = data;
+  rreq *q = req_get(r, a->req, false);
+  assert(q && q->live && a->device >= 0);
+  q->device = a->device;
+  q->device_start_us = now_us();
+  STORE(r, sg_store_eval_start(r->store, q->eval_id, r->devices[a->device],
+                               q->device_start_us, err));
+  sg_err e;
+  sg_err_clear(&e);
+  if (pool_send(r, a->req, q, false, a->device, &e) < 0)
+    pool_refused(r, a->req, q, false, &e);
+  return 0;
+}
+
+static int op_abort(void *data, const sg_sched_action *a) {
+  run *r = data;
+  rreq *q = req_get(r, a->req, false);
+  if (q == NULL || !q->live)
+    return 0;
+  sg_pool_abort(r->pool, ticket_of(a->req, a->was_compiling));
+  device_interval(r, q);
+  finish_own(r, q, SG_EVAL_ABORTED, "withdrawn: its iteration ended first");
+  req_end(r, q);
+  return 0;
+}
+
+static int op_give_up(void *data, const sg_sched_action *a) {
+  run *r = data;
+  rreq *q = req_get(r, a->req, false);
+  if (q == NULL || !q->live)
+    return 0;
+  device_interval(r, q);
+  char *msg = sg_asprintf("specgen could not evaluate: the request failed on every "
+                          "device tried; the last failure: %s",
+                          q->last_infra ? q->last_infra : "none reported");
+  finish_own(r, q, SG_EVAL_INFRA_ERROR, msg);
+  free(msg);
+  req_end(r, q);
+  return 0;
+}
+
+static int op_device_dead(void *data, const sg_sched_action *a) {
+  run *r = data;
+  sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "device", r->devices[a->device],
+                                      "message", "device taken out of service after "
+                                                 "repeated infrastructure failures"));
+  if (++r->dead_devices >= (int)r->ndevices) {
+    /* Nothing can be evaluated any more: stop rather than generate for
+     * nothing. The run stays resumable once the devices are fixed. */
+    sg_err e2;
+    sg_err_set(&e2, SG_EIO, "every device is out of service after repeated "
+               "infrastructure failures; the last: %s",
+               r->last_infra ? r->last_infra : "none reported");
+    sg_run_fail(r, &e2);
   }
-  free(acts);
+  return 0;
+}
+
+static int op_resplit(void *data, const sg_sched_action *a) {
+  run *r = data;
+  if (a->workflow < r->nwf && !r->wfs[a->workflow].done && r->wfs[a->workflow].store_id)
+    sg_run_record_decision(r, &r->wfs[a->workflow], "reallocate",
+                           json_pack("{s:i, s:i}", "validate_devices",
+                                     a->validate_devices, "profile_devices",
+                                     a->profile_devices));
+  return 0;
+}
+
+void sg_run_eval_ops(sg_interp_ops *ops) {
+  ops->submit = op_submit;
+  ops->submitted = op_submitted;
+  ops->refused = op_refused;
+  ops->compile_start = op_compile_start;
+  ops->device_start = op_device_start;
+  ops->abort = op_abort;
+  ops->give_up = op_give_up;
+  ops->device_dead = op_device_dead;
+  ops->resplit = op_resplit;
 }
 
 /* ---- pool callbacks ---------------------------------------------------------- */
 
+/* A stage's result: the scheduler is told (and its actions executed), then
+ * a final result is recorded and reported to the controller (deferred: the
+ * hold keeps it from being fed inside the scheduler's actions). */
 static void on_pool_result(sg_pool *p, void *data, uint64_t ticket,
                            const sg_eval_result *res) {
   (void)p;
@@ -299,47 +325,42 @@ static void on_pool_result(sg_pool *p, void *data, uint64_t ticket,
     return;
   sg_err e;
   sg_err_clear(&e);
-  sg_sched_actions_clear(&r->sact);
-  r->depth++;
+  sg_interp_hold(r->it);
   if (compile) {
     bool ok = res->status == SG_EVAL_OK;
-    if (sg_scheduler_compiled(r->sched, id, ok, now_us(), &r->sact, &e) == 0) {
-      if (!ok) {
-        STORE(r, sg_store_eval_finish(r->store, q->eval_id, res, now_us(), err));
-        eval_event_of(r, q->w, q->cand, q->phase, res);
-        req_end(r, q);
-      }
-      sg_run_apply_sched(r);
+    if (sg_interp_compiled(r->it, id, ok, &e) == 0 && !ok) {
+      STORE(r, sg_store_eval_finish(r->store, q->eval_id, res, now_us(), err));
+      eval_event_of(r, q->w, q->cand, q->phase, res);
+      req_end(r, q);
     }
-  } else {
-    bool infra = res->status == SG_EVAL_INFRA_ERROR;
+  } else if (res->status == SG_EVAL_INFRA_ERROR) {
+    /* Before the scheduler: a request it gives up names this failure. */
+    free(q->last_infra);
+    q->last_infra = sg_strdup(res->message ? res->message : "no message");
+    free(r->last_infra);
+    r->last_infra = sg_strdup(q->last_infra);
+    sg_run_emit(r, "warning", json_pack("{s:s, s:s?}", "task", wf_of(r, q->w)->task->name,
+                                        "message", res->message));
     device_interval(r, q);
-    if (sg_scheduler_device_done(r->sched, id, infra, now_us(), &r->sact, &e) == 0) {
-      if (!infra) {
-        sg_eval_result copy = *res;
-        char *prof = NULL;
-        if (q->phase == SG_PHASE_PROFILE && res->profile_text == NULL &&
-            res->status == SG_EVAL_OK)
-          copy.profile_text = prof = sg_asprintf(
-              "cpu timing profile: candidate median %.3f ms, reference %.3f ms "
-              "(no hardware counters on the cpu evaluator)",
-              res->cand_ms, res->ref_ms);
-        STORE(r, sg_store_eval_finish(r->store, q->eval_id, &copy, now_us(), err));
-        eval_event_of(r, q->w, q->cand, q->phase, &copy);
-        free(prof);
-        req_end(r, q);
-      } else {
-        free(q->last_infra);
-        q->last_infra = sg_strdup(res->message ? res->message : "no message");
-        free(r->last_infra);
-        r->last_infra = sg_strdup(q->last_infra);
-        sg_run_emit(r, "warning", json_pack("{s:s, s:s?}", "task", wf_of(r, q->w)->task->name,
-                                     "message", res->message));
-      }
-      sg_run_apply_sched(r);
+    sg_interp_device_done(r->it, id, true, &e);
+  } else {
+    device_interval(r, q);
+    if (sg_interp_device_done(r->it, id, false, &e) == 0) {
+      sg_eval_result copy = *res;
+      char *prof = NULL;
+      if (q->phase == SG_PHASE_PROFILE && res->profile_text == NULL &&
+          res->status == SG_EVAL_OK)
+        copy.profile_text = prof = sg_asprintf(
+            "cpu timing profile: candidate median %.3f ms, reference %.3f ms "
+            "(no hardware counters on the cpu evaluator)",
+            res->cand_ms, res->ref_ms);
+      STORE(r, sg_store_eval_finish(r->store, q->eval_id, &copy, now_us(), err));
+      eval_event_of(r, q->w, q->cand, q->phase, &copy);
+      free(prof);
+      req_end(r, q);
     }
   }
-  r->depth--;
+  sg_interp_release(r->it);
   sg_run_drain(r);
 }
 

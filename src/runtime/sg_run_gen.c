@@ -79,7 +79,7 @@ static void on_delta(rgen *g, bool reasoning, const char *text, size_t len) {
     ev.u.chunk.content_len = len;
   }
   ev.u.chunk.tokens = 1; /* vLLM and SGLang stream one token per chunk */
-  sg_run_ctl_event(r, g->w, &ev);
+  sg_interp_event(r->it, g->w, &ev);
   sg_run_drain(r);
 }
 
@@ -185,7 +185,7 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
   }
   uint32_t w = g->w;
   sg_run_gen_free(g);
-  sg_run_ctl_event(r, w, &ev);
+  sg_interp_event(r->it, w, &ev);
   sg_run_drain(r);
 }
 
@@ -235,8 +235,15 @@ static char *prompt_record(const sg_prompt_text *pt, const char *prefix, size_t 
   return s;
 }
 
-void sg_run_gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
+/* START_GEN: the iteration is opened in the store, the prompt rendered
+ * (once per iteration and plan entry), the generation recorded and its
+ * stream started. */
+static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
+  run *r = data;
   wf *f = wf_of(r, w);
+  sg_run_iteration_open(r, f, a->iteration);
+  if (r->failed)
+    return 0;
   sg_err e;
   sg_err_clear(&e);
   size_t pi = a->u.start.prompt_index;
@@ -246,7 +253,7 @@ void sg_run_gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
                          a->u.start.prompt, a->iteration, &f->prompts[pi], &e) < 0) {
       sg_err_prefix(&e, "task %s: rendering the prompt", f->task->name);
       sg_run_fail(r, &e);
-      return;
+      return 0;
     }
     f->have_prompt[pi] = true;
   }
@@ -270,7 +277,7 @@ void sg_run_gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
   free(prompt_json);
   if (r->failed) {
     free(fork_prompt);
-    return;
+    return 0;
   }
 
   sg_llm_message msgs[3] = {
@@ -342,14 +349,9 @@ void sg_run_gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
      * the controller after this action list, as a stream error would be. */
     gen_record_end(r, g, NULL, NULL, SG_STORE_GEN_FAILED);
     sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", e.msg));
-    deferred *d = sg_calloc(1, sizeof *d);
-    d->w = w;
-    d->gen = g->gen;
-    d->gen_error = rc;
-    d->message = sg_strdup(e.msg);
-    sg_run_defer_push(r, d);
+    sg_interp_gen_failed(r->it, w, g->gen, rc, e.msg);
     sg_run_gen_free(g);
-    return;
+    return 0;
   }
   g->next = f->gens;
   f->gens = g;
@@ -359,19 +361,34 @@ void sg_run_gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
     sg_run_emit(r, "fork", json_pack("{s:s, s:i, s:I}", "task", f->task->name, "iteration",
                               (int)a->iteration + 1, "prefix_bytes",
                               (json_int_t)a->u.start.prefix_len));
+  return 0;
 }
 
-void sg_run_gen_cancel(run *r, uint32_t w, uint64_t gen) {
+/* Cancels a running generation; true when it was a main one. */
+static bool gen_cancel(run *r, uint32_t w, uint64_t gen) {
   wf *f = wf_of(r, w);
   rgen *g = gen_find(f, gen);
   if (g == NULL)
-    return;
+    return false;
   if (g->stream)
     sg_llm_stream_cancel(g->stream);
   g->stream = NULL;
   gen_unlink(f, g);
   gen_counts(f, g, -1);
-  f->main_cancelled |= g->kind == SG_GEN_MAIN;
+  bool main = g->kind == SG_GEN_MAIN;
   gen_record_end(r, g, &g->usage, "cancelled", SG_STORE_GEN_CANCELLED);
   sg_run_gen_free(g);
+  return main;
+}
+
+void sg_run_gen_cancel(run *r, uint32_t w, uint64_t gen) { (void)gen_cancel(r, w, gen); }
+
+static int op_gen_cancel(void *data, uint32_t w, uint64_t gen, bool *was_main) {
+  *was_main = gen_cancel(data, w, gen);
+  return 0;
+}
+
+void sg_run_gen_ops(sg_interp_ops *ops) {
+  ops->gen_start = op_gen_start;
+  ops->gen_cancel = op_gen_cancel;
 }

@@ -14,6 +14,7 @@
 #include "common/sg_clock.h"
 #include "common/sg_error.h"
 #include "core/sg_controller.h"
+#include "core/sg_interp.h"
 #include "core/sg_scheduler.h"
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
@@ -95,25 +96,10 @@ typedef struct wf {
   idmap gen_store;         /* store generation id by controller generation id */
   idmap cand_store;        /* store candidate id by controller candidate id */
   bool done, failed;
-  bool main_cancelled;     /* this iteration cancelled a running reasoning */
   char *best_file;         /* the best kernel's file, once written */
   double best_speedup;     /* NAN until a profiled kernel */
   int live_main, live_spec, in_flight;
 } wf;
-
-/* An event the loop made up, waiting to be fed to a controller. */
-typedef struct deferred {
-  uint32_t w;
-  uint64_t gen;            /* > 0: a generation that failed to start */
-  int gen_error;
-  uint64_t cand;
-  sg_phase phase;
-  sg_eval_status status;
-  double speedup;
-  char *message;
-  char *profile_text;
-  struct deferred *next;
-} deferred;
 
 struct run {
   const sg_run_config *cfg;
@@ -148,10 +134,8 @@ struct run {
   sg_prompt_templates *templates;
   wf *wfs;
   size_t nwf;
-  deferred *dq, *dq_tail;
-  sg_ctl_actions cact;
-  sg_sched_actions sact;
-  int depth;               /* nesting of core dispatch */
+  sg_interp *it;           /* executes the core's actions (sg_interp.h) */
+  int64_t submit_eval_id;  /* the store's id of the evaluation being submitted */
   /* handles */
   uv_timer_t tick;
   uv_signal_t sigint, sigterm;
@@ -163,8 +147,6 @@ struct run {
   char *last_infra;        /* the latest infrastructure failure, for errors */
   /* what the decisions cost: CPU time inside the controllers, and the loop
    * thread's CPU time in all (client, store, pool, core) */
-  int64_t controller_cpu_ns;
-  uint64_t controller_calls;
   uint64_t generations;
 };
 
@@ -217,19 +199,15 @@ int64_t sg_run_thread_cpu_ns(void);
 void sg_run_fail(run *r, const sg_err *e);
 /* One event to the observer (fields is consumed). */
 void sg_run_emit(run *r, const char *name, json_t *fields);
-void sg_run_defer_push(run *r, deferred *d);
-void sg_run_defer_eval(run *r, uint32_t w, uint64_t cand, sg_phase phase,
-                       sg_eval_status st, double speedup, const char *message,
-                       const char *profile_text);
-void sg_run_record_decision(run *r, wf *f, const char *kind, json_t *detail);
-void sg_run_ctl_event(run *r, uint32_t w, sg_ctl_event *ev);
 /* Feeds the made-up events, in order, once no core call is on the stack. */
 void sg_run_drain(run *r);
+void sg_run_record_decision(run *r, wf *f, const char *kind, json_t *detail);
 
 /* ---- sg_run_gen.c: generations and token forks ------------------------------ */
 
 void sg_run_gen_free(rgen *g);
-void sg_run_gen_start(run *r, uint32_t w, const sg_ctl_action *a);
+/* The interpreter's ops for generations: gen_start, gen_cancel. */
+void sg_run_gen_ops(sg_interp_ops *ops);
 void sg_run_gen_cancel(run *r, uint32_t w, uint64_t gen);
 /* The iteration the controller's action belongs to is open in the store. */
 void sg_run_iteration_open(run *r, wf *f, uint32_t iteration);
@@ -240,9 +218,9 @@ void sg_run_iteration_close(run *r, wf *f, const char *reason);
 /* Feedback texts for the controller (and so the prompts). */
 void sg_run_feedback_of(const sg_eval_result *res, sg_phase phase, char **message,
                         char **profile_text);
-void sg_run_submit_eval(run *r, uint32_t w, const sg_ctl_action *a);
-/* Executes the scheduler's actions in r->sact. */
-void sg_run_apply_sched(run *r);
+/* The interpreter's ops for evaluations: submit, submitted, refused and
+ * the scheduler's actions. */
+void sg_run_eval_ops(sg_interp_ops *ops);
 int sg_run_start_pool(run *r, const char *program, sg_err *err);
 /* sg_run_kv.c: the KV store of --kv-store (docs/kvstore.md). start does
  * nothing without it; close keeps its counters for report, which adds them

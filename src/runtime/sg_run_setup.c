@@ -178,13 +178,17 @@ json_t *sg_run_summary(run *r, sg_err *err) {
   }
   /* This process's share only (a resumed run counts from the resume). */
   double loop_s = (double)sg_run_thread_cpu_ns() / 1e9;
+  sg_interp_stats is;
+  memset(&is, 0, sizeof is);
+  if (r->it)
+    sg_interp_stats_get(r->it, &is);
   json_object_set_new(
       s, "overhead",
       json_pack("{s:f, s:I, s:I, s:f, s:f}", "controller_cpu_s",
-                (double)r->controller_cpu_ns / 1e9, "controller_calls",
-                (json_int_t)r->controller_calls, "generations", (json_int_t)r->generations,
+                (double)is.controller_cpu_ns / 1e9, "controller_calls",
+                (json_int_t)is.controller_calls, "generations", (json_int_t)r->generations,
                 "controller_cpu_us_per_generation",
-                r->generations ? (double)r->controller_cpu_ns / 1e3 / (double)r->generations
+                r->generations ? (double)is.controller_cpu_ns / 1e3 / (double)r->generations
                                : 0.0,
                 "loop_thread_cpu_s", loop_s));
   return s;
@@ -211,13 +215,8 @@ void sg_run_free(run *r) {
     free(f->best_file);
   }
   free(r->wfs);
-  while (r->dq) {
-    deferred *d = r->dq;
-    r->dq = d->next;
-    free(d->message);
-    free(d->profile_text);
-    free(d);
-  }
+  sg_interp_free(r->it);
+  r->it = NULL;
   for (size_t i = 0; i < r->ndevices; i++)
     free(r->devices[i]);
   free(r->devices);
@@ -225,8 +224,6 @@ void sg_run_free(run *r) {
     free(r->reqs[i].last_infra);
   free(r->reqs);
   free(r->last_infra);
-  sg_ctl_actions_free(&r->cact);
-  sg_sched_actions_free(&r->sact);
   sg_scheduler_free(r->sched);
   sg_prompt_templates_free(r->templates);
   sg_store_close(r->store);

@@ -1136,7 +1136,10 @@ int sg_llm_server_start(const sg_llm_server_opts *opts, sg_llm_server **out, sg_
   if (rc < 0)
     return rc;
   sg_fm_params mp;
-  sg_fm_params_init(&mp);
+  if (o.model)
+    mp = *o.model;
+  else
+    sg_fm_params_init(&mp);
   if (o.reasoning_tokens_min > 0)
     mp.reasoning_tokens_min = o.reasoning_tokens_min;
   if (o.reasoning_tokens_max > 0)
