@@ -313,6 +313,25 @@ static void bench_yield(sg_kv_backend *be, size_t fill, size_t slab) {
     free(data);
 }
 
+static void open_backend(const char *device, sg_kv_backend *be,
+                         sg_kv_cuda **cu, sg_kv_host **host) {
+  bool is_cuda;
+  int ord;
+  sg_err err;
+  if (sg_kv_device_parse(device, &is_cuda, &ord, &err) < 0)
+    die("--device", err.msg);
+  if (is_cuda) {
+    if (sg_kv_cuda_open(ord, cu, &err) < 0)
+      die(device, err.msg);
+    sg_kv_cuda_backend(*cu, be);
+    printf("device: %s (%s)\n", device, sg_kv_cuda_name(*cu));
+  } else {
+    *host = sg_kv_host_new();
+    sg_kv_host_backend(*host, be);
+    printf("device: host memory\n");
+  }
+}
+
 int main(int argc, char **argv) {
   const char *device = "host";
   int reps = 50;
@@ -331,25 +350,12 @@ int main(int argc, char **argv) {
   }
   if (reps < 2)
     reps = 2;
-  bool is_cuda;
-  int ord;
-  if (sg_kv_device_parse(device, &is_cuda, &ord, &err) < 0)
-    die("--device", err.msg);
   /* The backend used for the copy limit and the yield (the store opens its
    * own). */
   sg_kv_backend be;
   sg_kv_cuda *cu = NULL;
   sg_kv_host *host = NULL;
-  if (is_cuda) {
-    if (sg_kv_cuda_open(ord, &cu, &err) < 0)
-      die(device, err.msg);
-    sg_kv_cuda_backend(cu, &be);
-    printf("device: %s (%s)\n", device, sg_kv_cuda_name(cu));
-  } else {
-    host = sg_kv_host_new();
-    sg_kv_host_backend(host, &be);
-    printf("device: host memory\n");
-  }
+  open_backend(device, &be, &cu, &host);
   size_t budget = 2 * max_size > 512 * MiB ? 2 * max_size : 512 * MiB;
   store_thread st;
   uv_loop_init(&st.loop);

@@ -49,6 +49,46 @@ static int bad(const char *msg) {
   return SG_EXIT_USAGE;
 }
 
+/* Serves until SIGINT or SIGTERM, then prints the counters. */
+static int serve(const sg_kvstore_opts *o, bool json) {
+  sg_err err;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  sg_kvstore *s;
+  int rc = sg_kvstore_start(&loop, o, &s, &err);
+  if (rc < 0) {
+    fprintf(stderr, "specgen kvstore: %s\n", err.msg);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    return rc == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED;
+  }
+  char *cfg = sg_kvstore_lmcache_config(s);
+  fprintf(stderr, "specgen kvstore: serving %s (%zu bytes per device on %s)\n"
+          "%s", sg_kvstore_url(s), o->budget_bytes,
+          o->n_devices ? o->devices[0] : "host", cfg);
+  free(cfg);
+  /* The URL alone on stdout's first line, for scripts and tests. */
+  printf("%s\n", sg_kvstore_url(s));
+  fflush(stdout);
+  uv_signal_init(&loop, &sig_int);
+  uv_signal_init(&loop, &sig_term);
+  uv_signal_start(&sig_int, on_signal, SIGINT);
+  uv_signal_start(&sig_term, on_signal, SIGTERM);
+  signal(SIGPIPE, SIG_IGN);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  json_t *st = sg_kvstore_stats_json(s);
+  char *text = json_dumps(st, json ? JSON_COMPACT : JSON_INDENT(2));
+  printf("%s\n", text);
+  free(text);
+  json_decref(st);
+  sg_kvstore_close(s);
+  uv_close((uv_handle_t *)&sig_int, NULL);
+  uv_close((uv_handle_t *)&sig_term, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  return SG_EXIT_OK;
+}
+
 int sg_cmd_kvstore(int argc, char **argv) {
   enum { O_LISTEN = 1000, O_MEMORY, O_DEVICE, O_SLAB, O_RESERVE, O_JSON };
   static const struct option longopts[] = {
@@ -100,41 +140,8 @@ int sg_cmd_kvstore(int argc, char **argv) {
     return bad("--listen HOST:PORT is required");
   if (memory == 0)
     return bad("--memory must be above 0");
-  uv_loop_t loop;
-  uv_loop_init(&loop);
   sg_kvstore_opts o = {.listen = listen, .devices = devices,
                        .n_devices = n_dev, .budget_bytes = memory,
                        .slab_bytes = slab, .eval_reserve_bytes = reserve};
-  sg_kvstore *s;
-  int rc = sg_kvstore_start(&loop, &o, &s, &err);
-  if (rc < 0) {
-    fprintf(stderr, "specgen kvstore: %s\n", err.msg);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
-    return rc == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED;
-  }
-  char *cfg = sg_kvstore_lmcache_config(s);
-  fprintf(stderr, "specgen kvstore: serving %s (%zu bytes per device on %s)\n"
-          "%s", sg_kvstore_url(s), memory, n_dev ? devices[0] : "host", cfg);
-  free(cfg);
-  /* The URL alone on stdout's first line, for scripts and tests. */
-  printf("%s\n", sg_kvstore_url(s));
-  fflush(stdout);
-  uv_signal_init(&loop, &sig_int);
-  uv_signal_init(&loop, &sig_term);
-  uv_signal_start(&sig_int, on_signal, SIGINT);
-  uv_signal_start(&sig_term, on_signal, SIGTERM);
-  signal(SIGPIPE, SIG_IGN);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  json_t *st = sg_kvstore_stats_json(s);
-  char *text = json_dumps(st, json ? JSON_COMPACT : JSON_INDENT(2));
-  printf("%s\n", text);
-  free(text);
-  json_decref(st);
-  sg_kvstore_close(s);
-  uv_close((uv_handle_t *)&sig_int, NULL);
-  uv_close((uv_handle_t *)&sig_term, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  uv_loop_close(&loop);
-  return SG_EXIT_OK;
+  return serve(&o, json);
 }

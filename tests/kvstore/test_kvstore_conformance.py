@@ -210,11 +210,14 @@ def main():
     ok(right, "every block that remains has its own bytes")
     # Eviction under a concurrent GET: the reply is being sent while
     # another client's PUTs evict its block.
-    big = 2 << 20
-    s2 = Store("--memory", "4M", "--slab", "2M")
+    # 8 MiB: more than loopback's socket buffers hold (4 MiB at most by
+    # default), with a small receive window, so the reply is still being
+    # written when the PUTs come.
+    big = 8 << 20
+    s2 = Store("--memory", "16M", "--slab", "8M")
     a, b = s2.client(), s2.client()
     a.put(w.key(1), blob(big, 5))
-    a.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    a.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     a.sock.sendall(w.header(w.GET, w.key(1)))
     time.sleep(0.2)
     for i in range(2, 6):
