@@ -32,7 +32,8 @@ static void usage(FILE *out) {
           "  --slab SIZE         allocation unit of block memory (64M)\n"
           "  --eval-reserve SIZE memory an evaluation gets when the run's pool\n"
           "                      says one starts (only with specgen run) (8G)\n"
-          "  --json              counters at the end as one JSON object\n"
+          "  --json              counters at the end as one JSON object (else\n"
+          "                      as text)\n"
           "  -h, --help          this help\n");
 }
 
@@ -47,6 +48,32 @@ static int bad(const char *msg) {
   fprintf(stderr, "specgen kvstore: %s\n\n", msg);
   usage(stderr);
   return SG_EXIT_USAGE;
+}
+
+static double num(const json_t *o, const char *k) {
+  return json_number_value(json_object_get(o, k));
+}
+
+/* The counters as text (--json: the object itself). */
+static void print_stats(const json_t *st) {
+  printf("%.0f PUTs (%.1f MB), %.0f hits, %.0f misses (hit rate %.0f%%), "
+         "%.1f MB out\n"
+         "%.0f evictions (%.1f MB), %.0f yields (longest %.2f ms), %.0f "
+         "dropped PUTs, %.0f aborted, %.0f refused headers, %.0f connections\n",
+         num(st, "puts"), num(st, "put_bytes") / 1e6, num(st, "hits"),
+         num(st, "misses"), 100 * num(st, "hit_rate"), num(st, "get_bytes") / 1e6,
+         num(st, "evictions"), num(st, "evicted_bytes") / 1e6, num(st, "yields"),
+         num(st, "yield_max_ms"), num(st, "puts_dropped"), num(st, "puts_aborted"),
+         num(st, "protocol_errors"), num(st, "connections"));
+  size_t i;
+  const json_t *t;
+  json_array_foreach(json_object_get(st, "tiers"), i, t) {
+    printf("  %-8s %s%.0f blocks, %.1f of %.1f MB used, %.1f MB allocated\n",
+           json_string_value(json_object_get(t, "device")),
+           json_is_true(json_object_get(t, "failed")) ? "FAILED, " : "",
+           num(t, "blocks"), num(t, "used_bytes") / 1e6, num(t, "budget_bytes") / 1e6,
+           num(t, "slab_bytes") / 1e6);
+  }
 }
 
 /* Serves until SIGINT or SIGTERM, then prints the counters. */
@@ -77,9 +104,13 @@ static int serve(const sg_kvstore_opts *o, bool json) {
   signal(SIGPIPE, SIG_IGN);
   uv_run(&loop, UV_RUN_DEFAULT);
   json_t *st = sg_kvstore_stats_json(s);
-  char *text = json_dumps(st, json ? JSON_COMPACT : JSON_INDENT(2));
-  printf("%s\n", text);
-  free(text);
+  if (json) {
+    char *text = json_dumps(st, JSON_COMPACT);
+    printf("%s\n", text);
+    free(text);
+  } else {
+    print_stats(st);
+  }
   json_decref(st);
   sg_kvstore_close(s);
   uv_close((uv_handle_t *)&sig_int, NULL);
