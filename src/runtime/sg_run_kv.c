@@ -12,6 +12,7 @@
  */
 #include "runtime/sg_run_priv.h"
 
+#include "common/sg_file.h"
 #include "kvstore/sg_kv_server.h"
 #include "kvstore/sg_kvstore.h"
 
@@ -105,11 +106,15 @@ void sg_run_kv_report(run *r, json_t *summary) {
   json_object_set(summary, "kv_store", r->kv_stats);
   char *text = json_dumps(r->kv_stats, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
   char *path = sg_asprintf("%s/kv_store.json", r->dir);
-  FILE *f = fopen(path, "w");
-  if (f) {
-    fprintf(f, "%s\n", text);
-    fclose(f);
-  }
+  char *line = sg_asprintf("%s\n", text);
+  sg_err e;
+  sg_err_clear(&e);
+  /* summary.json has the same counters: a failure here is worth a warning,
+   * not the run. */
+  if (sg_file_write(path, line, strlen(line), &e) < 0)
+    sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "device", "kv-store",
+                                        "message", e.msg));
+  free(line);
   free(path);
   free(text);
 }
