@@ -244,8 +244,14 @@ static slab *new_slab(sg_kv_mem *m, size_t cls, tier **tp) {
     }
     if (!best)
       return NULL;
+    /* At most an eighth of the budget (but one block): a single slab of
+     * one size class must not take a small budget whole, or blocks of
+     * another size would evict everything to get room. */
     size_t room = best->limit - best->slab_total;
+    size_t cap = best->budget / 8 > cls ? best->budget / 8 : cls;
     size_t want = m->opts.slab_bytes < room ? m->opts.slab_bytes : room;
+    if (want > cap)
+      want = cap;
     size_t nslots = want / cls ? want / cls : 1;
     uint64_t addr;
     sg_err e2;

@@ -82,8 +82,8 @@ typedef struct sg_kv_stats {
 typedef struct sg_kv_mem sg_kv_mem;
 
 typedef struct sg_kv_mem_opts {
-  size_t slab_bytes;  /* slab size (64 MiB); a block larger than it gets a
-                         slab of its own */
+  size_t slab_bytes;  /* slab size (64 MiB), at most an eighth of the
+                         budget; a block larger gets a slab of its own */
   size_t max_block_bytes; /* PUTs above are refused (the budget) */
 } sg_kv_mem_opts;
 

@@ -326,7 +326,31 @@ static void test_replace_and_empty(void) {
   sg_kv_mem_free(m);
 }
 
-SG_TEST_MAIN(SG_TEST(test_size_classes), SG_TEST(test_lru_eviction_and_refresh),
+/* A small budget with the default 64 MiB slab: one size class must not
+ * take the whole budget, so a block of another size evicts nothing. */
+static void test_small_budget_holds_two_sizes(void) {
+  wrap w;
+  wrap_init(&w, "t");
+  sg_kv_backend b = wrap_backend(&w, "t");
+  size_t budget = 8 * MiB;
+  sg_kv_mem_opts o = {.max_block_bytes = budget};
+  sg_kv_mem *m;
+  sg_err err;
+  SG_CHECK_OK(sg_kv_mem_new(&b, &budget, 1, &o, &m, &err), err);
+  SG_CHECK_OK(put(m, 1, 100000), err);
+  SG_CHECK(w.slabs <= budget / 8);
+  SG_CHECK_OK(put(m, 2, 5000), err);
+  SG_CHECK_OK(put(m, 3, 2 * MiB), err); /* larger than an eighth: its own */
+  SG_CHECK_EQ_INT(get(m, 1, 100000), 0);
+  SG_CHECK_EQ_INT(get(m, 2, 5000), 0);
+  SG_CHECK_EQ_INT(get(m, 3, 2 * MiB), 0);
+  sg_kv_stats st;
+  sg_kv_mem_stats(m, &st);
+  SG_CHECK_EQ_INT(st.evictions, 0);
+  sg_kv_mem_free(m);
+}
+
+SG_TEST_MAIN(SG_TEST(test_size_classes), SG_TEST(test_small_budget_holds_two_sizes), SG_TEST(test_lru_eviction_and_refresh),
              SG_TEST(test_mixed_sizes_stay_in_budget),
              SG_TEST(test_yield_leaves_the_reserve),
              SG_TEST(test_yield_on_host_uses_the_budget),

@@ -11,6 +11,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -20,6 +21,10 @@ SPECGEN = sys.argv[1]
 # Host memory by default (CI); SG_KVSTORE_TEST_DEVICE=cuda:0 runs the same
 # checks with the blocks in GPU memory.
 DEVICE = os.environ.get("SG_KVSTORE_TEST_DEVICE", "host")
+# SG_KVSTORE_TEST_VIA=run: the same checks against the store that
+# `specgen run --kv-store` starts (cpu:0, the built-in test model, its
+# evaluations going on meanwhile; reserve 0 so its yields evict nothing).
+VIA_RUN = os.environ.get("SG_KVSTORE_TEST_VIA") == "run"
 n_test = 0
 failed = 0
 
@@ -40,6 +45,9 @@ def ok(cond, name, detail=""):
 
 class Store:
     def __init__(self, *args, env=None):
+        if VIA_RUN:
+            self._start_run(args)
+            return
         self.p = subprocess.Popen(
             [SPECGEN, "kvstore", "--listen", "127.0.0.1:0", "--json",
              "--device", DEVICE, *args],
@@ -47,6 +55,29 @@ class Store:
             env=env)
         self.url = self.p.stdout.readline().strip()
         assert self.url.startswith("lm://"), self.p.stderr.read()
+        self._address()
+
+    def _start_run(self, args):
+        opts = dict(zip(args[::2], args[1::2]))
+        self.tmp = tempfile.TemporaryDirectory()
+        self.p = subprocess.Popen(
+            [SPECGEN, "run", "--task", "hinge_loss", "--devices", "cpu:0",
+             "--iterations", "100000", "--out", self.tmp.name + "/run",
+             "--json", "--kv-store", "--kv-store-memory", opts["--memory"],
+             "--kv-store-reserve", "0", "--server-speed", "3000",
+             "--runs", "3", "--warmups", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in self.p.stdout:
+            ev = json.loads(line)
+            if ev["event"] == "kv_store":
+                self.url = ev["url"]
+                break
+        else:
+            raise RuntimeError("the run announced no store: " +
+                               self.p.stderr.read())
+        self._address()
+
+    def _address(self):
         host, port = self.url[5:].rsplit(":", 1)
         self.host, self.port = host, int(port)
 
@@ -54,10 +85,19 @@ class Store:
         return w.Client(self.host, self.port)
 
     def stop(self):
+        """(0 when the store ended as it should, its counters)."""
         self.p.send_signal(signal.SIGINT)
-        out, err = self.p.communicate(timeout=60)
+        out, err = self.p.communicate(timeout=120)
         self.stderr = err
-        return self.p.returncode, json.loads(out)
+        if not VIA_RUN:
+            return self.p.returncode, json.loads(out)
+        end = [json.loads(x) for x in out.splitlines()
+               if x.startswith('{"event":"run_end"')]
+        self.tmp.cleanup()
+        # An interrupted run exits 1 and still writes its summary.
+        ok = self.p.returncode == 1 and end and end[0]["interrupted"]
+        return (0 if ok else self.p.returncode or -1,
+                end[0]["summary"]["kv_store"] if end else {})
 
 
 def alive(store):
