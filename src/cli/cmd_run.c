@@ -5,6 +5,7 @@
 
 #include "common/sg_alloc.h"
 #include "report/sg_dashboard.h"
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_run.h"
 #include "runtime/sg_run_config.h"
 
@@ -119,10 +120,7 @@ static void on_event(void *data, const json_t *ev) {
                     "Its kernels come from\nthe tasks' own examples: this run shows the "
                     "pipeline working, not a model's skill.\n");
   if (p->json) {
-    char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    fprintf(stdout, "%s\n", line);
-    fflush(stdout);
-    free(line);
+    sg_jsonl_print(stdout, ev, JSON_REAL_PRECISION(6));
     return;
   }
   if (p->quiet)

@@ -40,7 +40,7 @@
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
 #include "core/sg_triggers.h"
-#include "eval/sg_eval.h"
+#include "core/sg_outcome.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -779,10 +779,12 @@ int sg_scheduler_workflow_done(sg_scheduler *s, uint32_t workflow_id,
                                int64_t now_us, sg_sched_actions *out,
                                sg_err *err) {
   set_now(s, now_us);
+  (void)err;
   workflow *w = find_wf(s, workflow_id);
+  /* Done before it submitted anything (a resumed workflow whose budget was
+   * spent at start): known from now on, as done. */
   if (w == NULL)
-    return sg_err_set(err, SG_ENOENT, "scheduler: no workflow %u",
-                      workflow_id);
+    w = add_wf(s, workflow_id, 0);
   if (w->done)
     return 0;
   abort_workflow(s, w, out);

@@ -198,7 +198,8 @@ int sg_scheduler_iteration_boundary(sg_scheduler *s, uint32_t workflow,
                                     uint32_t next_iteration, int64_t now_us,
                                     sg_sched_actions *out, sg_err *err);
 
-/* The workflow is finished: abort its requests and forget it. */
+/* The workflow is finished: abort its requests and forget it. A workflow
+ * never seen before (done before its first request) is fine. */
 int sg_scheduler_workflow_done(sg_scheduler *s, uint32_t workflow,
                                int64_t now_us, sg_sched_actions *out,
                                sg_err *err);

@@ -31,6 +31,7 @@
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
+#include "common/sg_hash.h"
 #include "eval/sg_sandbox.h"
 
 #include <dlfcn.h>
@@ -211,15 +212,6 @@ static int make_scratch(const sg_eval_opts *opts, char **out, sg_err *err) {
   "-std=c11 -O3 -march=native -fPIC -shared -D_GNU_SOURCE "                  \
   "-Werror=implicit-function-declaration -lm"
 
-static uint64_t fnv1a(const void *data, size_t len, uint64_t h) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= UINT64_C(0x100000001b3);
-  }
-  return h;
-}
-
 /* The CPU's model and feature flags (what -march=native reads), so a cache
  * shared between machines never hands one CPU another's instructions. */
 static const char *cpu_features(void) {
@@ -331,8 +323,8 @@ int sg_eval_cpu_compile(const sg_task *task, const char *source, size_t len,
    * -march=native), and a cache entry appears by an atomic rename. */
   char *ref_key_text = sg_asprintf("%s\n%s\n%s\n%s", compiler(), CC_FLAGS_TEXT,
                                    shim, cpu_features());
-  uint64_t key = fnv1a(ref_src, ref_len, fnv1a(ref_key_text, strlen(ref_key_text),
-                                               UINT64_C(0xcbf29ce484222325)));
+  uint64_t key = sg_fnv1a64_update(sg_fnv1a64(ref_key_text, strlen(ref_key_text)),
+                                   ref_src, ref_len);
   free(ref_key_text);
   char *cache_dir = ref_cache_dir();
   char *cached = cache_dir ? sg_asprintf("%s/ref-%016" PRIx64 ".so", cache_dir, key)

@@ -13,6 +13,7 @@
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
+#include "common/sg_hash.h"
 #include "eval/sg_cuda_check.h"
 #include "eval/sg_ncu.h"
 #include "eval/sg_sandbox.h"
@@ -153,15 +154,6 @@ static char *strip_dir(const char *text, const char *dir) {
   return sg_buf_steal(&b);
 }
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 static char *make_work_dir(const sg_eval_opts *opts, sg_err *err) {
   const char *root = opts && opts->work_dir ? opts->work_dir : getenv("TMPDIR");
   if (!root || !*root)
@@ -270,11 +262,10 @@ static int build_reference(const sg_task *task, const char *nvcc,
   sg_buf shim;
   sg_buf_init(&shim, 0);
   sg_cuda_shim(task, "reference.cu", &shim);
-  uint64_t h = 0xcbf29ce484222325ULL;
-  h = fnv1a(h, src, len);
-  h = fnv1a(h, shim.data, shim.len);
-  h = fnv1a(h, sg_eval_cuda_arch(), strlen(sg_eval_cuda_arch()));
-  h = fnv1a(h, nvcc, strlen(nvcc));
+  uint64_t h = sg_fnv1a64(src, len);
+  h = sg_fnv1a64_update(h, shim.data, shim.len);
+  h = sg_fnv1a64_update(h, sg_eval_cuda_arch(), strlen(sg_eval_cuda_arch()));
+  h = sg_fnv1a64_update(h, nvcc, strlen(nvcc));
   const char *xdg = getenv("XDG_CACHE_HOME");
   const char *home = getenv("HOME");
   char *cache = xdg && *xdg ? sg_asprintf("%s/specgen/cuda", xdg)

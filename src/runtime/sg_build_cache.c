@@ -14,7 +14,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
-#include "runtime/sg_store.h"
+#include "common/sg_hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +55,7 @@ uint64_t sg_build_cache_key(const sg_build_cache_key_in *in) {
   add_str(&b, in->version);
   add_str(&b, in->cuda_arch);
   add_field(&b, in->source ? in->source : "", in->source_len);
-  uint64_t h = sg_store_fnv1a64(b.data, b.len);
+  uint64_t h = sg_fnv1a64(b.data, b.len);
   sg_buf_free(&b);
   return h;
 }

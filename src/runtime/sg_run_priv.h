@@ -18,6 +18,7 @@
 #include "core/sg_scheduler.h"
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
+#include "eval/sg_eval.h"
 #include "eval/sg_task.h"
 #include "llm/sg_llm_client.h"
 #include "llm/sg_llm_provider.h"
@@ -83,6 +84,7 @@ typedef struct idmap {
 typedef struct wf {
   uint32_t idx;
   sg_task *task;
+  const sg_evaluator *ev;  /* the task's evaluator */
   char *task_ref;          /* what workers are told: a name or a directory */
   sg_search *search;
   sg_termination *term;
@@ -105,6 +107,7 @@ struct run {
   const sg_run_config *cfg;
   const sg_run_observer *obs;
   uv_loop_t loop;
+  bool loop_ready;         /* loop initialized: to be closed */
   sg_err *err;             /* the first fatal error */
   bool failed, stopping, interrupted, closing;
   char *dir;
@@ -120,7 +123,7 @@ struct run {
   /* the pool */
   char **devices;
   size_t ndevices;
-  bool cpu_devices;
+  const char *device_kind; /* "cpu", "cuda" (sg_eval_device_kind) */
   char *build_cache;
   sg_pool *pool;
   struct sg_kvstore *kv;   /* --kv-store (sg_run_kv.c), NULL: none */

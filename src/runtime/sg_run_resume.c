@@ -149,13 +149,31 @@ int sg_run_begin_or_resume(run *r, sg_err *err) {
   if (rc < 0)
     return rc;
   const json_t *run = json_object_get(res, "run");
+  if (json_is_object(run) && !json_is_null(json_object_get(run, "ended_us"))) {
+    /* A finished run given more iterations (--resume DIR --iterations N):
+     * the workflows that ran fewer run again. */
+    int reopened = 0;
+    if ((rc = sg_store_run_extend(r->store, cfg->iterations, &reopened, err)) < 0) {
+      json_decref(res);
+      return rc;
+    }
+    if (reopened > 0) {
+      json_decref(res);
+      res = NULL;
+      if ((rc = sg_store_resume_json(r->store, &res, err)) < 0)
+        return rc;
+      run = json_object_get(res, "run");
+    }
+  }
   const json_t *sws = json_object_get(res, "workflows");
   if (!json_is_object(run))
     rc = sg_err_set(err, SG_ESTATE, "%s: no run to resume", r->dir);
   else if (!json_is_null(json_object_get(run, "ended_us")))
     rc = sg_err_set(err, SG_ESTATE,
-                    "%s: this run has finished; `specgen show %s` prints its summary",
-                    r->dir, r->dir);
+                    "%s: this run has finished its %d iterations; `--resume %s "
+                    "--iterations N` with N above %d extends it, `specgen show %s` "
+                    "prints its summary",
+                    r->dir, cfg->iterations, r->dir, cfg->iterations, r->dir);
   else if (json_array_size(sws) != r->nwf)
     rc = sg_err_set(err, SG_ESTATE, "%s: the store holds %zu workflows, the "
                     "configuration %zu tasks", r->dir, json_array_size(sws), r->nwf);

@@ -1,7 +1,9 @@
 /* sg_sim.c: the simulated runtime. See sg_sim.h for what it is; this file is
  * the event loop, the models, and the ops through which the action
  * interpreter (sg_interp.h, shared with `specgen run`) executes the core's
- * actions against them.
+ * actions against them. The configurations (the paper's ablation) are in
+ * sg_sim_variant.c. Over 800 lines on purpose: the models and the event
+ * handlers that feed their outcomes to the core are read together.
  *
  * Invariants (asserted): an event is processed at a time no earlier than the
  * previous one; a generation gets exactly one ending (finished, failed or
@@ -25,32 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- configurations ---- */
-
-static const sg_sim_variant variants[SG_SIM_VARIANTS] = {
-    {"baseline", false, false, false, false},
-    {"spec", true, false, false, false},
-    {"spec+realloc", true, true, false, false},
-    {"spec+realloc+priority", true, true, true, false},
-    {"full", true, true, true, true},
-};
-
-const char *sg_sim_variant_name(int i) {
-  return i >= 0 && i < SG_SIM_VARIANTS ? variants[i].name : NULL;
-}
-
-int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err) {
-  for (int i = 0; i < SG_SIM_VARIANTS; i++)
-    if (strcmp(name, variants[i].name) == 0) {
-      *v = variants[i];
-      return 0;
-    }
-  return sg_err_set(err, SG_ENOENT,
-                    "unknown configuration \"%s\" (known: baseline, spec, "
-                    "spec+realloc, spec+realloc+priority, full)",
-                    name);
-}
 
 /* ---- state ---- */
 

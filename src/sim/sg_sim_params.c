@@ -4,6 +4,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "config/sg_yaml.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 typedef enum { T_INT, T_DBL, T_STR, T_U64 } ptype;
 
@@ -347,113 +347,31 @@ void sg_sim_param_format(const sg_sim_params *p, size_t i, char *buf,
   }
 }
 
-/* YAML: a mapping whose values are scalars or nested mappings; nested keys
- * are joined with dots. Sequences, anchors and aliases are refused. */
-#define KEY_MAX 256
-#define DEPTH_MAX 8
+/* YAML: a mapping whose values are scalars or nested mappings, nested keys
+ * joined with dots (the walker, config/sg_yaml.h); lists are refused. */
+typedef struct yload {
+  sg_sim_params *p;
+  bool first_key;
+} yload;
+
+static int yaml_value(void *data, const sg_yaml_value *v, sg_err *err) {
+  yload *y = data;
+  if (strcmp(v->key, "preset") == 0 && !y->first_key)
+    return sg_err_set(err, SG_EINVAL,
+                      "%s: preset: must be the first key (it resets the others)",
+                      v->origin);
+  y->first_key = false;
+  sg_err e2;
+  sg_err_clear(&e2);
+  int r = sg_sim_params_set(y->p, v->key, v->value, &e2);
+  return r < 0 ? sg_err_set(err, r, "%s: %s", v->origin, e2.msg) : 0;
+}
 
 int sg_sim_params_load_yaml_string(sg_sim_params *p, const char *text,
                                    size_t len, const char *name, sg_err *err) {
-  yaml_parser_t parser;
-  if (!yaml_parser_initialize(&parser))
-    return sg_err_set(err, SG_EIO, "%s: cannot start the YAML parser", name);
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-
-  /* Stack of key prefixes, one per open mapping; expecting_key per level. */
-  char prefix[DEPTH_MAX][KEY_MAX];
-  bool expect_key[DEPTH_MAX];
-  char pending[KEY_MAX] = "";
-  int depth = -1;
-  int rc = 0;
-  bool done = false, first_key = true;
-  while (!done) {
-    yaml_event_t ev;
-    if (!yaml_parser_parse(&parser, &ev)) {
-      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: %s", name,
-                      parser.problem_mark.line + 1,
-                      parser.problem ? parser.problem : "malformed YAML");
-      break;
-    }
-    size_t line = ev.start_mark.line + 1;
-    switch (ev.type) {
-    case YAML_STREAM_END_EVENT:
-      done = true;
-      break;
-    case YAML_MAPPING_START_EVENT:
-      if (depth + 1 >= DEPTH_MAX) {
-        rc = sg_err_set(err, SG_EPARSE, "%s:%zu: nested too deep", name, line);
-        break;
-      }
-      if (depth >= 0 && expect_key[depth]) {
-        rc = sg_err_set(err, SG_EPARSE, "%s:%zu: a mapping cannot be a key", name,
-                        line);
-        break;
-      }
-      depth++;
-      if (depth == 0)
-        prefix[0][0] = '\0';
-      else {
-        snprintf(prefix[depth], KEY_MAX, "%s", pending);
-        expect_key[depth - 1] = true;
-      }
-      expect_key[depth] = true;
-      break;
-    case YAML_MAPPING_END_EVENT:
-      depth--;
-      break;
-    case YAML_SEQUENCE_START_EVENT:
-      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: %s: lists are not parameters", name,
-                      line, depth >= 0 && !expect_key[depth] ? pending : "(top)");
-      break;
-    case YAML_ALIAS_EVENT:
-      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: aliases are not supported", name, line);
-      break;
-    case YAML_SCALAR_EVENT: {
-      const char *s = (const char *)ev.data.scalar.value;
-      if (depth < 0) {
-        if (ev.data.scalar.length == 0)
-          break; /* an empty document */
-        rc = sg_err_set(err, SG_EPARSE, "%s:%zu: expected a mapping of parameters",
-                        name, line);
-        break;
-      }
-      if (expect_key[depth]) {
-        int w = depth == 0 || prefix[depth][0] == '\0'
-                    ? snprintf(pending, KEY_MAX, "%s", s)
-                    : snprintf(pending, KEY_MAX, "%s.%s", prefix[depth], s);
-        if (w < 0 || w >= KEY_MAX) {
-          rc = sg_err_set(err, SG_EPARSE, "%s:%zu: key too long", name, line);
-          break;
-        }
-        expect_key[depth] = false;
-      } else {
-        if (strcmp(pending, "preset") == 0 && !first_key) {
-          rc = sg_err_set(err, SG_EINVAL,
-                          "%s:%zu: preset: must be the first key (it resets the others)",
-                          name, line);
-          break;
-        }
-        first_key = false;
-        sg_err e2;
-        sg_err_clear(&e2);
-        int r = sg_sim_params_set(p, pending, s, &e2);
-        if (r < 0) {
-          rc = sg_err_set(err, r, "%s:%zu: %s", name, line, e2.msg);
-          break;
-        }
-        expect_key[depth] = true;
-      }
-      break;
-    }
-    default:
-      break;
-    }
-    yaml_event_delete(&ev);
-    if (rc < 0)
-      break;
-  }
-  yaml_parser_delete(&parser);
-  return rc;
+  yload y = {p, true};
+  sg_yaml_opts o = {.nested = true, .lists = false};
+  return sg_yaml_walk(text, len, name, &o, yaml_value, &y, err);
 }
 
 int sg_sim_params_load_yaml(sg_sim_params *p, const char *path, sg_err *err) {

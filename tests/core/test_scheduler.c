@@ -409,6 +409,26 @@ static void test_ended_iteration_is_refused(void) {
   fx_free(&f);
 }
 
+/* A workflow that is done before it submitted anything (a resumed run
+ * whose last iteration was interrupted: its budget is spent at start) is
+ * not an error, and takes nothing afterwards. */
+static void test_workflow_done_before_any_request(void) {
+  fx f;
+  fx_init(&f, 2, NULL);
+  sg_sched_actions_clear(&f.a);
+  SG_CHECK_OK(sg_scheduler_workflow_done(f.s, 0, ++f.now, &f.a, &f.err), f.err);
+  SG_CHECK_EQ_INT((int)f.a.n, 0);
+  SG_CHECK_OK(sg_scheduler_workflow_done(f.s, 0, ++f.now, &f.a, &f.err), f.err);
+  sg_sched_request r = {0, 0, SG_PHASE_VALIDATE, 0, false};
+  sg_req_id id;
+  SG_CHECK_EQ_INT(sg_scheduler_submit(f.s, &r, ++f.now, &id, &f.a, &f.err), SG_ESTATE);
+  /* the other workflows are served as before */
+  sg_req_id b = sub(&f, 1, 0, SG_PHASE_VALIDATE, false);
+  SG_CHECK(act(&f, SG_SACT_START_DEVICE, 0) != NULL);
+  SG_CHECK(act(&f, SG_SACT_START_DEVICE, 0)->req == b);
+  fx_free(&f);
+}
+
 /* ---- failures --------------------------------------------------------------- */
 
 static void test_dead_device_taken_out_of_service(void) {
@@ -646,6 +666,7 @@ SG_TEST_MAIN(SG_TEST(test_split_formula_edges),
              SG_TEST(test_compile_never_holds_a_device),
              SG_TEST(test_boundary_aborts_only_that_workflow),
              SG_TEST(test_ended_iteration_is_refused),
+             SG_TEST(test_workflow_done_before_any_request),
              SG_TEST(test_dead_device_taken_out_of_service),
              SG_TEST(test_failures_must_be_consecutive_and_retry_goes_first),
              SG_TEST(test_no_device_left_fails_requests),
