@@ -4,6 +4,7 @@ driven over loopback by a client written byte for byte from LMCache's
 protocol (lmc_wire.py): every command, LMCache's quirks, and the faults
 (a client gone mid-PUT, a key over the limit, corrupt headers, a full store,
 eviction under a concurrent GET, a device that cannot be opened). TAP."""
+import atexit
 import json
 import os
 import signal
@@ -77,7 +78,12 @@ class Store:
                                self.p.stderr.read())
         self._address()
 
+    def _reap(self):
+        # A check that raises must not leave the store running.
+        atexit.register(lambda p=self.p: p.poll() is None and p.kill())
+
     def _address(self):
+        self._reap()
         host, port = self.url[5:].rsplit(":", 1)
         self.host, self.port = host, int(port)
 
