@@ -62,6 +62,13 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
             num(w, "early_terminations"), num(w, "generations_main"),
             num(w, "generations_spec"), file ? file : "-");
   }
+  const json_t *kv = json_object_get(s, "kv_store");
+  if (kv)
+    fprintf(f, "\n  kv store %s: %.0f hits, %.0f misses (%.0f%%), %.1f MB in, %.1f MB "
+               "out, %.0f evictions, %.0f yields (longest %.2f ms)\n",
+            str(kv, "url"), num(kv, "hits"), num(kv, "misses"), 100 * num(kv, "hit_rate"),
+            num(kv, "put_bytes") / 1e6, num(kv, "get_bytes") / 1e6, num(kv, "evictions"),
+            num(kv, "yields"), num(kv, "yield_max_ms"));
   fprintf(f, "\n  best: largest speedup over the reference of a correct kernel; "
              "profiled: kernels with profiling feedback;\n"
              "  early: iterations ended by a speculative kernel while the reasoning "
@@ -142,6 +149,10 @@ static void on_event(void *data, const json_t *ev) {
     fprintf(stderr, "warning: %s%s%s\n", who, *who ? ": " : "", str(ev, "message"));
   } else if (strcmp(name, "progress") == 0) {
     print_progress(ev);
+  } else if (strcmp(name, "kv_store") == 0) {
+    fprintf(stderr, "kv store: %s on %s; give vLLM this LMCache configuration "
+                    "(LMCACHE_CONFIG_FILE):\n%s", str(ev, "url"), str(ev, "devices"),
+            str(ev, "lmcache_config"));
   }
 }
 

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"sim", sg_cmd_sim, "simulate whole campaigns in virtual time"},
     {"llm", sg_cmd_llm, "talk to an LLM endpoint (chat, check) or serve the test model (serve)"},
     {"worker", sg_cmd_worker, "serve evaluations for one device over JSON lines (docs/protocol.md)"},
+    {"kvstore", sg_cmd_kvstore, "serve a KV cache store for vLLM over LMCache's lm:// protocol"},
 };
 
 static void usage(FILE *out) {

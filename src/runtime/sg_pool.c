@@ -32,7 +32,8 @@
  * itself dies sees the end of its stdin and exits.
  *
  * Callbacks are called only from the loop (read, exit and timer callbacks),
- * never from inside sg_pool_submit, sg_pool_abort or sg_pool_close: a write
+ * never from inside sg_pool_submit, sg_pool_abort or sg_pool_close (except
+ * on_device, which must precede the request's write: see the header): a write
  * that fails at once is turned into a failure on the worker's timer. Every
  * callback may submit, abort or close; after each one the code re-checks
  * that the pool is not closing and the proc is still the worker's.
@@ -402,6 +403,15 @@ static void proc_write_failed(proc *pr, int rc) {
     pr->t_noticed = sg_clock_now_s();
 }
 
+void sg_pool_device_told(worker *w, bool busy) {
+  sg_pool *p = w->p;
+  if (w->slot < 0 || w->told_busy == busy || p->closing)
+    return;
+  w->told_busy = busy;
+  if (p->cb.on_device)
+    p->cb.on_device(p, p->cb.data, w->slot, busy);
+}
+
 void sg_pool_worker_pump(worker *w) {
   sg_pool *p = w->p;
   proc *pr = w->pr;
@@ -419,6 +429,7 @@ void sg_pool_worker_pump(worker *w) {
   q->ph = PH_SENT;
   q->t_phase = sg_clock_now_s();
   w->inflight = q;
+  sg_pool_device_told(w, true);
   int rc = proc_write(pr, line, len, false);
   if (rc < 0)
     proc_write_failed(pr, rc);
@@ -501,6 +512,7 @@ void sg_pool_worker_fail(worker *w, const char *what, const char *reason) {
     sg_pool_proc_retire(pr);
   preq *q = w->inflight;
   w->inflight = NULL;
+  sg_pool_device_told(w, false);
   char *msg;
   if (pid > 0)
     msg = sg_asprintf("%s (pid %ld) %s while %s", w->name, pid, reason,

@@ -85,6 +85,7 @@ struct worker {
   int fails;        /* failures in a row without a completed request */
   char *last_failure;
   preq *inflight;
+  bool told_busy;   /* on_device(busy) was called, not yet its idle */
   preq *qhead, *qtail;
   size_t nqueue;
   uv_timer_t timer;
@@ -124,6 +125,8 @@ void sg_pool_worker_arm(worker *w);
 void sg_pool_worker_event(worker *w, const char *what, const char *msg);
 void sg_pool_worker_fail(worker *w, const char *what, const char *reason);
 void sg_pool_worker_pump(worker *w);
+/* Tells the caller a device slot's busy state changed (on_device). */
+void sg_pool_device_told(worker *w, bool busy);
 void sg_pool_worker_spawn(worker *w);
 int sg_pool_worker_spawn_proc(worker *w, sg_err *err);
 

@@ -94,6 +94,7 @@ static bool handle_reply(worker *w, proc *pr, const sg_worker_reply *r) {
     if (!q) /* an abort that crossed its result, or a stale id: no-op */
       return true;
     w->inflight = NULL;
+    sg_pool_device_told(w, false);
     bool refused = r->type == SG_WREP_ERROR;
     if (!refused)
       w->fails = 0; /* a completed request: the worker works */

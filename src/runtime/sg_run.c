@@ -274,6 +274,7 @@ static void shutdown_all(run *r) {
     while (f->gens)
       sg_run_gen_cancel(r, (uint32_t)i, f->gens->gen);
   }
+  sg_run_kv_close(r);
   sg_pool_close(r->pool, POOL_CLOSE_S);
   r->pool = NULL;
   sg_llm_client_destroy(r->client);
@@ -393,7 +394,8 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
                                    te.msg);
     }
   }
-  return sg_run_start_pool(r, exe, err);
+  rc = sg_run_start_pool(r, exe, err);
+  return rc < 0 ? rc : sg_run_kv_start(r, err);
 }
 
 /* The loop: signals, the first actions of every unfinished workflow, then
@@ -446,6 +448,7 @@ static void conclude(run *r, sg_run_outcome *out) {
   sg_err_clear(&e);
   json_t *s = sg_run_summary(r, &e);
   if (s) {
+    sg_run_kv_report(r, s);
     char *text = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
     char *path = sg_asprintf("%s/summary.json", r->dir);
     size_t len = strlen(text);
@@ -469,6 +472,8 @@ static void conclude(run *r, sg_run_outcome *out) {
 
 /* Closes what is open (whatever step failed) and frees the run. */
 static void close_all(run *r) {
+  sg_run_kv_close(r);
+  json_decref(r->kv_stats);
   if (r->pool || r->client) {
     sg_pool_close(r->pool, 0);
     sg_llm_client_destroy(r->client);

@@ -36,6 +36,7 @@
 #define G_MODEL "the model"
 #define G_SERVER "the built-in test server (used only without llm)"
 #define G_EVAL "devices and evaluation"
+#define G_KV "the KV store (docs/kvstore.md)"
 #define G_SEARCH "the search"
 #define G_BUDGET "budgets, per workflow (0: none)"
 #define G_OUT "output"
@@ -116,6 +117,23 @@ static const sg_run_key keys[] = {
      .help = "re-split the devices between validation and profiling every "
              "iteration (on)",
      .group = G_EVAL},
+
+    {.name = "kv-store", .type = SG_KEY_BOOL, .offset = OFF(kv_store),
+     .help = "keep the LLM server's prefixes in the devices' spare memory: "
+             "start an lm:// KV store for LMCache (off)",
+     .group = G_KV},
+    {.name = "kv-store-listen", .type = SG_KEY_STRING,
+     .offset = OFF(kv_store_listen), .value_name = "HOST:PORT",
+     .help = "the KV store's address (127.0.0.1:0, any free port)",
+     .group = G_KV},
+    {.name = "kv-store-memory", .type = SG_KEY_STRING,
+     .offset = OFF(kv_store_memory), .value_name = "SIZE",
+     .help = "the KV store's budget per device, e.g. 16G (4G)", .group = G_KV},
+    {.name = "kv-store-reserve", .type = SG_KEY_STRING,
+     .offset = OFF(kv_store_reserve), .value_name = "SIZE",
+     .help = "device memory the store leaves free while an evaluation runs "
+             "there (8G)",
+     .group = G_KV},
 
     {.name = "search", .type = SG_KEY_STRING, .offset = OFF(search),
      .value_name = "NAME",

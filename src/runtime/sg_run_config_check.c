@@ -210,5 +210,5 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
     if (rc < 0)
       return rc;
   }
-  return 0;
+  return sg_run_kv_config_check(c, err);
 }

@@ -126,6 +126,8 @@ struct run {
   const char *device_kind; /* "cpu", "cuda" (sg_eval_device_kind) */
   char *build_cache;
   sg_pool *pool;
+  struct sg_kvstore *kv;   /* --kv-store (sg_run_kv.c), NULL: none */
+  json_t *kv_stats;        /* its counters, taken when it closed */
   sg_scheduler *sched;
   rreq *reqs;              /* by request id */
   size_t cap_reqs;
@@ -223,6 +225,13 @@ void sg_run_feedback_of(const sg_eval_result *res, sg_phase phase, char **messag
  * the scheduler's actions. */
 void sg_run_eval_ops(sg_interp_ops *ops);
 int sg_run_start_pool(run *r, const char *program, sg_err *err);
+/* sg_run_kv.c: the KV store of --kv-store (docs/kvstore.md). start does
+ * nothing without it; close keeps its counters for report, which adds them
+ * to the summary and writes kv_store.json. */
+int sg_run_kv_start(run *r, sg_err *err);
+void sg_run_kv_on_device(sg_pool *p, void *data, int slot, bool busy);
+void sg_run_kv_close(run *r);
+void sg_run_kv_report(run *r, json_t *summary);
 
 /* ---- sg_run_resume.c: a new run's records, or a stored run restored ---------- */
 
