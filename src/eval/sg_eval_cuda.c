@@ -8,6 +8,7 @@
  * crashes, hangs or corrupts its context takes only that child with it.
  */
 #include "eval/sg_eval_cuda.h"
+#include "eval/sg_cuda_judge.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
@@ -270,6 +271,9 @@ static int build_reference(const sg_task *task, const char *nvcc,
   sg_buf shim;
   sg_buf_init(&shim, 0);
   sg_cuda_shim(task, "reference.cu", &shim);
+  /* The judge's kernels (input generation, comparison) live in the trusted
+   * reference build; part of the cache key like everything in the shim. */
+  sg_buf_puts(&shim, sg_cuda_judge_src);
   uint64_t h = 0xcbf29ce484222325ULL;
   h = fnv1a(h, src, len);
   h = fnv1a(h, shim.data, shim.len);
@@ -424,6 +428,9 @@ void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
     r->max_rel_err = jnum(j, "max_rel_err");
     const json_t *fm = json_object_get(j, "first_mismatch");
     r->first_mismatch = json_is_integer(fm) ? json_integer_value(fm) : -1;
+    const char *kb = json_string_value(json_object_get(j, "kernelbench_status"));
+    if (kb && sg_eval_status_parse(kb) >= 0)
+      r->kernelbench_status = sg_strdup(kb);
     if (r->status == SG_EVAL_OK && r->cand_ms > 0)
       r->speedup = r->ref_ms / r->cand_ms;
   } else {

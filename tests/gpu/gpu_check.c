@@ -9,16 +9,24 @@
  * python3 cannot import torch) goes
  * through compile, then run (validation and timing) and, with --profile and
  * when it is valid, profile (ncu). Its status must be the one its name
- * promises. A table is printed as it goes (compile, run and profile seconds,
- * reference and candidate medians, speedup, ncu verdict); --jsonl writes one
- * JSON object per example. Exits 1 when any example ends with another status.
+ * promises; an example labelled cheat_* that ends ok must also be no faster
+ * than 1.5x the reference (it is a would-be cheat whose honest speed is
+ * known). Compiles run ahead in child processes (SG_GPU_CHECK_JOBS at once,
+ * default 8) while the device runs the examples in order. A table is printed
+ * as it goes (compile, run and profile seconds, reference and candidate
+ * medians, speedup, KernelBench's verdict, ncu verdict); --jsonl writes one
+ * JSON object per example; the end gives the medians of validation and
+ * profiling and "N examples checked, M as expected". Exits 1 when any
+ * example ends with another status.
  * --compile-only checks what needs no GPU: compile_error examples fail to
  * compile, rejected ones are refused (or compile, when their rule is checked
  * on the device), the rest compile. It links only libc and a static jansson,
  * so it runs on GPU machines without specgen's other libraries. */
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "common/sg_stats.h"
 #include "eval/sg_eval.h"
+#include "eval/sg_eval_prefetch.h"
 #include "eval/sg_task.h"
 
 #include <getopt.h>
@@ -40,6 +48,50 @@ static void oneline(char *s) {
   for (; s && *s; s++)
     if (*s == '\n' || *s == '\r' || *s == '\t')
       *s = ' ';
+}
+
+typedef struct job {
+  const sg_task *task;
+  char *path, *base, *expected, *label, *src;
+  size_t len;
+  sg_eval_pending pending;
+  bool started;
+} job;
+
+static void eval_opts(sg_eval_opts *o) {
+  sg_eval_opts_default(o);
+  o->seed = 12345;
+  o->compile_timeout_s = 300;
+  o->run_timeout_s = 120;
+}
+
+static void start_compile(job *jb) {
+  sg_eval_opts o;
+  eval_opts(&o);
+  sg_err err;
+  sg_err_clear(&err);
+  jb->started = sg_eval_compile_start(jb->task, jb->src, jb->len, &o, &jb->pending, &err) == 0;
+  if (!jb->started)
+    fprintf(stderr, "%s: %s\n", jb->base, err.msg);
+}
+
+/* Would-be cheats that pass must pass at an honest speed: theirs is no
+ * better than the reference's. */
+static bool cheat_too_fast(const job *jb, const sg_eval_result *r) {
+  return strncmp(jb->label, "cheat_", 6) == 0 && r->status == SG_EVAL_OK &&
+         !(r->speedup <= 1.5);
+}
+
+static void print_summary(double *valid, size_t nvalid, double *runs, double *comps,
+                          double *profs, size_t nprof) {
+  if (nvalid)
+    printf("# validation of a valid candidate (compile + run), median over %zu: %.2f s "
+           "(compile %.2f s, run %.2f s)\n",
+           nvalid, sg_stats_median(valid, nvalid), sg_stats_median(comps, nvalid),
+           sg_stats_median(runs, nvalid));
+  if (nprof)
+    printf("# profiling (ncu), median over %zu: %.2f s\n", nprof,
+           sg_stats_median(profs, nprof));
 }
 
 int main(int argc, char **argv) {
@@ -85,9 +137,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "specgen-gpu-check: %s\n", err.msg);
     return 2;
   }
-  printf("%-24s %-34s %-15s %-15s %7s %7s %7s %9s %9s %7s %s\n", "task", "example",
-         "expected", "got", "comp_s", "run_s", "prof_s", "ref_ms", "cand_ms",
-         "speedup", "verdict");
+  /* Every example first, so that compiles can run ahead. */
+  job *jobs = NULL;
+  size_t njobs = 0, cap = 0;
   int failures = 0, checked = 0;
   for (size_t t = 0; t < ntasks; t++) {
     const sg_task *task = tasks[t];
@@ -108,102 +160,146 @@ int main(int argc, char **argv) {
       const char *base = strrchr(ex[e].path, '/') ? strrchr(ex[e].path, '/') + 1 : ex[e].path;
       if (example_filter && !strstr(base, example_filter))
         continue;
-      char *src = NULL;
-      size_t len = 0;
-      if (sg_file_read(ex[e].path, 1 << 20, &src, &len, &err)) {
+      job jb;
+      memset(&jb, 0, sizeof jb);
+      if (sg_file_read(ex[e].path, 1 << 20, &jb.src, &jb.len, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         failures++;
         continue;
       }
-      sg_eval_opts o;
-      sg_eval_opts_default(&o);
-      o.seed = 12345;
-      o.compile_timeout_s = 300;
-      o.run_timeout_s = 120;
-      sg_eval_result r, pr;
-      sg_eval_result_init(&r);
-      sg_eval_result_init(&pr);
-      sg_eval_build b;
-      memset(&b, 0, sizeof b);
-      sg_err_clear(&err);
-      int rc = sg_eval_compile(task, src, len, &o, &b, &r, &err);
-      double comp_s = r.compile_s;
-      bool pass;
-      const char *stage = "compile";
-      if (!rc && r.status == SG_EVAL_OK && !compile_only) {
-        stage = "run";
-        rc = sg_eval_run(task, &b, &o, &r, &err);
-        if (!rc && r.status == SG_EVAL_OK && profile) {
-          stage = "profile";
-          if (sg_eval_profile(task, &b, &o, &pr, &err)) {
-            pr.status = SG_EVAL_INFRA_ERROR;
-            pr.message = sg_strdup(err.msg);
-          }
-        }
+      jb.task = task;
+      jb.path = sg_strdup(ex[e].path);
+      jb.base = sg_strdup(base);
+      jb.expected = sg_strdup(ex[e].expected_status);
+      jb.label = sg_strdup(ex[e].label);
+      if (njobs == cap) {
+        cap = cap ? cap * 2 : 64;
+        jobs = sg_realloc(jobs, cap * sizeof *jobs);
       }
-      const char *got = rc ? "infra_error" : sg_eval_status_name(r.status);
-      if (compile_only) {
-        if (strcmp(ex[e].expected_status, "compile_error") == 0)
-          pass = !rc && r.status == SG_EVAL_COMPILE_ERROR;
-        else if (strcmp(ex[e].expected_status, "rejected") == 0)
-          pass = !rc && (r.status == SG_EVAL_REJECTED || r.status == SG_EVAL_OK);
-        else
-          pass = !rc && r.status == SG_EVAL_OK;
-      } else {
-        pass = strcmp(got, ex[e].expected_status) == 0;
-        if (pass && profile && r.status == SG_EVAL_OK && pr.status != SG_EVAL_OK)
-          pass = false;
-      }
-      const char *verdict = "-";
-      if (pr.metrics && json_is_string(json_object_get(pr.metrics, "verdict")))
-        verdict = json_string_value(json_object_get(pr.metrics, "verdict"));
-      printf("%-24s %-34s %-15s %-15s %7.2f %7.2f %7.2f %9.4f %9.4f %7.2f %s%s\n",
-             task->name, base, ex[e].expected_status, got, comp_s, r.run_s,
-             pr.run_s, r.ref_ms, r.cand_ms, r.speedup, verdict,
-             pass ? "" : "   <-- MISMATCH");
-      if (!pass) {
-        char *m = sg_strdup(rc ? err.msg : r.message ? r.message : "");
-        oneline(m);
-        printf("    %s: %.600s\n", stage, m);
-        if (pr.message && pr.status != SG_EVAL_OK) {
-          char *pm = sg_strdup(pr.message);
-          oneline(pm);
-          printf("    profile: %.600s\n", pm);
-          free(pm);
-        }
-        free(m);
-        failures++;
-      }
-      if (jf) {
-        json_t *j = rc ? json_pack("{s:s}", "infra_error", err.msg) : sg_eval_result_to_json(&r);
-        json_object_set_new(j, "task", json_string(task->name));
-        json_object_set_new(j, "example", json_string(base));
-        json_object_set_new(j, "expected", json_string(ex[e].expected_status));
-        json_object_set_new(j, "pass", json_boolean(pass));
-        json_object_set_new(j, "compile_s", json_real(comp_s));
-        if (pr.metrics) {
-          json_object_set(j, "profile_metrics", pr.metrics);
-          json_object_set_new(j, "profile_s", json_real(pr.run_s));
-          json_object_set_new(j, "profile_text", json_string(pr.profile_text ? pr.profile_text : ""));
-        }
-        char *line = json_dumps(j, JSON_COMPACT);
-        fprintf(jf, "%s\n", line);
-        fflush(jf);
-        free(line);
-        json_decref(j);
-      }
-      fflush(stdout);
-      checked++;
-      sg_eval_result_free(&r);
-      sg_eval_result_free(&pr);
-      sg_eval_build_free(&b);
-      free(src);
+      jobs[njobs++] = jb;
     }
     sg_task_examples_free(ex, nex);
   }
+  const char *je = getenv("SG_GPU_CHECK_JOBS");
+  size_t ahead = je && atoi(je) > 0 ? (size_t)atoi(je) : 8;
+  printf("%-24s %-38s %-15s %-15s %-15s %6s %6s %6s %9s %9s %7s %s\n", "task", "example",
+         "expected", "got", "kernelbench", "comp_s", "run_s", "prof_s", "ref_ms",
+         "cand_ms", "speedup", "verdict");
+  double *valid = sg_calloc(njobs + 1, sizeof *valid), *runs = sg_calloc(njobs + 1, sizeof *runs);
+  double *comps = sg_calloc(njobs + 1, sizeof *comps), *profs = sg_calloc(njobs + 1, sizeof *profs);
+  size_t nvalid = 0, nprof = 0, next = 0;
+  for (size_t k = 0; k < njobs; k++) {
+    while (next < njobs && next < k + ahead)
+      start_compile(&jobs[next++]);
+    job *jb = &jobs[k];
+    const sg_task *task = jb->task;
+    sg_eval_opts o;
+    eval_opts(&o);
+    sg_eval_result r, pr;
+    sg_eval_result_init(&r);
+    sg_eval_result_init(&pr);
+    sg_eval_build b;
+    memset(&b, 0, sizeof b);
+    sg_err_clear(&err);
+    int rc = jb->started ? sg_eval_compile_finish(&jb->pending, &b, &r, &err)
+                         : sg_eval_compile(task, jb->src, jb->len, &o, &b, &r, &err);
+    double comp_s = r.compile_s;
+    bool pass;
+    const char *stage = "compile";
+    if (!rc && r.status == SG_EVAL_OK && !compile_only) {
+      stage = "run";
+      rc = sg_eval_run(task, &b, &o, &r, &err);
+      if (!rc && r.status == SG_EVAL_OK) {
+        comps[nvalid] = comp_s;
+        runs[nvalid] = r.run_s;
+        valid[nvalid++] = comp_s + r.run_s;
+      }
+      if (!rc && r.status == SG_EVAL_OK && profile) {
+        stage = "profile";
+        if (sg_eval_profile(task, &b, &o, &pr, &err)) {
+          pr.status = SG_EVAL_INFRA_ERROR;
+          pr.message = sg_strdup(err.msg);
+        } else if (pr.status == SG_EVAL_OK) {
+          profs[nprof++] = pr.run_s;
+        }
+      }
+    }
+    const char *got = rc ? "infra_error" : sg_eval_status_name(r.status);
+    if (compile_only) {
+      if (strcmp(jb->expected, "compile_error") == 0)
+        pass = !rc && r.status == SG_EVAL_COMPILE_ERROR;
+      else if (strcmp(jb->expected, "rejected") == 0)
+        pass = !rc && (r.status == SG_EVAL_REJECTED || r.status == SG_EVAL_OK);
+      else
+        pass = !rc && r.status == SG_EVAL_OK;
+    } else {
+      pass = strcmp(got, jb->expected) == 0 && !cheat_too_fast(jb, &r);
+      if (pass && profile && r.status == SG_EVAL_OK && pr.status != SG_EVAL_OK)
+        pass = false;
+    }
+    const char *verdict = "-";
+    if (pr.metrics && json_is_string(json_object_get(pr.metrics, "verdict")))
+      verdict = json_string_value(json_object_get(pr.metrics, "verdict"));
+    printf("%-24s %-38s %-15s %-15s %-15s %6.2f %6.2f %6.2f %9.4f %9.4f %7.2f %s%s\n",
+           task->name, jb->base, jb->expected, got,
+           r.kernelbench_status ? r.kernelbench_status : "-", comp_s, r.run_s, pr.run_s,
+           r.ref_ms, r.cand_ms, r.speedup, verdict, pass ? "" : "   <-- MISMATCH");
+    if (!pass) {
+      char *m = sg_strdup(rc ? err.msg : r.message ? r.message : "");
+      oneline(m);
+      printf("    %s: %.600s\n", stage, m);
+      if (cheat_too_fast(jb, &r))
+        printf("    a would-be cheat passed at %.2fx: faster than its honest speed\n",
+               r.speedup);
+      if (pr.message && pr.status != SG_EVAL_OK) {
+        char *pm = sg_strdup(pr.message);
+        oneline(pm);
+        printf("    profile: %.600s\n", pm);
+        free(pm);
+      }
+      free(m);
+      failures++;
+    }
+    if (jf) {
+      json_t *j = rc ? json_pack("{s:s}", "infra_error", err.msg) : sg_eval_result_to_json(&r);
+      json_object_set_new(j, "task", json_string(task->name));
+      json_object_set_new(j, "example", json_string(jb->base));
+      json_object_set_new(j, "expected", json_string(jb->expected));
+      json_object_set_new(j, "pass", json_boolean(pass));
+      json_object_set_new(j, "compile_s", json_real(comp_s));
+      if (pr.metrics) {
+        json_object_set(j, "profile_metrics", pr.metrics);
+        json_object_set_new(j, "profile_s", json_real(pr.run_s));
+        json_object_set_new(j, "profile_text", json_string(pr.profile_text ? pr.profile_text : ""));
+      }
+      char *line = json_dumps(j, JSON_COMPACT);
+      fprintf(jf, "%s\n", line);
+      fflush(jf);
+      free(line);
+      json_decref(j);
+    }
+    fflush(stdout);
+    checked++;
+    sg_eval_result_free(&r);
+    sg_eval_result_free(&pr);
+    sg_eval_build_free(&b);
+  }
+  for (size_t k = 0; k < njobs; k++) {
+    free(jobs[k].path);
+    free(jobs[k].base);
+    free(jobs[k].expected);
+    free(jobs[k].label);
+    free(jobs[k].src);
+  }
+  free(jobs);
   sg_task_list_free(tasks, ntasks);
   if (jf)
     fclose(jf);
-  printf("# %d examples checked, %d with an unexpected status\n", checked, failures);
+  print_summary(valid, nvalid, runs, comps, profs, nprof);
+  free(valid);
+  free(runs);
+  free(comps);
+  free(profs);
+  printf("# %d examples checked, %d as expected\n", checked, checked - failures);
   return failures ? 1 : 0;
 }
