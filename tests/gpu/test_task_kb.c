@@ -7,6 +7,7 @@
 #include "eval/sg_task.h"
 #include "eval/sg_task_kb.h"
 #include "sg_test.h"
+#include "tmpfiles.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,22 +20,9 @@ static const char kb_relu[] =
     "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\n"
     "def get_init_inputs():\n    return []\n";
 
-static char *tmpdir(void) {
-  char *d = sg_asprintf("%s/sg-kb-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  SG_CHECK(mkdtemp(d) != NULL);
-  return d;
-}
-
-static void put(const char *dir, const char *name, const char *text) {
-  char *p = sg_asprintf("%s/%s", dir, name);
-  sg_err err;
-  SG_CHECK_OK(sg_file_write(p, text, strlen(text), &err), err);
-  free(p);
-}
-
 static void test_file_is_a_task(void) {
-  char *d = tmpdir();
-  put(d, "19_ReLU.py", kb_relu);
+  char *d = tmp_dir("sg-kb");
+  put_file(d, "19_ReLU.py", kb_relu);
   char *p = sg_asprintf("%s/19_ReLU.py", d);
   SG_CHECK(sg_task_kb_is_ref(p));
   SG_CHECK(!sg_task_kb_is_ref("cuda/hinge_loss"));
@@ -58,8 +46,8 @@ static void test_file_is_a_task(void) {
 }
 
 static void test_not_a_kernelbench_file(void) {
-  char *d = tmpdir();
-  put(d, "x.py", "import torch\nclass Model:\n    pass\ndef get_inputs():\n    return []\n");
+  char *d = tmp_dir("sg-kb");
+  put_file(d, "x.py", "import torch\nclass Model:\n    pass\ndef get_inputs():\n    return []\n");
   char *p = sg_asprintf("%s/x.py", d);
   sg_task *t = NULL;
   sg_err err;
@@ -76,11 +64,11 @@ static void test_not_a_kernelbench_file(void) {
 }
 
 static void test_folder_in_problem_order(void) {
-  char *d = tmpdir();
-  put(d, "10_B.py", kb_relu);
-  put(d, "2_A.py", kb_relu);
-  put(d, "helper.py", "def f():\n    return 1\n");
-  put(d, "notes.txt", "not python");
+  char *d = tmp_dir("sg-kb");
+  put_file(d, "10_B.py", kb_relu);
+  put_file(d, "2_A.py", kb_relu);
+  put_file(d, "helper.py", "def f():\n    return 1\n");
+  put_file(d, "notes.txt", "not python");
   sg_task **ts = NULL;
   size_t n = 0;
   sg_err err;
@@ -103,13 +91,13 @@ static void test_folder_in_problem_order(void) {
 }
 
 static void test_named_by_setting(void) {
-  char *d = tmpdir();
+  char *d = tmp_dir("sg-kb");
   sg_err err;
   /* the repository's layout: KernelBench/level1/ */
   char *lvl = sg_asprintf("%s/KernelBench/level1", d);
   SG_CHECK_OK(sg_mkdir_p(lvl, &err), err);
-  put(lvl, "19_ReLU.py", kb_relu);
-  put(lvl, "1_Square.py", kb_relu);
+  put_file(lvl, "19_ReLU.py", kb_relu);
+  put_file(lvl, "1_Square.py", kb_relu);
   unsetenv("SPECGEN_KERNELBENCH");
   sg_task *t = NULL;
   SG_CHECK_EQ_INT(sg_task_load("kernelbench:level1/19", &t, &err), SG_EINVAL);
@@ -137,7 +125,7 @@ static void test_named_by_setting(void) {
   char *flat = sg_asprintf("%s/flat", d);
   char *flat1 = sg_asprintf("%s/level2", flat);
   SG_CHECK_OK(sg_mkdir_p(flat1, &err), err);
-  put(flat1, "76_Gemm_Add_ReLU.py", kb_relu);
+  put_file(flat1, "76_Gemm_Add_ReLU.py", kb_relu);
   setenv("SPECGEN_KERNELBENCH", flat, 1);
   SG_CHECK_OK(sg_task_load("kernelbench:level2/76", &t, &err), err);
   SG_CHECK_STR_EQ(t->name, "76_Gemm_Add_ReLU");
