@@ -145,10 +145,28 @@ def _poison_free_memory(torch, like, copies=3):
 
 # ---- the servers ---------------------------------------------------------------
 
+def _build(torch, args, role, device):
+    """The server's model: ModelNew (importing the candidate) or Model, from
+    get_init_inputs() under the run's seed."""
+    task = sys.modules["specgen_kb_task"]
+    if role == "candidate":
+        cls = _load(args.cand, "specgen_kb_candidate").ModelNew
+    else:
+        cls = task.Model
+    init = task.get_init_inputs()
+    torch.manual_seed(args.seed)
+    model = cls(*init).to(device).eval()
+    torch.cuda.synchronize()
+    return model
+
+
 def _serve(conn, args, role):
-    """A server's life (in a forked child): build the model, then answer
-    requests until 'quit'. Never returns."""
+    """A server's life (in a forked child): CUDA and the task file first,
+    then, on 'build' (sent once the judge has shared its buffers and made
+    itself unreadable to other processes), the model; then requests until
+    'quit'. Never returns."""
     code = 0
+    model = None
     try:
         import torch
         import torch.multiprocessing  # noqa: F401  (CUDA tensors over the pipe)
@@ -157,16 +175,9 @@ def _serve(conn, args, role):
         inline_cache.install(args.cache)
         torch.cuda.set_device(args.device)
         device = torch.device("cuda", args.device)
-        task = _load(args.task, "specgen_kb_task")
-        if role == "candidate":
-            cls = _load(args.cand, "specgen_kb_candidate").ModelNew
-        else:
-            cls = task.Model
-        init = task.get_init_inputs()
-        torch.manual_seed(args.seed)
-        model = cls(*init).to(device).eval()
+        _load(args.task, "specgen_kb_task")
         torch.cuda.synchronize()
-        conn.send(("ready", None))
+        conn.send(("hello", None))
     except BaseException:  # noqa: BLE001
         conn.send(("error", _short_tb()))
         os._exit(0)
@@ -180,6 +191,9 @@ def _serve(conn, args, role):
             if op == "inputs":
                 xs = arg
                 conn.send(("ok", None))
+            elif op == "build":
+                model = _build(torch, args, role, device)
+                conn.send(("ready", None))
             elif op == "poison":
                 _poison_free_memory(torch, shapes)
                 torch.cuda.synchronize()
@@ -500,7 +514,6 @@ class _Judge:
             xs = _draw(t, task, args.seed + trial, self.device)
             if xs0 is None:
                 xs0 = xs
-                self.share(xs)
             when = "trial %d" % (trial + 1)
             _, _, r_out, c_out = self.run_pair(xs, cand_first=True)
             bad = self.check(xs, r_out, c_out, when, 0, kb=True, shortcuts=True)
@@ -517,7 +530,7 @@ class _Judge:
             xs = _domain(t, xs0, scale, args.seed + 7919 * v, self.device)
             when = "domain trial %d: signed inputs at %g x the task's scale" % (v, scale)
             _, _, r_out, c_out = self.run_pair(xs, cand_first=True)
-            bad = self.check(xs, r_out, c_out, when, v, shortcuts=True)
+            bad = self.check(xs, r_out, c_out, when, v)
             del r_out, c_out
             self.release()
             if bad and bad[0] == "skip":
@@ -561,6 +574,37 @@ class _Judge:
         return times, logic.median(nops), runs
 
 
+def _started(srv, cand, expect, limit):
+    """Waits for a server's expect message (its start-up steps)."""
+    if not srv.conn.poll(limit):
+        srv.kill()
+        raise _Fail("timeout" if srv is cand else "infra_error",
+                    "the %s's process did not start within %d s" % (srv.role, limit))
+    try:
+        op, val = srv.conn.recv()
+    except (EOFError, OSError):
+        raise _Fail("runtime_error" if srv is cand else "infra_error",
+                    "the %s's process %s while starting" % (srv.role, srv.end()))
+    if op == "error":
+        if srv is cand:
+            raise _Fail("runtime_error", "building ModelNew failed:\n" + str(val))
+        raise _Fail("infra_error", "the reference's process failed:\n" + str(val))
+    if op != expect:
+        raise _Fail("runtime_error" if srv is cand else "infra_error",
+                    "the %s's process answered %r, not %r" % (srv.role, op, expect))
+
+
+def _nodump():
+    """From here the candidate's code runs: no process of the same user may
+    read or write the judge's memory (PR_SET_DUMPABLE 0)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def _validate(torch, task, args, t_start, build_s, builds):
     result_fd = int(os.environ["SG_RESULT_FD"]) if os.environ.get("SG_RESULT_FD") else None
     # The servers first: forked before this process touches CUDA.
@@ -573,20 +617,14 @@ def _validate(torch, task, args, t_start, build_s, builds):
         device = torch.device("cuda", args.device)
         torch.cuda.set_device(device)
         judge = _Judge(torch, task, args, ref, cand, device)
-        for s in (ref, cand):
-            if not s.conn.poll(600):
-                s.kill()
-                raise _Fail("timeout" if s is cand else "infra_error",
-                            "the %s's process did not start within 600 s" % s.role)
-            try:
-                op, val = s.conn.recv()
-            except (EOFError, OSError):
-                raise _Fail("runtime_error" if s is cand else "infra_error",
-                            "the %s's process %s while starting" % (s.role, s.end()))
-            if op == "error":
-                if s is ref:
-                    raise _Fail("infra_error", "building the reference Model failed:\n" + val)
-                raise _Fail("runtime_error", "building ModelNew failed:\n" + val)
+        for srv in (ref, cand):
+            _started(srv, cand, "hello", 600)
+        judge.share(_draw(torch, task, args.seed, device))
+        _nodump()
+        for srv in (ref, cand):
+            srv.conn.send(("build", None))
+        for srv in (ref, cand):
+            _started(srv, cand, "ready", 900)
         ready_s = time.perf_counter() - t_start
         domain, skipped = judge.correctness(task)
         judge.heavy_ops()

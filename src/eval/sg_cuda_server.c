@@ -4,6 +4,8 @@
  * Messages on a socket pair, all fixed size:
  *   judge -> server: setup  {magic, nargs}, then per argument {kind, dtype,
  *                    handle[64], scalar[8]}
+ *   server -> judge: opened {rc, msg[1024]}  (the buffers are mapped)
+ *   judge -> server: 'L'    (load the library now)
  *   server -> judge: ready  {rc, msg[1024]}
  *   judge -> server: one byte per call: 'c' call, 'n' only synchronize,
  *                    'q' quit
@@ -85,6 +87,10 @@ static void close_others(int keep) {
       close(fd);
 }
 
+/* The server: CUDA first (overlapping the judge's start-up), then the
+ * judge's buffers, then, once the judge says so ('L', after it has made
+ * itself unreadable to other processes), the library: the candidate's code
+ * (its constructors included) runs only from then on. */
 static _Noreturn void serve(int fd, const char *so, int device) {
   ready_msg ready;
   memset(&ready, 0, sizeof ready);
@@ -96,7 +102,6 @@ static _Noreturn void serve(int fd, const char *so, int device) {
   sg_CUcontext ctx = NULL;
   launch_fn launch = NULL;
   char buf[256];
-  /* CUDA and the library first, overlapping the judge's own start-up. */
   if (sg_cuda_api_load(&api, &err)) {
     ready.rc = -1;
     snprintf(ready.msg, sizeof ready.msg, "%s", err.msg);
@@ -106,14 +111,6 @@ static _Noreturn void serve(int fd, const char *so, int device) {
     ready.rc = -1;
     snprintf(ready.msg, sizeof ready.msg, "creating a CUDA context: %s",
              sg_cuda_api_errstr(&api, rc, buf, sizeof buf));
-  } else {
-    void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    if (lib)
-      launch = (launch_fn)(uintptr_t)dlsym(lib, "sg_launch");
-    if (!launch) {
-      ready.rc = -2;
-      snprintf(ready.msg, sizeof ready.msg, "%s", lib ? "no sg_launch symbol" : dlerror());
-    }
   }
   setup_hdr h;
   if (read_all(fd, &h, sizeof h) || h.magic != SERVER_MAGIC || h.nargs > 4096)
@@ -136,6 +133,20 @@ static _Noreturn void serve(int fd, const char *so, int device) {
     }
     args[i] = (void *)(uintptr_t)ptrs[i];
   }
+  /* Phase one: the buffers are open (or not). */
+  if (write_all(fd, &ready, sizeof ready) || ready.rc)
+    _exit(ready.rc ? 4 : 3);
+  char go;
+  if (read_all(fd, &go, 1) || go != 'L')
+    _exit(0);
+  void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (lib)
+    launch = (launch_fn)(uintptr_t)dlsym(lib, "sg_launch");
+  if (!launch) {
+    ready.rc = -2;
+    snprintf(ready.msg, sizeof ready.msg, "%s", lib ? "no sg_launch symbol" : dlerror());
+  }
+  /* Phase two: the library is loaded (or not). */
   if (write_all(fd, &ready, sizeof ready) || ready.rc)
     _exit(ready.rc ? 4 : 3);
   for (;;) {
@@ -257,6 +268,15 @@ int sg_cuda_server_ready(sg_cuda_server *s, double limit_s, char *msg,
   if (r.rc) {
     snprintf(msg, msg_len, "%s", r.msg);
     return r.rc;
+  }
+  return 0;
+}
+
+int sg_cuda_server_load(sg_cuda_server *s, char *msg, size_t msg_len) {
+  char go = 'L';
+  if (s->fd < 0 || write_all(s->fd, &go, 1)) {
+    snprintf(msg, msg_len, "the %s's process is gone before loading its library", s->who);
+    return -3;
   }
   return 0;
 }

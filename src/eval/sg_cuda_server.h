@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 typedef struct sg_cuda_server {
@@ -43,11 +44,16 @@ int sg_cuda_server_setup(sg_cuda_server *s, const sg_task *task,
                          const sg_CUipcMemHandle *handles, const void *scalars8,
                          char *msg, size_t msg_len);
 
-/* Waits for the server's answer to setup: 0 ready; otherwise the reason in
- * msg and -1 (CUDA or the buffers failed), -2 (the library did not load),
- * -3 (the process died while loading) or -4 (no answer within limit_s). */
+/* Waits for the server's answer, twice: after setup (the buffers are
+ * mapped) and after sg_cuda_server_load (the library is loaded). 0 ready;
+ * otherwise the reason in msg and -1 (CUDA or the buffers failed), -2 (the
+ * library did not load), -3 (the process died) or -4 (no answer within
+ * limit_s). */
 int sg_cuda_server_ready(sg_cuda_server *s, double limit_s, char *msg,
                          size_t msg_len);
+
+/* Tells the server to load its library (its code runs from then on). */
+int sg_cuda_server_load(sg_cuda_server *s, char *msg, size_t msg_len);
 
 typedef enum sg_cuda_call_end {
   SG_CALL_DONE,     /* answered; *cu_rc is the server's CUDA status */
