@@ -173,3 +173,9 @@ def combine(kb_status, specgen_status):
     failure that happened before it could be decided (a crash, a hang) is
     KernelBench's too."""
     return {"kernelbench_status": kb_status or specgen_status, "status": specgen_status}
+
+
+def net_ms(wall_ms, overhead_ms, floor_ms=1e-3):
+    """A side's time: its median round trip less the median empty one (the
+    reference server's), never below floor_ms."""
+    return max(wall_ms - overhead_ms, floor_ms)

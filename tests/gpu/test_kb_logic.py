@@ -150,6 +150,10 @@ class Stricter(unittest.TestCase):
         self.assertIn("returned its input", logic.shortcut(100, False, False, "x"))
         self.assertIsNone(logic.shortcut(100, False, False, None))
 
+    def test_net_ms(self):
+        self.assertAlmostEqual(logic.net_ms(1.25, 0.25), 1.0)
+        self.assertEqual(logic.net_ms(0.2, 0.25), 1e-3)
+
     def test_combine(self):
         self.assertEqual(logic.combine("ok", "numerical_error"),
                          {"kernelbench_status": "ok", "status": "numerical_error"})
