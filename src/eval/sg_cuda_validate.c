@@ -224,6 +224,13 @@ static int call(judge *j, bool cand, double *ms, const char *when, json_t **done
                    "it was stopped", limit, when);
   } else if (e == SG_CALL_DIED) {
     *done = finish(j, "runtime_error", "the candidate failed %s: %s", when, msg);
+  } else if (cu < 0 || cu > 10000) {
+    /* CUDA's status codes are small: anything else was written by the
+     * candidate's code into its server's socket */
+    *done = finish(j, "runtime_error",
+                   "the candidate's process answered %s with something that is no "
+                   "CUDA status (%d): its code wrote into the judge's connection",
+                   when, cu);
   } else {
     *done = finish(j, "runtime_error", "the candidate failed %s: %s", when,
                    cuerr(j, cu));
