@@ -38,7 +38,7 @@ static void usage(FILE *out) {
           "  NAME | DIR              a built-in task or a task directory\n"
           "\n"
           "  --cands DIR       candidates: DIR/<task>.py|.cu|.c, or DIR/<N>_*.py for\n"
-          "                    KernelBench problem N\n"
+          "                    KernelBench problem N; a run directory: its best/\n"
           "  --examples LABELS the tasks' own examples, first of the comma-separated\n"
           "                    labels found (e.g. ok-fast,ok-fused,ok-load_inline)\n"
           "  --devices LIST    comma-separated, e.g. cuda:0,cuda:1 (default cuda:0; a cpu\n"

@@ -155,6 +155,16 @@ static const char *ext_of(const sg_task *t) {
 }
 
 char *sg_bench_find_candidate(const sg_task *task, const char *dir) {
+  /* a run directory: its best kernels */
+  char *best = sg_asprintf("%s/best", dir), *summary = sg_asprintf("%s/summary.json", dir);
+  if (is_dir(best) && is_file(summary)) {
+    char *c = sg_bench_find_candidate(task, best);
+    free(best);
+    free(summary);
+    return c;
+  }
+  free(best);
+  free(summary);
   const char *ext = ext_of(task);
   char *p = sg_asprintf("%s/%s.%s", dir, task->name, ext);
   if (is_file(p))
@@ -166,7 +176,7 @@ char *sg_bench_find_candidate(const sg_task *task, const char *dir) {
   DIR *d = opendir(dir);
   if (!d)
     return NULL;
-  char *best = NULL;
+  char *first = NULL;
   struct dirent *de;
   while ((de = readdir(d))) {
     size_t len = strlen(de->d_name), el = strlen(ext);
@@ -181,16 +191,16 @@ char *sg_bench_find_candidate(const sg_task *task, const char *dir) {
     tail = end;
     if (v != num || (*tail != '_' && *tail != '.'))
       continue;
-    if (!best || strcmp(de->d_name, best) < 0) {
-      free(best);
-      best = sg_strdup(de->d_name);
+    if (!first || strcmp(de->d_name, first) < 0) {
+      free(first);
+      first = sg_strdup(de->d_name);
     }
   }
   closedir(d);
-  if (!best)
+  if (!first)
     return NULL;
-  p = sg_asprintf("%s/%s", dir, best);
-  free(best);
+  p = sg_asprintf("%s/%s", dir, first);
+  free(first);
   return p;
 }
 

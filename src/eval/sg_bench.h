@@ -44,7 +44,8 @@ long sg_bench_paper_rank(const sg_task *t);
 
 /* The candidate for task in dir: dir/NAME.EXT, else the first file of dir
  * whose name starts with the task's problem number and '_' (KernelBench's
- * "19_..."), else NULL. EXT by the task's language (py, cu, c). */
+ * "19_..."), else NULL. EXT by the task's language (py, cu, c). A run
+ * directory (summary.json and best/) stands for its best/ kernels. */
 char *sg_bench_find_candidate(const sg_task *task, const char *dir);
 
 /* The task's example whose label is one of the comma-separated labels

@@ -73,6 +73,17 @@ static void test_find_candidate(void) {
   c = sg_bench_find_candidate(t, cands);
   SG_CHECK(c && strstr(c, "/vector_add.c"));
   free(c);
+  /* a run directory's best kernels */
+  char *run = sg_asprintf("%s/run", d), *best = sg_asprintf("%s/run/best", d);
+  SG_CHECK_OK(sg_mkdir_p(best, &err), err);
+  put_file(best, "vector_add.c", "");
+  SG_CHECK(sg_bench_find_candidate(t, run) == NULL); /* no summary.json: not a run */
+  put_file(run, "summary.json", "{}");
+  c = sg_bench_find_candidate(t, run);
+  SG_CHECK(c && strstr(c, "/run/best/vector_add.c"));
+  free(c);
+  free(run);
+  free(best);
   sg_task_free(t);
   free(task);
   free(cands);
