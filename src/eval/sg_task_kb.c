@@ -59,6 +59,13 @@ static bool defines(const char *text, const char *what) {
   return false;
 }
 
+const char *sg_task_kb_missing(const char *text) {
+  return !defines(text, "class Model")          ? "class Model"
+         : !defines(text, "def get_inputs")      ? "def get_inputs()"
+         : !defines(text, "def get_init_inputs") ? "def get_init_inputs()"
+                                                 : NULL;
+}
+
 /* The checkout's level directory: $SPECGEN_KERNELBENCH/KernelBench/LEVEL
  * (the repository's layout) or $SPECGEN_KERNELBENCH/LEVEL. */
 static int level_dir(const char *level, char **out, sg_err *err) {
@@ -175,10 +182,7 @@ static int load_file(const char *shown, const char *path, sg_task **out, sg_err 
   int rc = sg_file_read(abs, KB_FILE_MAX_BYTES, &text, &len, err);
   if (rc)
     return rc;
-  const char *missing = !defines(text, "class Model")          ? "class Model"
-                        : !defines(text, "def get_inputs")      ? "def get_inputs()"
-                        : !defines(text, "def get_init_inputs") ? "def get_init_inputs()"
-                                                                : NULL;
+  const char *missing = sg_task_kb_missing(text);
   free(text);
   if (missing)
     return sg_err_set(err, SG_EINVAL, "%s: not a KernelBench file: no %s at the start "

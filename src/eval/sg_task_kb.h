@@ -41,6 +41,11 @@ int sg_task_kb_load(const char *name, sg_task **out, sg_err *err);
 int sg_task_kb_list(const char *dir_or_level, sg_task ***out, size_t *n,
                     sg_err *err);
 
+/* What text (a NUL-terminated Python file) lacks to be a KernelBench file:
+ * "class Model", "def get_inputs()" or "def get_init_inputs()" (each at the
+ * start of a line), or NULL when it has all three. */
+const char *sg_task_kb_missing(const char *text);
+
 /* The leading problem number of a KernelBench file name ("19_ReLU.py": 19),
  * or -1. */
 long sg_task_kb_number(const char *file_name);
