@@ -19,11 +19,13 @@
 #include "eval/sg_sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -287,6 +289,25 @@ static int build_reference(const sg_task *task, const char *nvcc,
   *so = sg_asprintf("%s/ref-%016llx.so", cache, (unsigned long long)h);
   if (access(*so, R_OK) == 0)
     goto done;
+  /* Candidates of one task compile at once (specgen bench, the GPU check,
+   * a run's compile workers): one builds the reference, the others wait for
+   * it instead of running the same nvcc and cuBLAS link beside it. */
+  int lock = -1;
+  if (sg_mkdir_p(cache, err) == 0) {
+    char *lp = sg_asprintf("%s/ref-%016llx.lock", cache, (unsigned long long)h);
+    lock = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(lp);
+    if (lock >= 0 && flock(lock, LOCK_EX) != 0) {
+      close(lock);
+      lock = -1;
+    }
+  }
+  sg_err_clear(err);
+  if (access(*so, R_OK) == 0) {
+    if (lock >= 0)
+      close(lock);
+    goto done;
+  }
   char *dir = sg_asprintf("%s/ref", work_dir);
   char *ref_cu = sg_asprintf("%s/reference.cu", dir);
   char *shim_cu = sg_asprintf("%s/sg_reference.cu", dir);
@@ -325,6 +346,8 @@ static int build_reference(const sg_task *task, const char *nvcc,
   free(ref_cu);
   free(shim_cu);
   free(tmp_so);
+  if (lock >= 0)
+    close(lock); /* releases the lock */
 done:
   free(cache);
   free(src);
