@@ -233,7 +233,15 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
   return true;
 }
 
-int sg_cmd_bench(int argc, char **argv) {
+typedef struct bench_args {
+  const char *cands, *examples, *devices;
+  long jobs;
+  bool json;
+  sg_eval_opts opts;
+} bench_args;
+
+/* Parses the options into a; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, bench_args *a) {
   enum { O_CANDS = 1000, O_EXAMPLES, O_DEVICES, O_JOBS, O_JSON, O_SEED, O_TRIALS,
          O_RUNS, O_WARMUPS, O_TIMEOUT, O_STRICT };
   static const struct option longopts[] = {
@@ -250,59 +258,119 @@ int sg_cmd_bench(int argc, char **argv) {
       {"strict", no_argument, NULL, O_STRICT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  const char *cands = NULL, *examples = NULL, *devices = "cuda:0";
-  long jobs = 4, v = 0;
-  bool json = false;
-  sg_eval_opts opts;
-  sg_eval_opts_default(&opts);
-  opts.seed = 42;
+  memset(a, 0, sizeof *a);
+  a->devices = "cuda:0";
+  a->jobs = 4;
+  sg_eval_opts_default(&a->opts);
+  a->opts.seed = 42;
+  long v = 0;
   optind = 1;
   int c;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (c) {
-    case O_CANDS: cands = optarg; break;
-    case O_EXAMPLES: examples = optarg; break;
-    case O_DEVICES: devices = optarg; break;
+    case O_CANDS: a->cands = optarg; break;
+    case O_EXAMPLES: a->examples = optarg; break;
+    case O_DEVICES: a->devices = optarg; break;
     case O_JOBS:
-      if (!parse_int(optarg, 1, 64, &jobs))
+      if (!parse_int(optarg, 1, 64, &a->jobs))
         return bad_usage("--jobs: expected 1..64, got ", optarg);
       break;
-    case O_JSON: json = true; break;
+    case O_JSON: a->json = true; break;
     case O_SEED:
       if (!parse_int(optarg, 1, 0x7fffffffL, &v))
         return bad_usage("--seed: expected a positive integer, got ", optarg);
-      opts.seed = (unsigned long long)v;
+      a->opts.seed = (unsigned long long)v;
       break;
     case O_TRIALS:
       if (!parse_int(optarg, 3, 1000, &v))
         return bad_usage("--trials: expected 3..1000, got ", optarg);
-      opts.correctness_trials = (int)v;
+      a->opts.correctness_trials = (int)v;
       break;
     case O_RUNS:
       if (!parse_int(optarg, 1, 100000, &v))
         return bad_usage("--runs: expected 1..100000, got ", optarg);
-      opts.timed_runs = (int)v;
+      a->opts.timed_runs = (int)v;
       break;
     case O_WARMUPS:
       if (!parse_int(optarg, 0, 100000, &v))
         return bad_usage("--warmups: expected 0..100000, got ", optarg);
-      opts.warmup_runs = (int)v;
+      a->opts.warmup_runs = (int)v;
       break;
     case O_TIMEOUT:
       if (!parse_int(optarg, 1, 86400, &v))
         return bad_usage("--timeout: expected seconds 1..86400, got ", optarg);
-      opts.run_timeout_s = (double)v;
+      a->opts.run_timeout_s = (double)v;
       break;
-    case O_STRICT: opts.strict = true; break;
+    case O_STRICT: a->opts.strict = true; break;
     case 'h': usage(stdout); return SG_EXIT_OK;
     default: usage(stderr); return SG_EXIT_USAGE;
     }
   }
   if (optind >= argc)
     return bad_usage("no tasks named", NULL);
-  if (!cands == !examples)
+  if (!a->cands == !a->examples)
     return bad_usage("give exactly one of --cands DIR and --examples LABELS", NULL);
-  char *devlist = sg_strdup(devices);
+  return -1;
+}
+
+/* One worker process per device; collects their results into b. */
+static void run_workers(sg_bench *b, const bench_args *a, char **devs, int ndev) {
+  fflush(NULL);
+  worker w[64];
+  memset(w, 0, sizeof w);
+  int nw = 0;
+  for (int d = 0; d < ndev; d++) {
+    int fds[2];
+    if (pipe(fds))
+      break;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      work(b, &a->opts, devs[d], d, ndev, (int)a->jobs, fds[1]);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+      close(fds[0]);
+      break;
+    }
+    w[nw].pid = pid;
+    w[nw].fd = fds[0];
+    w[nw].open = true;
+    sg_buf_init(&w[nw].in, 0);
+    nw++;
+  }
+  collect(b, w, nw);
+  for (int i = 0; i < nw; i++) {
+    int st;
+    waitpid(w[i].pid, &st, 0);
+    sg_buf_free(&w[i].in);
+  }
+}
+
+static void report(const sg_bench *b, bool json) {
+  if (json) {
+    json_t *j = sg_bench_json(b);
+    char *s = json_dumps(j, JSON_INDENT(2));
+    printf("%s\n", s);
+    free(s);
+    json_decref(j);
+    return;
+  }
+  sg_buf out;
+  sg_buf_init(&out, 0);
+  sg_bench_table(b, &out);
+  sg_buf_puts(&out, "\n");
+  sg_bench_summary(b, &out);
+  fputs(sg_buf_str(&out), stdout);
+  sg_buf_free(&out);
+}
+
+int sg_cmd_bench(int argc, char **argv) {
+  bench_args a;
+  int code = parse_args(argc, argv, &a);
+  if (code >= 0)
+    return code;
+  char *devlist = sg_strdup(a.devices);
   char *devs[64];
   int ndev = 0;
   char *save = NULL;
@@ -329,57 +397,14 @@ int sg_cmd_bench(int argc, char **argv) {
       return SG_EXIT_USAGE;
     }
   for (size_t i = 0; i < b.n; i++)
-    b.rows[i].candidate = cands ? sg_bench_find_candidate(b.rows[i].task, cands)
-                                : sg_bench_find_example(b.rows[i].task, examples);
-  fflush(NULL);
-  worker w[64];
-  memset(w, 0, sizeof w);
-  int nw = 0;
-  for (int d = 0; d < ndev; d++) {
-    int fds[2];
-    if (pipe(fds))
-      break;
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(fds[0]);
-      work(&b, &opts, devs[d], d, ndev, (int)jobs, fds[1]);
-    }
-    close(fds[1]);
-    if (pid < 0) {
-      close(fds[0]);
-      break;
-    }
-    w[nw].pid = pid;
-    w[nw].fd = fds[0];
-    w[nw].open = true;
-    sg_buf_init(&w[nw].in, 0);
-    nw++;
-  }
-  collect(&b, w, nw);
-  for (int i = 0; i < nw; i++) {
-    int st;
-    waitpid(w[i].pid, &st, 0);
-    sg_buf_free(&w[i].in);
-  }
-  int code = SG_EXIT_OK;
+    b.rows[i].candidate = a.cands ? sg_bench_find_candidate(b.rows[i].task, a.cands)
+                                  : sg_bench_find_example(b.rows[i].task, a.examples);
+  run_workers(&b, &a, devs, ndev);
+  code = SG_EXIT_OK;
   for (size_t i = 0; i < b.n; i++)
     if (b.rows[i].candidate && (!b.rows[i].evaluated || b.rows[i].infra))
       code = SG_EXIT_FAILED;
-  if (json) {
-    json_t *j = sg_bench_json(&b);
-    char *s = json_dumps(j, JSON_INDENT(2));
-    printf("%s\n", s);
-    free(s);
-    json_decref(j);
-  } else {
-    sg_buf out;
-    sg_buf_init(&out, 0);
-    sg_bench_table(&b, &out);
-    sg_buf_puts(&out, "\n");
-    sg_bench_summary(&b, &out);
-    fputs(sg_buf_str(&out), stdout);
-    sg_buf_free(&out);
-  }
+  report(&b, a.json);
   sg_bench_free(&b);
   free(devlist);
   return code;

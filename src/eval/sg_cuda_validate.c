@@ -241,20 +241,17 @@ static int call(judge *j, bool cand, double *ms, const char *when, json_t **done
 /* What check() found. */
 enum { CHECK_OK, CHECK_NUMERICAL, CHECK_REJECTED, CHECK_SKIP, CHECK_INFRA };
 
-/* Compares every output and input of the last call. variant as prepare's;
- * kb: also apply KernelBench's check (sets j->kb_status on failure);
- * shortcuts: also look for constant outputs and returned inputs. */
-static int check(judge *j, int variant, bool kb, bool shortcuts, const char *when,
-                 char *msg, size_t len) {
+/* Inputs unchanged (bitwise, against the reference's copy). */
+static int check_inputs(judge *j, const char *when, char *msg, size_t len) {
   const sg_task *t = j->t;
-  int rc;
   for (size_t i = 0; i < t->nargs; i++) {
     const sg_task_arg *a = &t->args[i];
     if (a->kind != SG_ARG_INPUT)
       continue;
     int64_t ne = 0;
-    if ((rc = j->count_ne((void *)(uintptr_t)j->dc[i], (void *)(uintptr_t)j->dr[i],
-                          (int64_t)arg_bytes(a), &ne))) {
+    int rc = j->count_ne((void *)(uintptr_t)j->dc[i], (void *)(uintptr_t)j->dr[i],
+                         (int64_t)arg_bytes(a), &ne);
+    if (rc) {
       snprintf(msg, len, "comparing input %s: %s", a->name, cuerr(j, rc));
       return CHECK_INFRA;
     }
@@ -264,14 +261,99 @@ static int check(judge *j, int variant, bool kb, bool shortcuts, const char *whe
       return CHECK_REJECTED;
     }
   }
-  for (size_t i = 0; i < t->nargs; i++) {
+  return CHECK_OK;
+}
+
+/* KernelBench's own check of output i (its verdict; decided once). */
+static int check_kernelbench(judge *j, size_t i, const char *when, char *msg,
+                             size_t len) {
+  const sg_task_arg *a = &j->t->args[i];
+  sg_judge_stats k;
+  int rc = j->compare((void *)(uintptr_t)j->dr[i], (void *)(uintptr_t)j->dc[i],
+                      a->numel, a->dtype, SG_JUDGE_KB_ATOL, SG_JUDGE_KB_RTOL, &k);
+  if (rc) {
+    snprintf(msg, len, "comparing output %s: %s", a->name, cuerr(j, rc));
+    return CHECK_INFRA;
+  }
+  if (k.bad) {
+    j->kb_status = "numerical_error";
+    snprintf(j->kb_msg, sizeof j->kb_msg,
+             "output %s: %lld of %lld elements outside KernelBench's atol=rtol=1e-2 (%s)",
+             a->name, (long long)k.bad, (long long)k.n, when);
+  }
+  return CHECK_OK;
+}
+
+/* The message for output i failing specgen's tolerance atol: a second
+ * comparison at that tolerance counts the bad elements and finds the
+ * first. */
+static int report_numerical(judge *j, size_t i, const sg_judge_stats *s, double atol,
+                            const char *when, char *msg, size_t len) {
+  const sg_task_arg *a = &j->t->args[i];
+  sg_judge_stats b;
+  int rc = j->compare((void *)(uintptr_t)j->dr[i], (void *)(uintptr_t)j->dc[i],
+                      a->numel, a->dtype, atol, j->rtol, &b);
+  if (rc) {
+    snprintf(msg, len, "comparing output %s: %s", a->name, cuerr(j, rc));
+    return CHECK_INFRA;
+  }
+  char idx[128] = "?";
+  if (b.first_bad >= 0) {
+    sg_cuda_index_str(a, b.first_bad, idx, sizeof idx);
+    j->first_bad = b.first_bad;
+  }
+  snprintf(msg, len,
+           "output %s differs from the reference (%s): %lld of %lld elements "
+           "outside atol=%.3g rtol=%g (atol scaled to the reference's magnitude "
+           "%.3g)%s; first at %s: got %.9g, expected %.9g; max abs error %.3g",
+           a->name, when, (long long)(b.bad ? b.bad : 1), (long long)s->n, atol,
+           j->rtol, s->max_abs_ref,
+           s->unwritten ? " (some still hold the NaN poison: never written)" : "", idx,
+           b.first_cand, b.first_ref, s->max_abs_err);
+  return CHECK_NUMERICAL;
+}
+
+/* The shortcut rules for output i: constant, or bitwise an input, where
+ * the reference's output is neither. */
+static int check_shortcuts(judge *j, size_t i, const sg_judge_stats *s, char *msg,
+                           size_t len) {
+  const sg_task *t = j->t;
+  const sg_task_arg *a = &t->args[i];
+  const void *r = (void *)(uintptr_t)j->dr[i], *c = (void *)(uintptr_t)j->dc[i];
+  int equal = -1;
+  for (size_t k = 0; k < t->nargs && equal < 0; k++) {
+    const sg_task_arg *in = &t->args[k];
+    if (in->kind != SG_ARG_INPUT || in->dtype != a->dtype || in->numel != a->numel)
+      continue;
+    int64_t ne_c = 0, ne_r = 0;
+    if (j->count_ne(c, (void *)(uintptr_t)j->dc[k], (int64_t)arg_bytes(a), &ne_c) ||
+        j->count_ne(r, (void *)(uintptr_t)j->dr[k], (int64_t)arg_bytes(a), &ne_r))
+      continue;
+    if (ne_c == 0 && ne_r > 0)
+      equal = (int)k;
+  }
+  if (sg_judge_shortcut(s, equal, equal >= 0 ? t->args[equal].name : NULL, a->name,
+                        msg, len))
+    return CHECK_REJECTED;
+  return CHECK_OK;
+}
+
+/* Compares every output and input of the last call. variant as prepare's;
+ * kb: also apply KernelBench's check (sets j->kb_status on failure);
+ * shortcuts: also look for constant outputs and returned inputs. */
+static int check(judge *j, int variant, bool kb, bool shortcuts, const char *when,
+                 char *msg, size_t len) {
+  const sg_task *t = j->t;
+  int rc = check_inputs(j, when, msg, len);
+  for (size_t i = 0; rc == CHECK_OK && i < t->nargs; i++) {
     const sg_task_arg *a = &t->args[i];
     if (a->kind != SG_ARG_OUTPUT)
       continue;
-    const void *r = (void *)(uintptr_t)j->dr[i], *c = (void *)(uintptr_t)j->dc[i];
     sg_judge_stats s;
-    if ((rc = j->compare(r, c, a->numel, a->dtype, j->atol, j->rtol, &s))) {
-      snprintf(msg, len, "comparing output %s: %s", a->name, cuerr(j, rc));
+    int cu = j->compare((void *)(uintptr_t)j->dr[i], (void *)(uintptr_t)j->dc[i],
+                        a->numel, a->dtype, j->atol, j->rtol, &s);
+    if (cu) {
+      snprintf(msg, len, "comparing output %s: %s", a->name, cuerr(j, cu));
       return CHECK_INFRA;
     }
     if (variant > 0 && s.ref_nonfinite > 0 && !j->nonfinite0[i])
@@ -284,62 +366,16 @@ static int check(judge *j, int variant, bool kb, bool shortcuts, const char *whe
       j->worst_abs = s.max_abs_err;
     if (s.max_rel_err > j->worst_rel)
       j->worst_rel = s.max_rel_err;
-    if (kb && !j->kb_status) {
-      sg_judge_stats k;
-      if ((rc = j->compare(r, c, a->numel, a->dtype, SG_JUDGE_KB_ATOL,
-                           SG_JUDGE_KB_RTOL, &k))) {
-        snprintf(msg, len, "comparing output %s: %s", a->name, cuerr(j, rc));
-        return CHECK_INFRA;
-      }
-      if (k.bad) {
-        j->kb_status = "numerical_error";
-        snprintf(j->kb_msg, sizeof j->kb_msg,
-                 "output %s: %lld of %lld elements outside KernelBench's atol=rtol=1e-2 (%s)",
-                 a->name, (long long)k.bad, (long long)k.n, when);
-      }
-    }
+    if (kb && !j->kb_status && (rc = check_kernelbench(j, i, when, msg, len)))
+      return rc;
     double m0 = variant == 0 ? s.max_abs_ref : j->m0[i];
     double atol = sg_judge_atol(j->atol, s.max_abs_ref, m0);
-    if (s.unwritten || s.max_excess > atol) {
-      sg_judge_stats b;
-      if ((rc = j->compare(r, c, a->numel, a->dtype, atol, j->rtol, &b))) {
-        snprintf(msg, len, "comparing output %s: %s", a->name, cuerr(j, rc));
-        return CHECK_INFRA;
-      }
-      char idx[128] = "?";
-      if (b.first_bad >= 0) {
-        sg_cuda_index_str(a, b.first_bad, idx, sizeof idx);
-        j->first_bad = b.first_bad;
-      }
-      snprintf(msg, len,
-               "output %s differs from the reference (%s): %lld of %lld elements "
-               "outside atol=%.3g rtol=%g (atol scaled to the reference's magnitude "
-               "%.3g)%s; first at %s: got %.9g, expected %.9g; max abs error %.3g",
-               a->name, when, (long long)(b.bad ? b.bad : 1), (long long)s.n, atol,
-               j->rtol, s.max_abs_ref,
-               s.unwritten ? " (some still hold the NaN poison: never written)" : "",
-               idx, b.first_cand, b.first_ref, s.max_abs_err);
-      return CHECK_NUMERICAL;
-    }
-    if (!shortcuts)
-      continue;
-    int equal = -1;
-    for (size_t k = 0; k < t->nargs && equal < 0; k++) {
-      const sg_task_arg *in = &t->args[k];
-      if (in->kind != SG_ARG_INPUT || in->dtype != a->dtype || in->numel != a->numel)
-        continue;
-      int64_t ne_c = 0, ne_r = 0;
-      if (j->count_ne(c, (void *)(uintptr_t)j->dc[k], (int64_t)arg_bytes(a), &ne_c) ||
-          j->count_ne(r, (void *)(uintptr_t)j->dr[k], (int64_t)arg_bytes(a), &ne_r))
-        continue;
-      if (ne_c == 0 && ne_r > 0)
-        equal = (int)k;
-    }
-    if (sg_judge_shortcut(&s, equal, equal >= 0 ? t->args[equal].name : NULL,
-                          a->name, msg, len))
-      return CHECK_REJECTED;
+    if (s.unwritten || s.max_excess > atol)
+      return report_numerical(j, i, &s, atol, when, msg, len);
+    if (shortcuts)
+      rc = check_shortcuts(j, i, &s, msg, len);
   }
-  return CHECK_OK;
+  return rc;
 }
 
 static const char *check_status(int c) {

@@ -259,9 +259,30 @@ static int write_shim(const sg_task *task, const char *dir, const char *include,
   return rc;
 }
 
+/* Candidates of one task compile at once (specgen bench, the GPU check, a
+ * run's compile workers): one builds the reference, the others wait on a
+ * lock file beside the cache entry instead of running the same nvcc and
+ * cuBLAS link beside it. Returns the locked descriptor (closing it unlocks)
+ * or -1 (no lock: build anyway). */
+static int lock_reference(const char *cache, uint64_t h) {
+  sg_err err;
+  if (sg_mkdir_p(cache, &err) != 0)
+    return -1;
+  char *lp = sg_asprintf("%s/ref-%016llx.lock", cache, (unsigned long long)h);
+  int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  free(lp);
+  if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
 /* The reference's shared object, from the cache when an identical build is
  * there: ${XDG_CACHE_HOME:-$HOME/.cache}/specgen/cuda/ref-<hash>.so, keyed
- * by the reference's source, the shim, the target and nvcc's path. */
+ * by the reference's source, the shim, the target and nvcc's path.
+ * One sequence of steps (key, lock, build, publish) a little over 80 lines:
+ * split, its error paths would have to cross functions. */
 static int build_reference(const sg_task *task, const char *nvcc,
                            const char *work_dir, double timeout_s, char **so,
                            sg_err *err) {
@@ -289,20 +310,7 @@ static int build_reference(const sg_task *task, const char *nvcc,
   *so = sg_asprintf("%s/ref-%016llx.so", cache, (unsigned long long)h);
   if (access(*so, R_OK) == 0)
     goto done;
-  /* Candidates of one task compile at once (specgen bench, the GPU check,
-   * a run's compile workers): one builds the reference, the others wait for
-   * it instead of running the same nvcc and cuBLAS link beside it. */
-  int lock = -1;
-  if (sg_mkdir_p(cache, err) == 0) {
-    char *lp = sg_asprintf("%s/ref-%016llx.lock", cache, (unsigned long long)h);
-    lock = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    free(lp);
-    if (lock >= 0 && flock(lock, LOCK_EX) != 0) {
-      close(lock);
-      lock = -1;
-    }
-  }
-  sg_err_clear(err);
+  int lock = lock_reference(cache, h);
   if (access(*so, R_OK) == 0) {
     if (lock >= 0)
       close(lock);
