@@ -270,8 +270,17 @@ class _Server:
                 raise _Fail("timeout", "one call of the %s did not finish within %.1f s; "
                             "it was stopped" % (self.role, timeout))
             rop, val = self.conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
-            raise _Fail("runtime_error", "the %s's process %s" % (self.role, self.end()))
+        except (EOFError, OSError):
+            raise _Fail("runtime_error" if self.role == "candidate" else "infra_error",
+                        "the %s's process %s" % (self.role, self.end()))
+        except _Fail:
+            raise
+        except Exception as e:  # noqa: BLE001  (a message that does not unpickle)
+            self.kill()
+            raise _Fail("runtime_error" if self.role == "candidate" else "infra_error",
+                        "the %s's process answered something that is no message (%s): "
+                        "its code wrote into the judge's connection" % (
+                            self.role, type(e).__name__))
         return rop, val, time.perf_counter() - t0
 
     def end(self):
@@ -589,6 +598,11 @@ def _started(srv, cand, expect, limit):
     except (EOFError, OSError):
         raise _Fail("runtime_error" if srv is cand else "infra_error",
                     "the %s's process %s while starting" % (srv.role, srv.end()))
+    except Exception as e:  # noqa: BLE001  (a message that does not unpickle)
+        srv.kill()
+        raise _Fail("runtime_error" if srv is cand else "infra_error",
+                    "the %s's process answered something that is no message (%s)" % (
+                        srv.role, type(e).__name__))
     if op == "error":
         if srv is cand:
             raise _Fail("runtime_error", "building ModelNew failed:\n" + str(val))
