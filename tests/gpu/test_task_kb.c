@@ -67,7 +67,7 @@ static void test_folder_in_problem_order(void) {
   char *d = tmp_dir("sg-kb");
   put_file(d, "10_B.py", kb_relu);
   put_file(d, "2_A.py", kb_relu);
-  put_file(d, "helper.py", "def f():\n    return 1\n");
+  put_file(d, "utils.py", "def f():\n    return 1\n");
   put_file(d, "notes.txt", "not python");
   sg_task **ts = NULL;
   size_t n = 0;
