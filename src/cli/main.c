@@ -15,6 +15,7 @@ static const command commands[] = {
     {"show", sg_cmd_show, "print the summary of a run directory, finished or not"},
     {"tasks", sg_cmd_tasks, "list the built-in tasks"},
     {"eval", sg_cmd_eval, "validate and time one candidate kernel on a task"},
+    {"bench", sg_cmd_bench, "evaluate whole sets of tasks (KernelBench levels, the paper's T1-T20)"},
     {"triggers", sg_cmd_triggers, "show where speculation would fork in a reasoning trace"},
     {"report", sg_cmd_report, "write the HTML report of a run directory or a sim campaign"},
     {"sim", sg_cmd_sim, "simulate whole campaigns in virtual time"},

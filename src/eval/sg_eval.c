@@ -48,6 +48,8 @@ void sg_eval_result_free(sg_eval_result *r) {
     return;
   free(r->message);
   free(r->profile_text);
+  free(r->kernelbench_status);
+  r->kernelbench_status = NULL;
   if (r->metrics)
     json_decref(r->metrics);
   r->message = r->profile_text = NULL;
@@ -82,6 +84,9 @@ json_t *sg_eval_result_to_json(const sg_eval_result *r) {
   json_object_set_new(j, "profile_text", r->profile_text
                                              ? json_string(r->profile_text)
                                              : json_null());
+  json_object_set_new(j, "kernelbench_status", r->kernelbench_status
+                                                   ? json_string(r->kernelbench_status)
+                                                   : json_null());
   return j;
 }
 
@@ -143,6 +148,9 @@ int sg_eval_result_from_json(const json_t *j, sg_eval_result *r, sg_err *err) {
   const json_t *pt = json_object_get(j, "profile_text");
   if (json_is_string(pt))
     r->profile_text = sg_strdup(json_string_value(pt));
+  const json_t *kb = json_object_get(j, "kernelbench_status");
+  if (json_is_string(kb) && sg_eval_status_parse(json_string_value(kb)) >= 0)
+    r->kernelbench_status = sg_strdup(json_string_value(kb));
   return 0;
 }
 

@@ -49,6 +49,11 @@ typedef struct sg_eval_result {
   json_t *metrics;         /* profiling metrics (an object) or NULL; owned */
   char *profile_text;      /* short profiling verdict for the LLM, or NULL */
   unsigned long long seed; /* the seed the inputs were drawn from; 0: none */
+  /* KernelBench's own verdict on the same candidate (its allclose at
+   * atol = rtol = 1e-2 on the task's own inputs, nothing else checked),
+   * beside specgen's stricter one in status: "ok", "numerical_error", ...;
+   * NULL where the evaluator does not give it (cpu). Owned. */
+  char *kernelbench_status;
 } sg_eval_result;
 
 void sg_eval_result_init(sg_eval_result *r);

@@ -8,6 +8,7 @@
  * crashes, hangs or corrupts its context takes only that child with it.
  */
 #include "eval/sg_eval_cuda.h"
+#include "eval/sg_cuda_judge.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
@@ -19,11 +20,13 @@
 #include "eval/sg_sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -248,9 +251,30 @@ static int write_shim(const sg_task *task, const char *dir, const char *include,
   return rc;
 }
 
+/* Candidates of one task compile at once (specgen bench, the GPU check, a
+ * run's compile workers): one builds the reference, the others wait on a
+ * lock file beside the cache entry instead of running the same nvcc and
+ * cuBLAS link beside it. Returns the locked descriptor (closing it unlocks)
+ * or -1 (no lock: build anyway). */
+static int lock_reference(const char *cache, uint64_t h) {
+  sg_err err;
+  if (sg_mkdir_p(cache, &err) != 0)
+    return -1;
+  char *lp = sg_asprintf("%s/ref-%016llx.lock", cache, (unsigned long long)h);
+  int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  free(lp);
+  if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
 /* The reference's shared object, from the cache when an identical build is
  * there: ${XDG_CACHE_HOME:-$HOME/.cache}/specgen/cuda/ref-<hash>.so, keyed
- * by the reference's source, the shim, the target and nvcc's path. */
+ * by the reference's source, the shim, the target and nvcc's path.
+ * One sequence of steps (key, lock, build, publish) a little over 80 lines:
+ * split, its error paths would have to cross functions. */
 static int build_reference(const sg_task *task, const char *nvcc,
                            const char *work_dir, double timeout_s, char **so,
                            sg_err *err) {
@@ -262,6 +286,9 @@ static int build_reference(const sg_task *task, const char *nvcc,
   sg_buf shim;
   sg_buf_init(&shim, 0);
   sg_cuda_shim(task, "reference.cu", &shim);
+  /* The judge's kernels (input generation, comparison) live in the trusted
+   * reference build; part of the cache key like everything in the shim. */
+  sg_buf_puts(&shim, sg_cuda_judge_src);
   uint64_t h = sg_fnv1a64(src, len);
   h = sg_fnv1a64_update(h, shim.data, shim.len);
   h = sg_fnv1a64_update(h, sg_eval_cuda_arch(), strlen(sg_eval_cuda_arch()));
@@ -274,6 +301,12 @@ static int build_reference(const sg_task *task, const char *nvcc,
   *so = sg_asprintf("%s/ref-%016llx.so", cache, (unsigned long long)h);
   if (access(*so, R_OK) == 0)
     goto done;
+  int lock = lock_reference(cache, h);
+  if (access(*so, R_OK) == 0) {
+    if (lock >= 0)
+      close(lock);
+    goto done;
+  }
   char *dir = sg_asprintf("%s/ref", work_dir);
   char *ref_cu = sg_asprintf("%s/reference.cu", dir);
   char *shim_cu = sg_asprintf("%s/sg_reference.cu", dir);
@@ -312,6 +345,8 @@ static int build_reference(const sg_task *task, const char *nvcc,
   free(ref_cu);
   free(shim_cu);
   free(tmp_so);
+  if (lock >= 0)
+    close(lock); /* releases the lock */
 done:
   free(cache);
   free(src);
@@ -415,6 +450,9 @@ void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
     r->max_rel_err = jnum(j, "max_rel_err");
     const json_t *fm = json_object_get(j, "first_mismatch");
     r->first_mismatch = json_is_integer(fm) ? json_integer_value(fm) : -1;
+    const char *kb = json_string_value(json_object_get(j, "kernelbench_status"));
+    if (kb && sg_eval_status_parse(kb) >= 0)
+      r->kernelbench_status = sg_strdup(kb);
     if (r->status == SG_EVAL_OK && r->cand_ms > 0)
       r->speedup = r->ref_ms / r->cand_ms;
   } else {

@@ -12,6 +12,7 @@
  * misspelt distribution parameter would silently change the inputs.
  */
 #include "eval/sg_task.h"
+#include "eval/sg_task_kb.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
@@ -720,6 +721,9 @@ int sg_task_load(const char *name_or_dir, sg_task **out, sg_err *err) {
   *out = NULL;
   if (!name_or_dir || !name_or_dir[0])
     return sg_err_set(err, SG_EINVAL, "no task named (give a name or a directory)");
+  /* A KernelBench file by path or kernelbench:LEVEL/N (sg_task_kb.h). */
+  if (sg_task_kb_is_ref(name_or_dir))
+    return sg_task_kb_load(name_or_dir, out, err);
   /* "cuda/hinge_loss": a built-in task qualified by its evaluator (a name
    * alone finds the first evaluator's, in sorted order: cpu before cuda) */
   const char *slash = strchr(name_or_dir, '/');
