@@ -141,19 +141,28 @@ static unsigned enter_namespaces(const sg_sandbox_limits *lim, sg_setup_msg *m) 
              strerror(e1), strerror(e2));
     return 0;
   }
-  int rest = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | net;
-  unsigned got_rest = SG_ISO_MOUNT | SG_ISO_PID | SG_ISO_IPC | (net ? SG_ISO_NET : 0);
-  if (unshare(CLONE_NEWUSER | rest) == 0)
-    return SG_ISO_USER | got_rest;
-  int e_user = errno;
-  if (unshare(rest) == 0) { /* root without user namespaces */
-    note(m, "%s: %s", "user namespace refused (unshare(CLONE_NEWUSER))", e_user);
-    return got_rest;
-  }
-  note(m, "%s: %s", "user namespace refused (unshare(CLONE_NEWUSER))", e_user);
+  /* Only the user and PID namespaces here; the others come later, in the
+   * PID namespace's first process (other_namespaces): the last process to
+   * leave a namespace pays for its teardown (a mount namespace's RCU grace
+   * periods cost milliseconds), and the waiter the parent reaps must not be
+   * that process. */
+  if (unshare(CLONE_NEWUSER | CLONE_NEWPID) == 0)
+    return SG_ISO_USER | SG_ISO_PID;
+  note(m, "%s: %s", "user namespace refused (unshare(CLONE_NEWUSER))", errno);
+  if (unshare(CLONE_NEWPID) == 0) /* root without user namespaces */
+    return SG_ISO_PID;
+  note(m, "%s: %s", "PID namespace refused", errno);
+  return 0;
+}
+
+/* The mount, IPC and network namespaces (see enter_namespaces for why
+ * here): all at once, else each the kernel allows. */
+static unsigned other_namespaces(const sg_sandbox_limits *lim, sg_setup_msg *m) {
+  int net = lim->isolate_network ? CLONE_NEWNET : 0;
+  if (unshare(CLONE_NEWNS | CLONE_NEWIPC | net) == 0)
+    return SG_ISO_MOUNT | SG_ISO_IPC | (net ? SG_ISO_NET : 0);
   static const struct { int flag; unsigned bit; const char *name; } each[] = {
       {CLONE_NEWNS, SG_ISO_MOUNT, "mount namespace refused"},
-      {CLONE_NEWPID, SG_ISO_PID, "PID namespace refused"},
       {CLONE_NEWIPC, SG_ISO_IPC, "IPC namespace refused"},
       {CLONE_NEWNET, SG_ISO_NET, "network not isolated: unshare(CLONE_NEWNET)"},
   };
@@ -335,6 +344,8 @@ void sg_sandbox_child_setup(const sg_sandbox_limits *lim, int out_w, int err_w,
     ids = (sg_setup_reply){NOBODY, NOBODY};
   if (iso & SG_ISO_PID)
     fork_into_pid_ns(&m);
+  if (lim->isolate)
+    iso |= other_namespaces(lim, &m);
   if ((iso & SG_ISO_MOUNT) && !make_view(lim, iso, &m))
     iso &= ~(unsigned)SG_ISO_MOUNT;
   if (lim->work_dir && chdir(lim->work_dir) != 0)
