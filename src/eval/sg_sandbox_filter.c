@@ -130,6 +130,7 @@ int sg_sandbox_filter_compute(int stage, pid_t self, int read_fd,
       SCMP_SYS(futex), SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres),
       SCMP_SYS(gettimeofday), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
       SCMP_SYS(rt_sigaction), /* abort() resets SIGABRT's handler */
+      SCMP_SYS(sigaltstack),  /* a handler's own stack (sanitizers set one) */
       SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(exit), SCMP_SYS(exit_group),
       SCMP_SYS(sched_yield), SCMP_SYS(getrandom), SCMP_SYS(fstat),
       SCMP_SYS(newfstatat), SCMP_SYS(lseek),

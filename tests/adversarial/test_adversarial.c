@@ -59,6 +59,16 @@ static int leftover_workers(void) {
     buf[r] = '\0';
     if (strcmp(buf, "specgen-eval-worker") != 0)
       continue;
+    /* ours: working in a scratch directory under our work root (other
+     * tests' evaluations may run at the same time) */
+    char cwd[512];
+    snprintf(path, sizeof path, "/proc/%s/cwd", e->d_name);
+    ssize_t cl = readlink(path, cwd, sizeof cwd - 1);
+    if (cl <= 0)
+      continue;
+    cwd[cl] = '\0';
+    if (strncmp(cwd, work_root, strlen(work_root)) != 0)
+      continue;
     snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
     f = fopen(path, "re");
     char state = 'Z';
@@ -103,7 +113,8 @@ static int n_done, n_failed;
 static void fail(const char *name, const char *why, const sg_eval_result *r) {
   printf("not ok %d - %s: %s\n", ++n_done, name, why);
   if (r && r->message) {
-    char *m = sg_strndup(r->message, 600);
+    size_t len = strlen(r->message);
+    char *m = sg_strndup(r->message, len < 600 ? len : 600);
     for (char *c = m; *c; c++)
       if (*c == '\n')
         *c = ' ';
