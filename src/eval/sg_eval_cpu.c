@@ -468,29 +468,41 @@ int sg_eval_cpu_run_logged(const sg_task *task, const sg_eval_build *build,
       seed = 1;
   }
   r->seed = seed;
-  /* The workers see only the scratch directory's files: a cached
-   * reference build elsewhere is copied in. */
-  char *ref_so = NULL;
-  size_t wl = strlen(build->work_dir);
-  if (strncmp(build->reference_artifact, build->work_dir, wl) != 0 ||
-      build->reference_artifact[wl] != '/') {
-    ref_so = sg_asprintf("%s/reference_run.so", build->work_dir);
+  /* The workers run in a scratch directory of their own, holding copies of
+   * both shared objects readable by the unprivileged user they run as: a
+   * build may live anywhere (a build cache, a run directory), and the
+   * sandbox makes its directory the one writable place and gives it to
+   * nobody. */
+  /* a real reference: links the worker (and its constructor) in */
+  if (!((const volatile char *)sg_eval_cpu_worker_name)[0])
+    return sg_err_set(err, SG_EINVAL, "the worker is not linked in");
+  char *scratch = NULL;
+  if ((rc = make_scratch(opts, &scratch, err)))
+    return sg_err_prefix(err, "running the kernel");
+  char *cand_so = sg_asprintf("%s/candidate.so", scratch);
+  char *ref_so = sg_asprintf("%s/reference.so", scratch);
+  const char *from[2] = {build->artifact, build->reference_artifact};
+  const char *to[2] = {cand_so, ref_so};
+  for (int i = 0; i < 2 && rc == 0; i++) {
     char *data = NULL;
     size_t dlen = 0;
-    if ((rc = sg_file_read(build->reference_artifact, UINT64_C(1) << 30, &data, &dlen,
-                           err)) ||
-        (rc = sg_file_write(ref_so, data, dlen, err))) {
-      free(data);
-      free(ref_so);
-      return sg_err_prefix(err, "copying the reference's build");
-    }
+    if ((rc = sg_file_read(from[i], UINT64_C(1) << 30, &data, &dlen, err)) == 0 &&
+        (rc = sg_file_write(to[i], data, dlen, err)) == 0)
+      chmod(to[i], 0644);
     free(data);
-    chmod(ref_so, 0644); /* the worker runs as another user */
+  }
+  if (rc) {
+    sg_err ignore;
+    sg_rm_rf(scratch, &ignore);
+    free(scratch);
+    free(cand_so);
+    free(ref_so);
+    return sg_err_prefix(err, "copying the builds into the run's scratch directory");
   }
   sg_eval_cpu_judge_opts jo = {
-      .cand_so = build->artifact,
-      .ref_so = ref_so ? ref_so : build->reference_artifact,
-      .work_dir = build->work_dir,
+      .cand_so = cand_so,
+      .ref_so = ref_so,
+      .work_dir = scratch,
       .cpu = cpu,
       .trials = opts->correctness_trials,
       .warmups = opts->warmup_runs,
@@ -499,10 +511,11 @@ int sg_eval_cpu_run_logged(const sg_task *task, const sg_eval_build *build,
       .budget_s = opts->run_timeout_s > 0 ? opts->run_timeout_s : 60,
   };
   jo.cpu_limit_s = 2 * jo.budget_s + 121;
-  /* a real reference: links the worker (and its constructor) in */
-  if (!((const volatile char *)sg_eval_cpu_worker_name)[0])
-    return sg_err_set(err, SG_EINVAL, "the worker is not linked in");
   rc = sg_eval_cpu_judge(task, &jo, r, log, err);
+  sg_err ignore;
+  sg_rm_rf(scratch, &ignore);
+  free(scratch);
+  free(cand_so);
   free(ref_so);
   if (rc)
     return sg_err_prefix(err, "running the kernel");
