@@ -11,6 +11,8 @@ packages=(
   python3                                      # test server clients, examples
   iproute2 procps                              # sandbox and process tests
   libseccomp-dev                               # the sandbox's seccomp filters
+  libjs-chart.js                               # charts inlined into `specgen report` pages
+  chromium                                     # headless browser for the report's tests
 )
 
 missing=()

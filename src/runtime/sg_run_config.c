@@ -16,7 +16,7 @@
 #include "common/sg_file.h"
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
-#include "llm/sg_llm_server.h"
+#include "testserver/sg_llm_server.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -171,6 +171,11 @@ static const sg_run_key keys[] = {
      .help = "no progress lines (off)", .group = G_OUT},
     {.name = "json", .type = SG_KEY_BOOL, .offset = OFF(json),
      .help = "progress as one JSON event per line (off)", .group = G_OUT},
+    {.name = "dashboard", .type = SG_KEY_STRING, .offset = OFF(dashboard),
+     .value_name = "ADDR:PORT",
+     .help = "serve a live dashboard of the run; a bare --dashboard is "
+             "127.0.0.1:8750 (off)",
+     .group = G_OUT},
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
