@@ -355,6 +355,10 @@ void sg_sandbox_child_setup(const sg_sandbox_limits *lim, int out_w, int err_w,
       iso |= SG_ISO_UNPRIV;
     else if (ids.uid < 0 && geteuid() != 0)
       iso |= SG_ISO_UNPRIV; /* never root here: nothing to drop */
+    /* A change of credentials clears the parent-death signal: set it again,
+     * or a worker whose judge was killed outright (an aborted evaluation)
+     * would run on until its CPU limit. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   }
   if (lim->pin_cpu >= 0) {
     cpu_set_t set;

@@ -25,6 +25,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -217,6 +218,54 @@ static void test_compute_filters_allow_computing_only(void) {
   expect(16, true);  /* no sleeping */
 }
 
+/* The caller killed outright (an aborted evaluation): its sandboxed
+ * program must not outlive it, though it changed credentials (which clears
+ * a parent-death signal). */
+static void test_program_dies_with_its_caller(void) {
+  int p[2];
+  SG_CHECK(pipe(p) == 0);
+  fflush(NULL);
+  pid_t caller = fork();
+  if (caller == 0) {
+    close(p[0]);
+    sg_sandbox_limits lim;
+    limits(&lim);
+    lim.forbid_spawn = false;
+    char *argv[] = {"sh", "-c", "while :; do :; done", NULL};
+    sg_sandbox *s = NULL;
+    sg_err err;
+    if (sg_sandbox_spawn(&lim, argv, false, &s, &err) != 0)
+      _exit(1);
+    int pid = sg_sandbox_pid(s);
+    if (write(p[1], &pid, sizeof pid) != sizeof pid)
+      _exit(1);
+    for (;;)
+      pause();
+  }
+  close(p[1]);
+  int prog = 0;
+  SG_CHECK(read(p[0], &prog, sizeof prog) == sizeof prog);
+  close(p[0]);
+  SG_CHECK(prog > 0 && kill(prog, 0) == 0);
+  kill(caller, SIGKILL);
+  waitpid(caller, NULL, 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; i++) {
+    char path[64], st = 'Z';
+    snprintf(path, sizeof path, "/proc/%d/stat", prog);
+    FILE *f = fopen(path, "re");
+    if (f) {
+      if (fscanf(f, "%*d (%*[^)]) %c", &st) != 1)
+        st = 'Z';
+      fclose(f);
+    }
+    gone = !f || st == 'Z' || st == 'X';
+    if (!gone)
+      usleep(20000);
+  }
+  SG_CHECK_MSG(gone, "the program %d outlived its caller", prog);
+}
+
 static void test_sanitize(void) {
   char s[] = "ok\n\ttab \x1b[31m\x01\xff end";
   sg_sandbox_sanitize(s, strlen(s));
@@ -276,6 +325,7 @@ static void test_isolation_all(void) {
   test_isolated_child_sees_little();
   test_exec_environment_is_exactly_given();
   test_spawn_passes_descriptors_and_waits();
+  test_program_dies_with_its_caller();
   test_compute_filters_allow_computing_only();
   test_sanitize();
   test_refused_namespaces_are_reported();
