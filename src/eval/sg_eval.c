@@ -52,8 +52,11 @@ void sg_eval_result_free(sg_eval_result *r) {
   r->kernelbench_status = NULL;
   if (r->metrics)
     json_decref(r->metrics);
+  if (r->isolation)
+    json_decref(r->isolation);
   r->message = r->profile_text = NULL;
   r->metrics = NULL;
+  r->isolation = NULL;
 }
 
 /* NaN and infinities have no JSON form: null. */
@@ -77,6 +80,8 @@ json_t *sg_eval_result_to_json(const sg_eval_result *r) {
                                                ? json_integer(r->first_mismatch)
                                                : json_null());
   json_object_set_new(j, "network_isolated", json_boolean(r->network_isolated));
+  json_object_set_new(j, "isolation", r->isolation ? json_incref(r->isolation)
+                                                   : json_null());
   json_object_set_new(j, "seed", r->seed ? json_integer((json_int_t)r->seed)
                                          : json_null());
   json_object_set_new(j, "metrics", r->metrics ? json_incref(r->metrics)
@@ -139,6 +144,9 @@ int sg_eval_result_from_json(const json_t *j, sg_eval_result *r, sg_err *err) {
     return sg_err_set(err, SG_EPARSE, "evaluation result: first_mismatch: expected an integer or null");
   }
   r->network_isolated = json_is_true(json_object_get(j, "network_isolated"));
+  const json_t *iso = json_object_get(j, "isolation");
+  if (json_is_object(iso))
+    r->isolation = json_deep_copy(iso);
   const json_t *seed = json_object_get(j, "seed");
   if (json_is_integer(seed))
     r->seed = (unsigned long long)json_integer_value(seed);

@@ -46,6 +46,9 @@ typedef struct sg_eval_result {
   double max_abs_err, max_rel_err; /* over all trials; NAN when not checked */
   long long first_mismatch;        /* flat index, -1 if none */
   bool network_isolated;   /* the candidate ran in its own network namespace */
+  /* what isolated the candidate (cpu evaluator: user, mount, pid, ipc,
+   * network, unprivileged, seccomp, separate_judge), or NULL; owned */
+  json_t *isolation;
   json_t *metrics;         /* profiling metrics (an object) or NULL; owned */
   char *profile_text;      /* short profiling verdict for the LLM, or NULL */
   unsigned long long seed; /* the seed the inputs were drawn from; 0: none */
