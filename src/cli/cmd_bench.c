@@ -63,10 +63,18 @@ typedef struct worker {
   bool open;
 } worker;
 
-/* The device string for a task: cpu tasks take cpu:N on cuda:N. */
+/* The device string for a task: a task whose evaluator runs on CPU cores
+ * takes core N on GPU N ("cuda:3" -> "cpu:3"). */
 static char *device_for(const sg_task *t, const char *dev) {
-  if (strcmp(t->evaluator, "cpu") == 0 && strncmp(dev, "cuda:", 5) == 0)
-    return sg_asprintf("cpu:%s", dev + 5);
+  const sg_evaluator *ev = sg_evaluator_find(t->evaluator);
+  const char *colon = strchr(dev, ':');
+  if (ev && !ev->gpu && colon) {
+    const char *kind = sg_eval_device_kind(dev);
+    const sg_evaluator *other = NULL;
+    for (size_t i = 0; (other = sg_evaluator_at(i)) != NULL; i++)
+      if (kind && other->gpu && strcmp(other->device_kind, kind) == 0)
+        return sg_asprintf("%s%s", ev->device_kind, colon);
+  }
   return sg_strdup(dev);
 }
 

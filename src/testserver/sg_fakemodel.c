@@ -700,15 +700,19 @@ static void move_correction(writer *w) {
 /* The label a draft's block gets: real traces label the same language
  * several ways, or not at all. */
 static const char *draft_tag(writer *w) {
+  /* Indexed by the block's language as sg_fm_lang_tag names it. */
+  static const struct {
+    const char *lang;
+    const char *labels[4];
+  } by_lang[] = {{"cuda", {"cuda", "cuda", "cpp", ""}},
+                 {"python", {"python", "python", "py", ""}},
+                 {"c", {"c", "c", "c", ""}}};
   const char *tag = sg_fm_lang_tag(w->t);
-  static const char *const cuda[] = {"cuda", "cuda", "cpp", ""};
-  static const char *const py[] = {"python", "python", "py", ""};
-  static const char *const c[] = {"c", "c", "c", ""};
-  if (!strcmp(tag, "cuda"))
-    return PICK(&w->r, cuda);
-  if (!strcmp(tag, "python"))
-    return PICK(&w->r, py);
-  return PICK(&w->r, c);
+  size_t k = 2;
+  for (size_t i = 0; i < 3; i++)
+    if (strcmp(by_lang[i].lang, tag) == 0)
+      k = i;
+  return PICK(&w->r, by_lang[k].labels);
 }
 
 static void w_block(writer *w, sg_buf *b, const char *code) {
