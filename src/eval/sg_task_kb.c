@@ -104,34 +104,14 @@ static int cmp_files(const void *a, const void *b) {
   return strcmp(x, y);
 }
 
-/* The sorted ".py" names in dir. */
-static char **py_files(const char *dir, size_t *n) {
-  *n = 0;
-  DIR *d = opendir(dir);
-  if (!d)
-    return NULL;
-  char **names = NULL;
-  size_t cap = 0;
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.' || !ends_with(de->d_name, ".py"))
-      continue;
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 64;
-      names = sg_realloc(names, cap * sizeof *names);
-    }
-    names[(*n)++] = sg_strdup(de->d_name);
-  }
-  closedir(d);
-  if (*n)
-    qsort(names, *n, sizeof *names, cmp_files);
-  return names;
+static bool keep_py(const char *dir, const char *name) {
+  (void)dir;
+  return ends_with(name, ".py");
 }
 
-static void free_names(char **names, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    free(names[i]);
-  free(names);
+/* The sorted ".py" names in dir. */
+static char **py_files(const char *dir, size_t *n) {
+  return sg_file_list(dir, keep_py, cmp_files, n);
 }
 
 /* kernelbench:LEVEL/PROBLEM -> the file's path. PROBLEM is a number (the
@@ -163,7 +143,7 @@ static int resolve(const char *name, char **path, sg_err *err) {
     if (hit)
       *path = sg_asprintf("%s/%s", dir, files[i]);
   }
-  free_names(files, n);
+  sg_file_list_free(files, n);
   if (!*path)
     rc = sg_err_set(err, SG_ENOENT, "%s: no problem \"%s\" in %s", name, want, dir);
   free(dir);
@@ -260,7 +240,7 @@ int sg_task_kb_list(const char *dir_or_level, sg_task ***out, size_t *n,
       tasks[count++] = t;
     free(path);
   }
-  free_names(files, nf);
+  sg_file_list_free(files, nf);
   if (count == 0) {
     free(tasks);
     rc = sg_err_set(err, SG_ENOENT, "%s: no KernelBench file (a .py defining class "
