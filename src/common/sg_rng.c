@@ -14,22 +14,8 @@ void sg_rng_seed(sg_rng *r, uint64_t seed) {
     r->s[i] = sg_splitmix64(&x);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
-uint64_t sg_rng_next(sg_rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
+/* the one external definition of the inline sg_rng_next (C11 6.7.4) */
+extern inline uint64_t sg_rng_next(sg_rng *r);
 
 double sg_rng_uniform(sg_rng *r) {
   return (double)(sg_rng_next(r) >> 11) * 0x1.0p-53;

@@ -69,6 +69,11 @@ typedef struct sg_eval_cmp {
 /* allclose: |cand - ref| <= atol + rtol * |ref|, NaN equal to NaN. */
 void sg_eval_compare(sg_dtype d, const void *cand, const void *ref, int64_t n,
                      double atol, double rtol, sg_eval_cmp *c);
+/* sg_eval_compare, and cand poisoned for the next call as it goes (block by
+ * block, while the block is in cache): the per-call check in one pass over
+ * the candidate's memory instead of two. */
+void sg_eval_compare_poison(sg_dtype d, void *cand, const void *ref, int64_t n,
+                            double atol, double rtol, sg_eval_cmp *c);
 /* What went wrong, for the LLM, e.g. "output out: element 7 (index [0, 7])
  * was never written"; the caller frees it. */
 char *sg_eval_cmp_message(const sg_task_arg *a, const sg_eval_cmp *c,

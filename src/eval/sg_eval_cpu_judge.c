@@ -73,6 +73,7 @@ typedef struct judge {
   double deadline;        /* for the reference and the setup */
   double max_abs, max_rel;
   int64_t max_gap_ns;
+  bool cand_poisoned;     /* the last comparison poisoned the kernel's outputs */
   /* where we are, for messages */
   const char *phase;
   int call, calls;
@@ -337,29 +338,36 @@ static void draw(judge *j, uint64_t set, bool fresh) {
   }
 }
 
-/* The candidate's outputs before every call; the reference's only where
- * they are checked for unwritten elements (the correctness sets and the
- * first timed call): a reference writes all of its outputs, and poisoning
- * them again costs a pass over memory per call. */
+/* The candidate's outputs before every call (unless the last comparison
+ * already poisoned them as it went); the reference's only where they are
+ * checked for unwritten elements (the correctness sets and the first timed
+ * call): a reference writes all of its outputs, and poisoning them again
+ * costs a pass over memory per call. */
 static void poison(judge *j, bool ref_too) {
   for (size_t i = 0; i < j->t->nargs; i++) {
     const sg_task_arg *a = &j->t->args[i];
-    if (a->kind == SG_ARG_OUTPUT)
-      for (int k = ref_too ? 0 : 1; k < 2; k++)
-        sg_eval_poison(a->dtype, j->s[k].out + j->off[i], a->numel);
+    if (a->kind != SG_ARG_OUTPUT)
+      continue;
+    if (ref_too)
+      sg_eval_poison(a->dtype, j->s[REF].out + j->off[i], a->numel);
+    if (!j->cand_poisoned)
+      sg_eval_poison(a->dtype, j->s[CAND].out + j->off[i], a->numel);
   }
+  j->cand_poisoned = false;
 }
 
-/* Compares the candidate's outputs with the reference's; NULL when all is
- * well, else the failure (status and message). check_ref: also look for
- * elements the reference left unwritten (a broken task). */
+/* Compares the candidate's outputs with the reference's, poisoning them
+ * for the next call as it goes; NULL when all is well, else the failure
+ * (status and message). check_ref: also look for elements the reference
+ * left unwritten (a broken task). */
 static json_t *compare(judge *j, bool check_ref) {
   const sg_task *t = j->t;
   for (size_t i = 0; i < t->nargs; i++) {
     const sg_task_arg *a = &t->args[i];
     if (a->kind != SG_ARG_OUTPUT)
       continue;
-    const char *ref = j->s[REF].out + j->off[i], *cand = j->s[CAND].out + j->off[i];
+    const char *ref = j->s[REF].out + j->off[i];
+    char *cand = j->s[CAND].out + j->off[i];
     if (check_ref)
       for (int64_t e = 0; e < a->numel; e++)
         if (sg_eval_is_poison(a->dtype, ref, e))
@@ -367,7 +375,7 @@ static json_t *compare(judge *j, bool check_ref) {
                            "the reference left elements of ", a->name,
                            " unwritten (a bug in the task)");
     sg_eval_cmp cmp;
-    sg_eval_compare(a->dtype, cand, ref, a->numel, t->atol, t->rtol, &cmp);
+    sg_eval_compare_poison(a->dtype, cand, ref, a->numel, t->atol, t->rtol, &cmp);
     if (cmp.max_abs > j->max_abs)
       j->max_abs = cmp.max_abs;
     if (cmp.max_rel > j->max_rel)
@@ -380,6 +388,7 @@ static json_t *compare(judge *j, bool check_ref) {
       return f;
     }
   }
+  j->cand_poisoned = true;
   return NULL;
 }
 

@@ -259,6 +259,176 @@ static void test_compare_nan_and_unwritten(void) {
   SG_CHECK_NEAR(c.ref, 5, 0);
 }
 
+/* The exact rules, element by element, written apart from the evaluator's
+ * blocked and vectorized check: it must agree with them on everything it
+ * reports. */
+static void spec_compare(sg_dtype d, const void *cand, const void *ref, int64_t n,
+                         double atol, double rtol, sg_eval_cmp *c) {
+  memset(c, 0, sizeof *c);
+  c->first_bad = -1;
+  for (int64_t i = 0; i < n; i++) {
+    double x = d == SG_DTYPE_F32 ? ((const float *)cand)[i] : ((const double *)cand)[i];
+    double y = d == SG_DTYPE_F32 ? ((const float *)ref)[i] : ((const double *)ref)[i];
+    sg_eval_bad bad = SG_EVAL_BAD_NONE;
+    if (sg_eval_is_poison(d, cand, i) && !sg_eval_is_poison(d, ref, i))
+      bad = SG_EVAL_BAD_UNWRITTEN;
+    else if (isnan(x) || isnan(y))
+      bad = isnan(x) && isnan(y) ? SG_EVAL_BAD_NONE : SG_EVAL_BAD_NAN;
+    else if (isinf(x) || isinf(y))
+      bad = x == y ? SG_EVAL_BAD_NONE : SG_EVAL_BAD_NAN;
+    else {
+      double diff = fabs(x - y);
+      c->max_abs = fmax(c->max_abs, diff);
+      if (y != 0)
+        c->max_rel = fmax(c->max_rel, diff / fabs(y));
+      if (!(diff <= atol + rtol * fabs(y)))
+        bad = SG_EVAL_BAD_MISMATCH;
+    }
+    if (bad == SG_EVAL_BAD_NONE)
+      continue;
+    if (c->first_bad < 0) {
+      c->first_bad = i;
+      c->kind = bad;
+      c->cand = x;
+      c->ref = y;
+    }
+    c->nbad++;
+    if (bad != SG_EVAL_BAD_MISMATCH)
+      c->max_abs = c->max_rel = INFINITY;
+  }
+}
+
+static bool same_double(double a, double b) {
+  return (isnan(a) && isnan(b)) || a == b;
+}
+
+static void set_val(sg_dtype d, void *buf, int64_t i, double v) {
+  if (d == SG_DTYPE_F32)
+    ((float *)buf)[i] = (float)v;
+  else
+    ((double *)buf)[i] = v;
+}
+
+/* Sizes around the check's blocks (1024) and vector widths, every kind of
+ * bad or special element, alone or with others, at the start, the end, a
+ * block's edges and random places: sg_eval_compare and
+ * sg_eval_compare_poison report exactly what the rules say, and the latter
+ * leaves every element of cand poisoned. */
+static void test_compare_fast_path_agrees_with_rules(void) {
+  const int64_t sizes[] = {0, 1, 2, 3, 4, 5, 7, 1023, 1024, 1025, 2047, 2048, 3001};
+  const sg_dtype types[] = {SG_DTYPE_F32, SG_DTYPE_F64};
+  sg_rng r;
+  sg_rng_seed(&r, 7);
+  int cases = 0;
+  for (size_t ti = 0; ti < 2; ti++)
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+      for (int kind = 0; kind < 10; kind++) {
+        sg_dtype d = types[ti];
+        int64_t n = sizes[si];
+        size_t esz = d == SG_DTYPE_F32 ? 4 : 8;
+        void *ref = sg_malloc((size_t)n * esz + 8), *cand = sg_malloc((size_t)n * esz + 8);
+        void *copy = sg_malloc((size_t)n * esz + 8);
+        for (int64_t i = 0; i < n; i++) {
+          double y = sg_rng_normal(&r) * (i % 5 == 0 ? 1e3 : 1);
+          if (i % 97 == 3)
+            y = 0; /* no relative error where ref is 0 */
+          set_val(d, ref, i, y);
+          set_val(d, cand, i, y * (1 + 1e-7 * sg_rng_normal(&r)));
+        }
+        /* where the special elements go */
+        int64_t at[4] = {0, n - 1, n > 1024 ? 1023 : n / 2,
+                         n ? (int64_t)(sg_rng_next(&r) % (uint64_t)n) : 0};
+        for (int k = 0; k < 4 && n > 0; k++) {
+          int64_t i = at[k];
+          switch (kind) {
+          case 0: break; /* all close */
+          case 1: set_val(d, cand, i, NAN); break;
+          case 2: set_val(d, cand, i, NAN); set_val(d, ref, i, NAN); break;
+          case 3: set_val(d, cand, i, INFINITY); set_val(d, ref, i, INFINITY); break;
+          case 4: set_val(d, cand, i, -INFINITY); set_val(d, ref, i, INFINITY); break;
+          case 5: set_val(d, cand, i, 1e30); break;
+          case 6: sg_eval_poison(d, (char *)cand + (size_t)i * esz, 1); break;
+          case 7: set_val(d, cand, i, -0.0); set_val(d, ref, i, 0.0); break;
+          case 8: set_val(d, ref, i, INFINITY); break;
+          case 9: /* a mismatch just over the tolerance */
+            set_val(d, ref, i, 1.0);
+            set_val(d, cand, i, 1.0 + 2e-3);
+            break;
+          }
+        }
+        sg_eval_cmp want, got, got2;
+        spec_compare(d, cand, ref, n, 1e-4, 1e-3, &want);
+        sg_eval_compare(d, cand, ref, n, 1e-4, 1e-3, &got);
+        memcpy(copy, cand, (size_t)n * esz);
+        sg_eval_compare_poison(d, copy, ref, n, 1e-4, 1e-3, &got2);
+        const sg_eval_cmp *gs[2] = {&got, &got2};
+        for (int g = 0; g < 2; g++) {
+          SG_CHECK_MSG(gs[g]->first_bad == want.first_bad && gs[g]->nbad == want.nbad,
+                       "type %zu size %lld kind %d: first bad %lld (want %lld), %lld bad "
+                       "(want %lld)", ti, (long long)n, kind, (long long)gs[g]->first_bad,
+                       (long long)want.first_bad, (long long)gs[g]->nbad,
+                       (long long)want.nbad);
+          SG_CHECK(same_double(gs[g]->max_abs, want.max_abs));
+          SG_CHECK(same_double(gs[g]->max_rel, want.max_rel));
+          if (want.first_bad >= 0) {
+            SG_CHECK_EQ_INT(gs[g]->kind, want.kind);
+            SG_CHECK(same_double(gs[g]->cand, want.cand));
+            SG_CHECK(same_double(gs[g]->ref, want.ref));
+          }
+        }
+        for (int64_t i = 0; i < n; i++)
+          SG_CHECK(sg_eval_is_poison(d, copy, i));
+        free(ref);
+        free(cand);
+        free(copy);
+        cases++;
+      }
+  SG_CHECK_EQ_INT(cases, 2 * 13 * 10);
+}
+
+/* sg_eval_refresh is the rule docs/eval.md states, bit for bit: bit k of
+ * each 64-bit draw flips the sign of element 64 m + k, then a contiguous
+ * eighth (at least 64) at a random place is drawn anew from the same
+ * generator; the rule written out here, the plain way. */
+static void test_refresh_is_the_rule(void) {
+  const int64_t sizes[] = {1, 63, 64, 65, 100, 512, 1000, 4096 + 17};
+  for (int dt = 0; dt < 2; dt++)
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+      int64_t n = sizes[si];
+      int64_t shape[1] = {n};
+      sg_dtype d = dt ? SG_DTYPE_F64 : SG_DTYPE_F32;
+      sg_task_arg a = make_arg(d, 1, shape, "normal", 0, 2);
+      size_t esz = dt ? 8 : 4;
+      char *got = sg_malloc((size_t)n * esz), *want = sg_malloc((size_t)n * esz);
+      sg_rng r;
+      sg_rng_seed(&r, 11);
+      sg_eval_fill(&a, got, &r);
+      memcpy(want, got, (size_t)n * esz);
+      sg_rng_seed(&r, 12);
+      sg_eval_refresh(&a, got, &r);
+      sg_rng_seed(&r, 12);
+      for (int64_t i = 0; i < n; i += 64) {
+        uint64_t bits = sg_rng_next(&r);
+        for (int64_t k = i; k < n && k < i + 64; k++, bits >>= 1)
+          if (bits & 1) {
+            if (dt)
+              ((double *)want)[k] = -((double *)want)[k];
+            else
+              ((float *)want)[k] = -((float *)want)[k];
+          }
+      }
+      int64_t len = n / 8 > 64 ? n / 8 : (n < 64 ? n : 64);
+      int64_t from = n > len ? (int64_t)(sg_rng_next(&r) % (uint64_t)(n - len + 1)) : 0;
+      int64_t lshape[1] = {len};
+      sg_task_arg part = make_arg(d, 1, lshape, "normal", 0, 2);
+      sg_eval_fill(&part, want + (size_t)from * esz, &r);
+      SG_CHECK_MSG(memcmp(got, want, (size_t)n * esz) == 0, "type %d size %lld", dt,
+                   (long long)n);
+      free(got);
+      free(want);
+    }
+}
+
 static void test_cmp_message(void) {
   int64_t shape[2] = {3, 4};
   sg_task_arg a = make_arg(SG_DTYPE_F32, 2, shape, "normal", 0, 1);
@@ -586,6 +756,8 @@ SG_TEST_MAIN(SG_TEST(test_rng_is_deterministic),
              SG_TEST(test_fill_structures), SG_TEST(test_poison),
              SG_TEST(test_compare_equal_and_within_tolerance),
              SG_TEST(test_compare_nan_and_unwritten), SG_TEST(test_cmp_message),
+             SG_TEST(test_compare_fast_path_agrees_with_rules),
+             SG_TEST(test_refresh_is_the_rule),
              SG_TEST(test_median_mean), SG_TEST(test_elf_dynamic_symbols),
              SG_TEST(test_forbidden_symbols), SG_TEST(test_check_symbols),
              SG_TEST(test_trim_diagnostics), SG_TEST(test_signal_text),
