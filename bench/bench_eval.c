@@ -7,17 +7,23 @@
  * reference cache (both shared objects compiled) and then warm (the
  * reference's build reused). Columns are medians over the repetitions:
  *   compile_cold_s / compile_warm_s  the CPU stage, cold and warm cache
- *   setup_ms     both workers' sandboxes up and their objects loaded
+ *   spawn_ms     both workers' sandboxes up (fork, namespaces, exec)
+ *   setup_ms     that, and both objects loaded (dlopen, filters)
  *   teardown_ms  both workers killed and reaped
  *   correct_s timing_s  the judge's phases (every timed call is checked)
- *   run_s        the whole device stage
+ *   run_s        the whole device stage (wall clock)
+ *   cpu_s        the CPU time of the device stage, this process and its
+ *                children (the workers) together: less moved by other
+ *                processes on a busy machine than run_s
  *   cand_ms ref_ms  the kernel's and the reference's median run time
  *   kernel_share  50 candidate calls (what timing needs of the kernel
  *                itself) over compile_warm_s + run_s
  * Before the tasks, one line: the sandbox alone, setup and teardown of an
- * isolated worker (namespaces, read-only view, nobody, filters, exec of this
- * program as a worker that exits at once), median of 20, and the same
- * without `isolate`.
+ * isolated worker (namespaces, read-only view, nobody, filters, exec of the
+ * worker program, which exits at once), median of 40; the same with the
+ * specgen program of the build tree exec'd as the worker (the fallback when
+ * the worker program is not found: specgen loads forty shared libraries);
+ * and the worker program without `isolate`.
  * Usage: bench_eval [REPS] [TASK...]
  */
 #include "common/sg_stats.h"
@@ -26,7 +32,9 @@
 #include "eval/sg_eval.h"
 #include "common/sg_clock.h"
 #include "eval/sg_eval_cpu.h"
+#include "eval/sg_eval_cpu_judge.h"
 #include "eval/sg_eval_cpu_worker.h"
+#include "eval/sg_eval_worker_paths.h"
 #include "eval/sg_sandbox.h"
 #include "eval/sg_task.h"
 
@@ -34,9 +42,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-enum { COLD, WARM, SETUP, TEARDOWN, CORRECT, TIMING, RUN, CAND, REF, NCOL };
+enum { COLD, WARM, SPAWN, SETUP, TEARDOWN, CORRECT, TIMING, RUN, CPU, CAND, REF, NCOL };
+
+/* CPU seconds of this process and its reaped children so far. */
+static double cpu_now(void) {
+  struct rusage s, ch;
+  getrusage(RUSAGE_SELF, &s);
+  getrusage(RUSAGE_CHILDREN, &ch);
+  return (double)(s.ru_utime.tv_sec + s.ru_stime.tv_sec + ch.ru_utime.tv_sec +
+                  ch.ru_stime.tv_sec) +
+         (double)(s.ru_utime.tv_usec + s.ru_stime.tv_usec + ch.ru_utime.tv_usec +
+                  ch.ru_stime.tv_usec) / 1e6;
+}
 
 static double phase(const json_t *log, const char *name) {
   const json_t *v = json_object_get(json_object_get(log, "phase_s"), name);
@@ -84,10 +104,14 @@ static int bench_task(const sg_task *t, int reps) {
       col[pass == 0 ? COLD : WARM][rep] = r.compile_s;
       if (pass == 1) {
         json_t *log = NULL;
-        if (sg_eval_cpu_run_logged(t, &b, &o, &r, &log, &err) != 0 || r.status != SG_EVAL_OK) {
+        double cpu0 = cpu_now();
+        int rrc = sg_eval_cpu_run_logged(t, &b, &o, &r, &log, &err);
+        col[CPU][rep] = cpu_now() - cpu0;
+        if (rrc != 0 || r.status != SG_EVAL_OK) {
           fprintf(stderr, "%s: run: %s %s\n", t->name, err.msg, r.message ? r.message : "");
           return 1;
         }
+        col[SPAWN][rep] = 1000 * phase(log, "spawn");
         col[SETUP][rep] = 1000 * phase(log, "setup");
         col[TEARDOWN][rep] = 1000 * phase(log, "teardown");
         col[CORRECT][rep] = phase(log, "correctness");
@@ -105,9 +129,10 @@ static int bench_task(const sg_task *t, int reps) {
   for (int c = 0; c < NCOL; c++)
     m[c] = sg_stats_median(col[c], (size_t)reps);
   double share = 50 * m[CAND] / 1000 / (m[WARM] + m[RUN]);
-  printf("%-24s %6.2f %6.2f %8.1f %8.1f %7.2f %7.2f %6.2f %9.3f %9.3f %6.1f%%\n",
-         t->name, m[COLD], m[WARM], m[SETUP], m[TEARDOWN], m[CORRECT], m[TIMING],
-         m[RUN], m[CAND], m[REF], 100 * share);
+  printf("%-24s %6.2f %6.2f %8.1f %8.1f %8.1f %7.2f %7.2f %6.2f %6.2f %9.3f %9.3f "
+         "%6.1f%%\n",
+         t->name, m[COLD], m[WARM], m[SPAWN], m[SETUP], m[TEARDOWN], m[CORRECT],
+         m[TIMING], m[RUN], m[CPU], m[CAND], m[REF], 100 * share);
   fflush(stdout);
   sg_rm_rf(cache, &err);
   for (int c = 0; c < NCOL; c++)
@@ -118,7 +143,7 @@ static int bench_task(const sg_task *t, int reps) {
 }
 
 /* Setup and teardown of one worker's sandbox, in ms. */
-static double sandbox_once(bool isolate, const char *dir) {
+static double sandbox_once(bool isolate, const char *prog, const char *dir) {
   sg_sandbox_limits lim;
   sg_sandbox_limits_default(&lim);
   lim.isolate = isolate;
@@ -126,13 +151,13 @@ static double sandbox_once(bool isolate, const char *dir) {
   lim.pin_cpu = 0;
   static char *const env[] = {NULL};
   lim.env = env;
-  /* a worker with no arguments exits at once ("bad arguments") */
-  char *argv[] = {"specgen-eval-worker", NULL};
+  lim.program = prog; /* a worker given no arguments exits at once */
+  char *argv[] = {SG_EVAL_WORKER_NAME, NULL};
   double t0 = sg_clock_now_s();
   sg_sandbox *s = NULL;
   sg_err err;
   sg_sandbox_outcome o;
-  if (sg_sandbox_spawn(&lim, argv, true, &s, &err) != 0) {
+  if (sg_sandbox_spawn(&lim, argv, false, &s, &err) != 0) {
     fprintf(stderr, "sandbox: %s\n", err.msg);
     return NAN;
   }
@@ -143,25 +168,31 @@ static double sandbox_once(bool isolate, const char *dir) {
   return ms;
 }
 
-/* Medians of n of each, isolated and not, alternating (a busy machine's
- * load then weighs on both alike). */
-static void sandbox_ms(int n, double *iso, double *plain) {
-  double *x = sg_calloc((size_t)n, sizeof *x), *y = sg_calloc((size_t)n, sizeof *y);
+/* Medians of n of each: isolated with the worker program, isolated with
+ * specgen as the worker, not isolated with the worker program; in turns (a
+ * busy machine's load then weighs on all alike). */
+static void sandbox_ms(int n, double ms[3]) {
+  double *x[3];
+  for (int v = 0; v < 3; v++)
+    x[v] = sg_calloc((size_t)n, sizeof *x[v]);
   char dir[] = "/tmp/sg_bench_sandbox_XXXXXX";
-  if (!mkdtemp(dir)) {
-    *iso = *plain = NAN;
+  const char *prog = sg_eval_cpu_worker_program();
+  if (!mkdtemp(dir) || !prog) {
+    fprintf(stderr, "bench_eval: %s\n", prog ? "mkdtemp failed" : "no worker program");
+    ms[0] = ms[1] = ms[2] = NAN;
     return;
   }
   for (int i = 0; i < n; i++) {
-    x[i] = sandbox_once(true, dir);
-    y[i] = sandbox_once(false, dir);
+    x[0][i] = sandbox_once(true, prog, dir);
+    x[1][i] = sandbox_once(true, SG_WORKER_BUILD_ROOT "/src/cli/specgen", dir);
+    x[2][i] = sandbox_once(false, prog, dir);
   }
   sg_err ignore;
   sg_rm_rf(dir, &ignore);
-  *iso = sg_stats_median(x, (size_t)n);
-  *plain = sg_stats_median(y, (size_t)n);
-  free(x);
-  free(y);
+  for (int v = 0; v < 3; v++) {
+    ms[v] = sg_stats_median(x[v], (size_t)n);
+    free(x[v]);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -178,14 +209,15 @@ int main(int argc, char **argv) {
   /* a real reference, so the worker is linked in */
   if (!((const volatile char *)sg_eval_cpu_worker_name)[0])
     return 1;
-  double iso, plain;
-  sandbox_ms(40, &iso, &plain);
+  double sb[3];
+  sandbox_ms(40, sb);
   printf("# sandbox setup+teardown of one worker (exec, exits at once), medians of 40, "
-         "alternating: isolated %.2f ms, not isolated %.2f ms\n", iso, plain);
+         "in turns: isolated %.2f ms (specgen as the worker: %.2f ms), "
+         "not isolated %.2f ms\n", sb[0], sb[1], sb[2]);
   printf("# cpu evaluator cost per evaluation, medians of %d (seconds unless _ms)\n", reps);
-  printf("%-24s %6s %6s %8s %8s %7s %7s %6s %9s %9s %7s\n", "task",
-         "cold_s", "warm_s", "setup_ms", "tear_ms", "correct", "timing",
-         "run_s", "cand_ms", "ref_ms", "kernel");
+  printf("%-24s %6s %6s %8s %8s %8s %7s %7s %6s %6s %9s %9s %7s\n", "task",
+         "cold_s", "warm_s", "spawn_ms", "setup_ms", "tear_ms", "correct", "timing",
+         "run_s", "cpu_s", "cand_ms", "ref_ms", "kernel");
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     if (strcmp(ts[i]->evaluator, "cpu") != 0)

@@ -26,6 +26,7 @@
 #include "common/sg_stats.h"
 #include "eval/sg_eval_cpu.h"
 #include "eval/sg_eval_cpu_worker.h"
+#include "eval/sg_eval_worker_paths.h"
 #include "eval/sg_sandbox.h"
 
 #include <errno.h>
@@ -37,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,6 +179,56 @@ static void end_side(side *s, bool timed_out, bool died) {
   s->cmd_w = s->reply_r = -1;
 }
 
+/* Whether the unprivileged user the sandbox drops to may run path: as
+ * root it becomes nobody, so every directory on the way must be open to
+ * others and the program readable and executable by them (a build tree in
+ * a private home directory is not); anyone else keeps their own ids. */
+static bool others_may_run(const char *path) {
+  if (geteuid() != 0)
+    return access(path, X_OK) == 0;
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+      (st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH))
+    return false;
+  char *dir = sg_strdup(path);
+  bool ok = true;
+  for (char *slash = strrchr(dir, '/'); ok && slash && slash != dir;
+       slash = strrchr(dir, '/')) {
+    *slash = '\0';
+    ok = stat(dir, &st) == 0 && (st.st_mode & S_IXOTH);
+  }
+  free(dir);
+  return ok;
+}
+
+/* NULL: this executable, run again as the worker (slower to start: it
+ * loads all of specgen's shared libraries). */
+static const char *worker_prog;
+static bool worker_prog_known;
+
+void sg_eval_cpu_worker_program_set(const char *prog) {
+  worker_prog = prog;
+  worker_prog_known = true;
+}
+
+const char *sg_eval_cpu_worker_program(void) {
+  if (worker_prog_known)
+    return worker_prog;
+  worker_prog_known = true;
+  const char *prog = NULL;
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  self[n > 0 ? n : 0] = '\0';
+  size_t rl = strlen(SG_WORKER_BUILD_ROOT);
+  bool in_build = n > 0 && strncmp(self, SG_WORKER_BUILD_ROOT, rl) == 0 && self[rl] == '/';
+  if (in_build && others_may_run(SG_WORKER_BUILD_PATH))
+    prog = SG_WORKER_BUILD_PATH;
+  else if (!in_build && others_may_run(SG_WORKER_INSTALL_PATH))
+    prog = SG_WORKER_INSTALL_PATH;
+  worker_prog = prog;
+  return prog;
+}
+
 /* Starts the worker of side k on so_path. */
 static int start_side(judge *j, int k, const char *so_path,
                       const sg_eval_cpu_judge_opts *jo, sg_err *err) {
@@ -229,6 +281,8 @@ static int start_side(judge *j, int k, const char *so_path,
   lim.npass_fds = 4;
   size_t nargs = j->t->nargs;
   char **argv = sg_calloc(nargs + 5, sizeof *argv);
+  const char *prog = sg_eval_cpu_worker_program();
+  lim.program = prog;
   argv[0] = sg_strdup(SG_EVAL_WORKER_NAME);
   /* relative to the worker's working directory (the scratch directory,
    * entered before it drops its privileges): no parent directory of it
@@ -245,7 +299,7 @@ static int start_side(judge *j, int k, const char *so_path,
     argv[4 + i] = sg_asprintf("%c:%zu", kind == SG_ARG_OUTPUT ? 'O'
                                         : kind == SG_ARG_SCALAR ? 'S' : 'I', j->off[i]);
   }
-  int rc = sg_sandbox_spawn(&lim, argv, true, &s->sb, err);
+  int rc = sg_sandbox_spawn(&lim, argv, prog == NULL, &s->sb, err);
   for (size_t i = 0; i < nargs + 4; i++)
     free(argv[i]);
   free(argv);
@@ -624,6 +678,11 @@ static void set_isolation(sg_eval_result *r, const sg_sandbox_outcome *o, bool k
 static void report(judge *j, const sg_eval_cpu_judge_opts *jo, bool failed,
                    sg_eval_result *r, sg_buf *msg, run_log *lg, json_t **log) {
   double t_end = sg_clock_now_s();
+  /* both killed first: their exits (unmapping the shared memory, the
+   * namespaces' teardown) overlap */
+  for (int k = 0; k < 2; k++)
+    if (j->s[k].sb && !j->s[k].ended)
+      sg_sandbox_kill(j->s[k].sb);
   for (int k = 0; k < 2; k++)
     end_side(&j->s[k], false, false);
   json_object_set_new(lg->phases, "teardown", json_real(sg_clock_now_s() - t_end));
@@ -686,6 +745,7 @@ int sg_eval_cpu_judge(const sg_task *task, const sg_eval_cpu_judge_opts *jo,
   j.phase = "load";
   for (int k = 0; k < 2 && rc == 0; k++)
     rc = start_side(&j, k, k == REF ? jo->ref_so : jo->cand_so, jo, err);
+  json_object_set_new(lg.phases, "spawn", json_real(sg_clock_now_s() - t_start));
   bool failed = false;
   for (int k = 0; k < 2 && rc == 0 && !failed; k++) {
     /* loading the kernel (its constructors) counts against its budget */

@@ -23,9 +23,19 @@ typedef struct sg_eval_cpu_judge_opts {
 /* Runs the protocol and fills r (status, message, times, errors, isolation).
  * *log (if log is not NULL) gets the judge's own record: "order" of the
  * calls ("r"/"c" warm-ups, "R"/"C" timed), "ref_ns"/"cand_ns" (the timed
- * calls), "phase_s" (setup, correctness, timing, teardown), "max_gap_ns".
+ * calls), "phase_s" (spawn: both sandboxes up; setup: that and both
+ * objects loaded; correctness, timing, teardown), "max_gap_ns".
  * Returns negative only when the evaluation could not be made at all. */
 int sg_eval_cpu_judge(const sg_task *task, const sg_eval_cpu_judge_opts *jo,
                       sg_eval_result *r, json_t **log, sg_err *err);
+
+/* The worker program the judge runs: specgen-eval-worker of the build
+ * tree (when this program runs from it) or the installed one; NULL when
+ * neither is there (or nobody may run it), and the judge runs this
+ * executable as the worker. */
+const char *sg_eval_cpu_worker_program(void);
+/* Makes sg_eval_cpu_worker_program answer prog from now on (NULL: this
+ * executable), for tests of both ways. */
+void sg_eval_cpu_worker_program_set(const char *prog);
 
 #endif

@@ -27,6 +27,10 @@
 /* The exit code of a worker whose kernel called abort(). */
 #define SG_WORKER_ABORT_CODE 134
 
+/* The worker: maps the memory, loads argv[1], answers commands; never
+ * returns (it ends with _exit). main of specgen-eval-worker. */
+int sg_eval_cpu_worker_main(int argc, char **argv);
+
 /* Defined by the worker's file; referenced so that linking the evaluator
  * links the worker (and its constructor) into every program. */
 extern const char sg_eval_cpu_worker_name[];

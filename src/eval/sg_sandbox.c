@@ -382,6 +382,13 @@ static void drain_rest(sg_sandbox *s) {
   }
 }
 
+void sg_sandbox_kill(sg_sandbox *s) {
+  /* the child is not reaped before sg_sandbox_finish: its group id cannot
+   * be reused yet */
+  kill(-s->pid, SIGKILL);
+  kill(s->pid, SIGKILL);
+}
+
 int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
                    sg_err *err) {
   memset(out, 0, sizeof *out);
@@ -531,7 +538,9 @@ static int exec_program(const sg_sandbox_limits *lim, char *const argv[], bool s
                         sg_sandbox_outcome *out, sg_sandbox **handle, sg_err *err) {
   if (!argv || !argv[0])
     return sg_err_set(err, SG_EINVAL, "sandbox: no program to run");
-  char *path = self ? sg_strdup("/proc/self/exe") : resolve_program(argv[0]);
+  char *path = self           ? sg_strdup("/proc/self/exe")
+               : lim->program ? resolve_program(lim->program)
+                              : resolve_program(argv[0]);
   if (!path)
     return sg_err_set(err, SG_ENOENT, "sandbox: %s: program not found in PATH",
                       argv[0]);

@@ -53,6 +53,9 @@ typedef struct sg_sandbox_limits {
    * other descriptor of this process is closed in the child. */
   int pass_fds[6];
   int npass_fds;
+  /* The program to run (a path) when it is not argv[0] looked up in PATH,
+   * so argv[0] can be a plain name; NULL: argv[0]. */
+  const char *program;
 } sg_sandbox_limits;
 
 /* The descriptor number the child finds pass_fds[i] at. */
@@ -130,6 +133,11 @@ int sg_sandbox_wait(sg_sandbox *s, int fd, double timeout_s);
  * 0, or negative when the child's setup had failed (err says why). */
 int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
                    sg_err *err);
+
+/* Sends SIGKILL to the child's whole process group without waiting (the
+ * caller ends several children at once, then finishes each: their exits
+ * overlap). sg_sandbox_finish kills as well. */
+void sg_sandbox_kill(sg_sandbox *s);
 
 /* Replaces every byte of text (len bytes) that is not printable ASCII,
  * newline or tab with '?', in place, so what a child printed can go into a

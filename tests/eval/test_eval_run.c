@@ -8,6 +8,7 @@
 #include "common/sg_file.h"
 #include "eval/sg_eval.h"
 #include "eval/sg_eval_cpu.h"
+#include "eval/sg_eval_cpu_judge.h"
 #include "sg_test.h"
 
 #include <errno.h>
@@ -243,6 +244,49 @@ static void test_cheats_are_caught(void) {
   sg_task_free(t);
 }
 
+/* The worker is the program of its own when this program runs from the
+ * build tree, and this executable run again when it is set not to be; both
+ * evaluate alike. A kernel's constructor prints the file the worker was
+ * exec'd from (AT_EXECFN: no system call) and its argv[0] before crashing,
+ * so the message says which program ran. */
+static void test_worker_program_and_fallback(void) {
+  const char *prog = sg_eval_cpu_worker_program();
+  SG_CHECK(prog != NULL);
+  if (!prog)
+    return;
+  size_t pl = strlen(prog), nl = strlen("/specgen-eval-worker");
+  SG_CHECK(pl > nl && strcmp(prog + pl - nl, "/specgen-eval-worker") == 0);
+  SG_CHECK(access(prog, X_OK) == 0);
+  sg_task *t = load_vadd();
+  sg_eval_opts o;
+  quick_opts(&o);
+  char *ok = example("ok-reference.c");
+  const char *tell =
+      "#include <stdio.h>\n#include <sys/auxv.h>\n"
+      "__attribute__((constructor)) static void who(int argc, char **argv) {\n"
+      "  fprintf(stderr, \"exec=[%s] argv0=[%s]\\n\", (const char *)getauxval(AT_EXECFN),\n"
+      "          argc > 0 ? argv[0] : \"\");\n}\n"
+      "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n"
+      "  (void)a; (void)b; (void)out; (void)alpha; (void)n;\n"
+      "  *(volatile int *)0 = 1;\n}\n";
+  for (int way = 0; way < 2; way++) {
+    sg_eval_cpu_worker_program_set(way == 0 ? prog : NULL);
+    sg_eval_result r = validate(t, ok, &o);
+    SG_CHECK_EQ_INT(r.status, SG_EVAL_OK);
+    sg_eval_result_free(&r);
+    r = validate(t, tell, &o);
+    SG_CHECK_EQ_INT(r.status, SG_EVAL_RUNTIME_ERROR);
+    char *want = sg_asprintf("exec=[%s] argv0=[specgen-eval-worker]",
+                             way == 0 ? prog : "/proc/self/exe");
+    SG_CHECK_CONTAINS(r.message, want);
+    free(want);
+    sg_eval_result_free(&r);
+  }
+  sg_eval_cpu_worker_program_set(prog);
+  free(ok);
+  sg_task_free(t);
+}
+
 static void test_scratch_is_removed(void) {
   sg_task *t = load_vadd();
   char dir[] = "/tmp/sg_evalwd_XXXXXX";
@@ -339,5 +383,6 @@ SG_TEST_MAIN(SG_TEST(test_timing_protocol_default_10_and_40),
              SG_TEST(test_compile_error_keeps_candidate_lines),
              SG_TEST(test_link_rules), SG_TEST(test_cheats_are_caught),
              SG_TEST(test_scratch_is_removed),
+             SG_TEST(test_worker_program_and_fallback),
              SG_TEST(test_broken_reference_is_a_task_error),
              SG_TEST(test_without_network_namespace))
