@@ -12,9 +12,10 @@
  *   teardown_ms  both workers killed and reaped
  *   correct_s timing_s  the judge's phases (every timed call is checked)
  *   run_s        the whole device stage (wall clock)
- *   cpu_s        the CPU time of the device stage, this process and its
- *                children (the workers) together: less moved by other
- *                processes on a busy machine than run_s
+ *   cpu_s        the CPU time of the device stage, this process's and the
+ *                workers' (the judge reads their CPU clocks before it ends
+ *                them): less moved by other processes on a busy machine
+ *                than run_s
  *   cand_ms ref_ms  the kernel's and the reference's median run time
  *   kernel_share  50 candidate calls (what timing needs of the kernel
  *                itself) over compile_warm_s + run_s
@@ -25,6 +26,12 @@
  * the worker program is not found: specgen loads forty shared libraries);
  * and the worker program without `isolate`.
  * Usage: bench_eval [REPS] [TASK...]
+ *
+ * bench_eval checks [TASK...]: the judge's own work per call, for each
+ * task's buffers, CPU time of this thread, median of 5: fresh input values
+ * (sg_eval_refresh of every input), the kernel's outputs poisoned, compared
+ * with the reference's, and compared and poisoned in one pass (what the
+ * judge does); a memcpy of the outputs for the machine's memory speed.
  */
 #include "common/sg_stats.h"
 #include "common/sg_alloc.h"
@@ -43,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { COLD, WARM, SPAWN, SETUP, TEARDOWN, CORRECT, TIMING, RUN, CPU, CAND, REF, NCOL };
@@ -106,7 +114,7 @@ static int bench_task(const sg_task *t, int reps) {
         json_t *log = NULL;
         double cpu0 = cpu_now();
         int rrc = sg_eval_cpu_run_logged(t, &b, &o, &r, &log, &err);
-        col[CPU][rep] = cpu_now() - cpu0;
+        col[CPU][rep] = cpu_now() - cpu0 + phase(log, "workers_cpu");
         if (rrc != 0 || r.status != SG_EVAL_OK) {
           fprintf(stderr, "%s: run: %s %s\n", t->name, err.msg, r.message ? r.message : "");
           return 1;
@@ -195,10 +203,91 @@ static void sandbox_ms(int n, double ms[3]) {
   }
 }
 
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The judge's per-call work on t's buffers (see the usage above). */
+static void bench_checks(const sg_task *t) {
+  enum { REFRESH, POISON, COMPARE, BOTH, COPY, NK, REPS = 5 };
+  double x[NK][REPS];
+  size_t in_bytes = 0, out_bytes = 0;
+  void **buf = sg_calloc(t->nargs ? t->nargs : 1, sizeof *buf);
+  void **ref = sg_calloc(t->nargs ? t->nargs : 1, sizeof *ref);
+  void **copy = sg_calloc(t->nargs ? t->nargs : 1, sizeof *copy);
+  for (size_t i = 0; i < t->nargs; i++) {
+    const sg_task_arg *a = &t->args[i];
+    if (a->kind == SG_ARG_SCALAR)
+      continue;
+    size_t bytes = (size_t)a->numel * sg_dtype_size(a->dtype);
+    buf[i] = sg_malloc(bytes);
+    sg_rng r;
+    sg_rng_seed(&r, i + 1);
+    sg_task_arg as_input = *a;
+    if (a->kind == SG_ARG_OUTPUT) { /* outputs: normal values, a copy as the reference */
+      snprintf(as_input.init.dist, sizeof as_input.init.dist, "normal");
+      as_input.init.p[0] = 0;
+      as_input.init.p[1] = 1;
+      as_input.init.structure[0] = '\0';
+      ref[i] = sg_malloc(bytes);
+      copy[i] = sg_malloc(bytes);
+      out_bytes += bytes;
+    } else {
+      in_bytes += bytes;
+    }
+    sg_eval_fill(&as_input, buf[i], &r);
+    if (ref[i])
+      memcpy(ref[i], buf[i], bytes);
+  }
+  for (int rep = 0; rep < REPS; rep++) {
+    sg_rng r;
+    sg_rng_seed(&r, 100 + (uint64_t)rep);
+    for (int k = 0; k < NK; k++) {
+      double t0 = thread_cpu_s();
+      for (size_t i = 0; i < t->nargs; i++) {
+        const sg_task_arg *a = &t->args[i];
+        size_t bytes = (size_t)a->numel * sg_dtype_size(a->dtype);
+        sg_eval_cmp cmp;
+        if (k == REFRESH && a->kind == SG_ARG_INPUT)
+          sg_eval_refresh(a, buf[i], &r);
+        if (a->kind != SG_ARG_OUTPUT)
+          continue;
+        if (k == POISON)
+          sg_eval_poison(a->dtype, copy[i], a->numel);
+        else if (k == COMPARE)
+          sg_eval_compare(a->dtype, buf[i], ref[i], a->numel, t->atol, t->rtol, &cmp);
+        else if (k == BOTH)
+          sg_eval_compare_poison(a->dtype, copy[i], ref[i], a->numel, t->atol, t->rtol,
+                                 &cmp);
+        else if (k == COPY)
+          memcpy(copy[i], buf[i], bytes);
+      }
+      x[k][rep] = 1000 * (thread_cpu_s() - t0);
+      if (k == POISON) /* the kernel's answer again, for the fused pass */
+        for (size_t i = 0; i < t->nargs; i++)
+          if (t->args[i].kind == SG_ARG_OUTPUT)
+            memcpy(copy[i], buf[i], (size_t)t->args[i].numel * sg_dtype_size(t->args[i].dtype));
+    }
+  }
+  double m[NK];
+  for (int k = 0; k < NK; k++)
+    m[k] = sg_stats_median(x[k], REPS);
+  printf("%-24s %8.1f %8.1f %10.2f %9.2f %10.2f %9.2f %8.2f\n", t->name,
+         (double)in_bytes / (1 << 20), (double)out_bytes / (1 << 20), m[REFRESH], m[POISON],
+         m[COMPARE], m[BOTH], m[COPY]);
+  for (size_t i = 0; i < t->nargs; i++) {
+    free(buf[i]);
+    free(ref[i]);
+    free(copy[i]);
+  }
+  free(buf);
+  free(ref);
+  free(copy);
+}
+
 int main(int argc, char **argv) {
-  int reps = argc > 1 ? atoi(argv[1]) : 3;
-  if (reps < 1)
-    reps = 1;
   sg_task **ts = NULL;
   size_t n = 0;
   sg_err err;
@@ -206,6 +295,23 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_eval: %s\n", err.msg);
     return 1;
   }
+  if (argc > 1 && strcmp(argv[1], "checks") == 0) {
+    printf("# the judge's work per call, CPU ms of this thread, medians of 5\n");
+    printf("%-24s %8s %8s %10s %9s %10s %9s %8s\n", "task", "in_MiB", "out_MiB",
+           "refresh", "poison", "compare", "cmp+pois", "memcpy");
+    for (size_t i = 0; i < n; i++) {
+      bool want = strcmp(ts[i]->evaluator, "cpu") == 0 && argc <= 2;
+      for (int a = 2; a < argc; a++)
+        want |= strcmp(ts[i]->evaluator, "cpu") == 0 && strcmp(argv[a], ts[i]->name) == 0;
+      if (want)
+        bench_checks(ts[i]);
+    }
+    sg_task_list_free(ts, n);
+    return 0;
+  }
+  int reps = argc > 1 ? atoi(argv[1]) : 3;
+  if (reps < 1)
+    reps = 1;
   /* a real reference, so the worker is linked in */
   if (!((const volatile char *)sg_eval_cpu_worker_name)[0])
     return 1;

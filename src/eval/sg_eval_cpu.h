@@ -33,14 +33,18 @@ uint64_t sg_rng_derive(uint64_t seed, uint64_t trial, uint64_t arg);
 void sg_eval_fill(const sg_task_arg *a, void *buf, sg_rng *r);
 
 /* Fresh values for one more call, cheaper than sg_eval_fill and as good for
- * checking: where the distribution is symmetric about 0 (normal with mean 0,
- * uniform on [-h, h], a choice closed under negation; float types), every
- * element's sign is drawn afresh and a random eighth of the elements is
+ * checking: where the distribution is symmetric about a center c (normal
+ * about its mean, uniform about the middle of its range, a choice closed
+ * under negation about 0; float types; not a symmetric matrix), every
+ * element is reflected about c (x -> 2c - x; for c = 0 its sign flipped)
+ * or not, one random bit each, and a random eighth of the elements is
  * drawn anew, then the structure is applied again; otherwise the whole
  * buffer is drawn anew (sg_eval_fill). Either way no call sees the values of
  * an earlier one, and the values keep the task's distribution. */
 void sg_eval_refresh(const sg_task_arg *a, void *buf, sg_rng *r);
-/* Whether sg_eval_refresh can flip signs for a (see above). */
+/* Whether sg_eval_refresh can reflect a's values, and about what center. */
+bool sg_eval_reflect_center(const sg_task_arg *a, double *center);
+/* Whether that center is 0 (a sign flip). */
 bool sg_eval_sign_symmetric(const sg_task_arg *a);
 
 /* ---- checking outputs ---- */

@@ -193,13 +193,17 @@ void sg_eval_fill(const sg_task_arg *a, void *buf, sg_rng *r) {
   apply_structure(a, buf);
 }
 
-bool sg_eval_sign_symmetric(const sg_task_arg *a) {
+bool sg_eval_reflect_center(const sg_task_arg *a, double *center) {
   const sg_init_spec *s = &a->init;
   if (a->dtype != SG_DTYPE_F32 && a->dtype != SG_DTYPE_F64)
     return false;
+  /* a symmetric matrix's two halves would be flipped apart (and averaged
+   * back to zeros where they differ): drawn anew instead */
+  if (strcmp(s->structure, "symmetric") == 0)
+    return false;
   switch (dist_of(s)) {
-  case DIST_NORMAL: return s->p[0] == 0;
-  case DIST_UNIFORM: return s->p[0] == -s->p[1];
+  case DIST_NORMAL: *center = s->p[0]; return true;
+  case DIST_UNIFORM: *center = (s->p[0] + s->p[1]) / 2; return true;
   default:
     if (strcmp(s->dist, "choice") != 0 || s->nvalues == 0)
       return false;
@@ -210,7 +214,57 @@ bool sg_eval_sign_symmetric(const sg_task_arg *a) {
       if (!found)
         return false;
     }
+    *center = 0;
     return true;
+  }
+}
+
+bool sg_eval_sign_symmetric(const sg_task_arg *a) {
+  double c;
+  return sg_eval_reflect_center(a, &c) && c == 0;
+}
+
+/* x -> 2c - x where bit k of a draw is set, for element i + k of every 64
+ * (the same bits as the sign flips): computed for every element, two at a
+ * time, and kept where the bit says so (no branch). */
+typedef float v2f_r __attribute__((vector_size(8)));
+typedef double v2d_r __attribute__((vector_size(16)));
+typedef int32_t v2i_r __attribute__((vector_size(8)));
+typedef int64_t v2l_r __attribute__((vector_size(16)));
+
+static void reflect(const sg_task_arg *a, void *buf, double center, sg_rng *r) {
+  const double c2 = 2 * center;
+  const v2d_r c2v = {c2, c2};
+  int64_t n = a->numel;
+  for (int64_t i = 0; i < n; i += 64) {
+    uint64_t bits = sg_rng_next(r);
+    int64_t end = i + 64 < n ? i + 64 : n, k = i;
+    for (; k + 2 <= end; k += 2, bits >>= 2) {
+      if (a->dtype == SG_DTYPE_F32) {
+        v2f_r v;
+        memcpy(&v, (float *)buf + k, sizeof v);
+        v2f_r w = __builtin_convertvector(c2v - __builtin_convertvector(v, v2d_r), v2f_r);
+        v2i_r m = {-(int32_t)(bits & 1), -(int32_t)((bits >> 1) & 1)};
+        v = (v2f_r)((m & (v2i_r)w) | (~m & (v2i_r)v));
+        memcpy((float *)buf + k, &v, sizeof v);
+      } else {
+        v2d_r v;
+        memcpy(&v, (double *)buf + k, sizeof v);
+        v2d_r w = c2v - v;
+        v2l_r m = {-(int64_t)(bits & 1), -(int64_t)((bits >> 1) & 1)};
+        v = (v2d_r)((m & (v2l_r)w) | (~m & (v2l_r)v));
+        memcpy((double *)buf + k, &v, sizeof v);
+      }
+    }
+    if (k < end) { /* an odd last element */
+      if (a->dtype == SG_DTYPE_F32) {
+        float *f = buf;
+        f[k] = (bits & 1) ? (float)(c2 - (double)f[k]) : f[k];
+      } else {
+        double *f = buf;
+        f[k] = (bits & 1) ? c2 - f[k] : f[k];
+      }
+    }
   }
 }
 
@@ -226,14 +280,10 @@ static void sign_masks_init(void) {
     }
 }
 
-void sg_eval_refresh(const sg_task_arg *a, void *buf, sg_rng *r) {
-  if (!sg_eval_sign_symmetric(a)) {
-    sg_eval_fill(a, buf, r);
-    return;
-  }
-  /* every sign afresh: one random bit per element, bit k of a draw for
-   * element i + k, eight at a time through a table of sign masks (the
-   * bit-serial loop was most of a refresh) */
+/* Every sign afresh: one random bit per element, bit k of a draw for
+ * element i + k, eight at a time through a table of sign masks (the
+ * bit-serial loop was most of a refresh). */
+static void flip_signs(const sg_task_arg *a, void *buf, sg_rng *r) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, sign_masks_init);
   int64_t n = a->numel, whole = n / 64 * 64;
@@ -269,7 +319,20 @@ void sg_eval_refresh(const sg_task_arg *a, void *buf, sg_rng *r) {
         ((uint64_t *)buf)[k] ^= (bits & 1) << 63;
     }
   }
+}
+
+void sg_eval_refresh(const sg_task_arg *a, void *buf, sg_rng *r) {
+  double center;
+  if (!sg_eval_reflect_center(a, &center)) {
+    sg_eval_fill(a, buf, r);
+    return;
+  }
+  if (center == 0)
+    flip_signs(a, buf, r);
+  else
+    reflect(a, buf, center, r);
   /* and an eighth of the values (at least 64) drawn anew, at a random place */
+  int64_t n = a->numel;
   int64_t len = n / 8 > 64 ? n / 8 : (n < 64 ? n : 64);
   int64_t from = n > len ? (int64_t)(sg_rng_next(r) % (uint64_t)(n - len + 1)) : 0;
   fill_range(a, buf, from, from + len, r);

@@ -677,6 +677,13 @@ static void set_isolation(sg_eval_result *r, const sg_sandbox_outcome *o, bool k
 /* Ends both workers and fills r (and *log) from what the protocol found. */
 static void report(judge *j, const sg_eval_cpu_judge_opts *jo, bool failed,
                    sg_eval_result *r, sg_buf *msg, run_log *lg, json_t **log) {
+  /* each worker's CPU time (for the benchmarks: the workers are reaped in
+   * their PID namespace, so this process's children's times miss them) */
+  double worker_cpu_s = 0;
+  for (int k = 0; k < 2; k++)
+    if (j->s[k].sb && !j->s[k].ended)
+      worker_cpu_s += (double)cpu_ns(&j->s[k]) / 1e9;
+  json_object_set_new(lg->phases, "workers_cpu", json_real(worker_cpu_s));
   double t_end = sg_clock_now_s();
   /* both killed first: their exits (unmapping the shared memory, the
    * namespaces' teardown) overlap */

@@ -24,7 +24,8 @@ typedef struct sg_eval_cpu_judge_opts {
  * *log (if log is not NULL) gets the judge's own record: "order" of the
  * calls ("r"/"c" warm-ups, "R"/"C" timed), "ref_ns"/"cand_ns" (the timed
  * calls), "phase_s" (spawn: both sandboxes up; setup: that and both
- * objects loaded; correctness, timing, teardown), "max_gap_ns".
+ * objects loaded; correctness, timing, teardown; workers_cpu: both
+ * workers' CPU time at the end, when both were still running), "max_gap_ns".
  * Returns negative only when the evaluation could not be made at all. */
 int sg_eval_cpu_judge(const sg_task *task, const sg_eval_cpu_judge_opts *jo,
                       sg_eval_result *r, json_t **log, sg_err *err);

@@ -387,46 +387,96 @@ static void test_compare_fast_path_agrees_with_rules(void) {
 }
 
 /* sg_eval_refresh is the rule docs/eval.md states, bit for bit: bit k of
- * each 64-bit draw flips the sign of element 64 m + k, then a contiguous
+ * each 64-bit draw reflects element 64 m + k about the distribution's
+ * center c (x -> 2c - x; for c = 0 its sign flipped), then a contiguous
  * eighth (at least 64) at a random place is drawn anew from the same
  * generator; the rule written out here, the plain way. */
 static void test_refresh_is_the_rule(void) {
   const int64_t sizes[] = {1, 63, 64, 65, 100, 512, 1000, 4096 + 17};
+  const double centers[] = {0, 0.5, -3};
   for (int dt = 0; dt < 2; dt++)
-    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
-      int64_t n = sizes[si];
-      int64_t shape[1] = {n};
-      sg_dtype d = dt ? SG_DTYPE_F64 : SG_DTYPE_F32;
-      sg_task_arg a = make_arg(d, 1, shape, "normal", 0, 2);
-      size_t esz = dt ? 8 : 4;
-      char *got = sg_malloc((size_t)n * esz), *want = sg_malloc((size_t)n * esz);
-      sg_rng r;
-      sg_rng_seed(&r, 11);
-      sg_eval_fill(&a, got, &r);
-      memcpy(want, got, (size_t)n * esz);
-      sg_rng_seed(&r, 12);
-      sg_eval_refresh(&a, got, &r);
-      sg_rng_seed(&r, 12);
-      for (int64_t i = 0; i < n; i += 64) {
-        uint64_t bits = sg_rng_next(&r);
-        for (int64_t k = i; k < n && k < i + 64; k++, bits >>= 1)
-          if (bits & 1) {
-            if (dt)
-              ((double *)want)[k] = -((double *)want)[k];
-            else
-              ((float *)want)[k] = -((float *)want)[k];
-          }
+    for (int ci = 0; ci < 3; ci++)
+      for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        int64_t n = sizes[si];
+        int64_t shape[1] = {n};
+        sg_dtype d = dt ? SG_DTYPE_F64 : SG_DTYPE_F32;
+        double c = centers[ci];
+        /* normal about its mean, or uniform about its middle */
+        sg_task_arg a = ci == 2 ? make_arg(d, 1, shape, "uniform", c - 2, c + 2)
+                                : make_arg(d, 1, shape, "normal", c, 2);
+        double got_c = 99;
+        SG_CHECK(sg_eval_reflect_center(&a, &got_c) && got_c == c);
+        SG_CHECK(sg_eval_sign_symmetric(&a) == (c == 0));
+        size_t esz = dt ? 8 : 4;
+        char *got = sg_malloc((size_t)n * esz), *want = sg_malloc((size_t)n * esz);
+        sg_rng r;
+        sg_rng_seed(&r, 11);
+        sg_eval_fill(&a, got, &r);
+        memcpy(want, got, (size_t)n * esz);
+        sg_rng_seed(&r, 12);
+        sg_eval_refresh(&a, got, &r);
+        sg_rng_seed(&r, 12);
+        for (int64_t i = 0; i < n; i += 64) {
+          uint64_t bits = sg_rng_next(&r);
+          for (int64_t k = i; k < n && k < i + 64; k++, bits >>= 1)
+            if (bits & 1) {
+              if (dt)
+                ((double *)want)[k] = 2 * c - ((double *)want)[k];
+              else
+                ((float *)want)[k] = (float)(2 * c - (double)((float *)want)[k]);
+            }
+        }
+        int64_t len = n / 8 > 64 ? n / 8 : (n < 64 ? n : 64);
+        int64_t from = n > len ? (int64_t)(sg_rng_next(&r) % (uint64_t)(n - len + 1)) : 0;
+        sg_task_arg part = a;
+        part.shape[0] = len;
+        part.numel = len;
+        sg_eval_fill(&part, want + (size_t)from * esz, &r);
+        SG_CHECK_MSG(memcmp(got, want, (size_t)n * esz) == 0, "type %d center %g size %lld",
+                     dt, c, (long long)n);
+        free(got);
+        free(want);
       }
-      int64_t len = n / 8 > 64 ? n / 8 : (n < 64 ? n : 64);
-      int64_t from = n > len ? (int64_t)(sg_rng_next(&r) % (uint64_t)(n - len + 1)) : 0;
-      int64_t lshape[1] = {len};
-      sg_task_arg part = make_arg(d, 1, lshape, "normal", 0, 2);
-      sg_eval_fill(&part, want + (size_t)from * esz, &r);
-      SG_CHECK_MSG(memcmp(got, want, (size_t)n * esz) == 0, "type %d size %lld", dt,
-                   (long long)n);
-      free(got);
-      free(want);
+}
+
+/* Where a reflection cannot keep the distribution the input is drawn anew:
+ * a symmetric matrix (its halves, reflected apart and averaged again,
+ * would turn to zeros where the bits differ), integers, a choice that is
+ * not closed under negation. Ten refreshes of a symmetric matrix leave it
+ * symmetric, without zeros, and new. */
+static void test_refresh_draws_anew_where_it_cannot_reflect(void) {
+  int64_t shape[2] = {64, 64};
+  sg_task_arg a = make_arg(SG_DTYPE_F32, 2, shape, "normal", 0, 1);
+  snprintf(a.init.structure, sizeof a.init.structure, "symmetric");
+  double c;
+  SG_CHECK(!sg_eval_reflect_center(&a, &c));
+  float *x = sg_malloc(4096 * 4), *first = sg_malloc(4096 * 4);
+  sg_rng r;
+  sg_rng_seed(&r, 3);
+  sg_eval_fill(&a, x, &r);
+  memcpy(first, x, 4096 * 4);
+  for (int k = 0; k < 10; k++)
+    sg_eval_refresh(&a, x, &r);
+  int zeros = 0, same = 0;
+  for (int i = 0; i < 64; i++)
+    for (int j = 0; j < 64; j++) {
+      SG_CHECK(x[i * 64 + j] == x[j * 64 + i]);
+      zeros += x[i * 64 + j] == 0;
+      same += x[i * 64 + j] == first[i * 64 + j];
     }
+  SG_CHECK_MSG(zeros == 0, "%d zeros", zeros);
+  SG_CHECK_MSG(same < 40, "%d unchanged", same);
+  sg_task_arg i32 = make_arg(SG_DTYPE_I32, 2, shape, "normal", 0, 1);
+  SG_CHECK(!sg_eval_reflect_center(&i32, &c));
+  double vals[2] = {1, 2};
+  sg_task_arg ch = make_arg(SG_DTYPE_F32, 2, shape, "choice", 0, 0);
+  ch.init.values = vals;
+  ch.init.nvalues = 2;
+  SG_CHECK(!sg_eval_reflect_center(&ch, &c));
+  vals[0] = -2;
+  SG_CHECK(sg_eval_reflect_center(&ch, &c) && c == 0);
+  free(x);
+  free(first);
 }
 
 static void test_cmp_message(void) {
@@ -758,6 +808,7 @@ SG_TEST_MAIN(SG_TEST(test_rng_is_deterministic),
              SG_TEST(test_compare_nan_and_unwritten), SG_TEST(test_cmp_message),
              SG_TEST(test_compare_fast_path_agrees_with_rules),
              SG_TEST(test_refresh_is_the_rule),
+             SG_TEST(test_refresh_draws_anew_where_it_cannot_reflect),
              SG_TEST(test_median_mean), SG_TEST(test_elf_dynamic_symbols),
              SG_TEST(test_forbidden_symbols), SG_TEST(test_check_symbols),
              SG_TEST(test_trim_diagnostics), SG_TEST(test_signal_text),
