@@ -14,8 +14,10 @@
  *   run_s        the whole device stage (wall clock)
  *   cpu_s        the CPU time of the device stage, this process's and the
  *                workers' (the judge reads their CPU clocks before it ends
- *                them): less moved by other processes on a busy machine
- *                than run_s
+ *                them; not this process's children's times, which may or
+ *                may not hold a worker, as its waiter did or did not reap
+ *                it before being killed): less moved by other processes
+ *                on a busy machine than run_s
  *   cand_ms ref_ms  the kernel's and the reference's median run time
  *   kernel_share  50 candidate calls (what timing needs of the kernel
  *                itself) over compile_warm_s + run_s
@@ -55,15 +57,12 @@
 
 enum { COLD, WARM, SPAWN, SETUP, TEARDOWN, CORRECT, TIMING, RUN, CPU, CAND, REF, NCOL };
 
-/* CPU seconds of this process and its reaped children so far. */
+/* CPU seconds of this process so far. */
 static double cpu_now(void) {
-  struct rusage s, ch;
+  struct rusage s;
   getrusage(RUSAGE_SELF, &s);
-  getrusage(RUSAGE_CHILDREN, &ch);
-  return (double)(s.ru_utime.tv_sec + s.ru_stime.tv_sec + ch.ru_utime.tv_sec +
-                  ch.ru_stime.tv_sec) +
-         (double)(s.ru_utime.tv_usec + s.ru_stime.tv_usec + ch.ru_utime.tv_usec +
-                  ch.ru_stime.tv_usec) / 1e6;
+  return (double)(s.ru_utime.tv_sec + s.ru_stime.tv_sec) +
+         (double)(s.ru_utime.tv_usec + s.ru_stime.tv_usec) / 1e6;
 }
 
 static double phase(const json_t *log, const char *name) {
