@@ -19,6 +19,7 @@
  * A store failure stops the run (nothing may happen that is not recorded):
  * the loop is told to stop, the error is returned, the run stays resumable.
  */
+#include "runtime/sg_gen_account.h"
 #include "runtime/sg_run.h"
 
 #include "common/sg_alloc.h"
@@ -68,6 +69,7 @@ typedef struct rgen {
   int64_t store_id;
   sg_llm_stream *stream;   /* NULL once ended */
   uint64_t chunks;         /* deltas received: a token estimate */
+  size_t prompt_bytes;     /* what was sent: a token estimate */
   sg_llm_usage usage;      /* the latest the server sent */
   /* main, with token forks: the prompt's and the completion's token ids,
    * and after each chunk (reasoning bytes so far, completion ids so far),
@@ -128,6 +130,7 @@ typedef struct wf {
   idmap cand_store;        /* store candidate id by controller candidate id */
   bool done, failed;
   bool main_cancelled;     /* this iteration cancelled a running reasoning */
+  uint64_t iter_kernels;   /* candidates this iteration produced */
   char *best_file;         /* the best kernel's file, once written */
   double best_speedup;     /* NAN until a profiled kernel */
   int live_main, live_spec, in_flight;
@@ -162,6 +165,7 @@ struct run {
   char *base_url;
   const char *model;
   const sg_llm_provider *provider;
+  sg_gen_account acct;     /* generations: outcomes, causes, estimates */
   sg_llm_client *client;
   /* the pool */
   char **devices;
@@ -427,13 +431,14 @@ static sg_finish_reason finish_reason_of(const char *s) {
   return SG_FINISH_OTHER;
 }
 
-static void gen_record_end(run *r, rgen *g, const sg_llm_usage *u,
+static void gen_record_end(run *r, rgen *g, const sg_llm_usage *u, bool client_counted,
                            const char *finish, sg_store_gen_outcome outcome) {
-  int64_t completion = u && u->present ? u->completion_tokens : (int64_t)g->chunks;
-  int64_t prompt = u && u->present ? u->prompt_tokens : 0;
-  int64_t cached = u && u->present ? u->cached_tokens : 0;
-  STORE(r, sg_store_generation_end(r->store, g->store_id, prompt, completion,
-                                   cached, finish, outcome, now_us(), err));
+  sg_gen_tokens t = sg_gen_tokens_of(&r->acct, u, client_counted, g->chunks, g->prompt_bytes);
+  STORE(r, sg_store_generation_end(r->store, g->store_id, t.prompt, t.completion,
+                                   t.cached, finish, outcome, now_us(), err));
+  if (t.prompt_estimated || t.completion_estimated)
+    STORE(r, sg_store_generation_estimated(r->store, g->store_id, t.prompt_estimated,
+                                           t.completion_estimated, err));
 }
 
 static void on_delta(rgen *g, bool reasoning, const char *text, size_t len) {
@@ -534,8 +539,20 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
   gen_unlink(f, g);
   gen_counts(f, g, -1);
   sg_llm_usage u = res->usage.present ? res->usage : g->usage;
-  gen_record_end(r, g, &u, res->finish_reason,
+  gen_record_end(r, g, &u, res->usage.present && res->usage_estimated, res->finish_reason,
                  ok ? SG_STORE_GEN_COMPLETED : SG_STORE_GEN_FAILED);
+  if (ok) {
+    sg_gen_account_completed(&r->acct);
+  } else {
+    /* Each distinct cause once, in plain words, where a person reads it. */
+    const char *cause = sg_gen_account_failed(&r->acct, res->message);
+    if (cause) {
+      char msg[SG_GEN_CAUSE_BYTES + 300];
+      snprintf(msg, sizeof msg, "generation failed: %s (model server %s)", cause,
+               r->base_url);
+      emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", msg));
+    }
+  }
   emit(r, "generation",
        json_pack("{s:s, s:i, s:s, s:s, s:I, s:s?}", "task", f->task->name,
                  "iteration", (int)f->iter_open + 1, "kind", sg_gen_kind_name(g->kind),
@@ -705,6 +722,8 @@ static void gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
   g->gen = a->u.start.gen;
   g->kind = a->u.start.kind;
   g->store_id = store_id;
+  g->prompt_bytes = strlen(pt->system) + strlen(pt->user) +
+                    (spec ? (size_t)a->u.start.prefix_len : 0);
   idmap_set(&f->gen_store, g->gen, store_id);
   sg_llm_callbacks cb = {g, on_reasoning, on_content, q.return_token_ids ? on_token_ids : NULL,
                          on_usage, on_finish, on_error};
@@ -715,8 +734,9 @@ static void gen_start(run *r, uint32_t w, const sg_ctl_action *a) {
     /* The request cannot be expressed (a profile without prefix
      * continuation, say): a failed generation, recorded, and reported to
      * the controller after this action list, as a stream error would be. */
-    gen_record_end(r, g, NULL, NULL, SG_STORE_GEN_FAILED);
-    emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", e.msg));
+    gen_record_end(r, g, NULL, false, NULL, SG_STORE_GEN_FAILED);
+    if (sg_gen_account_failed(&r->acct, e.msg))
+      emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", e.msg));
     deferred *d = sg_calloc(1, sizeof *d);
     d->w = w;
     d->gen = g->gen;
@@ -747,7 +767,7 @@ static void gen_cancel(run *r, uint32_t w, uint64_t gen) {
   gen_unlink(f, g);
   gen_counts(f, g, -1);
   f->main_cancelled |= g->kind == SG_GEN_MAIN;
-  gen_record_end(r, g, &g->usage, "cancelled", SG_STORE_GEN_CANCELLED);
+  gen_record_end(r, g, &g->usage, false, "cancelled", SG_STORE_GEN_CANCELLED);
   rgen_free(g);
 }
 
@@ -796,6 +816,7 @@ static void submit_eval(run *r, uint32_t w, const sg_ctl_action *a) {
     if (r->failed)
       return;
     idmap_set(&f->cand_store, cand, cid);
+    f->iter_kernels++;
     emit(r, "candidate", json_pack("{s:s, s:I, s:s, s:b}", "task", f->task->name,
                                    "candidate", (json_int_t)cand, "origin",
                                    sg_gen_kind_name(k->origin), "duplicate", !is_new));
@@ -1149,6 +1170,8 @@ static void apply_ctl(run *r, uint32_t w) {
       const char *reason = sg_ctl_reason_name(a->u.end.reason);
       if (a->u.end.reason == SG_REASON_EARLY && !f->main_cancelled)
         reason = "accepted";
+      reason = sg_gen_iteration_reason(reason, f->iter_kernels);
+      f->iter_kernels = 0;
       iteration_close(r, f, reason);
       f->main_cancelled = false;
       write_best(r, f);
@@ -1715,6 +1738,7 @@ static void free_run(run *r) {
 
 void sg_run_outcome_free(sg_run_outcome *o) {
   free(o->dir);
+  free(o->no_generation);
   json_decref(o->summary);
   memset(o, 0, sizeof *o);
 }
@@ -1809,6 +1833,11 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
                  "tasks", (int)r->nwf, "search", cfg->search));
   if (token_warning)
     emit(r, "warning", json_pack("{s:s}", "message", token_warning));
+  if (cfg->spec && r->provider && r->provider->cancel == SG_LLM_CANCEL_NONE) {
+    char w[512];
+    sg_gen_cancel_warning(r->provider->server, r->provider->name, w, sizeof w);
+    emit(r, "warning", json_pack("{s:s}", "message", w));
+  }
   uv_timer_init(&r->loop, &r->tick);
   r->tick.data = r;
   uv_signal_init(&r->loop, &r->sigint);
@@ -1853,6 +1882,7 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
     sg_err_clear(&e);
     json_t *s = summary_of(r, &e);
     if (s) {
+      json_object_set_new(s, "generations", sg_gen_account_json(&r->acct));
       char *text = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
       char *path = sg_asprintf("%s/summary.json", r->dir);
       size_t len = strlen(text);
@@ -1873,6 +1903,11 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
   out->interrupted = r->interrupted;
   for (size_t i = 0; i < r->nwf; i++)
     out->failed_workflows += r->wfs[i].failed;
+  {
+    char why[SG_GEN_CAUSE_BYTES + 64];
+    if (!r->failed && sg_gen_account_nothing_generated(&r->acct, why, sizeof why))
+      out->no_generation = sg_strdup(why);
+  }
   rc = r->failed ? (err->code ? err->code : SG_EIO) : 0;
   if (rc > 0)
     rc = -rc;

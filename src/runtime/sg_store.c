@@ -112,6 +112,12 @@ static const char *const migrations[SG_STORE_SCHEMA_VERSION] = {
     " evaluation_id INTEGER REFERENCES evaluations(id),"
     " started_us INTEGER NOT NULL,"
     " ended_us INTEGER NOT NULL CHECK (ended_us >= started_us));",
+    /* 1 -> 2: which token counts are estimates (the server sent no usage,
+     * or the stream was cut before it), so no one reads them as measured. */
+    "ALTER TABLE generations ADD COLUMN prompt_estimated INTEGER NOT NULL "
+    " DEFAULT 0 CHECK (prompt_estimated IN (0, 1));"
+    "ALTER TABLE generations ADD COLUMN completion_estimated INTEGER NOT NULL "
+    " DEFAULT 0 CHECK (completion_estimated IN (0, 1));",
 };
 
 /* ---- prepared statements ----------------------------------------------- */
@@ -127,6 +133,7 @@ enum {
   ST_IT_END,
   ST_GEN_INSERT,
   ST_GEN_END,
+  ST_GEN_ESTIMATED,
   ST_CAND_FIND,
   ST_CAND_INSERT,
   ST_EVAL_QUEUE,
@@ -178,6 +185,9 @@ static const stmt_def stmt_defs[ST__COUNT] = {
                     "completion_tokens = ?3, cached_tokens = ?4, "
                     "finish_reason = ?5, outcome = ?6, ended_us = ?7 "
                     "WHERE id = ?1 AND ended_us IS NULL"},
+    [ST_GEN_ESTIMATED] = {"generations",
+                          "UPDATE generations SET prompt_estimated = ?2, "
+                          "completion_estimated = ?3 WHERE id = ?1"},
     [ST_CAND_FIND] = {"candidates",
                       "SELECT c.id, c.source = ?3 FROM candidates c "
                       "JOIN generations g ON g.workflow_id = c.workflow_id "
@@ -729,6 +739,21 @@ int sg_store_generation_end(sg_store *s, int64_t generation_id,
   return rc;
 }
 
+int sg_store_generation_estimated(sg_store *s, int64_t generation_id,
+                                  bool prompt, bool completion, sg_err *err) {
+  sqlite3_stmt *st = st_get(s, ST_GEN_ESTIMATED);
+  sqlite3_bind_int64(st, 1, generation_id);
+  sqlite3_bind_int(st, 2, prompt ? 1 : 0);
+  sqlite3_bind_int(st, 3, completion ? 1 : 0);
+  int changes = 0;
+  int rc = st_exec(s, ST_GEN_ESTIMATED, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ESTATE,
+                    "%s: table generations: no generation %" PRId64, s->path,
+                    generation_id);
+  return rc;
+}
+
 int sg_store_candidate_add(sg_store *s, int64_t generation_id,
                            const char *source, int64_t created_us,
                            int64_t *id, bool *is_new, sg_err *err) {
@@ -1235,7 +1260,11 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
     rc = query_each(s, "generations",
                     "SELECT coalesce(sum(prompt_tokens), 0) AS prompt,"
                     " coalesce(sum(completion_tokens), 0) AS completion,"
-                    " coalesce(sum(cached_tokens), 0) AS cached "
+                    " coalesce(sum(cached_tokens), 0) AS cached,"
+                    " coalesce(sum(CASE WHEN prompt_estimated THEN prompt_tokens"
+                    " END), 0) AS prompt_estimated,"
+                    " coalesce(sum(CASE WHEN completion_estimated THEN"
+                    " completion_tokens END), 0) AS completion_estimated "
                     "FROM generations",
                     0, collect_first, &tok, err);
   if (rc) {

@@ -433,7 +433,7 @@ static void test_flag_errors(void) {
       {"--seed", "0", "--seed: expected an integer from 1 to 9223372036854775807"},
       {"--token-budget", "-1", "from 0 to 18446744073709551615"},
       {"--profile", "openia", "--profile: expected one of generic, vllm, sglang, "
-                              "deepseek, openai, got \"openia\""},
+                              "deepseek, openai, llamacpp, llamacpp-python, got \"openia\""},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     sg_run_config c;
