@@ -21,7 +21,8 @@
 #
 # Cache: ${SPECGEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/specgen}/llama-cpp-python-VERSION
 # A finished build leaves a `done` stamp there; a second run only checks it.
-# Environment: SPECGEN_LLAMA_JOBS (default: number of cores) bounds make -j.
+# Environment: SPECGEN_LLAMA_JOBS (default: number of cores) bounds make -j;
+# SPECGEN_MODEL_NO_FETCH=1 makes `model` fail instead of downloading (tests).
 set -euo pipefail
 
 VERSION=0.3.36
@@ -90,6 +91,15 @@ cmd_build() {
 cmd_model() {
   local m="$cache/models"
   mkdir -p "$m"
+  local want
+  case "${1:-}" in
+    smollm2) want="$m/SmolLM2-135M-Instruct.Q4_1.gguf";;
+    r1) want="$m/DeepSeek-R1-Distill-Qwen-7B.gguf";;
+    *) want="";;
+  esac
+  if [ -n "${SPECGEN_MODEL_NO_FETCH:-}" ] && [ -n "$want" ] && [ ! -s "$want" ]; then
+    die "$want is not there (run: $0 model $1)"
+  fi
   case "${1:-}" in
     smollm2)
       local f="$m/SmolLM2-135M-Instruct.Q4_1.gguf"
