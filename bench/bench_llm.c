@@ -13,7 +13,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "llm/sg_llm_client.h"
-#include "llm/sg_llm_server.h"
+#include "testserver/sg_llm_server.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -16,9 +16,9 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
-#include "llm/sg_fakemodel.h"
-#include "llm/sg_llm_server.h"
-#include "llm/sg_server_tasks.h"
+#include "testserver/sg_fakemodel.h"
+#include "testserver/sg_llm_server.h"
+#include "testserver/sg_server_tasks.h"
 
 #include <curl/curl.h>
 #include <pthread.h>

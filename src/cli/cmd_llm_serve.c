@@ -5,7 +5,7 @@
  * SIGTERM, then prints the counters.
  */
 #include "cli/commands.h"
-#include "llm/sg_llm_server.h"
+#include "testserver/sg_llm_server.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -190,7 +190,7 @@ int sg_cmd_run(int argc, char **argv) {
     return SG_EXIT_USAGE;
   }
   printer p = {cfg.json, cfg.quiet};
-  sg_run_observer obs = {&p, on_event};
+  sg_run_observer obs = {&p, on_event, NULL};
   sg_run_outcome out;
   rc = sg_run_execute(&cfg, NULL, &obs, &out, &err);
   int exit_code = SG_EXIT_OK;

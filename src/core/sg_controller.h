@@ -24,8 +24,9 @@
  * spent: then WORKFLOW_DONE. A wall-time or token budget spent mid-iteration
  * ends the iteration at once (reason budget).
  *
- * The runtime executes the actions in order: END_ITERATION means "tell the
- * scheduler this workflow's iteration boundary" (which aborts its queued and
+ * The runtime executes the actions in order (sg_interp.h does it for run
+ * and sim): END_ITERATION means "tell the scheduler this workflow's
+ * iteration boundary" (which aborts its queued and
  * running evaluations, docs/core.md says why). Events about generations or
  * candidates the controller has cancelled or dropped are ignored (return 0).
  * Every decision (a fork and why, a termination and why) is also emitted as

@@ -34,6 +34,9 @@
 typedef struct sg_run_observer {
   void *data;
   void (*on_event)(void *data, const json_t *event);
+  /* optional: one line per core action executed (sg_interp.h's trace), for
+   * tests that compare a run's actions with a simulation's */
+  void (*on_action)(void *data, const char *line);
 } sg_run_observer;
 
 /* How a run ended. */

@@ -16,7 +16,7 @@
 #include "common/sg_file.h"
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
-#include "llm/sg_llm_server.h"
+#include "testserver/sg_llm_server.h"
 
 #include <ctype.h>
 #include <errno.h>

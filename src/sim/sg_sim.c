@@ -1,5 +1,7 @@
 /* sg_sim.c: the simulated runtime. See sg_sim.h for what it is; this file is
- * the event loop, the executors of the core's actions and the models.
+ * the event loop, the models, and the ops through which the action
+ * interpreter (sg_interp.h, shared with `specgen run`) executes the core's
+ * actions against them.
  *
  * Invariants (asserted): an event is processed at a time no earlier than the
  * previous one; a generation gets exactly one ending (finished, failed or
@@ -11,6 +13,7 @@
 
 #include "common/sg_alloc.h"
 #include "core/sg_controller.h"
+#include "core/sg_interp.h"
 #include "core/sg_scheduler.h"
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
@@ -116,10 +119,11 @@ typedef struct sim {
   size_t nreqs;
   int64_t *dies_us;     /* per device; INT64_MAX: never */
   sg_sim_queue q;
-  sg_ctl_actions cact;
-  sg_sched_actions sact;
+  sg_interp *it;        /* executes the core's actions (sg_interp.h) */
   int64_t now_us;
   double bpt;           /* text bytes per token */
+  void (*trace)(void *data, const char *line);
+  void *trace_data;
 } sim;
 
 #define GEN_ID_MAX (1u << 22)
@@ -401,186 +405,188 @@ static void end_gen(sim *s, sim_gen *g, double completion) {
   g->text = NULL;
 }
 
-/* ---- executing the core's actions ---- */
+/* ---- executing the core's actions (the interpreter's ops) ---- */
 
-static int ctl_call(sim *s, uint32_t w, const sg_ctl_event *ev);
-static int apply_sched(sim *s);
+/* The interpreter's verdict after a call into it: its first error, if any
+ * (already in s->err). */
+static int it_rc(const sim *s) {
+  return sg_interp_failed(s->it) ? (s->err->code < 0 ? s->err->code : SG_EIO) : 0;
+}
 
-static int submit(sim *s, uint32_t w, const sg_ctl_action *a) {
+static int ctl_call(sim *s, uint32_t w, const sg_ctl_event *ev) {
+  sg_interp_event(s->it, w, ev);
+  return it_rc(s);
+}
+
+static int64_t op_now_us(void *data) { return ((sim *)data)->now_us; }
+
+static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
+  sim *s = data;
+  return a->u.start.kind == SG_GEN_MAIN ? start_main(s, w, a) : start_spec(s, w, a);
+}
+
+static int op_gen_cancel(void *data, uint32_t w, uint64_t gen, bool *was_main) {
+  sim *s = data;
+  sim_gen *g = gen_get(s, w, gen, false);
+  if (g != NULL && g->epoch != 0) {
+    s->res->gens_cancelled++;
+    *was_main = g->kind == SG_GEN_MAIN;
+    end_gen(s, g, tokens_so_far(s, g));
+  }
+  return 0;
+}
+
+static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answered,
+                     bool *needs_compile) {
+  sim *s = data;
   sim_wf *f = &s->wf[w];
-  const sg_kernel *k = sg_history_get(sg_controller_history(f->ctl),
-                                      a->u.submit.candidate);
-  if (k == NULL)
+  if (sg_history_get(sg_controller_history(f->ctl), a->u.submit.candidate) == NULL)
     return sg_err_set(s->err, SG_EINVAL, "workflow %u: submit of unknown candidate %llu",
                       w, (unsigned long long)a->u.submit.candidate);
   if (a->u.submit.phase == SG_PHASE_VALIDATE)
     s->res->candidates++;
-  sg_sched_request r = {.workflow = w,
-                        .iteration = a->iteration,
-                        .phase = a->u.submit.phase,
-                        .candidate = a->u.submit.candidate,
-                        .needs_compile = a->u.submit.phase == SG_PHASE_VALIDATE &&
-                                         s->p->compile_s > 0};
-  sg_req_id id = 0;
-  sg_err e;
-  sg_err_clear(&e);
-  sg_sched_actions_clear(&s->sact);
-  int rc = sg_scheduler_submit(s->sched, &r, s->now_us, &id, &s->sact, &e);
-  if (rc < 0) {
-    /* Refused (full, or the iteration already ended): the candidate's
-     * evaluation failed for infrastructure reasons. */
-    push(s, s->now_us, EV_EVAL_FAIL, w, a->u.submit.candidate,
-         (uint64_t)a->u.submit.phase);
-    return 0;
-  }
+  *answered = false;
+  *needs_compile = a->u.submit.phase == SG_PHASE_VALIDATE && s->p->compile_s > 0;
+  return 0;
+}
+
+/* Refused (full, or the iteration already ended): the candidate's
+ * evaluation failed for infrastructure reasons. */
+static int op_refused(void *data, uint32_t w, const sg_ctl_action *a, const char *why) {
+  sim *s = data;
+  (void)why;
+  push(s, s->now_us, EV_EVAL_FAIL, w, a->u.submit.candidate, (uint64_t)a->u.submit.phase);
+  return 0;
+}
+
+static int op_submitted(void *data, uint32_t w, const sg_ctl_action *a, sg_req_id id) {
+  sim *s = data;
   sim_req *q = req_get(s, id, true);
   if (q == NULL)
     return sg_err_set(s->err, SG_ERANGE, "request id %llu out of range",
                       (unsigned long long)id);
+  const sg_kernel *k = sg_history_get(sg_controller_history(s->wf[w].ctl),
+                                      a->u.submit.candidate);
   q->workflow = w;
   q->candidate = a->u.submit.candidate;
   q->gen = k->gen;
   q->phase = a->u.submit.phase;
   q->epoch = 1;
   q->live = true;
-  return apply_sched(s);
-}
-
-static int apply_ctl(sim *s, uint32_t w) {
-  sim_wf *f = &s->wf[w];
-  /* Copy: scheduler calls below do not re-enter the controller, but keep
-   * the list stable anyway. */
-  size_t n = s->cact.n;
-  sg_ctl_action *acts = sg_malloc((n ? n : 1) * sizeof *acts);
-  if (n > 0)
-    memcpy(acts, s->cact.v, n * sizeof *acts);
-  int rc = 0;
-  bool cancelled_main = false;
-  for (size_t i = 0; i < n && rc == 0; i++) {
-    const sg_ctl_action *a = &acts[i];
-    switch (a->type) {
-    case SG_CACT_START_GEN:
-      rc = a->u.start.kind == SG_GEN_MAIN ? start_main(s, w, a) : start_spec(s, w, a);
-      break;
-    case SG_CACT_CANCEL_GEN: {
-      sim_gen *g = gen_get(s, w, a->u.cancel.gen, false);
-      if (g != NULL && g->epoch != 0) {
-        s->res->gens_cancelled++;
-        cancelled_main |= g->kind == SG_GEN_MAIN;
-        end_gen(s, g, tokens_so_far(s, g));
-      }
-      break;
-    }
-    case SG_CACT_SUBMIT_EVAL:
-      rc = submit(s, w, a);
-      break;
-    case SG_CACT_END_ITERATION:
-      s->res->iterations++;
-      if (a->u.end.reason == SG_REASON_EARLY) {
-        s->res->criterion_accepts++;
-        /* Early in the paper's sense: the reasoning was still running
-         * (the controller cancels it just before ending the iteration). */
-        if (cancelled_main)
-          s->res->early_terminations++;
-      }
-      sg_sched_actions_clear(&s->sact);
-      rc = sg_scheduler_iteration_boundary(s->sched, w, a->iteration + 1, s->now_us,
-                                           &s->sact, s->err);
-      if (rc == 0)
-        rc = apply_sched(s);
-      cancelled_main = false;
-      break;
-    case SG_CACT_WORKFLOW_DONE:
-      f->done = true;
-      f->done_us = s->now_us;
-      s->res->workflows_done++;
-      sg_sched_actions_clear(&s->sact);
-      rc = sg_scheduler_workflow_done(s->sched, w, s->now_us, &s->sact, s->err);
-      if (rc == 0)
-        rc = apply_sched(s);
-      break;
-    case SG_CACT_DECISION:
-    default:
-      break;
-    }
-  }
-  free(acts);
-  return rc;
-}
-
-static int apply_sched(sim *s) {
-  const sg_sim_params *p = s->p;
-  size_t n = s->sact.n;
-  sg_sched_action *acts = sg_malloc((n ? n : 1) * sizeof *acts);
-  if (n > 0)
-    memcpy(acts, s->sact.v, n * sizeof *acts);
-  for (size_t i = 0; i < n; i++) {
-    const sg_sched_action *a = &acts[i];
-    sim_req *q = a->req ? req_get(s, a->req, false) : NULL;
-    switch (a->type) {
-    case SG_SACT_START_COMPILE:
-      assert(q != NULL);
-      q->epoch++;
-      push(s, s->now_us + s_to_us(p->compile_s), EV_COMPILE_END, q->workflow, a->req,
-           q->epoch);
-      break;
-    case SG_SACT_START_DEVICE: {
-      assert(q != NULL && a->device >= 0 && a->device < p->devices);
-      q->epoch++;
-      double d;
-      sim_wf *f = &s->wf[q->workflow];
-      if (s->now_us >= s->dies_us[a->device])
-        d = p->fault_infra_s;
-      else if (a->phase == SG_PHASE_VALIDATE)
-        d = sg_sim_rng_lognormal(&f->rng, p->val_mean_s, p->val_cv);
-      else
-        d = sg_sim_rng_lognormal(&f->rng, p->prof_mean_s, p->prof_cv);
-      /* owner carries the device: its death decides an infra failure. */
-      push(s, s->now_us + s_to_us(d), EV_DEVICE_END, (uint32_t)a->device, a->req,
-           q->epoch);
-      break;
-    }
-    case SG_SACT_ABORT:
-      if (q != NULL) {
-        q->live = false;
-        q->epoch++;
-      }
-      s->res->requests_aborted++;
-      break;
-    case SG_SACT_FAIL:
-      if (q != NULL && q->live) {
-        q->live = false;
-        q->epoch++;
-        push(s, s->now_us, EV_EVAL_FAIL, q->workflow, q->candidate,
-             (uint64_t)q->phase);
-      }
-      s->res->requests_failed++;
-      break;
-    case SG_SACT_DEVICE_DEAD:
-      s->res->devices_retired++;
-      break;
-    case SG_SACT_RESPLIT:
-      s->res->resplits++;
-      break;
-    }
-  }
-  free(acts);
   return 0;
 }
 
-static int ctl_call(sim *s, uint32_t w, const sg_ctl_event *ev) {
-  sim_wf *f = &s->wf[w];
-  if (f->done)
-    return 0;
-  sg_sched_capacity cap;
-  sg_scheduler_capacity(s->sched, &cap);
-  sg_controller_set_capacity(f->ctl, &cap);
-  sg_ctl_actions_clear(&s->cact);
-  int rc = sg_controller_event(f->ctl, ev, &s->cact, s->err);
-  if (rc < 0)
-    return sg_err_prefix(s->err, "workflow %u", w);
-  return apply_ctl(s, w);
+static int op_iteration_end(void *data, uint32_t w, const sg_ctl_action *a,
+                            bool main_cancelled) {
+  sim *s = data;
+  (void)w;
+  s->res->iterations++;
+  if (a->u.end.reason == SG_REASON_EARLY) {
+    s->res->criterion_accepts++;
+    /* Early in the paper's sense: the reasoning was still running (the
+     * controller cancels it just before ending the iteration). */
+    if (main_cancelled)
+      s->res->early_terminations++;
+  }
+  return 0;
 }
+
+static int op_workflow_done(void *data, uint32_t w, const sg_ctl_action *a) {
+  sim *s = data;
+  (void)a;
+  sim_wf *f = &s->wf[w];
+  f->done = true;
+  f->done_us = s->now_us;
+  s->res->workflows_done++;
+  return 0;
+}
+
+static int op_decision(void *data, uint32_t w, const sg_ctl_action *a) {
+  (void)data, (void)w, (void)a;
+  return 0;
+}
+
+static int op_compile_start(void *data, const sg_sched_action *a) {
+  sim *s = data;
+  sim_req *q = req_get(s, a->req, false);
+  assert(q != NULL);
+  q->epoch++;
+  push(s, s->now_us + s_to_us(s->p->compile_s), EV_COMPILE_END, q->workflow, a->req,
+       q->epoch);
+  return 0;
+}
+
+static int op_device_start(void *data, const sg_sched_action *a) {
+  sim *s = data;
+  const sg_sim_params *p = s->p;
+  sim_req *q = req_get(s, a->req, false);
+  assert(q != NULL && a->device >= 0 && a->device < p->devices);
+  q->epoch++;
+  double d;
+  sim_wf *f = &s->wf[q->workflow];
+  if (s->now_us >= s->dies_us[a->device])
+    d = p->fault_infra_s;
+  else if (a->phase == SG_PHASE_VALIDATE)
+    d = sg_sim_rng_lognormal(&f->rng, p->val_mean_s, p->val_cv);
+  else
+    d = sg_sim_rng_lognormal(&f->rng, p->prof_mean_s, p->prof_cv);
+  /* owner carries the device: its death decides an infra failure. */
+  push(s, s->now_us + s_to_us(d), EV_DEVICE_END, (uint32_t)a->device, a->req, q->epoch);
+  return 0;
+}
+
+static int op_abort(void *data, const sg_sched_action *a) {
+  sim *s = data;
+  sim_req *q = req_get(s, a->req, false);
+  if (q != NULL) {
+    q->live = false;
+    q->epoch++;
+  }
+  s->res->requests_aborted++;
+  return 0;
+}
+
+static int op_give_up(void *data, const sg_sched_action *a) {
+  sim *s = data;
+  sim_req *q = req_get(s, a->req, false);
+  if (q != NULL && q->live) {
+    q->live = false;
+    q->epoch++;
+    push(s, s->now_us, EV_EVAL_FAIL, q->workflow, q->candidate, (uint64_t)q->phase);
+  }
+  s->res->requests_failed++;
+  return 0;
+}
+
+static int op_device_dead(void *data, const sg_sched_action *a) {
+  (void)a;
+  ((sim *)data)->res->devices_retired++;
+  return 0;
+}
+
+static int op_resplit(void *data, const sg_sched_action *a) {
+  (void)a;
+  ((sim *)data)->res->resplits++;
+  return 0;
+}
+
+static const sg_interp_ops sim_ops = {
+    .now_us = op_now_us,
+    .gen_start = op_gen_start,
+    .gen_cancel = op_gen_cancel,
+    .submit = op_submit,
+    .submitted = op_submitted,
+    .refused = op_refused,
+    .iteration_end = op_iteration_end,
+    .workflow_done = op_workflow_done,
+    .decision = op_decision,
+    .compile_start = op_compile_start,
+    .device_start = op_device_start,
+    .abort = op_abort,
+    .give_up = op_give_up,
+    .device_dead = op_device_dead,
+    .resplit = op_resplit,
+};
 
 static void eval_event(sim *s, sg_ctl_event *ev, uint64_t cand, sg_phase ph,
                        sg_eval_status st, double speedup, const char *msg) {
@@ -732,11 +738,9 @@ static int on_compile_end(sim *s, const sg_sim_event *e) {
     return 0;
   sim_gen *g = gen_get(s, q->workflow, q->gen, false);
   bool ok = g == NULL || g->valid || g->fail_status != SG_EVAL_COMPILE_ERROR;
-  sg_sched_actions_clear(&s->sact);
-  int rc = sg_scheduler_compiled(s->sched, e->id, ok, s->now_us, &s->sact, s->err);
-  if (rc < 0)
-    return rc;
-  rc = apply_sched(s);
+  int rc = sg_interp_compiled(s->it, e->id, ok, s->err);
+  if (rc == 0)
+    rc = it_rc(s);
   if (rc < 0 || ok)
     return rc;
   q->live = false;
@@ -757,12 +761,9 @@ static int on_device_end(sim *s, const sg_sim_event *e) {
   bool infra = s->now_us >= s->dies_us[e->owner];
   if (infra)
     s->res->infra_failures++;
-  sg_sched_actions_clear(&s->sact);
-  int rc = sg_scheduler_device_done(s->sched, e->id, infra, s->now_us, &s->sact,
-                                    s->err);
-  if (rc < 0)
-    return rc;
-  rc = apply_sched(s);
+  int rc = sg_interp_device_done(s->it, e->id, infra, s->err);
+  if (rc == 0)
+    rc = it_rc(s);
   if (rc < 0 || infra)
     return rc; /* re-queued or failed by the scheduler */
   q->live = false;
@@ -805,6 +806,11 @@ static int setup(sim *s) {
   int rc = sg_scheduler_new(&so, &s->sched, s->err);
   if (rc < 0)
     return rc;
+  sg_interp_opts io = {.ops = &sim_ops, .data = s, .sched = s->sched,
+                       .n_workflows = (size_t)p->workflows, .err = s->err,
+                       .trace = s->trace, .trace_data = s->trace_data};
+  if ((rc = sg_interp_new(&io, &s->it, s->err)) < 0)
+    return rc;
   s->dies_us = sg_calloc((size_t)p->devices, sizeof *s->dies_us);
   for (int d = 0; d < p->devices; d++) {
     sg_sim_rng r;
@@ -844,6 +850,7 @@ static int setup(sim *s) {
     rc = sg_controller_new(&o, &f->ctl, s->err);
     if (rc < 0)
       return sg_err_prefix(s->err, "controller");
+    sg_interp_set_controller(s->it, (uint32_t)w, f->ctl);
   }
   return 0;
 }
@@ -864,8 +871,7 @@ static void teardown(sim *s) {
   free(s->dies_us);
   sg_scheduler_free(s->sched);
   sg_sim_queue_free(&s->q);
-  sg_ctl_actions_free(&s->cact);
-  sg_sched_actions_free(&s->sact);
+  sg_interp_free(s->it);
 }
 
 static void finish_stats(sim *s) {
@@ -914,6 +920,12 @@ static void finish_stats(sim *s) {
 
 int sg_sim_run(const sg_sim_params *p, const sg_sim_variant *v,
                sg_sim_result *out, sg_err *err) {
+  return sg_sim_run_traced(p, v, NULL, NULL, out, err);
+}
+
+int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
+                      void (*trace)(void *data, const char *line), void *trace_data,
+                      sg_sim_result *out, sg_err *err) {
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", v->name);
   int rc = sg_sim_params_validate(p, err);
@@ -926,15 +938,13 @@ int sg_sim_run(const sg_sim_params *p, const sg_sim_variant *v,
   s.res = out;
   s.err = err;
   s.bpt = p->text_bytes_per_token;
+  s.trace = trace;
+  s.trace_data = trace_data;
   sg_sim_queue_init(&s.q);
-  sg_ctl_actions_init(&s.cact);
-  sg_sched_actions_init(&s.sact);
   rc = setup(&s);
   for (int w = 0; rc == 0 && w < p->workflows; w++) {
-    sg_ctl_actions_clear(&s.cact);
-    rc = sg_controller_start(s.wf[w].ctl, 0, &s.cact, err);
-    if (rc == 0)
-      rc = apply_ctl(&s, (uint32_t)w);
+    sg_interp_start(s.it, (uint32_t)w);
+    rc = it_rc(&s);
     if (rc == 0)
       push(&s, s_to_us(p->tick_s), EV_TICK, (uint32_t)w, 0, 0);
   }

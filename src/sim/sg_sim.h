@@ -91,5 +91,11 @@ typedef struct sg_sim_result {
  * workflow is unfinished: a bug), SG_ETIMEDOUT past the virtual-time guard. */
 int sg_sim_run(const sg_sim_params *p, const sg_sim_variant *v,
                sg_sim_result *out, sg_err *err);
+/* The same, with every core action executed and every event fed, as one
+ * line each, given to trace (sg_interp.h): what tests compare with a real
+ * run's actions. */
+int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
+                      void (*trace)(void *data, const char *line), void *trace_data,
+                      sg_sim_result *out, sg_err *err);
 
 #endif

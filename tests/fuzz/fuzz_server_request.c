@@ -2,9 +2,9 @@
  * request bodies (chat when the first byte is even, else completions), the
  * X-Specgen-Fault spec, and the tokenizer's round trip. */
 #include "common/sg_buf.h"
-#include "llm/sg_fakemodel.h"
-#include "llm/sg_llm_server.h"
-#include "llm/sg_server_request.h"
+#include "testserver/sg_fakemodel.h"
+#include "testserver/sg_llm_server.h"
+#include "testserver/sg_server_request.h"
 
 #include <assert.h>
 #include <jansson.h>

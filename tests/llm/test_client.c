@@ -7,7 +7,7 @@
  */
 #include "llm/sg_llm_client.h"
 #include "llm/sg_llm_generate.h"
-#include "llm/sg_llm_server.h"
+#include "testserver/sg_llm_server.h"
 #include "sg_test.h"
 
 #include "common/sg_buf.h"

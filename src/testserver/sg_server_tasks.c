@@ -2,7 +2,7 @@
  * the one task loader) into the form the test model uses. Example files are
  * read with a cap, so a huge task directory cannot blow up the server.
  */
-#include "llm/sg_server_tasks.h"
+#include "testserver/sg_server_tasks.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"

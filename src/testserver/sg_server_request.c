@@ -4,10 +4,10 @@
  * the answer starts) and the thinking switch. Pure: no I/O, no clock; fuzzed
  * by tests/fuzz/fuzz_server_request.c.
  */
-#include "llm/sg_server_request.h"
+#include "testserver/sg_server_request.h"
 
 #include "common/sg_alloc.h"
-#include "llm/sg_fakemodel.h"
+#include "testserver/sg_fakemodel.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -20,14 +20,14 @@
  * It must never bind anything but what it is told (loopback by default) and
  * never read anything but its task directory.
  */
-#include "llm/sg_llm_server.h"
+#include "testserver/sg_llm_server.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
-#include "llm/sg_fakemodel.h"
-#include "llm/sg_server_request.h"
-#include "llm/sg_server_tasks.h"
+#include "testserver/sg_fakemodel.h"
+#include "testserver/sg_server_request.h"
+#include "testserver/sg_server_tasks.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -1136,7 +1136,10 @@ int sg_llm_server_start(const sg_llm_server_opts *opts, sg_llm_server **out, sg_
   if (rc < 0)
     return rc;
   sg_fm_params mp;
-  sg_fm_params_init(&mp);
+  if (o.model)
+    mp = *o.model;
+  else
+    sg_fm_params_init(&mp);
   if (o.reasoning_tokens_min > 0)
     mp.reasoning_tokens_min = o.reasoning_tokens_min;
   if (o.reasoning_tokens_max > 0)

@@ -6,7 +6,7 @@
 #define SG_SERVER_TASKS_H
 
 #include "common/sg_error.h"
-#include "llm/sg_fakemodel.h"
+#include "testserver/sg_fakemodel.h"
 
 #include <stddef.h>
 

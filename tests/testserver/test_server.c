@@ -6,9 +6,9 @@
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
-#include "llm/sg_fakemodel.h"
-#include "llm/sg_llm_server.h"
-#include "llm/sg_server_request.h"
+#include "testserver/sg_fakemodel.h"
+#include "testserver/sg_llm_server.h"
+#include "testserver/sg_server_request.h"
 #include "sg_test.h"
 
 #include <curl/curl.h>

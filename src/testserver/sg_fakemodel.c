@@ -14,7 +14,7 @@
  * request's own seed: a fork that sends the same context plus a prefix of the
  * trace is therefore measured against the very trace it copies.
  */
-#include "llm/sg_fakemodel.h"
+#include "testserver/sg_fakemodel.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_rng.h"

@@ -18,6 +18,7 @@
 #define SG_LLM_SERVER_H
 
 #include "common/sg_error.h"
+#include "testserver/sg_fakemodel.h"
 
 #include <stdint.h>
 
@@ -69,6 +70,8 @@ typedef struct sg_llm_server_opts {
   int reasoning_tokens_min;    /* length range of a reasoning trace, in
                                   tokens; 0, 0: the defaults (600, 1800) */
   int reasoning_tokens_max;
+  const sg_fm_params *model;   /* the model's parameters; NULL: the defaults
+                                  (sg_fm_params_init), then the lengths above */
 } sg_llm_server_opts;
 
 /* Fills opts with the defaults (loopback, any port, seed 1, no pacing). */

@@ -3,7 +3,7 @@
 #include "common/sg_alloc.h"
 #include "core/sg_extract.h"
 #include "core/sg_triggers.h"
-#include "llm/sg_fakemodel.h"
+#include "testserver/sg_fakemodel.h"
 #include "sg_test.h"
 
 #include <ctype.h>

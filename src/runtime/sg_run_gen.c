@@ -1,0 +1,411 @@
+/* sg_run_gen.c: the run loop's generations (sg_run_priv.h): a controller's
+ * start becomes a stream on the LLM client, with the prompt rendered once per
+ * iteration and every generation recorded in the store; stream callbacks
+ * become controller events. A speculative fork continues its parent's
+ * reasoning: as the exact token ids on /completions where the provider
+ * returns ids (a token fork), else as a chat continuation.
+ */
+#include "runtime/sg_run_priv.h"
+
+#include "llm/sg_llm_generate.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void sg_run_gen_free(rgen *g) {
+  free(g->prompt_ids);
+  free(g->ids);
+  free(g->marks);
+  free(g);
+}
+
+/* ---- generations ------------------------------------------------------------- */
+
+static rgen *gen_find(wf *f, uint64_t gen) {
+  for (rgen *g = f->gens; g; g = g->next)
+    if (g->gen == gen)
+      return g;
+  return NULL;
+}
+
+static void gen_unlink(wf *f, rgen *g) {
+  for (rgen **p = &f->gens; *p; p = &(*p)->next)
+    if (*p == g) {
+      *p = g->next;
+      return;
+    }
+}
+
+static void gen_counts(wf *f, rgen *g, int delta) {
+  if (g->kind == SG_GEN_MAIN)
+    f->live_main += delta;
+  else
+    f->live_spec += delta;
+}
+
+static sg_finish_reason finish_reason_of(const char *s) {
+  if (s && strcmp(s, "stop") == 0)
+    return SG_FINISH_STOP;
+  if (s && strcmp(s, "length") == 0)
+    return SG_FINISH_LENGTH;
+  return SG_FINISH_OTHER;
+}
+
+static void gen_record_end(run *r, rgen *g, const sg_llm_usage *u, bool client_counted,
+                           const char *finish, sg_store_gen_outcome outcome) {
+  sg_gen_tokens t = sg_gen_tokens_of(&r->acct, u, client_counted, g->chunks, g->prompt_bytes);
+  STORE(r, sg_store_generation_end(r->store, g->store_id, t.prompt, t.completion,
+                                   t.cached, finish, outcome, now_us(), err));
+  if (t.prompt_estimated || t.completion_estimated)
+    STORE(r, sg_store_generation_estimated(r->store, g->store_id, t.prompt_estimated,
+                                           t.completion_estimated, err));
+}
+
+static void on_delta(rgen *g, bool reasoning, const char *text, size_t len) {
+  run *r = g->r;
+  g->chunks++;
+  if (reasoning)
+    g->reasoning_bytes += len;
+  sg_ctl_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.type = SG_CEV_GEN_CHUNK;
+  ev.now_us = now_us();
+  ev.u.chunk.gen = g->gen;
+  if (reasoning) {
+    ev.u.chunk.reasoning = text;
+    ev.u.chunk.reasoning_len = len;
+  } else {
+    ev.u.chunk.content = text;
+    ev.u.chunk.content_len = len;
+  }
+  ev.u.chunk.tokens = 1; /* vLLM and SGLang stream one token per chunk */
+  sg_interp_event(r->it, g->w, &ev);
+  sg_run_drain(r);
+}
+
+static void on_reasoning(sg_llm_stream *s, void *data, const char *text, size_t len) {
+  (void)s;
+  on_delta(data, true, text, len);
+}
+
+static void on_content(sg_llm_stream *s, void *data, const char *text, size_t len) {
+  (void)s;
+  on_delta(data, false, text, len);
+}
+
+static void on_token_ids(sg_llm_stream *s, void *data, bool prompt, const int32_t *ids,
+                         size_t n) {
+  (void)s;
+  rgen *g = data;
+  if (prompt) {
+    free(g->prompt_ids);
+    g->prompt_ids = sg_malloc((n ? n : 1) * sizeof *ids);
+    memcpy(g->prompt_ids, ids, n * sizeof *ids);
+    g->n_prompt_ids = n;
+    return;
+  }
+  /* The client delivers a chunk's ids after its text: a mark here is a
+   * token boundary at the reasoning bytes received so far. */
+  if (g->n_ids + n > g->cap_ids) {
+    g->cap_ids = (g->n_ids + n) * 2;
+    g->ids = sg_realloc(g->ids, g->cap_ids * sizeof *g->ids);
+  }
+  memcpy(g->ids + g->n_ids, ids, n * sizeof *ids);
+  g->n_ids += n;
+  if (g->n_marks == g->cap_marks) {
+    g->cap_marks = g->cap_marks ? g->cap_marks * 2 : 256;
+    g->marks = sg_realloc(g->marks, g->cap_marks * sizeof *g->marks);
+  }
+  g->marks[g->n_marks].bytes = g->reasoning_bytes;
+  g->marks[g->n_marks].nids = g->n_ids;
+  g->n_marks++;
+}
+
+/* The token prompt of a fork of m at prefix_len reasoning bytes: the
+ * prompt, the ids of the chunks wholly before prefix_len, the ids that end
+ * the reasoning; NULL when m has no ids to fork from. */
+static int32_t *fork_ids(const run *r, const rgen *m, uint64_t prefix_len, size_t *n) {
+  if (r->end_think == NULL || m == NULL || m->n_prompt_ids == 0)
+    return NULL;
+  size_t nids = 0;
+  for (size_t i = 0; i < m->n_marks && m->marks[i].bytes <= prefix_len; i++)
+    nids = m->marks[i].nids;
+  if (nids == 0)
+    return NULL;
+  return sg_llm_fork_token_prompt(m->prompt_ids, m->n_prompt_ids, m->ids, nids,
+                                  r->end_think, r->n_end_think, n);
+}
+
+static void on_usage(sg_llm_stream *s, void *data, const sg_llm_usage *u) {
+  (void)s;
+  rgen *g = data;
+  g->usage = *u;
+}
+
+static sg_usage usage_of(const sg_llm_usage *u, uint64_t chunks) {
+  sg_usage o = {0, chunks, 0};
+  if (u->present) {
+    o.prompt_tokens = (uint64_t)(u->prompt_tokens > 0 ? u->prompt_tokens : 0);
+    o.completion_tokens = (uint64_t)(u->completion_tokens > 0 ? u->completion_tokens : 0);
+    o.cached_tokens = (uint64_t)(u->cached_tokens > 0 ? u->cached_tokens : 0);
+  }
+  return o;
+}
+
+static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
+  run *r = g->r;
+  wf *f = wf_of(r, g->w);
+  g->stream = NULL; /* freed by the client after this callback */
+  gen_unlink(f, g);
+  gen_counts(f, g, -1);
+  sg_llm_usage u = res->usage.present ? res->usage : g->usage;
+  gen_record_end(r, g, &u, res->usage.present && res->usage_estimated, res->finish_reason,
+                 ok ? SG_STORE_GEN_COMPLETED : SG_STORE_GEN_FAILED);
+  if (ok) {
+    sg_gen_account_completed(&r->acct);
+  } else {
+    /* Each distinct cause once, in plain words, where a person reads it. */
+    const char *cause = sg_gen_account_failed(&r->acct, res->message);
+    if (cause) {
+      char msg[SG_GEN_CAUSE_BYTES + 300];
+      snprintf(msg, sizeof msg, "generation failed: %s (model server %s)", cause,
+               r->base_url);
+      sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", msg));
+    }
+  }
+  sg_run_emit(r, "generation",
+       json_pack("{s:s, s:i, s:s, s:s, s:I, s:s?}", "task", f->task->name,
+                 "iteration", (int)f->iter_open + 1, "kind", sg_gen_kind_name(g->kind),
+                 "outcome", ok ? "completed" : "failed", "completion_tokens",
+                 (json_int_t)(u.present ? u.completion_tokens : (int64_t)g->chunks),
+                 "error", ok ? NULL : res->message));
+  sg_ctl_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.now_us = now_us();
+  if (ok) {
+    ev.type = SG_CEV_GEN_FINISHED;
+    ev.u.finished.gen = g->gen;
+    ev.u.finished.text = NULL; /* the content came in chunks */
+    ev.u.finished.reason = finish_reason_of(res->finish_reason);
+    ev.u.finished.usage = usage_of(&u, g->chunks);
+  } else {
+    ev.type = SG_CEV_GEN_FAILED;
+    ev.u.failed.gen = g->gen;
+    ev.u.failed.error = res->code ? res->code : SG_EHTTP;
+    ev.u.failed.message = res->message;
+    ev.u.failed.usage = usage_of(&u, g->chunks);
+  }
+  uint32_t w = g->w;
+  sg_run_gen_free(g);
+  sg_interp_event(r->it, w, &ev);
+  sg_run_drain(r);
+}
+
+static void on_finish(sg_llm_stream *s, void *data, const sg_llm_result *res) {
+  (void)s;
+  gen_ended(data, res, true);
+}
+
+static void on_error(sg_llm_stream *s, void *data, const sg_llm_result *res) {
+  (void)s;
+  gen_ended(data, res, false);
+}
+
+/* The iteration the controller's action belongs to is open in the store. */
+void sg_run_iteration_open(run *r, wf *f, uint32_t iteration) {
+  if (f->iter_store_id != 0 && f->iter_open == iteration)
+    return;
+  assert(f->iter_store_id == 0);
+  f->iter_open = iteration;
+  STORE(r, sg_store_iteration_begin(r->store, f->store_id, (int64_t)iteration + 1,
+                                    now_us(), &f->iter_store_id, err));
+}
+
+void sg_run_iteration_close(run *r, wf *f, const char *reason) {
+  if (f->iter_store_id == 0)
+    return;
+  STORE(r, sg_store_iteration_end(r->store, f->iter_store_id, reason, now_us(), err));
+  f->iter_store_id = 0;
+  for (size_t i = 0; i < SG_SEARCH_MAX_MAINS; i++) {
+    if (f->have_prompt[i])
+      sg_prompt_text_free(&f->prompts[i]);
+    f->have_prompt[i] = false;
+  }
+}
+
+/* What the store keeps of a generation's prompt: the rendered messages, a
+ * fork's reasoning prefix, and how many token ids a token fork sent. */
+static char *prompt_record(const sg_prompt_text *pt, const char *prefix, size_t plen,
+                           size_t n_token_ids) {
+  json_t *j = json_pack("{s:s, s:s}", "system", pt->system, "user", pt->user);
+  if (prefix)
+    json_object_set_new(j, "reasoning_prefix", json_stringn(prefix, plen));
+  if (n_token_ids)
+    json_object_set_new(j, "token_ids", json_integer((json_int_t)n_token_ids));
+  char *s = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  return s;
+}
+
+/* START_GEN: the iteration is opened in the store, the prompt rendered
+ * (once per iteration and plan entry), the generation recorded and its
+ * stream started. */
+static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
+  run *r = data;
+  wf *f = wf_of(r, w);
+  sg_run_iteration_open(r, f, a->iteration);
+  if (r->failed)
+    return 0;
+  sg_err e;
+  sg_err_clear(&e);
+  size_t pi = a->u.start.prompt_index;
+  assert(pi < SG_SEARCH_MAX_MAINS);
+  if (!f->have_prompt[pi]) {
+    if (sg_prompt_render(r->templates, f->task, sg_controller_history(f->ctl),
+                         a->u.start.prompt, a->iteration, &f->prompts[pi], &e) < 0) {
+      sg_err_prefix(&e, "task %s: rendering the prompt", f->task->name);
+      sg_run_fail(r, &e);
+      return 0;
+    }
+    f->have_prompt[pi] = true;
+  }
+  const sg_prompt_text *pt = &f->prompts[pi];
+  bool spec = a->u.start.kind == SG_GEN_SPEC;
+  rgen *parent = spec ? gen_find(f, a->u.start.parent_gen) : NULL;
+  size_t n_fork_ids = 0;
+  int32_t *fork_prompt = spec ? fork_ids(r, parent, a->u.start.prefix_len, &n_fork_ids) : NULL;
+  char *prompt_json = prompt_record(pt, spec ? a->u.start.prefix : NULL,
+                                    spec ? (size_t)a->u.start.prefix_len : 0, n_fork_ids);
+  sg_store_generation sg = {
+      .iteration_id = f->iter_store_id,
+      .kind = spec ? SG_STORE_GEN_SPEC : SG_STORE_GEN_MAIN,
+      .parent_id = parent ? parent->store_id : 0,
+      .prefix_bytes = spec ? (int64_t)a->u.start.prefix_len : 0,
+      .prompt = prompt_json,
+      .started_us = now_us(),
+  };
+  int64_t store_id = 0;
+  STORE(r, sg_store_generation_begin(r->store, &sg, &store_id, err));
+  free(prompt_json);
+  if (r->failed) {
+    free(fork_prompt);
+    return 0;
+  }
+
+  sg_llm_message msgs[3] = {
+      {"system", pt->system, NULL, false},
+      {"user", pt->user, NULL, false},
+      {"assistant", "", NULL, true},
+  };
+  char *prefix = NULL;
+  if (spec) {
+    prefix = sg_strndup(a->u.start.prefix, (size_t)a->u.start.prefix_len);
+    msgs[2].reasoning = prefix;
+  }
+  char rid[96];
+  snprintf(rid, sizeof rid, "specgen-%lld-w%u-g%llu-%llu", (long long)r->run_id, w,
+           (unsigned long long)a->u.start.gen, (unsigned long long)++r->gen_seq);
+  sg_llm_request q;
+  sg_llm_request_init(&q);
+  q.base_url = r->base_url;
+  q.model = r->model;
+  q.endpoint = SG_LLM_ENDPOINT_CHAT;
+  q.messages = msgs;
+  q.n_messages = spec ? 3 : 2;
+  q.max_tokens = r->cfg->max_tokens;
+  q.temperature = r->cfg->temperature;
+  q.no_think = !a->u.start.thinking;
+  q.request_id = rid;
+  q.provider = r->provider;
+  q.deadline_s = r->cfg->gen_deadline;
+  q.idle_timeout_s = r->cfg->idle_timeout;
+  if (fork_prompt) {
+    /* The exact tokens of the parent's prompt and reasoning, then the end of
+     * thinking: the server's prefix cache serves all of it. */
+    q.endpoint = SG_LLM_ENDPOINT_COMPLETIONS;
+    q.messages = NULL;
+    q.n_messages = 0;
+    q.prompt_token_ids = fork_prompt;
+    q.n_prompt_token_ids = n_fork_ids;
+    q.no_think = false;
+  } else if (!spec && r->end_think) {
+    q.return_token_ids = true; /* what forks of it will send back */
+  }
+  /* The built-in model samples from the request's seed: one drawn from the
+   * run's seed, the workflow and the generation makes a run repeatable in
+   * what the model writes (its timing still varies). A real endpoint is
+   * left to sample as it is configured. */
+  char seed_json[64];
+  if (r->server) {
+    snprintf(seed_json, sizeof seed_json, "{\"seed\": %llu}",
+             (unsigned long long)((r->cfg->seed * 1000003ull + w * 1009ull +
+                                   a->u.start.gen) % 9007199254740991ull));
+    q.extra_json = seed_json;
+  }
+
+  rgen *g = sg_calloc(1, sizeof *g);
+  g->r = r;
+  g->w = w;
+  g->gen = a->u.start.gen;
+  g->kind = a->u.start.kind;
+  g->store_id = store_id;
+  g->prompt_bytes = strlen(pt->system) + strlen(pt->user) +
+                    (spec ? (size_t)a->u.start.prefix_len : 0);
+  idmap_set(&f->gen_store, g->gen, store_id);
+  sg_llm_callbacks cb = {g, on_reasoning, on_content, q.return_token_ids ? on_token_ids : NULL,
+                         on_usage, on_finish, on_error};
+  int rc = sg_llm_stream_start(r->client, &q, &cb, &g->stream, &e);
+  free(prefix);
+  free(fork_prompt);
+  if (rc < 0) {
+    /* The request cannot be expressed (a profile without prefix
+     * continuation, say): a failed generation, recorded, and reported to
+     * the controller after this action list, as a stream error would be. */
+    gen_record_end(r, g, NULL, false, NULL, SG_STORE_GEN_FAILED);
+    if (sg_gen_account_failed(&r->acct, e.msg))
+      sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message",
+                                          e.msg));
+    sg_interp_gen_failed(r->it, w, g->gen, rc, e.msg);
+    sg_run_gen_free(g);
+    return 0;
+  }
+  g->next = f->gens;
+  f->gens = g;
+  gen_counts(f, g, 1);
+  r->generations++;
+  if (spec)
+    sg_run_emit(r, "fork", json_pack("{s:s, s:i, s:I}", "task", f->task->name, "iteration",
+                              (int)a->iteration + 1, "prefix_bytes",
+                              (json_int_t)a->u.start.prefix_len));
+  return 0;
+}
+
+/* Cancels a running generation; true when it was a main one. */
+static bool gen_cancel(run *r, uint32_t w, uint64_t gen) {
+  wf *f = wf_of(r, w);
+  rgen *g = gen_find(f, gen);
+  if (g == NULL)
+    return false;
+  if (g->stream)
+    sg_llm_stream_cancel(g->stream);
+  g->stream = NULL;
+  gen_unlink(f, g);
+  gen_counts(f, g, -1);
+  bool main = g->kind == SG_GEN_MAIN;
+  gen_record_end(r, g, &g->usage, false, "cancelled", SG_STORE_GEN_CANCELLED);
+  sg_run_gen_free(g);
+  return main;
+}
+
+void sg_run_gen_cancel(run *r, uint32_t w, uint64_t gen) { (void)gen_cancel(r, w, gen); }
+
+static int op_gen_cancel(void *data, uint32_t w, uint64_t gen, bool *was_main) {
+  *was_main = gen_cancel(data, w, gen);
+  return 0;
+}
+
+void sg_run_gen_ops(sg_interp_ops *ops) {
+  ops->gen_start = op_gen_start;
+  ops->gen_cancel = op_gen_cancel;
+}

@@ -1,0 +1,192 @@
+/* sg_run_resume.c: a new run's first records, or a stored, unfinished run
+ * restored (sg_run_priv.h): what was in flight when it stopped is closed in
+ * the store (generations cancelled, evaluations aborted, the open iteration
+ * interrupted), and each unfinished workflow's candidates, results and
+ * progress are fed back into its fresh controller.
+ */
+#include "runtime/sg_run_priv.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static char *feedback_text(const sg_eval_result *res, sg_phase phase) {
+  char *msg, *prof;
+  sg_run_feedback_of(res, phase, &msg, &prof);
+  return msg ? msg : prof;
+}
+
+/* Restores one stored, unfinished workflow into its fresh controller. */
+static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
+  int64_t now = now_us();
+  const json_t *open = json_object_get(sw, "open_iteration");
+  const json_t *v;
+  size_t i;
+  json_array_foreach(json_object_get(sw, "open_generations"), i, v) {
+    int rc = sg_store_generation_end(r->store, json_integer_value(v), 0, 0, 0,
+                                     "interrupted", SG_STORE_GEN_CANCELLED, now, err);
+    if (rc < 0)
+      return rc;
+  }
+  json_array_foreach(json_object_get(sw, "pending_evaluations"), i, v) {
+    sg_eval_result res;
+    sg_eval_result_init(&res);
+    res.status = SG_EVAL_ABORTED;
+    res.message = sg_strdup("interrupted: the run stopped before this evaluation "
+                            "ended; the resumed run does not redo it");
+    int rc = sg_store_eval_finish(r->store, json_integer_value(json_object_get(v, "id")),
+                                  &res, now, err);
+    sg_eval_result_free(&res);
+    if (rc < 0)
+      return rc;
+  }
+  if (json_is_object(open)) {
+    int rc = sg_store_iteration_end(r->store, json_integer_value(json_object_get(open, "id")),
+                                    "interrupted", now, err);
+    if (rc < 0)
+      return rc;
+  }
+  int64_t ended = json_integer_value(json_object_get(sw, "next_iteration")) - 1;
+  if (ended < 0)
+    ended = 0;
+
+  json_t *cands = NULL;
+  int rc = sg_store_workflow_candidates_json(r->store, f->store_id, &cands, err);
+  if (rc < 0)
+    return rc;
+  json_array_foreach(cands, i, v) {
+    int64_t cid = json_integer_value(json_object_get(v, "candidate_id"));
+    const char *src = json_string_value(json_object_get(v, "source"));
+    sg_ctl_restored k;
+    memset(&k, 0, sizeof k);
+    k.iteration = (uint32_t)(json_integer_value(json_object_get(v, "iteration")) - 1);
+    k.origin = strcmp(json_string_value(json_object_get(v, "kind")), "spec") == 0
+                   ? SG_GEN_SPEC
+                   : SG_GEN_MAIN;
+    k.prefix_len = (uint64_t)json_integer_value(json_object_get(v, "prefix_bytes"));
+    k.source = src;
+    k.source_len = src ? strlen(src) : 0;
+    k.validate_speedup = k.profile_speedup = NAN;
+    sg_eval_result vres, pres;
+    sg_eval_result_init(&vres);
+    sg_eval_result_init(&pres);
+    bool vfound = false, pfound = false;
+    char *vtext = NULL, *ptext = NULL;
+    rc = sg_store_eval_lookup(r->store, cid, SG_STORE_VALIDATE, &vres, NULL, &vfound, err);
+    if (rc == 0)
+      rc = sg_store_eval_lookup(r->store, cid, SG_STORE_PROFILE, &pres, NULL, &pfound, err);
+    if (rc == 0 && vfound) {
+      k.validated = true;
+      vtext = feedback_text(&vres, SG_PHASE_VALIDATE);
+      k.validate_status = vres.status;
+      k.validate_speedup = vres.speedup;
+      k.validate_message = vtext;
+    }
+    if (rc == 0 && pfound && pres.status == SG_EVAL_OK) {
+      k.profiled = true;
+      ptext = feedback_text(&pres, SG_PHASE_PROFILE);
+      k.profile_speedup = pres.speedup;
+      k.profile_text = ptext;
+    }
+    if (rc == 0 && k.source_len > 0)
+      rc = sg_controller_restore_kernel(f->ctl, &k, err);
+    if (rc == 0)
+      idmap_set(&f->cand_store, sg_controller_history(f->ctl)->n, cid);
+    free(vtext);
+    free(ptext);
+    sg_eval_result_free(&vres);
+    sg_eval_result_free(&pres);
+    if (rc < 0) {
+      json_decref(cands);
+      return rc;
+    }
+  }
+  json_decref(cands);
+  uint64_t best = sg_run_best_kernel(sg_controller_history(f->ctl));
+  if (best) {
+    f->best_speedup = sg_history_get(sg_controller_history(f->ctl), best)->speedup;
+    char *path = sg_asprintf("%s/best/%s.%s", r->dir, f->task->name, sg_run_source_ext(f->task));
+    if (access(path, R_OK) == 0)
+      f->best_file = path;
+    else
+      free(path);
+  }
+
+  json_t *u = NULL;
+  if ((rc = sg_store_workflow_usage_json(r->store, f->store_id, &u, err)) < 0)
+    return rc;
+  sg_usage tokens = {(uint64_t)json_integer_value(json_object_get(u, "prompt")),
+                     (uint64_t)json_integer_value(json_object_get(u, "completion")),
+                     (uint64_t)json_integer_value(json_object_get(u, "cached"))};
+  int64_t last = json_integer_value(json_object_get(u, "last_us"));
+  json_decref(u);
+  int64_t started = json_integer_value(json_object_get(sw, "started_us"));
+  return sg_controller_restore_progress(f->ctl, (uint32_t)ended,
+                                        last > started ? last - started : 0, &tokens, err);
+}
+
+int sg_run_begin_or_resume(run *r, sg_err *err) {
+  const sg_run_config *cfg = r->cfg;
+  if (cfg->resume == NULL) {
+    json_t *c = sg_run_config_to_json(cfg);
+    json_object_set_new(c, "out", json_string(r->dir));
+    r->t0_us = now_us();
+    int rc = sg_store_run_begin(r->store, c, (int)r->ndevices, r->t0_us, &r->run_id, err);
+    json_decref(c);
+    if (rc < 0)
+      return rc;
+    for (size_t i = 0; i < r->nwf; i++) {
+      wf *f = &r->wfs[i];
+      sg_store_workflow sw = {f->task->name, cfg->iterations, cfg->time_budget,
+                              (int64_t)cfg->token_budget, r->t0_us};
+      if ((rc = sg_store_workflow_add(r->store, &sw, &f->store_id, err)) < 0)
+        return rc;
+    }
+    return 0;
+  }
+  json_t *res = NULL;
+  int rc = sg_store_resume_json(r->store, &res, err);
+  if (rc < 0)
+    return rc;
+  const json_t *run = json_object_get(res, "run");
+  const json_t *sws = json_object_get(res, "workflows");
+  if (!json_is_object(run))
+    rc = sg_err_set(err, SG_ESTATE, "%s: no run to resume", r->dir);
+  else if (!json_is_null(json_object_get(run, "ended_us")))
+    rc = sg_err_set(err, SG_ESTATE,
+                    "%s: this run has finished; `specgen show %s` prints its summary",
+                    r->dir, r->dir);
+  else if (json_array_size(sws) != r->nwf)
+    rc = sg_err_set(err, SG_ESTATE, "%s: the store holds %zu workflows, the "
+                    "configuration %zu tasks", r->dir, json_array_size(sws), r->nwf);
+  if (rc == 0) {
+    r->run_id = json_integer_value(json_object_get(run, "id"));
+    r->t0_us = json_integer_value(json_object_get(run, "started_us"));
+  }
+  for (size_t i = 0; rc == 0 && i < r->nwf; i++) {
+    wf *f = &r->wfs[i];
+    const json_t *sw = json_array_get(sws, i);
+    f->store_id = json_integer_value(json_object_get(sw, "id"));
+    const char *task = json_string_value(json_object_get(sw, "task"));
+    if (task == NULL || strcmp(task, f->task->name) != 0) {
+      rc = sg_err_set(err, SG_ESTATE, "%s: workflow %zu is task %s, the "
+                      "configuration says %s", r->dir, i + 1, task ? task : "?",
+                      f->task->name);
+      break;
+    }
+    if (strcmp(json_string_value(json_object_get(sw, "state")), "running") != 0) {
+      f->done = true;
+      char *path = sg_asprintf("%s/best/%s.%s", r->dir, f->task->name, sg_run_source_ext(f->task));
+      if (access(path, R_OK) == 0)
+        f->best_file = path;
+      else
+        free(path);
+      continue;
+    }
+    rc = resume_workflow(r, f, sw, err);
+    if (rc < 0)
+      sg_err_prefix(err, "%s: resuming task %s", r->dir, f->task->name);
+  }
+  json_decref(res);
+  return rc;
+}

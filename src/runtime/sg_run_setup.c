@@ -1,0 +1,234 @@
+/* sg_run_setup.c: setting up a run and tearing it down (sg_run_priv.h): the
+ * workflows (task, search, termination, controller each), the model (an
+ * endpoint, or the built-in test server), and what a run leaves behind: the
+ * best kernel of each task on disk and the summary.
+ */
+#include "runtime/sg_run_priv.h"
+
+#include "common/sg_file.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *sg_run_source_ext(const sg_task *t) {
+  if (strcmp(t->language, "cuda") == 0)
+    return "cu";
+  if (strcmp(t->language, "python") == 0)
+    return "py";
+  return "c";
+}
+
+/* The workflow's best kernel: the fastest that passed validation (its latest
+ * measured speedup, the profile's when it has one), so the file on disk is
+ * the kernel the summary's best_speedup speaks of. 0 when none passed. */
+uint64_t sg_run_best_kernel(const sg_history *h) {
+  uint64_t best = 0;
+  double sp = -1;
+  for (size_t i = 0; i < h->n; i++) {
+    const sg_kernel *k = &h->v[i];
+    if (k->validated && k->validate_status == SG_EVAL_OK && k->source &&
+        isfinite(k->speedup) && k->speedup > sp) {
+      sp = k->speedup;
+      best = k->id;
+    }
+  }
+  return best;
+}
+
+/* Writes best/<task>.<ext> when the best kernel changed. */
+void sg_run_write_best(run *r, wf *f) {
+  const sg_history *h = sg_controller_history(f->ctl);
+  uint64_t id = sg_run_best_kernel(h);
+  const sg_kernel *k = id ? sg_history_get(h, id) : NULL;
+  if (k == NULL || (f->best_file && k->speedup == f->best_speedup))
+    return;
+  sg_err e;
+  sg_err_clear(&e);
+  char *dir = sg_asprintf("%s/best", r->dir);
+  char *path = sg_asprintf("%s/%s.%s", dir, f->task->name, sg_run_source_ext(f->task));
+  if (sg_mkdir_p(dir, &e) < 0 || sg_file_write(path, k->source, k->source_len, &e) < 0) {
+    sg_run_fail(r, &e);
+    free(path);
+  } else {
+    free(f->best_file);
+    f->best_file = path;
+    f->best_speedup = k->speedup;
+  }
+  free(dir);
+}
+
+static bool is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* What workers are told: the name a user gave for a built-in task, the
+ * absolute directory for a task given as a directory. */
+static char *task_ref(const char *given, const sg_task *t) {
+  return is_dir(given) ? sg_strdup(t->dir) : sg_strdup(given);
+}
+
+int sg_run_load_workflows(run *r, sg_err *err) {
+  const sg_run_config *cfg = r->cfg;
+  r->nwf = cfg->n_task;
+  r->wfs = sg_calloc(r->nwf, sizeof *r->wfs);
+  for (size_t i = 0; i < r->nwf; i++) {
+    wf *f = &r->wfs[i];
+    f->idx = (uint32_t)i;
+    f->best_speedup = NAN;
+    /* A bare name on cuda devices means the cuda (else kernelbench) task of
+     * that name, as `specgen eval --device cuda:N` takes it. */
+    char *name = NULL;
+    if (!r->cpu_devices && strchr(cfg->task[i], '/') == NULL && !is_dir(cfg->task[i])) {
+      static const char *const kinds[] = {"cuda", "kernelbench"};
+      for (size_t k = 0; k < 2 && name == NULL; k++) {
+        char *q = sg_asprintf("%s/%s", kinds[k], cfg->task[i]);
+        sg_err e;
+        if (sg_task_load(q, &f->task, &e) == 0)
+          name = q;
+        else
+          free(q);
+      }
+    }
+    int rc = name ? 0 : sg_task_load(cfg->task[i], &f->task, err);
+    if (rc < 0)
+      return sg_err_prefix(err, "--task %s", cfg->task[i]);
+    bool cpu_task = strcmp(f->task->evaluator, "cpu") == 0;
+    if (cpu_task != r->cpu_devices)
+      return sg_err_set(err, SG_EINVAL,
+                        "--task %s: its evaluator (%s) runs on %s devices, but "
+                        "--devices is %s",
+                        cfg->task[i], f->task->evaluator, cpu_task ? "cpu" : "cuda",
+                        cfg->devices);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(r->wfs[j].task->dir, f->task->dir) == 0)
+        return sg_err_set(err, SG_EINVAL, "--task %s: given twice", cfg->task[i]);
+    f->task_ref = name ? name : task_ref(cfg->task[i], f->task);
+    if ((rc = sg_search_new(&r->sreg, cfg->search, cfg->seed + i, &f->search, err)) < 0)
+      return sg_err_prefix(err, "--search %s", cfg->search);
+    if ((rc = sg_termination_new(&r->treg, cfg->termination, &f->term, err)) < 0)
+      return sg_err_prefix(err, "--termination %s", cfg->termination);
+    sg_ctl_opts o;
+    sg_ctl_opts_default(&o);
+    o.search = f->search;
+    o.termination = f->term;
+    o.language = f->task->language;
+    o.entry = f->task->entry;
+    o.speculate = cfg->spec;
+    o.fork_on_idle = cfg->fork_on_idle;
+    o.max_forks_per_iteration = cfg->max_forks;
+    o.max_live_forks = cfg->max_live_forks;
+    o.max_iterations = (uint32_t)cfg->iterations;
+    o.max_wall_us = (int64_t)(cfg->time_budget * 1e6);
+    o.max_tokens = cfg->token_budget;
+    if ((rc = sg_controller_new(&o, &f->ctl, err)) < 0)
+      return sg_err_prefix(err, "task %s", f->task->name);
+  }
+  return 0;
+}
+
+int sg_run_start_model(run *r, sg_err *err) {
+  const sg_run_config *cfg = r->cfg;
+  if (cfg->llm) {
+    r->base_url = sg_strdup(cfg->llm);
+    r->model = cfg->model;
+    return sg_llm_provider_lookup(cfg->profile, &r->provider, err);
+  }
+  sg_llm_server_opts so;
+  sg_llm_server_opts_init(&so);
+  so.seed = cfg->seed;
+  so.tokens_per_s = cfg->server_speed;
+  if (cfg->server_fault) {
+    int rc = sg_llm_fault_parse(cfg->server_fault, &so.fault, err);
+    if (rc < 0)
+      return sg_err_prefix(err, "--server-fault");
+  }
+  int rc = sg_llm_server_start(&so, &r->server, err);
+  if (rc < 0)
+    return sg_err_prefix(err, "starting the built-in test server");
+  r->base_url = sg_asprintf("http://127.0.0.1:%d", sg_llm_server_port(r->server));
+  r->model = "specgen-test";
+  r->provider = sg_llm_provider_get("vllm");
+  return 0;
+}
+
+json_t *sg_run_summary(run *r, sg_err *err) {
+  json_t *s = NULL;
+  if (sg_store_summary_json(r->store, &s, err) < 0)
+    return NULL;
+  json_object_set_new(s, "dir", json_string(r->dir));
+  json_object_set_new(s, "interrupted", json_boolean(r->interrupted));
+  json_t *wfs = json_object_get(s, "workflows");
+  for (size_t i = 0; i < json_array_size(wfs) && i < r->nwf; i++) {
+    json_t *w = json_array_get(wfs, i);
+    json_object_set_new(w, "best_file", r->wfs[i].best_file
+                                            ? json_string(r->wfs[i].best_file)
+                                            : json_null());
+    sg_ctl_stats st;
+    memset(&st, 0, sizeof st);
+    if (r->wfs[i].ctl) {
+      sg_controller_stats(r->wfs[i].ctl, &st);
+      json_object_set_new(w, "criterion_accepts", json_integer(st.criterion_accepts));
+    }
+  }
+  /* This process's share only (a resumed run counts from the resume). */
+  double loop_s = (double)sg_run_thread_cpu_ns() / 1e9;
+  sg_interp_stats is;
+  memset(&is, 0, sizeof is);
+  if (r->it)
+    sg_interp_stats_get(r->it, &is);
+  json_object_set_new(
+      s, "overhead",
+      json_pack("{s:f, s:I, s:I, s:f, s:f}", "controller_cpu_s",
+                (double)is.controller_cpu_ns / 1e9, "controller_calls",
+                (json_int_t)is.controller_calls, "generations", (json_int_t)r->generations,
+                "controller_cpu_us_per_generation",
+                r->generations ? (double)is.controller_cpu_ns / 1e3 / (double)r->generations
+                               : 0.0,
+                "loop_thread_cpu_s", loop_s));
+  return s;
+}
+
+void sg_run_free(run *r) {
+  for (size_t i = 0; i < r->nwf; i++) {
+    wf *f = &r->wfs[i];
+    while (f->gens) {
+      rgen *g = f->gens;
+      f->gens = g->next;
+      sg_run_gen_free(g);
+    }
+    for (size_t k = 0; k < SG_SEARCH_MAX_MAINS; k++)
+      if (f->have_prompt[k])
+        sg_prompt_text_free(&f->prompts[k]);
+    sg_controller_free(f->ctl);
+    sg_search_free(f->search);
+    sg_termination_free(f->term);
+    sg_task_free(f->task);
+    free(f->task_ref);
+    free(f->gen_store.v);
+    free(f->cand_store.v);
+    free(f->best_file);
+  }
+  free(r->wfs);
+  sg_interp_free(r->it);
+  r->it = NULL;
+  for (size_t i = 0; i < r->ndevices; i++)
+    free(r->devices[i]);
+  free(r->devices);
+  for (size_t i = 0; i < r->cap_reqs; i++)
+    free(r->reqs[i].last_infra);
+  free(r->reqs);
+  free(r->last_infra);
+  sg_scheduler_free(r->sched);
+  sg_prompt_templates_free(r->templates);
+  sg_store_close(r->store);
+  sg_llm_server_stop(r->server);
+  free(r->base_url);
+  free(r->build_cache);
+  free(r->end_think);
+}
