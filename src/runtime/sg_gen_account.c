@@ -55,6 +55,10 @@ const char *sg_gen_account_failed(sg_gen_account *a, const char *message) {
 
 void sg_gen_account_completed(sg_gen_account *a) { a->completed++; }
 
+bool sg_gen_account_no_reasoning(sg_gen_account *a) {
+  return a->mains_without_reasoning++ == 0;
+}
+
 bool sg_gen_account_nothing_generated(const sg_gen_account *a, char *msg, size_t cap) {
   if (a->completed > 0 || a->failed == 0)
     return false;

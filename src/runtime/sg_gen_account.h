@@ -34,6 +34,7 @@ typedef struct sg_gen_account {
   uint64_t other_failures;       /* failures past the SG_GEN_CAUSES_MAX-th cause */
   uint64_t prompt_estimated;     /* generations whose prompt count is estimated */
   uint64_t completion_estimated; /* ... whose completion count is */
+  uint64_t mains_without_reasoning; /* main generations that streamed none */
 } sg_gen_account;
 
 void sg_gen_account_init(sg_gen_account *a);
@@ -78,6 +79,12 @@ sg_gen_tokens sg_gen_tokens_of(sg_gen_account *a, const sg_llm_usage *u,
  * kernel came out of it (the fallback evaluates the reasoning's kernel:
  * there was none); else reason unchanged. */
 const char *sg_gen_iteration_reason(const char *reason, uint64_t kernels);
+
+/* A main generation finished having streamed no reasoning: returns true the
+ * first time (warn then: speculative forks need reasoning to fork from, and a
+ * model that streams none in a reasoning field or a leading <think> block
+ * gives them nothing). */
+bool sg_gen_account_no_reasoning(sg_gen_account *a);
 
 /* The warning of a run on a server that nothing known stops (the profile's
  * cancel style is SG_LLM_CANCEL_NONE): cancelled forks and early-terminated

@@ -164,6 +164,14 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
                  ok ? SG_STORE_GEN_COMPLETED : SG_STORE_GEN_FAILED);
   if (ok) {
     sg_gen_account_completed(&r->acct);
+    if (g->kind == SG_GEN_MAIN && g->reasoning_bytes == 0 && r->cfg->spec &&
+        sg_gen_account_no_reasoning(&r->acct))
+      sg_run_emit(r, "warning",
+                  json_pack("{s:s, s:s}", "task", f->task->name, "message",
+                            "the model streamed no reasoning (no reasoning field, no "
+                            "leading <think> block in its content), so speculative "
+                            "forks have nothing to fork from: use a reasoning model, "
+                            "or a server that parses its reasoning"));
   } else {
     /* Each distinct cause once, in plain words, where a person reads it. */
     const char *cause = sg_gen_account_failed(&r->acct, res->message);

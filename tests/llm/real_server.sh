@@ -167,8 +167,9 @@ rc=$?
 gens=$(python3 -c 'import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); print(d.execute("select count(*) from generations where outcome=\"completed\"").fetchone()[0], d.execute("select count(*) from candidates").fetchone()[0], d.execute("select coalesce(sum(completion_estimated),0) from generations where outcome=\"completed\"").fetchone()[0])' "$work/run/run.db" 2>&1)
 read -r done_gens cands est_gens <<<"$gens"
 echo "# specgen run: exit $rc; completed generations $done_gens, candidates $cands, with estimated counts $est_gens"
-[ $rc -eq 0 ] && [ "${done_gens:-0}" -ge 1 ]
-check "specgen run against $WHICH: exit 0, generations completed" $? "$(tail -20 "$work/run.err")"
+[ $rc -eq 0 ] && [ "${done_gens:-0}" -ge 1 ] && grep -q "streamed no reasoning" "$work/run.err"
+check "specgen run against $WHICH: exit 0, generations completed, says why no fork fires" $? \
+  "$(tail -20 "$work/run.err")"
 if [ "$WHICH" = native ]; then
   [ "${est_gens:-1}" -eq 0 ]
   check "specgen run: token counts measured (llama.cpp sends usage)" $? "$gens"

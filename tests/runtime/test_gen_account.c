@@ -130,6 +130,15 @@ static void test_iteration_without_kernel_is_named_so(void) {
   SG_CHECK(sg_gen_iteration_reason(NULL, 0) == NULL);
 }
 
+static void test_no_reasoning_warned_once(void) {
+  sg_gen_account a;
+  sg_gen_account_init(&a);
+  SG_CHECK(sg_gen_account_no_reasoning(&a));
+  SG_CHECK(!sg_gen_account_no_reasoning(&a));
+  SG_CHECK(!sg_gen_account_no_reasoning(&a));
+  SG_CHECK_EQ_INT(a.mains_without_reasoning, 3);
+}
+
 static void test_cancel_warning_names_the_server(void) {
   char w[512];
   sg_gen_cancel_warning("llama-cpp-python's server", "llamacpp-python", w, sizeof w);
@@ -142,4 +151,5 @@ SG_TEST_MAIN(SG_TEST(test_cause_drops_what_differs_per_request),
              SG_TEST(test_nothing_failed_is_not_nothing_generated),
              SG_TEST(test_causes_bounded), SG_TEST(test_tokens_measured_or_marked_estimated),
              SG_TEST(test_iteration_without_kernel_is_named_so),
+             SG_TEST(test_no_reasoning_warned_once),
              SG_TEST(test_cancel_warning_names_the_server))
