@@ -10,6 +10,8 @@ packages=(
   clang libclang-rt-14-dev                     # fuzz targets and sanitizer runs
   python3                                      # test server clients, examples
   iproute2 procps                              # sandbox and process tests
+  libjs-chart.js                               # charts inlined into `specgen report` pages
+  chromium                                     # headless browser for the report's tests
 )
 
 missing=()

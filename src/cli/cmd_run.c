@@ -4,11 +4,14 @@
 #include "cli/commands.h"
 
 #include "common/sg_alloc.h"
+#include "report/sg_dashboard.h"
 #include "runtime/sg_run.h"
 #include "runtime/sg_run_config.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +82,8 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
 
 typedef struct printer {
   bool json, quiet;
+  const char *dashboard;  /* its address, NULL: none */
+  sg_dashboard *dash;     /* started at run_start, when the store exists */
 } printer;
 
 static void print_progress(const json_t *ev) {
@@ -99,9 +104,23 @@ static void print_progress(const json_t *ev) {
   fprintf(stderr, "| devices %.0f%% busy\n", 100 * num(u, "overall"));
 }
 
+/* The dashboard starts once the run directory holds the store. A port that
+ * is taken does not stop the run: the warning says so, and `specgen show DIR
+ * --serve` can serve it later. */
+static void start_dashboard(printer *p, const json_t *ev) {
+  sg_err err;
+  sg_err_clear(&err);
+  if (sg_dashboard_start(str(ev, "dir"), p->dashboard, &p->dash, &err) < 0)
+    fprintf(stderr, "warning: %s; the run goes on without a dashboard\n", err.msg);
+  else
+    fprintf(stderr, "dashboard: %s\n", sg_dashboard_url(p->dash));
+}
+
 static void on_event(void *data, const json_t *ev) {
-  const printer *p = data;
+  printer *p = data;
   const char *name = str(ev, "event");
+  if (strcmp(name, "run_start") == 0 && p->dashboard && !p->dash)
+    start_dashboard(p, ev);
   if (strcmp(name, "run_start") == 0 && !p->quiet &&
       json_is_true(json_object_get(ev, "built_in_model")))
     fprintf(stderr, "note: no --llm given, so the built-in test server plays the model. "
@@ -158,12 +177,41 @@ static void run_usage(FILE *f) {
   fprintf(f, "  -h, --help                     this help\n");
 }
 
-int sg_cmd_run(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+/* A bare --dashboard (last, or followed by another flag) means the default
+ * address: argv is copied with that value put in. The caller frees *copy. */
+static char **dashboard_default(int argc, char **argv, int *n) {
+  char **v = sg_calloc((size_t)argc * 2 + 1, sizeof *v);
+  int k = 0;
+  for (int i = 0; i < argc; i++) {
+    v[k++] = argv[i];
+    if (strcmp(argv[i], "--dashboard") == 0 && (i + 1 == argc || argv[i + 1][0] == '-'))
+      v[k++] = (char *)SG_DASHBOARD_DEFAULT_ADDR;
+  }
+  *n = k;
+  return v;
+}
+
+/* The dashboard's address, checked before the run starts (bad usage). */
+static int check_dashboard(const char *addr) {
+  char host[64];
+  int port;
+  sg_err err;
+  sg_err_clear(&err);
+  if (addr && sg_dashboard_parse_addr(addr, host, sizeof host, &port, &err) < 0) {
+    fprintf(stderr, "specgen run: --dashboard: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+int sg_cmd_run(int argc0, char **argv0) {
+  for (int i = 1; i < argc0; i++)
+    if (strcmp(argv0[i], "--help") == 0 || strcmp(argv0[i], "-h") == 0) {
       run_usage(stdout);
       return SG_EXIT_OK;
     }
+  int argc;
+  char **argv = dashboard_default(argc0, argv0, &argc);
   sg_run_config cfg;
   sg_run_config_init(&cfg);
   sg_err err;
@@ -182,6 +230,7 @@ int sg_cmd_run(int argc, char **argv) {
   }
   if (rc == 0)
     rc = sg_run_config_check(&cfg, &err);
+  free(argv);
   if (rc < 0) {
     fprintf(stderr, "specgen run: %s\n", err.msg);
     if (rc == SG_EINVAL)
@@ -189,7 +238,11 @@ int sg_cmd_run(int argc, char **argv) {
     sg_run_config_free(&cfg);
     return SG_EXIT_USAGE;
   }
-  printer p = {cfg.json, cfg.quiet};
+  if (check_dashboard(cfg.dashboard) < 0) {
+    sg_run_config_free(&cfg);
+    return SG_EXIT_USAGE;
+  }
+  printer p = {cfg.json, cfg.quiet, cfg.dashboard, NULL};
   sg_run_observer obs = {&p, on_event, NULL};
   sg_run_outcome out;
   rc = sg_run_execute(&cfg, NULL, &obs, &out, &err);
@@ -216,6 +269,7 @@ int sg_cmd_run(int argc, char **argv) {
       exit_code = SG_EXIT_FAILED;
     }
   }
+  sg_dashboard_stop(p.dash);
   sg_run_outcome_free(&out);
   sg_run_config_free(&cfg);
   return exit_code;
@@ -223,30 +277,69 @@ int sg_cmd_run(int argc, char **argv) {
 
 /* ---- specgen show ------------------------------------------------------------ */
 
+/* `specgen show DIR --serve`: the dashboard until SIGINT or SIGTERM. The
+ * signals are blocked before the server's thread starts (it inherits the
+ * mask), so sigwait here is the only one to see them. */
+static int serve_dir(const char *dir, const char *addr) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  sg_err err;
+  sg_err_clear(&err);
+  sg_dashboard *d = NULL;
+  int rc = sg_dashboard_start(dir, addr, &d, &err);
+  if (rc < 0) {
+    fprintf(stderr, "specgen show: %s\n", err.msg);
+    return rc == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED;
+  }
+  fprintf(stderr, "dashboard: %s (Ctrl-C stops it)\n", sg_dashboard_url(d));
+  int sig = 0;
+  sigwait(&set, &sig);
+  sg_dashboard_stop(d);
+  return SG_EXIT_OK;
+}
+
 int sg_cmd_show(int argc, char **argv) {
-  bool json = false;
-  const char *dir = NULL;
+  bool json = false, serve = false;
+  const char *dir = NULL, *addr = SG_DASHBOARD_DEFAULT_ADDR;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (strcmp(argv[i], "--serve") == 0) {
+      serve = true;
+      /* An optional ADDR:PORT: the next argument when it parses as one. */
+      char host[64];
+      int port;
+      sg_err e;
+      if (i + 1 < argc && sg_dashboard_parse_addr(argv[i + 1], host, sizeof host, &port,
+                                                  &e) == 0)
+        addr = argv[++i];
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: specgen show DIR [--json]\n\nPrints the summary of the run in DIR, "
+      printf("usage: specgen show DIR [--json]\n       specgen show DIR --serve "
+             "[ADDR:PORT]\n\nPrints the summary of the run in DIR, "
              "finished or not (the same as its\nsummary.json): end-to-end time, "
              "utilization, tokens and, per task, iterations,\nbest speedup, profiling "
-             "feedback, early terminations and generations.\n");
+             "feedback, early terminations and generations.\n"
+             "With --serve, serves the live dashboard of DIR (a run, running or not, "
+             "or a\nsim campaign) at ADDR:PORT (default %s, loopback) until "
+             "interrupted.\n", SG_DASHBOARD_DEFAULT_ADDR);
       return SG_EXIT_OK;
     } else if (argv[i][0] == '-' || dir) {
       fprintf(stderr, "specgen show: unexpected argument \"%s\"\nusage: specgen show DIR "
-                      "[--json]\n", argv[i]);
+                      "[--json | --serve [ADDR:PORT]]\n", argv[i]);
       return SG_EXIT_USAGE;
     } else {
       dir = argv[i];
     }
   }
   if (dir == NULL) {
-    fprintf(stderr, "usage: specgen show DIR [--json]\n");
+    fprintf(stderr, "usage: specgen show DIR [--json | --serve [ADDR:PORT]]\n");
     return SG_EXIT_USAGE;
   }
+  if (serve)
+    return serve_dir(dir, addr);
   json_t *s = NULL;
   sg_err err;
   sg_err_clear(&err);

@@ -2,6 +2,7 @@
  * real decision core, several configurations side by side (src/sim). */
 #include "cli/commands.h"
 
+#include "report/sg_report.h"
 #include "sim/sg_sim.h"
 #include "sim/sg_sim_params.h"
 #include "sim/sg_sim_report.h"
@@ -17,6 +18,7 @@ static void usage(FILE *out) {
           "                   [--seed N] [--configs baseline,spec,...] [--workflows N]\n"
           "                   [--devices N] [--iterations N] [--termination CRIT]\n"
           "                   [--set key=value ...] [--json] [--list-params]\n"
+          "                   [--out DIR]\n"
           "\n"
           "Runs whole optimization campaigns in virtual time: the real controller and\n"
           "scheduler against models of the LLM and the evaluators, each configuration\n"
@@ -33,6 +35,8 @@ static void usage(FILE *out) {
           "  --set KEY=VALUE     any model parameter (repeatable; after --config)\n"
           "  --json              print the report as JSON\n"
           "  --list-params       print every parameter with its value and meaning\n"
+          "  --out DIR           also save the campaign as DIR/campaign-PRESET-CRITERION.json\n"
+          "                      for `specgen report DIR` (docs/report.md)\n"
           "\n"
           "Order: preset, then --config, then the flags. docs/simulation.md explains\n"
           "the models and their calibration.\n");
@@ -53,10 +57,11 @@ int sg_cmd_sim(int argc, char **argv) {
       {"set", required_argument, NULL, 'S'},
       {"json", no_argument, NULL, 'j'},
       {"list-params", no_argument, NULL, 'l'},
+      {"out", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  const char *preset = "paper-glm", *config = NULL, *configs = NULL;
+  const char *preset = "paper-glm", *config = NULL, *configs = NULL, *outdir = NULL;
   /* Flags in the order given, applied after the config file. */
   const char *keys[MAX_SETS], *vals[MAX_SETS], *kvs[MAX_SETS];
   size_t nsets = 0;
@@ -105,6 +110,9 @@ int sg_cmd_sim(int argc, char **argv) {
       break;
     case 'l':
       list = true;
+      break;
+    case 'o':
+      outdir = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -181,6 +189,19 @@ int sg_cmd_sim(int argc, char **argv) {
     free(c);
     /* A bad criterion or search name is bad input; anything else a failed run. */
     return rc == SG_ENOENT || rc == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED;
+  }
+  if (outdir) {
+    char *text = sg_sim_report_json(c), *path = NULL;
+    rc = sg_report_campaign_save(outdir, text, &path, &err);
+    free(text);
+    if (rc < 0) {
+      fprintf(stderr, "specgen sim: --out: %s\n", err.msg);
+      free(c);
+      return SG_EXIT_FAILED;
+    }
+    if (!json)
+      fprintf(stderr, "campaign saved to %s (`specgen report %s` draws it)\n", path, outdir);
+    free(path);
   }
   char *out = json ? sg_sim_report_json(c) : sg_sim_report_table(c);
   fputs(out, stdout);

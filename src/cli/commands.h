@@ -22,6 +22,7 @@ int sg_cmd_llm_serve(int argc, char **argv);
 int sg_cmd_worker(int argc, char **argv);
 int sg_cmd_run(int argc, char **argv);
 int sg_cmd_show(int argc, char **argv);
+int sg_cmd_report(int argc, char **argv);
 
 #include <jansson.h>
 #include <stdio.h>

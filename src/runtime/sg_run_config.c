@@ -172,6 +172,11 @@ static const sg_run_key keys[] = {
      .help = "no progress lines (off)", .group = G_OUT},
     {.name = "json", .type = SG_KEY_BOOL, .offset = OFF(json),
      .help = "progress as one JSON event per line (off)", .group = G_OUT},
+    {.name = "dashboard", .type = SG_KEY_STRING, .offset = OFF(dashboard),
+     .value_name = "ADDR:PORT",
+     .help = "serve a live dashboard of the run; a bare --dashboard is "
+             "127.0.0.1:8750 (off)",
+     .group = G_OUT},
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])

@@ -76,6 +76,8 @@ typedef struct sg_run_config {
   char *prompts;           /* prompts: directory of template overrides */
   bool quiet;              /* quiet: no progress lines */
   bool json;               /* json: progress as one JSON event per line */
+  char *dashboard;         /* dashboard: ADDR:PORT of a live dashboard
+                              (docs/report.md); NULL: none */
 } sg_run_config;
 
 typedef enum sg_run_key_type {

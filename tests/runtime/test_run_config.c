@@ -61,6 +61,7 @@ static const key_case cases[] = {
     {"prompts", "my-prompts", "\"my-prompts\"", ""},
     {"quiet", "yes", "true", "yess"},
     {"json", "1", "true", "-"},
+    {"dashboard", "127.0.0.1:8750", "\"127.0.0.1:8750\"", ""},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
