@@ -12,6 +12,7 @@ packages=(
   iproute2 procps                              # sandbox and process tests
   libjs-chart.js                               # charts inlined into `specgen report` pages
   chromium                                     # headless browser for the report's tests
+  cmake g++ python3-pip python3-venv curl      # llama.cpp's servers (scripts/llama-server.sh)
 )
 
 missing=()
