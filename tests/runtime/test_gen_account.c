@@ -1,7 +1,11 @@
 /* test_gen_account.c: the run's account of its generations: causes said
  * once, a run with nothing generated named as such, estimates marked. */
+#include "common/sg_file.h"
 #include "runtime/sg_gen_account.h"
+#include "runtime/sg_store.h"
 #include "sg_test.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -146,10 +150,51 @@ static void test_cancel_warning_names_the_server(void) {
   SG_CHECK_CONTAINS(w, "profile llamacpp-python");
 }
 
+/* The store keeps which counts are estimates (schema 2), and the summary
+ * says how much of each sum is estimated. */
+static void test_store_marks_estimated_counts(void) {
+  char tmpl[] = "/tmp/sg-test-account-XXXXXX";
+  SG_CHECK(mkdtemp(tmpl) != NULL);
+  sg_err err;
+  sg_err_clear(&err);
+  sg_store *s = NULL;
+  SG_CHECK_OK(sg_store_open(tmpl, &s, &err), err);
+  SG_CHECK_EQ_INT(sg_store_schema_version(s), 2);
+  json_t *cfg = json_pack("{s:s}", "search", "refine");
+  int64_t run, wf, it, g1, g2;
+  SG_CHECK_OK(sg_store_run_begin(s, cfg, 1, 1000000, &run, &err), err);
+  json_decref(cfg);
+  sg_store_workflow w = {.task = "hinge_loss", .budget_iterations = 1, .started_us = 1000000};
+  SG_CHECK_OK(sg_store_workflow_add(s, &w, &wf, &err), err);
+  SG_CHECK_OK(sg_store_iteration_begin(s, wf, 1, 1000000, &it, &err), err);
+  sg_store_generation g = {.iteration_id = it, .kind = SG_STORE_GEN_MAIN,
+                           .prompt = "p", .started_us = 1000000};
+  SG_CHECK_OK(sg_store_generation_begin(s, &g, &g1, &err), err);
+  SG_CHECK_OK(sg_store_generation_begin(s, &g, &g2, &err), err);
+  /* g1: measured by the server; g2: no usage, both counts estimated. */
+  SG_CHECK_OK(sg_store_generation_end(s, g1, 100, 40, 0, "stop", SG_STORE_GEN_COMPLETED,
+                                      2000000, &err), err);
+  SG_CHECK_OK(sg_store_generation_end(s, g2, 25, 7, 0, "stop", SG_STORE_GEN_COMPLETED,
+                                      2000000, &err), err);
+  SG_CHECK_OK(sg_store_generation_estimated(s, g2, true, true, &err), err);
+  SG_CHECK_EQ_INT(sg_store_generation_estimated(s, 999, true, false, &err), SG_ESTATE);
+  json_t *sum = NULL;
+  SG_CHECK_OK(sg_store_summary_json(s, &sum, &err), err);
+  json_t *t = json_object_get(sum, "tokens");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(t, "prompt")), 125);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(t, "prompt_estimated")), 25);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(t, "completion")), 47);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(t, "completion_estimated")), 7);
+  json_decref(sum);
+  sg_store_close(s);
+  SG_CHECK_OK(sg_rm_rf(tmpl, &err), err);
+}
+
 SG_TEST_MAIN(SG_TEST(test_cause_drops_what_differs_per_request),
              SG_TEST(test_failures_grouped_and_said_once),
              SG_TEST(test_nothing_failed_is_not_nothing_generated),
              SG_TEST(test_causes_bounded), SG_TEST(test_tokens_measured_or_marked_estimated),
              SG_TEST(test_iteration_without_kernel_is_named_so),
              SG_TEST(test_no_reasoning_warned_once),
-             SG_TEST(test_cancel_warning_names_the_server))
+             SG_TEST(test_cancel_warning_names_the_server),
+             SG_TEST(test_store_marks_estimated_counts))
