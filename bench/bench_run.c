@@ -10,6 +10,9 @@
  *
  * usage: bench_run [--specgen PATH] [--reps N] [--iterations N]
  *                  [--speed TOKENS_PER_S] [--tasks T1,T2,...] [--devices D]
+ *                  [--policy "FLAG ..."]
+ * --policy adds a third arm: spec on plus those `specgen run` flags (for
+ * example "--work-conserving"), in the same alternating order.
  * PATH defaults to src/cli/specgen beside this program's bench/ folder.
  * The model is the built-in test server: its speed (--speed, default 60
  * tokens/s per stream, so a reasoning of 600-1800 tokens takes 10-30 s) sets
@@ -45,9 +48,9 @@ static char *default_specgen(const char *argv0) {
   return path;
 }
 
-static int run_one(const char *specgen, const char *spec, const char *tasks,
-                   const char *devices, const char *iterations, const char *speed,
-                   sample *out) {
+static int run_one(const char *specgen, const char *spec, const char *policy,
+                   const char *tasks, const char *devices, const char *iterations,
+                   const char *speed, sample *out) {
   char tmpl[] = "/tmp/sg-bench-run-XXXXXX";
   if (!mkdtemp(tmpl))
     return -1;
@@ -63,6 +66,10 @@ static int run_one(const char *specgen, const char *spec, const char *tasks,
     argv[n++] = "--task";
     argv[n++] = t;
   }
+  char *pl = sg_strdup(policy ? policy : "");
+  for (char *save = NULL, *t = strtok_r(pl, " ", &save); t && n < 62;
+       t = strtok_r(NULL, " ", &save))
+    argv[n++] = t;
   argv[n] = NULL;
   pid_t pid = fork();
   if (pid == 0) {
@@ -74,6 +81,7 @@ static int run_one(const char *specgen, const char *spec, const char *tasks,
   int st = 0;
   waitpid(pid, &st, 0);
   free(tl);
+  free(pl);
   int rc = -1;
   char *path = sg_asprintf("%s/summary.json", dir);
   json_t *s = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? json_load_file(path, 0, NULL) : NULL;
@@ -118,7 +126,7 @@ int main(int argc, char **argv) {
   char *specgen = default_specgen(argv[0]);
   int reps = 3;
   const char *iterations = "3", *speed = "60", *tasks = "hinge_loss,diag_matmul",
-             *devices = "cpu:0-1";
+             *devices = "cpu:0-1", *policy = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--specgen") == 0) {
       free(specgen);
@@ -133,9 +141,12 @@ int main(int argc, char **argv) {
       tasks = argv[i + 1];
     } else if (strcmp(argv[i], "--devices") == 0) {
       devices = argv[i + 1];
+    } else if (strcmp(argv[i], "--policy") == 0) {
+      policy = argv[i + 1];
     } else {
       fprintf(stderr, "usage: bench_run [--specgen PATH] [--reps N] [--iterations N] "
-                      "[--speed TOKENS_PER_S] [--tasks T1,T2] [--devices D]\n");
+                      "[--speed TOKENS_PER_S] [--tasks T1,T2] [--devices D] "
+                      "[--policy \"FLAG ...\"]\n");
       return 2;
     }
   }
@@ -143,16 +154,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_run: --reps must be 1..%d\n", MAX_REPS);
     return 2;
   }
-  sample off[MAX_REPS], on[MAX_REPS];
+  sample off[MAX_REPS], on[MAX_REPS], pol[MAX_REPS];
+  int arms = policy ? 3 : 2;
   for (int r = 0; r < reps; r++) {
-    bool on_first = r % 2 == 1;
-    for (int k = 0; k < 2; k++) {
-      bool is_on = on_first ? k == 0 : k == 1;
-      sample *s = is_on ? &on[r] : &off[r];
-      if (run_one(specgen, is_on ? "on" : "off", tasks, devices, iterations, speed, s) < 0)
+    for (int k = 0; k < arms; k++) {
+      /* Rotate the order each repetition: drift hits every arm alike. */
+      int arm = (k + r) % arms;
+      sample *s = arm == 0 ? &off[r] : arm == 1 ? &on[r] : &pol[r];
+      const char *name = arm == 0 ? "off" : arm == 1 ? "on" : "policy";
+      if (run_one(specgen, arm == 0 ? "off" : "on", arm == 2 ? policy : NULL, tasks,
+                  devices, iterations, speed, s) < 0)
         return 1;
-      fprintf(stderr, "rep %d spec %-3s: e2e %.1f s, feedback %.0f, utilization %.0f%%\n",
-              r + 1, is_on ? "on" : "off", s->e2e, s->feedback, 100 * s->util);
+      fprintf(stderr, "rep %d %-6s: e2e %.1f s, feedback %.0f, utilization %.0f%%\n",
+              r + 1, name, s->e2e, s->feedback, 100 * s->util);
     }
   }
   printf("campaign: tasks %s, devices %s, %s iterations, test model %s tokens/s, "
@@ -168,11 +182,20 @@ int main(int argc, char **argv) {
          med(a, reps, offsetof(sample, loop_cpu)))
   ROW("off", off);
   ROW("on", on);
+  if (policy)
+    ROW("policy", pol);
   double e_off = med(off, reps, offsetof(sample, e2e)), e_on = med(on, reps, offsetof(sample, e2e));
   double f_off = med(off, reps, offsetof(sample, feedback)), f_on = med(on, reps, offsetof(sample, feedback));
   double u_off = med(off, reps, offsetof(sample, util)), u_on = med(on, reps, offsetof(sample, util));
   printf("\non/off: end-to-end time %.2fx (speedup %.2fx), feedback %.2fx, utilization %.2fx\n",
          e_on / e_off, e_off / e_on, f_off > 0 ? f_on / f_off : 0.0, u_off > 0 ? u_on / u_off : 0.0);
+  if (policy) {
+    double e_p = med(pol, reps, offsetof(sample, e2e));
+    double f_p = med(pol, reps, offsetof(sample, feedback));
+    double u_p = med(pol, reps, offsetof(sample, util));
+    printf("policy (%s)/on: end-to-end time %.2fx, feedback %.2fx, utilization %.2fx\n",
+           policy, e_p / e_on, f_on > 0 ? f_p / f_on : 0.0, u_on > 0 ? u_p / u_on : 0.0);
+  }
   free(specgen);
   return 0;
 }

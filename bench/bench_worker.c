@@ -21,6 +21,7 @@
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_worker_proto.h"
 
 #include <errno.h>
@@ -145,7 +146,7 @@ static char *request(const char *id, const char *src, double timeout_s) {
                         "validate", "id", id, "task", "hinge_loss", "source", src,
                         "opts", "runs", 1, "warmups", 0, "seed", 3, "timeout_s",
                         timeout_s);
-  char *line = sg_worker_line(j, NULL);
+  char *line = sg_jsonl_line(j, NULL);
   json_decref(j);
   return line;
 }

@@ -10,6 +10,7 @@ packages=(
   clang libclang-rt-14-dev                     # fuzz targets and sanitizer runs
   python3                                      # test server clients, examples
   iproute2 procps                              # sandbox and process tests
+  libseccomp-dev                               # the sandbox's seccomp filters
   libjs-chart.js                               # charts inlined into `specgen report` pages
   chromium                                     # headless browser for the report's tests
   cmake g++ python3-pip python3-venv curl      # llama.cpp's servers (scripts/llama-server.sh)

@@ -7,23 +7,34 @@ KernelBench task's Model, in the process specgen sandboxes for it.
         [--cache DIR] [--device N]
 
 It writes one JSON object (the keys of the cuda runner: status, message,
-ref_ms, cand_ms, ..., see docs/gpu.md) to the descriptor $SG_RESULT_FD, or to
-stdout without it.
+kernelbench_status, ref_ms, cand_ms, ..., see docs/gpu.md) to the descriptor
+$SG_RESULT_FD, or to stdout without it.
 
-What it checks, beyond KernelBench's allclose over seeded inputs:
+Validation is a judge and two servers (docs/gpu.md, "What is checked"). The
+judge (this process) forks, before it touches CUDA, one server that builds
+ModelNew and one that builds Model (the same seed: identical weights). It
+draws every input on the device, owns the input buffers each server reads
+(shared through CUDA IPC, refilled in place before every call), asks for one
+forward at a time and times it by its own clock around the round trip (the
+server synchronizes the whole device before it answers, so work on any
+stream counts), then takes the outputs (CUDA IPC again) and compares them
+itself. Nothing the candidate's process computes or claims decides the
+verdict on correctness or time.
+
+What is checked:
+  - the task's own get_inputs() (trials): KernelBench's allclose (its
+    verdict, kernelbench_status) and specgen's rules: the task's tolerance
+    with atol scaled to the reference's magnitude, no NaN left in memory the
+    candidate should have written, inputs unchanged, no constant output and
+    no output equal to an input where the reference's is neither;
+  - domain trials: the same shapes, floating inputs redrawn signed at 1,
+    1e-3 and 1e3 of their magnitude;
+  - every warm-up and timed run, on fresh inputs, against the reference's
+    output for the same inputs;
   - heavy work by PyTorch: ModelNew.forward may not call an ATen operator
-    that does the reference's heavy work (mm, convolution, softmax, ...: the
-    reference's own operators, recorded with a dispatch mode);
-  - cached outputs: the inputs' values are changed in their own buffers and
-    the candidate must follow (no result keyed on input pointers);
-  - unwritten outputs: freed device memory is filled with NaN before each
-    call, so an output taken from torch.empty and not fully written shows it;
-  - unsynchronized streams: outputs are compared as soon as forward returns
-    (no device-wide synchronization first), and the time the host sees for a
-    call is compared with the events' time on the current stream.
-Timing follows the cuda evaluator: L2 flush before each run, warm-ups, timed
-runs with CUDA events, reference and candidate interleaved, medians.
-load_inline builds are cached by content (specgen_kb.inline_cache).
+    that does the reference's heavy work (recorded with a dispatch mode in
+    the servers: a rule, not a measurement, and the one check that runs in
+    the candidate's process).
 """
 
 import argparse
@@ -36,6 +47,9 @@ import time
 import traceback
 
 from specgen_kb import logic
+
+# Elements compared at once (float64 temporaries of this many elements).
+CHUNK = 1 << 26
 
 
 def _emit(obj):
@@ -92,110 +106,598 @@ def _to_list(out):
     return [out]
 
 
-def _compare(torch, ref_out, cand_out, atol, rtol):
-    """(ok, max_abs, max_rel, first_bad_flat_index, message)."""
-    ref_l, cand_l = _to_list(ref_out), _to_list(cand_out)
-    if len(ref_l) != len(cand_l):
-        return False, math.inf, math.inf, -1, "ModelNew returned %d outputs, Model %d" % (
-            len(cand_l), len(ref_l))
-    max_abs = max_rel = 0.0
-    for i, (r, c) in enumerate(zip(ref_l, cand_l)):
-        if not torch.is_tensor(c):
-            return False, math.inf, math.inf, -1, "output %d is a %s, not a tensor" % (
-                i, type(c).__name__)
-        if tuple(r.shape) != tuple(c.shape):
-            return False, math.inf, math.inf, -1, "output %d has shape %s, expected %s" % (
-                i, tuple(c.shape), tuple(r.shape))
-        r64, c64 = r.detach().double(), c.detach().double()
-        diff = (c64 - r64).abs()
-        bad = ~(diff <= atol + rtol * r64.abs())
-        bad |= torch.isnan(c64) & ~torch.isnan(r64)
-        finite = torch.isfinite(diff)
-        if finite.any():
-            max_abs = max(max_abs, diff[finite].max().item())
-            rel = diff[finite] / r64.abs()[finite].clamp_min(1e-30)
-            max_rel = max(max_rel, rel.max().item())
-        if not finite.all():
-            max_abs = max_rel = math.inf
-        nbad = int(bad.sum().item())
-        if nbad:
-            first = int(bad.flatten().nonzero()[0].item())
-            idx = list(int(x) for x in torch.unravel_index(torch.tensor(first), r.shape))
-            unwritten = int((torch.isnan(c64) & ~torch.isnan(r64)).sum().item())
-            msg = ("output %d differs from the reference: %d of %d elements outside "
-                   "atol=%g rtol=%g%s; first at %s: got %.9g, expected %.9g" % (
-                       i, nbad, r.numel(), atol, rtol,
-                       " (%d are NaN: unwritten memory?)" % unwritten if unwritten else "",
-                       idx, c64.flatten()[first].item(), r64.flatten()[first].item()))
-            return False, max_abs, max_rel, first, msg
-    return True, max_abs, max_rel, -1, ""
+# ---- inputs, drawn on the device ---------------------------------------------
+
+def _draw(torch, task, seed, device):
+    """The task's get_inputs() under seed, allocated on the device (its
+    torch.rand and friends draw there: no host generation, no upload)."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        xs = task.get_inputs()
+    return [x.to(device) if torch.is_tensor(x) else x for x in xs]
+
+
+def _domain(torch, like, scale, seed, device):
+    """Inputs of like's shapes for a domain trial: floating tensors redrawn
+    from a normal (signed) at scale times their magnitude; others kept."""
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    out = []
+    for x in like:
+        if torch.is_tensor(x) and x.is_floating_point():
+            m = logic.domain_magnitude(float(x.abs().max().item()) if x.numel() else 0.0)
+            out.append(torch.randn(x.shape, generator=g, device=device,
+                                   dtype=x.dtype) * (m * scale))
+        else:
+            out.append(x)
+    return out
 
 
 def _poison_free_memory(torch, like, copies=3):
     """Fills blocks the caching allocator will hand out next with NaN: the
-    sizes of the reference's outputs, allocated, filled and freed."""
+    sizes of the last outputs, allocated, filled and freed."""
     keep = []
-    for t in like:
-        if torch.is_tensor(t) and t.is_floating_point():
-            for _ in range(copies):
-                keep.append(torch.full_like(t, float("nan")))
+    for shape, dtype in like:
+        for _ in range(copies):
+            keep.append(torch.full(shape, float("nan"), dtype=dtype, device="cuda"))
     del keep
 
 
-def _inputs(torch, mod, seed, device):
-    torch.manual_seed(seed)
-    xs = mod.get_inputs()
-    return [x.to(device) if torch.is_tensor(x) else x for x in xs]
+# ---- the servers ---------------------------------------------------------------
 
-
-def _models(torch, task, cand, seed, device):
+def _build(torch, args, role, device):
+    """The server's model: ModelNew (importing the candidate) or Model, from
+    get_init_inputs() under the run's seed."""
+    task = sys.modules["specgen_kb_task"]
+    if role == "candidate":
+        cls = _load(args.cand, "specgen_kb_candidate").ModelNew
+    else:
+        cls = task.Model
     init = task.get_init_inputs()
-    torch.manual_seed(seed)
-    ref = task.Model(*init).to(device).eval()
-    torch.manual_seed(seed)
-    new = cand.ModelNew(*init).to(device).eval()
-    return ref, new
+    torch.manual_seed(args.seed)
+    model = cls(*init).to(device).eval()
+    torch.cuda.synchronize()
+    return model
 
 
-def _time_pair(torch, ref, new, xs, warmup, timed):
-    """Interleaved timing after an L2 flush; returns per-run lists of event
-    milliseconds and host wall milliseconds for both."""
-    flush = torch.empty(int(256e6) // 4, dtype=torch.float32, device=xs[0].device
-                        if torch.is_tensor(xs[0]) else "cuda")
-    times = {"ref": [], "cand": [], "ref_wall": [], "cand_wall": []}
-    fns = {"ref": ref, "cand": new}
-    for i in range(warmup + timed):
-        order = ("ref", "cand") if i % 2 == 0 else ("cand", "ref")
-        for who in order:
-            flush.zero_()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            t0 = time.perf_counter()
-            with torch.no_grad():
-                fns[who](*xs)
-            end.record()
-            torch.cuda.synchronize()
-            wall = (time.perf_counter() - t0) * 1e3
-            if i >= warmup:
-                times[who].append(start.elapsed_time(end))
-                times[who + "_wall"].append(wall)
-    return times
+def _serve(conn, args, role):
+    """A server's life (in a forked child): CUDA and the task file first,
+    then, on 'build' (sent once the judge has shared its buffers and made
+    itself unreadable to other processes), the model; then requests until
+    'quit'. Never returns."""
+    code = 0
+    model = None
+    try:
+        import torch
+        import torch.multiprocessing  # noqa: F401  (CUDA tensors over the pipe)
+        from specgen_kb import inline_cache
+
+        inline_cache.install(args.cache)
+        torch.cuda.set_device(args.device)
+        device = torch.device("cuda", args.device)
+        _load(args.task, "specgen_kb_task")
+        torch.cuda.synchronize()
+        conn.send(("hello", None))
+    except BaseException:  # noqa: BLE001
+        conn.send(("error", _short_tb()))
+        os._exit(0)
+    xs, outs, shapes = None, None, []
+    while True:
+        try:
+            op, arg = conn.recv()
+        except EOFError:
+            break
+        try:
+            if op == "inputs":
+                xs = arg
+                conn.send(("ok", None))
+            elif op == "build":
+                model = _build(torch, args, role, device)
+                conn.send(("ready", None))
+            elif op == "poison":
+                _poison_free_memory(torch, shapes)
+                torch.cuda.synchronize()
+                conn.send(("ok", None))
+            elif op == "call":
+                with torch.no_grad():
+                    outs = model(*xs)
+                # The whole device: work on any stream counts.
+                torch.cuda.synchronize()
+                conn.send(("done", None))
+            elif op == "nop":
+                torch.cuda.synchronize()
+                conn.send(("done", None))
+            elif op == "out":
+                # An output that is (a view of) an input lives in the judge's
+                # memory, which cannot be shared back: send a copy (outside
+                # the clock; the judge then sees it equals the input).
+                ins = {x.untyped_storage().data_ptr() for x in xs if torch.is_tensor(x)}
+                lst = [o.clone() if torch.is_tensor(o) and
+                       o.untyped_storage().data_ptr() in ins else o
+                       for o in _to_list(outs)]
+                shapes = [(tuple(t.shape), t.dtype) for t in lst
+                          if torch.is_tensor(t) and t.is_floating_point()]
+                conn.send(("out", lst))
+            elif op == "release":
+                outs = None
+                conn.send(("ok", None))
+            elif op == "ops":
+                with torch.no_grad(), _Recorder() as rec:
+                    model(*xs)
+                torch.cuda.synchronize()
+                conn.send(("ops", sorted(rec.ops)))
+            elif op == "quit":
+                break
+        except BaseException:  # noqa: BLE001
+            try:
+                conn.send(("error", _short_tb()))
+            except Exception:  # noqa: BLE001
+                code = 3
+                break
+    os._exit(code)
+
+
+class _Server:
+    """The judge's handle on a server process."""
+
+    def __init__(self, args, role, result_fd):
+        import multiprocessing
+
+        self.role = role
+        self.conn, child = multiprocessing.Pipe(duplex=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:
+            self.conn.close()
+            if result_fd is not None:
+                try:
+                    os.close(result_fd)  # the judge's result pipe is the judge's
+                except OSError:
+                    pass
+            os.environ.pop("SG_RESULT_FD", None)
+            _serve(child, args, role)
+        child.close()
+
+    def ask(self, op, arg=None, timeout=None):
+        """(reply op, value, seconds by this process's clock); raises
+        _Fail on a dead or late server."""
+        t0 = time.perf_counter()
+        try:
+            self.conn.send((op, arg))
+            if timeout is not None and not self.conn.poll(timeout):
+                self.kill()
+                raise _Fail("timeout", "one call of the %s did not finish within %.1f s; "
+                            "it was stopped" % (self.role, timeout))
+            rop, val = self.conn.recv()
+        except (EOFError, OSError):
+            raise _Fail("runtime_error" if self.role == "candidate" else "infra_error",
+                        "the %s's process %s" % (self.role, self.end()))
+        except _Fail:
+            raise
+        except Exception as e:  # noqa: BLE001  (a message that does not unpickle)
+            self.kill()
+            raise _Fail("runtime_error" if self.role == "candidate" else "infra_error",
+                        "the %s's process answered something that is no message (%s): "
+                        "its code wrote into the judge's connection" % (
+                            self.role, type(e).__name__))
+        return rop, val, time.perf_counter() - t0
+
+    def end(self):
+        try:
+            pid, st = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return "ended"
+        if os.WIFSIGNALED(st):
+            return "died of signal %d" % os.WTERMSIG(st)
+        return "exited with code %d without answering" % os.WEXITSTATUS(st)
+
+    def kill(self):
+        try:
+            os.kill(self.pid, 9)
+        except OSError:
+            pass
+
+    def stop(self):
+        try:
+            self.conn.send(("quit", None))
+        except Exception:  # noqa: BLE001
+            pass
+        self.kill()
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+class _Fail(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# ---- comparison, on the judge's side ------------------------------------------
+
+def _stats(torch, r, c, atol, rtol):
+    """Element-wise comparison of one output, in chunks of CHUNK elements in
+    float64: a dict of bad (outside atol + rtol*|r|), unwritten, first (flat
+    index or -1), max_abs, max_rel, max_excess, max_ref, ref_nonfinite."""
+    rf, cf = r.detach().reshape(-1), c.detach().reshape(-1)
+    s = {"bad": 0, "unwritten": 0, "first": -1, "max_abs": 0.0, "max_rel": 0.0,
+         "max_excess": 0.0, "max_ref": 0.0, "ref_nonfinite": 0, "n": rf.numel()}
+    for lo in range(0, rf.numel(), CHUNK):
+        r64 = rf[lo:lo + CHUNK].double()
+        c64 = cf[lo:lo + CHUNK].double()
+        diff = (c64 - r64).abs()
+        rnan, cnan = torch.isnan(r64), torch.isnan(c64)
+        both_nan = rnan & cnan
+        diff = torch.where(both_nan, torch.zeros_like(diff), diff)
+        diff = torch.where(rnan ^ cnan, torch.full_like(diff, math.inf), diff)
+        bad = ~(diff <= atol + rtol * r64.abs())
+        nbad = int(bad.sum().item())
+        if nbad and s["first"] < 0:
+            s["first"] = lo + int(bad.nonzero()[0].item())
+        s["bad"] += nbad
+        s["unwritten"] += int((cnan & ~rnan).sum().item())
+        finite_r = torch.isfinite(r64)
+        s["ref_nonfinite"] += int((~finite_r).sum().item())
+        if finite_r.any():
+            s["max_ref"] = max(s["max_ref"], float(r64[finite_r].abs().max().item()))
+        s["max_abs"] = max(s["max_abs"], float(diff.max().item()))
+        rel = diff / r64.abs().clamp_min(1e-30)
+        s["max_rel"] = max(s["max_rel"], float(rel.max().item()))
+        exc = diff - rtol * r64.abs()
+        exc = torch.where(torch.isnan(exc), torch.full_like(exc, math.inf), exc)
+        s["max_excess"] = max(s["max_excess"], float(exc.max().item()))
+    return s
+
+
+def _constant(torch, t):
+    f = t.reshape(-1)
+    if f.numel() < 2:
+        return True
+    return bool((f == f[0]).all().item())
+
+
+class _Judge:
+    def __init__(self, torch, task, args, ref, cand, device):
+        self.torch, self.task, self.args = torch, task, args
+        self.ref, self.cand, self.device = ref, cand, device
+        self.atol, self.rtol = logic.tolerances(args.strict, (args.atol, args.rtol))
+        self.kb_status, self.kb_message = None, ""
+        self.m0 = {}
+        self.nonfinite0 = {}
+        self.worst_abs = self.worst_rel = 0.0
+        self.first = -1
+        self.flush = torch.empty(int(256e6) // 4, dtype=torch.float32, device=device)
+        self.xs_ref = self.xs_cand = None
+        self.call_limit = float(os.environ.get("SPECGEN_KB_CALL_TIMEOUT_S", "60"))
+
+    def share(self, xs):
+        """First inputs: each server gets its own copy, which the judge
+        refills in place before every call."""
+        t = self.torch
+        self.xs_ref = [x.clone() if t.is_tensor(x) else x for x in xs]
+        self.xs_cand = [x.clone() if t.is_tensor(x) else x for x in xs]
+        for s, xs_s in ((self.ref, self.xs_ref), (self.cand, self.xs_cand)):
+            self._ok(s, s.ask("inputs", xs_s, timeout=120))
+
+    def _ok(self, server, reply):
+        op, val, _ = reply
+        if op == "error":
+            if server is self.ref:
+                raise _Fail("infra_error", "the reference failed:\n" + str(val))
+            raise _Fail("runtime_error", "the candidate raised an exception:\n" + str(val))
+        return val
+
+    def fill(self, xs):
+        t = self.torch
+        for dst in (self.xs_ref, self.xs_cand):
+            for d, x in zip(dst, xs):
+                if t.is_tensor(d):
+                    d.copy_(x)
+        t.cuda.synchronize()
+
+    def call(self, server):
+        """One timed call after an L2 flush; milliseconds."""
+        self.flush.zero_()
+        self.torch.cuda.synchronize()
+        limit = self.call_limit if server is self.cand else max(60.0, 6 * self.call_limit)
+        reply = server.ask("call", timeout=limit)
+        self._ok(server, reply)
+        return reply[2] * 1e3
+
+    def run_pair(self, xs, cand_first, poison=True):
+        """Fresh inputs into both sides, both called (order given), outputs
+        taken; returns (ref_ms, cand_ms, ref_out, cand_out). poison: first
+        fill the candidate's free device memory with NaN (the trials)."""
+        self.fill(xs)
+        if poison:
+            self._ok(self.cand, self.cand.ask("poison", timeout=120))
+        ms = {}
+        for s in ((self.cand, self.ref) if cand_first else (self.ref, self.cand)):
+            ms[s.role] = self.call(s)
+        r_out = self._ok(self.ref, self.ref.ask("out", timeout=120))
+        c_out = self._ok(self.cand, self.cand.ask("out", timeout=120))
+        return ms["reference"], ms["candidate"], r_out, c_out
+
+    def release(self):
+        for s in (self.ref, self.cand):
+            s.ask("release", timeout=120)
+
+    def quick_ok(self, xs, r_out, c_out):
+        """The timed runs' check, in the outputs' own precision with
+        in-place temporaries: True when every output passes specgen's rule
+        (and the inputs are unchanged); False sends the run to check()."""
+        t = self.torch
+        for x, xc in zip(xs, self.xs_cand):
+            if t.is_tensor(x) and not t.equal(x, xc):
+                return False
+        if len(r_out) != len(c_out):
+            return False
+        for r, c in zip(r_out, c_out):
+            if not (t.is_tensor(c) and t.is_tensor(r) and c.shape == r.shape and
+                    c.dtype == r.dtype and r.is_floating_point()):
+                return False
+            m = float(r.abs().amax().item()) if r.numel() else 0.0
+            d = c - r
+            d.abs_()
+            d.sub_(r.abs().mul_(self.rtol))
+            exc = float(d.amax().item()) if d.numel() else 0.0
+            del d
+            if math.isnan(exc) or math.isnan(m):
+                return False
+            if exc > logic.specgen_atol(self.atol, m, m):
+                return False
+        return True
+
+    def check(self, xs, r_out, c_out, when, variant, kb=False, shortcuts=False):
+        """None when the outputs pass; else (status, message). 'skip' for a
+        domain trial outside the operator's domain."""
+        t = self.torch
+        for i, (x, xc) in enumerate(zip(xs, self.xs_cand)):
+            if t.is_tensor(x) and not t.equal(x, xc):
+                return ("rejected", "the candidate wrote into its input %d (%s; inputs are "
+                        "read-only)" % (i, when))
+        if len(r_out) != len(c_out):
+            return ("numerical_error", "ModelNew returned %d outputs, Model %d (%s)" % (
+                len(c_out), len(r_out), when))
+        for i, (r, c) in enumerate(zip(r_out, c_out)):
+            name = "output %d" % i
+            if not t.is_tensor(c):
+                return ("numerical_error", "%s is a %s, not a tensor" % (name, type(c).__name__))
+            if tuple(r.shape) != tuple(c.shape):
+                return ("numerical_error", "%s has shape %s, expected %s" % (
+                    name, tuple(c.shape), tuple(r.shape)))
+            s = _stats(t, r, c, self.atol, self.rtol)
+            if variant > 0 and s["ref_nonfinite"] and not self.nonfinite0.get(i):
+                return ("skip", "")
+            if variant == 0 and i not in self.m0:
+                self.m0[i] = s["max_ref"]
+                self.nonfinite0[i] = s["ref_nonfinite"] > 0
+            self.worst_abs = max(self.worst_abs, s["max_abs"])
+            self.worst_rel = max(self.worst_rel, s["max_rel"])
+            if kb and self.kb_status is None:
+                k = _stats(t, r, c, logic.KB_ATOL, logic.KB_RTOL)
+                if k["bad"]:
+                    self.kb_status = "numerical_error"
+                    self.kb_message = ("%s: %d of %d elements outside KernelBench's "
+                                       "atol=rtol=1e-2 (%s)" % (name, k["bad"], k["n"], when))
+            m0 = s["max_ref"] if variant == 0 else self.m0.get(i)
+            atol = logic.specgen_atol(self.atol, s["max_ref"], m0)
+            if not logic.passes(s["max_excess"], s["unwritten"], atol):
+                b = _stats(t, r, c, atol, self.rtol)
+                first = b["first"] if b["first"] >= 0 else 0
+                self.first = first
+                rf, cf = r.reshape(-1), c.reshape(-1)
+                idx = [int(v) for v in t.unravel_index(t.tensor(first), r.shape)] \
+                    if r.dim() else []
+                return ("numerical_error",
+                        "%s differs from the reference (%s): %d of %d elements outside "
+                        "atol=%.3g rtol=%g (atol scaled to the reference's magnitude %.3g)%s; "
+                        "first at %s: got %.9g, expected %.9g; max abs error %.3g" % (
+                            name, when, max(b["bad"], 1), s["n"], atol, self.rtol,
+                            s["max_ref"],
+                            " (%d are NaN: unwritten memory?)" % s["unwritten"]
+                            if s["unwritten"] else "",
+                            idx, float(cf[first].item()), float(rf[first].item()),
+                            s["max_abs"]))
+            if shortcuts:
+                equal = None
+                for k, (xr, xc) in enumerate(zip(self.xs_ref, self.xs_cand)):
+                    if (t.is_tensor(xc) and xc.shape == c.shape and xc.dtype == c.dtype
+                            and t.equal(c, xc) and not t.equal(r, xr)):
+                        equal = "%d" % k
+                        break
+                why = logic.shortcut(c.numel(), _constant(t, c), _constant(t, r), equal, name)
+                if why:
+                    return ("rejected", "%s (%s)" % (why, when))
+        return None
+
+    def correctness(self, task):
+        t, args = self.torch, self.args
+        first = None
+        xs0 = None
+        for trial in range(args.trials):
+            xs = _draw(t, task, args.seed + trial, self.device)
+            if xs0 is None:
+                xs0 = xs
+            when = "trial %d" % (trial + 1)
+            _, _, r_out, c_out = self.run_pair(xs, cand_first=True)
+            bad = self.check(xs, r_out, c_out, when, 0, kb=True, shortcuts=True)
+            del r_out, c_out
+            self.release()
+            if bad and first is None:
+                first = bad
+        if self.kb_status is None:
+            self.kb_status = "ok"
+        if first:
+            raise _Fail(*first)
+        skipped = 0
+        for v, scale in enumerate(logic.DOMAIN_SCALES, start=1):
+            xs = _domain(t, xs0, scale, args.seed + 7919 * v, self.device)
+            when = "domain trial %d: signed inputs at %g x the task's scale" % (v, scale)
+            _, _, r_out, c_out = self.run_pair(xs, cand_first=True)
+            bad = self.check(xs, r_out, c_out, when, v)
+            del r_out, c_out
+            self.release()
+            if bad and bad[0] == "skip":
+                skipped += 1
+            elif bad:
+                raise _Fail(*bad)
+        return len(logic.DOMAIN_SCALES) - skipped, skipped
+
+    def heavy_ops(self):
+        ref_ops = self._ok(self.ref, self.ref.ask("ops", timeout=300))
+        cand_ops = self._ok(self.cand, self.cand.ask("ops", timeout=300))
+        bad = logic.forbidden_calls(ref_ops, cand_ops)
+        if bad:
+            raise _Fail("rejected",
+                        "ModelNew.forward calls PyTorch's %s, which does the reference's "
+                        "heavy work: write your own kernel for it" % ", ".join(
+                            "aten::" + b for b in bad))
+
+    def timing(self, task):
+        t, args = self.torch, self.args
+        nops = []
+        times = {"ref": [], "cand": []}
+        runs = args.warmup + args.timed
+        for i in range(runs):
+            xs = _draw(t, task, args.seed + 1000003 + i, self.device)
+            warm = i < args.warmup
+            when = "%s run %d" % ("warm-up" if warm else "timed",
+                                  i + 1 if warm else i - args.warmup + 1)
+            ref_ms, cand_ms, r_out, c_out = self.run_pair(xs, cand_first=(i % 2 == 1),
+                                                          poison=False)
+            # The round trip alone, measured on the reference's server (the
+            # candidate's could slow its empty calls to inflate it).
+            nop_ms = self.ref.ask("nop", timeout=60)[2] * 1e3
+            bad = None
+            if not self.quick_ok(xs, r_out, c_out):
+                bad = self.check(xs, r_out, c_out, when, 0)
+            del r_out, c_out
+            self.release()
+            if bad:
+                raise _Fail(*bad)
+            if not warm:
+                times["ref"].append(ref_ms)
+                times["cand"].append(cand_ms)
+                nops.append(nop_ms)
+        return times, logic.median(nops), runs
+
+
+def _started(srv, cand, expect, limit):
+    """Waits for a server's expect message (its start-up steps)."""
+    if not srv.conn.poll(limit):
+        srv.kill()
+        raise _Fail("timeout" if srv is cand else "infra_error",
+                    "the %s's process did not start within %d s" % (srv.role, limit))
+    try:
+        op, val = srv.conn.recv()
+    except (EOFError, OSError):
+        raise _Fail("runtime_error" if srv is cand else "infra_error",
+                    "the %s's process %s while starting" % (srv.role, srv.end()))
+    except Exception as e:  # noqa: BLE001  (a message that does not unpickle)
+        srv.kill()
+        raise _Fail("runtime_error" if srv is cand else "infra_error",
+                    "the %s's process answered something that is no message (%s)" % (
+                        srv.role, type(e).__name__))
+    if op == "error":
+        if srv is cand:
+            raise _Fail("runtime_error", "building ModelNew failed:\n" + str(val))
+        raise _Fail("infra_error", "the reference's process failed:\n" + str(val))
+    if op != expect:
+        raise _Fail("runtime_error" if srv is cand else "infra_error",
+                    "the %s's process answered %r, not %r" % (srv.role, op, expect))
+
+
+def _nodump():
+    """From here the candidate's code runs: no process of the same user may
+    read or write the judge's memory (PR_SET_DUMPABLE 0)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _validate(torch, task, args, t_start, build_s, builds):
+    result_fd = int(os.environ["SG_RESULT_FD"]) if os.environ.get("SG_RESULT_FD") else None
+    # The servers first: forked before this process touches CUDA.
+    ref = _Server(args, "reference", result_fd)
+    cand = _Server(args, "candidate", result_fd)
+    judge = None
+    try:
+        if not torch.cuda.is_available():
+            return logic.result("infra_error", "no CUDA device visible to PyTorch")
+        device = torch.device("cuda", args.device)
+        torch.cuda.set_device(device)
+        judge = _Judge(torch, task, args, ref, cand, device)
+        for srv in (ref, cand):
+            _started(srv, cand, "hello", 600)
+        judge.share(_draw(torch, task, args.seed, device))
+        _nodump()
+        for srv in (ref, cand):
+            srv.conn.send(("build", None))
+        for srv in (ref, cand):
+            _started(srv, cand, "ready", 900)
+        ready_s = time.perf_counter() - t_start
+        domain, skipped = judge.correctness(task)
+        judge.heavy_ops()
+        times, overhead, runs = judge.timing(task)
+    except _Fail as f:
+        kb = judge.kb_status if judge else None
+        res = logic.result(f.status, f.message, build_s=build_s,
+                           max_abs_err=judge.worst_abs if judge else None,
+                           max_rel_err=judge.worst_rel if judge else None,
+                           first_mismatch=judge.first if judge else -1)
+        res.update(logic.combine(kb, f.status))
+        if judge and judge.kb_status not in (None, "ok"):
+            res["kernelbench_message"] = judge.kb_message
+        return res
+    finally:
+        ref.stop()
+        cand.stop()
+    ref_wall, cand_wall = logic.median(times["ref"]), logic.median(times["cand"])
+    ref_ms, cand_ms = logic.net_ms(ref_wall, overhead), logic.net_ms(cand_wall, overhead)
+    res = logic.result(
+        "ok", "correct on %d input sets of the task's and %d domain trials, and on every "
+        "one of %d runs' fresh inputs; %.4f ms against the reference's %.4f ms (median of "
+        "%d runs by the judge's clock, less the %.3f ms round trip of an empty call)" % (
+            args.trials, domain, runs, cand_ms, ref_ms, args.timed, overhead),
+        ref_ms=ref_ms, cand_ms=cand_ms, ref_mean_ms=logic.mean(times["ref"]) - overhead,
+        cand_mean_ms=logic.mean(times["cand"]) - overhead, speedup=ref_ms / cand_ms,
+        ref_wall_ms=ref_wall, cand_wall_ms=cand_wall,
+        ref_times_ms=times["ref"], cand_times_ms=times["cand"],
+        max_abs_err=judge.worst_abs, max_rel_err=judge.worst_rel, first_mismatch=-1,
+        trials=args.trials, domain_trials=domain, domain_trials_skipped=skipped,
+        timed_outputs_checked=runs, call_overhead_ms=overhead, build_s=build_s,
+        inline_builds=builds, ready_s=ready_s, total_s=time.perf_counter() - t_start)
+    res.update(logic.combine(judge.kb_status, "ok"))
+    if judge.kb_status != "ok":
+        res["kernelbench_message"] = judge.kb_message
+    return res
 
 
 def run(args):
     t_start = time.perf_counter()
     try:
         import torch
+        import torch.multiprocessing  # noqa: F401  (CUDA tensors over the pipe)
     except Exception as e:  # noqa: BLE001
         return logic.result("infra_error", "PyTorch is not importable: %s" % e)
     from specgen_kb import inline_cache
 
-    builds = inline_cache.install(args.cache)
     try:
         task = _load(args.task, "specgen_kb_task")
     except Exception:  # noqa: BLE001
         return logic.result("infra_error", "loading the task file failed:\n" + _short_tb())
+    if args.mode == "validate":
+        # The judge never imports the candidate (its servers do).
+        return _validate(torch, task, args, t_start, None, None)
+    builds = inline_cache.install(args.cache)
     t0 = time.perf_counter()
     try:
         cand = _load(args.cand, "specgen_kb_candidate")
@@ -213,88 +715,22 @@ def run(args):
         return logic.result("infra_error", "no CUDA device visible to PyTorch")
     device = torch.device("cuda", args.device)
     torch.cuda.set_device(device)
-    atol, rtol = logic.tolerances(args.strict, (args.atol, args.rtol))
-    stage = "init"
     try:
-        ref, new = _models(torch, task, cand, args.seed, device)
-        if args.mode == "profile":
-            xs = _inputs(torch, task, args.seed, device)
-            with torch.no_grad():
-                new(*xs)
-                torch.cuda.synchronize()
-                torch.cuda.profiler.start()
-                new(*xs)
-                torch.cuda.synchronize()
-                torch.cuda.profiler.stop()
-            return logic.result("ok", "profiled one call")
-
-        stage = "run"
-        worst_abs = worst_rel = 0.0
+        init = task.get_init_inputs()
+        torch.manual_seed(args.seed)
+        new = cand.ModelNew(*init).to(device).eval()
+        xs = _draw(torch, task, args.seed, device)
         with torch.no_grad():
-            # Correctness on fresh inputs, outputs compared right away (no
-            # device-wide synchronization: work left on another stream shows).
-            # After the first trial, new values go into the same buffers: a
-            # result cached or keyed on input pointers does not follow them.
-            for trial in range(args.trials):
-                xs = _inputs(torch, task, args.seed + trial, device)
-                ref_out = ref(*xs)
-                _poison_free_memory(torch, _to_list(ref_out))
-                cand_out = new(*xs)
-                ok, a, r, first, msg = _compare(torch, ref_out, cand_out, atol, rtol)
-                worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
-                if not ok:
-                    return logic.result("numerical_error", "trial %d: %s" % (trial + 1, msg),
-                                        max_abs_err=worst_abs, max_rel_err=worst_rel,
-                                        first_mismatch=first, build_s=build_s)
-                if trial == 0:
-                    fresh = _inputs(torch, task, args.seed + 1000003, device)
-                    for x, f in zip(xs, fresh):
-                        if torch.is_tensor(x):
-                            x.copy_(f)
-                    ref_out = ref(*xs)
-                    cand_out = new(*xs)
-                    ok, a, r, first, msg = _compare(torch, ref_out, cand_out, atol, rtol)
-                    if not ok:
-                        return logic.result(
-                            "rejected",
-                            "the output did not follow new input values written into the "
-                            "same buffers (a cached or pointer-keyed result?): " + msg,
-                            max_abs_err=a, max_rel_err=r, first_mismatch=first)
-            # Heavy work done by PyTorch's own operators.
-            with _Recorder() as rec_ref:
-                ref(*xs)
-            with _Recorder() as rec_cand:
-                new(*xs)
+            new(*xs)
             torch.cuda.synchronize()
-            bad = logic.forbidden_calls(rec_ref.ops, rec_cand.ops)
-            if bad:
-                return logic.result(
-                    "rejected",
-                    "ModelNew.forward calls PyTorch's %s, which does the reference's heavy "
-                    "work: write your own kernel for it" % ", ".join("aten::" + b for b in bad))
-        stage = "time"
-        xs = _inputs(torch, task, args.seed, device)
-        times = _time_pair(torch, ref, new, xs, args.warmup, args.timed)
+            torch.cuda.profiler.start()
+            new(*xs)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
     except Exception:  # noqa: BLE001
-        return logic.result(logic.classify_exception(stage, ""),
-                            "the candidate raised an exception (%s stage):\n%s" % (
-                                stage, _short_tb()), build_s=build_s)
-    ref_ms, cand_ms = logic.median(times["ref"]), logic.median(times["cand"])
-    cand_wall = logic.median(times["cand_wall"])
-    if logic.unsynced_work(cand_ms, cand_wall, slack_ms=0.5):
-        return logic.result(
-            "rejected",
-            "the candidate's work outlasted the current stream's events (%.3f ms by "
-            "events, %.3f ms by the host clock): it runs on a stream it does not "
-            "synchronize with the current one" % (cand_ms, cand_wall))
-    return logic.result(
-        "ok", "correct on %d seeded input sets; %.4f ms against the reference's %.4f ms "
-        "(median of %d runs)" % (args.trials, cand_ms, ref_ms, args.timed),
-        ref_ms=ref_ms, cand_ms=cand_ms, ref_mean_ms=logic.mean(times["ref"]),
-        cand_mean_ms=logic.mean(times["cand"]), speedup=ref_ms / cand_ms,
-        max_abs_err=worst_abs, max_rel_err=worst_rel, first_mismatch=-1,
-        trials=args.trials, build_s=build_s, inline_builds=builds,
-        cand_wall_ms=cand_wall, total_s=time.perf_counter() - t_start)
+        return logic.result("runtime_error", "the candidate raised an exception:\n" +
+                            _short_tb())
+    return logic.result("ok", "profiled one call")
 
 
 def main(argv=None):

@@ -111,3 +111,71 @@ def classify_exception(stage, exc_text):
     if stage in ("import", "build"):
         return "compile_error"
     return "runtime_error"
+
+
+# ---- specgen's stricter check (docs/gpu.md, "What is checked") -------------
+
+# KernelBench's own check: torch.allclose with these.
+KB_ATOL = 1e-2
+KB_RTOL = 1e-2
+
+# Domain trials: floating inputs redrawn signed (normal) at these multiples
+# of the task's own inputs' magnitude, same shapes.
+DOMAIN_SCALES = (1.0, 1e-3, 1e3)
+
+# specgen never allows an absolute error above this share of the
+# reference's largest magnitude.
+ATOL_CAP = 1e-2
+
+
+def specgen_atol(atol, m, m0):
+    """specgen's absolute tolerance for one output of one trial: the task's
+    atol scaled by the reference's magnitude m (its largest absolute value)
+    against its magnitude m0 on the task's own inputs, and never above
+    ATOL_CAP * m. m0 <= 0 or None: taken as m."""
+    if not m0 or m0 <= 0 or math.isinf(m0) or math.isnan(m0):
+        m0 = m
+    scaled = atol * (m / m0) if m0 and m0 > 0 else atol
+    return min(scaled, ATOL_CAP * m)
+
+
+def passes(max_excess, unwritten, atol):
+    """specgen's element-wise verdict from the comparison's summary:
+    max_excess = max(|c - r| - rtol * |r|) (inf where one side is NaN),
+    unwritten = NaN elements where the reference has none."""
+    return unwritten == 0 and max_excess <= atol
+
+
+def domain_magnitude(max_abs):
+    """The scale m of a domain trial's draw for an input whose largest
+    absolute value is max_abs (1 for an all-zero input)."""
+    if max_abs is None or not max_abs > 0 or math.isinf(max_abs):
+        return 1.0
+    return float(max_abs)
+
+
+def shortcut(numel, cand_constant, ref_constant, equal_input, output_name="output"):
+    """The reason a candidate's output is a shortcut, or None: constant while
+    the reference's is not (numel > 1), or bitwise equal to an input
+    (equal_input: its name, or None) while the reference's is not (the
+    caller passes None when the reference's equals it too)."""
+    if numel > 1 and cand_constant and not ref_constant:
+        return ("%s is one constant value while the reference's varies: a constant "
+                "is not the computation" % output_name)
+    if equal_input is not None:
+        return ("%s is bitwise equal to input %s while the reference's is not: the "
+                "candidate returned its input" % (output_name, equal_input))
+    return None
+
+
+def combine(kb_status, specgen_status):
+    """Both verdicts: KernelBench's is decided on its own check alone; a
+    failure that happened before it could be decided (a crash, a hang) is
+    KernelBench's too."""
+    return {"kernelbench_status": kb_status or specgen_status, "status": specgen_status}
+
+
+def net_ms(wall_ms, overhead_ms, floor_ms=1e-3):
+    """A side's time: its median round trip less the median empty one (the
+    reference server's), never below floor_ms."""
+    return max(wall_ms - overhead_ms, floor_ms)

@@ -206,6 +206,15 @@ int sg_cmd_eval(int argc, char **argv) {
       printf("%-10s %llu\n", "seed", r.seed);
     if (isfinite(r.run_s))
       printf("%-10s %s\n", "network", r.network_isolated ? "isolated" : "NOT isolated");
+    if (json_is_object(r.isolation)) {
+      /* which parts of the sandbox the candidate got (docs/eval.md) */
+      printf("%-10s", "isolation");
+      static const char *const keys[] = {"user", "mount", "pid", "ipc", "unprivileged"};
+      for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        printf(" %s%s", json_is_true(json_object_get(r.isolation, keys[i])) ? "" : "NO-",
+               keys[i]);
+      printf("\n");
+    }
     if (r.message && r.message[0])
       printf("\n%s\n", r.message);
   }

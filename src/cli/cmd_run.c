@@ -5,6 +5,7 @@
 
 #include "common/sg_alloc.h"
 #include "report/sg_dashboard.h"
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_run.h"
 #include "runtime/sg_run_config.h"
 
@@ -50,8 +51,10 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
     snprintf(pe, sizeof pe, ", %.0f of them estimated", num(t, "prompt_estimated"));
   if (num(t, "completion_estimated") > 0)
     snprintf(ce, sizeof ce, " (%.0f estimated)", num(t, "completion_estimated"));
-  fprintf(f, "  tokens: %.0f prompt (%.0f cached%s), %.0f completion%s\n",
-          num(t, "prompt"), num(t, "cached"), pe, num(t, "completion"), ce);
+  fprintf(f, "  tokens: %.0f consumed (uncached prompt + completion); %.0f prompt "
+             "(%.0f cached, %.0f uncached%s), %.0f completion%s\n",
+          num(t, "consumption"), num(t, "prompt"), num(t, "cached"), num(t, "uncached"),
+          pe, num(t, "completion"), ce);
   const json_t *g = json_object_get(s, "generations");
   if (num(g, "failed") > 0) {
     fprintf(f, "  generations: %.0f completed, %.0f failed:\n", num(g, "completed"),
@@ -74,6 +77,13 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
             num(w, "early_terminations"), num(w, "generations_main"),
             num(w, "generations_spec"), file ? file : "-");
   }
+  const json_t *kv = json_object_get(s, "kv_store");
+  if (kv)
+    fprintf(f, "\n  kv store %s: %.0f hits, %.0f misses (%.0f%%), %.1f MB in, %.1f MB "
+               "out, %.0f evictions, %.0f yields (longest %.2f ms)\n",
+            str(kv, "url"), num(kv, "hits"), num(kv, "misses"), 100 * num(kv, "hit_rate"),
+            num(kv, "put_bytes") / 1e6, num(kv, "get_bytes") / 1e6, num(kv, "evictions"),
+            num(kv, "yields"), num(kv, "yield_max_ms"));
   fprintf(f, "\n  best: largest speedup over the reference of a correct kernel; "
              "profiled: kernels with profiling feedback;\n"
              "  early: iterations ended by a speculative kernel while the reasoning "
@@ -127,10 +137,7 @@ static void on_event(void *data, const json_t *ev) {
                     "Its kernels come from\nthe tasks' own examples: this run shows the "
                     "pipeline working, not a model's skill.\n");
   if (p->json) {
-    char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    fprintf(stdout, "%s\n", line);
-    fflush(stdout);
-    free(line);
+    sg_jsonl_print(stdout, ev, JSON_REAL_PRECISION(6));
     return;
   }
   if (p->quiet)
@@ -157,6 +164,10 @@ static void on_event(void *data, const json_t *ev) {
     fprintf(stderr, "warning: %s%s%s\n", who, *who ? ": " : "", str(ev, "message"));
   } else if (strcmp(name, "progress") == 0) {
     print_progress(ev);
+  } else if (strcmp(name, "kv_store") == 0) {
+    fprintf(stderr, "kv store: %s on %s; give vLLM this LMCache configuration "
+                    "(LMCACHE_CONFIG_FILE):\n%s", str(ev, "url"), str(ev, "devices"),
+            str(ev, "lmcache_config"));
   }
 }
 

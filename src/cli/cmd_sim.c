@@ -6,6 +6,7 @@
 #include "sim/sg_sim.h"
 #include "sim/sg_sim_params.h"
 #include "sim/sg_sim_report.h"
+#include "sim/sg_sim_reproduce.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@ static void usage(FILE *out) {
           "                   [--devices N] [--iterations N] [--termination CRIT]\n"
           "                   [--set key=value ...] [--json] [--list-params]\n"
           "                   [--out DIR]\n"
+          "       specgen sim --reproduce [--seed N] [--set key=value ...] [--json]\n"
           "\n"
           "Runs whole optimization campaigns in virtual time: the real controller and\n"
           "scheduler against models of the LLM and the evaluators, each configuration\n"
@@ -35,6 +37,8 @@ static void usage(FILE *out) {
           "  --set KEY=VALUE     any model parameter (repeatable; after --config)\n"
           "  --json              print the report as JSON\n"
           "  --list-params       print every parameter with its value and meaning\n"
+          "  --reproduce         the paper's Tables 4, 5, 7, 8 and 9 beside the\n"
+          "                      simulator's, both presets (flags apply to both)\n"
           "  --out DIR           also save the campaign as DIR/campaign-PRESET-CRITERION.json\n"
           "                      for `specgen report DIR` (docs/report.md)\n"
           "\n"
@@ -43,6 +47,37 @@ static void usage(FILE *out) {
 }
 
 #define MAX_SETS 256
+
+/* The preset, then the config file, then the flags in order; errors are
+ * printed, naming the culprit. */
+static int build_params(sg_sim_params *p, const char *preset, const char *config,
+                        const char *const *keys, const char *const *vals,
+                        const char *const *kvs, size_t nsets) {
+  sg_err err;
+  sg_err_clear(&err);
+  if (sg_sim_params_preset(p, preset, &err) < 0) {
+    fprintf(stderr, "specgen sim: --preset: %s\n", err.msg);
+    return -1;
+  }
+  if (config != NULL && sg_sim_params_load_yaml(p, config, &err) < 0) {
+    fprintf(stderr, "specgen sim: --config: %s\n", err.msg);
+    return -1;
+  }
+  for (size_t i = 0; i < nsets; i++) {
+    int rc = kvs[i] ? sg_sim_params_set_kv(p, kvs[i], &err)
+                    : sg_sim_params_set(p, keys[i], vals[i], &err);
+    if (rc < 0) {
+      fprintf(stderr, "specgen sim: %s%s: %s\n", kvs[i] ? "--set " : "--",
+              kvs[i] ? kvs[i] : keys[i], err.msg);
+      return -1;
+    }
+  }
+  if (sg_sim_params_validate(p, &err) < 0) {
+    fprintf(stderr, "specgen sim: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}
 
 int sg_cmd_sim(int argc, char **argv) {
   static const struct option opts[] = {
@@ -57,6 +92,7 @@ int sg_cmd_sim(int argc, char **argv) {
       {"set", required_argument, NULL, 'S'},
       {"json", no_argument, NULL, 'j'},
       {"list-params", no_argument, NULL, 'l'},
+      {"reproduce", no_argument, NULL, 'r'},
       {"out", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -65,7 +101,7 @@ int sg_cmd_sim(int argc, char **argv) {
   /* Flags in the order given, applied after the config file. */
   const char *keys[MAX_SETS], *vals[MAX_SETS], *kvs[MAX_SETS];
   size_t nsets = 0;
-  bool json = false, list = false;
+  bool json = false, list = false, reproduce = false;
   optind = 1;
   opterr = 0;
   int ch;
@@ -111,6 +147,9 @@ int sg_cmd_sim(int argc, char **argv) {
     case 'l':
       list = true;
       break;
+    case 'r':
+      reproduce = true;
+      break;
     case 'o':
       outdir = optarg;
       break;
@@ -137,30 +176,34 @@ int sg_cmd_sim(int argc, char **argv) {
     fprintf(stderr, "specgen sim: unexpected argument \"%s\"\n", argv[optind]);
     return SG_EXIT_USAGE;
   }
-  sg_err err;
-  sg_err_clear(&err);
   sg_sim_params p;
-  if (sg_sim_params_preset(&p, preset, &err) < 0) {
-    fprintf(stderr, "specgen sim: --preset: %s\n", err.msg);
-    return SG_EXIT_USAGE;
-  }
-  if (config != NULL && sg_sim_params_load_yaml(&p, config, &err) < 0) {
-    fprintf(stderr, "specgen sim: --config: %s\n", err.msg);
-    return SG_EXIT_USAGE;
-  }
-  for (size_t i = 0; i < nsets; i++) {
-    int rc = kvs[i] ? sg_sim_params_set_kv(&p, kvs[i], &err)
-                    : sg_sim_params_set(&p, keys[i], vals[i], &err);
-    if (rc < 0) {
-      fprintf(stderr, "specgen sim: %s%s: %s\n", kvs[i] ? "--set " : "--",
-              kvs[i] ? kvs[i] : keys[i], err.msg);
+  if (reproduce) {
+    if (configs != NULL || list || outdir != NULL) {
+      fprintf(stderr, "specgen sim: --reproduce runs its own configurations and "
+                      "prints them (no --configs, --list-params or --out)\n");
       return SG_EXIT_USAGE;
     }
+    sg_sim_params q;
+    if (build_params(&p, "paper-glm", config, keys, vals, kvs, nsets) < 0 ||
+        build_params(&q, "paper-dsv4", config, keys, vals, kvs, nsets) < 0)
+      return SG_EXIT_USAGE;
+    sg_err err;
+    sg_err_clear(&err);
+    char *out = NULL;
+    if (sg_sim_reproduce(&p, &q, json, &out, &err) < 0) {
+      fprintf(stderr, "specgen sim: %s\n", err.msg);
+      return SG_EXIT_FAILED;
+    }
+    fputs(out, stdout);
+    if (json)
+      fputc('\n', stdout);
+    free(out);
+    return SG_EXIT_OK;
   }
-  if (sg_sim_params_validate(&p, &err) < 0) {
-    fprintf(stderr, "specgen sim: %s\n", err.msg);
+  if (build_params(&p, preset, config, keys, vals, kvs, nsets) < 0)
     return SG_EXIT_USAGE;
-  }
+  sg_err err;
+  sg_err_clear(&err);
   if (list) {
     for (size_t i = 0; i < sg_sim_param_count(); i++) {
       char buf[128];

@@ -5,8 +5,13 @@
  * trigger scanner in chunks and prints each trigger: human lines and a
  * summary of counts per class, or JSON Lines with --json. With --extract it
  * also runs candidate extraction on the whole text and prints the outcome.
+ * With --eval DIR it measures the scanner on annotated traces instead
+ * (cmd_triggers_eval.c).
  */
 #include "cli/commands.h"
+
+#include "cli/cmd_triggers_eval.h"
+#include "core/sg_triggers_eval.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
@@ -25,6 +30,7 @@
 
 typedef struct out_state {
   bool json;
+  bool ann;                 /* --propose: annotation lines */
   uint64_t counts[SG_TRIGGER__COUNT];
 } out_state;
 
@@ -33,6 +39,7 @@ static void usage(FILE *f) {
   sg_scanner_opts_default(&d);
   fprintf(f,
           "usage: specgen triggers (FILE | -) [options]\n"
+          "       specgen triggers --eval DIR [--json] [--window N] [options]\n"
           "\n"
           "Scans a reasoning trace for the points where speculative generation\n"
           "would fork (docs/triggers.md) and prints one line per trigger.\n"
@@ -46,10 +53,16 @@ static void usage(FILE *f) {
           "                    the triggers do not depend on it\n"
           "  --extract LANG    also extract the candidate (c, cuda or python)\n"
           "  --entry NAME      with --extract: the function it must define\n"
+          "  --eval DIR        measure against DIR's NAME.txt traces and their\n"
+          "                    NAME.ann annotations: precision, recall and offset\n"
+          "                    error per model family and class (docs/triggers.md)\n"
+          "  --window N        with --eval: a match is within N bytes (default %u)\n"
+          "  --propose         print the triggers as an annotation file for\n"
+          "                    --eval, for a reader to correct\n"
           "  --help            this text\n"
           "\n"
           "Exit status: 0 done, 1 read error, 2 bad usage or unreadable FILE.\n",
-          (unsigned long long)d.min_gap_bytes);
+          (unsigned long long)d.min_gap_bytes, SG_TRIG_EVAL_WINDOW_BYTES);
 }
 
 /* Text for a terminal or JSON: control bytes and invalid UTF-8 become '?'. */
@@ -82,7 +95,10 @@ static void on_trigger(void *user, const sg_trigger *t) {
   st->counts[t->cls]++;
   char text[SG_TRIGGER_TEXT_MAX * 2];
   sanitize(t->text, text, sizeof text);
-  if (st->json) {
+  if (st->ann) {
+    printf("%llu\t%s\t%s\n", (unsigned long long)t->offset,
+           sg_trigger_class_name(t->cls), text);
+  } else if (st->json) {
     json_t *o = json_pack("{s:I, s:s, s:s}", "offset", (json_int_t)t->offset,
                           "class", sg_trigger_class_name(t->cls), "text", text);
     char *line = json_dumps(o, JSON_COMPACT);
@@ -169,6 +185,9 @@ int sg_cmd_triggers(int argc, char **argv) {
       {"chunk", required_argument, NULL, 'k'},
       {"extract", required_argument, NULL, 'x'},
       {"entry", required_argument, NULL, 'e'},
+      {"eval", required_argument, NULL, 'E'},
+      {"window", required_argument, NULL, 'w'},
+      {"propose", no_argument, NULL, 'p'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -177,7 +196,9 @@ int sg_cmd_triggers(int argc, char **argv) {
   sg_scanner_opts opts;
   sg_scanner_opts_default(&opts);
   uint64_t chunk = 4096;
-  const char *extract = NULL, *entry = NULL;
+  const char *extract = NULL, *entry = NULL, *eval_dir = NULL;
+  uint64_t window = SG_TRIG_EVAL_WINDOW_BYTES;
+  bool window_set = false;
   optind = 1;
   opterr = 0;
   int c;
@@ -217,6 +238,17 @@ int sg_cmd_triggers(int argc, char **argv) {
     case 'e':
       entry = optarg;
       break;
+    case 'E':
+      eval_dir = optarg;
+      break;
+    case 'p':
+      st.ann = true;
+      break;
+    case 'w':
+      if (parse_u64("--window", optarg, &window) < 0)
+        return SG_EXIT_USAGE;
+      window_set = true;
+      break;
     case 'h':
       usage(stdout);
       return SG_EXIT_OK;
@@ -235,6 +267,23 @@ int sg_cmd_triggers(int argc, char **argv) {
     fprintf(stderr, "specgen triggers: --entry needs --extract LANG\n");
     return SG_EXIT_USAGE;
   }
+  if (st.ann && (st.json || extract || eval_dir)) {
+    fprintf(stderr, "specgen triggers: --propose prints annotation lines only "
+                    "(no --json, --extract or --eval)\n");
+    return SG_EXIT_USAGE;
+  }
+  if (window_set && !eval_dir) {
+    fprintf(stderr, "specgen triggers: --window needs --eval DIR\n");
+    return SG_EXIT_USAGE;
+  }
+  if (eval_dir) {
+    if (extract || optind != argc) {
+      fprintf(stderr, "specgen triggers: --eval DIR takes no FILE and no "
+                      "--extract\n");
+      return SG_EXIT_USAGE;
+    }
+    return sg_cmd_triggers_eval(eval_dir, st.json, &opts, window);
+  }
   if (optind != argc - 1) {
     fprintf(stderr, "specgen triggers: expected one trace FILE (or - for "
                     "standard input)\n");
@@ -251,6 +300,9 @@ int sg_cmd_triggers(int argc, char **argv) {
     }
   }
 
+  if (st.ann)
+    printf("# family: unknown\n# source: proposed by specgen triggers --propose; "
+           "to be corrected by a reader\n");
   sg_scanner *s = sg_scanner_new(&opts);
   sg_buf text;
   sg_buf_init(&text, TRACE_MAX_BYTES);
@@ -283,7 +335,7 @@ int sg_cmd_triggers(int argc, char **argv) {
     sg_extract_candidate(text.data ? text.data : "", text.len, extract, entry, &x);
     print_extract(&st, &x, &text);
   }
-  if (!st.json) {
+  if (!st.json && !st.ann) {
     uint64_t all = 0;
     for (int k = 0; k < SG_TRIGGER__COUNT; k++)
       all += st.counts[k];

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 
 #include "common/sg_alloc.h"
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_worker.h"
 #include "runtime/sg_worker_proto.h"
 
@@ -51,7 +52,7 @@ static void fatal_line(bool json, const char *msg) {
   r.message = sg_strdup(msg);
   r.fatal = true;
   json_t *j = sg_worker_reply_to_json(&r);
-  char *line = sg_worker_line(j, NULL);
+  char *line = sg_jsonl_line(j, NULL);
   fputs(line, stdout);
   fflush(stdout);
   free(line);

@@ -12,6 +12,7 @@ enum { SG_EXIT_OK = 0, SG_EXIT_FAILED = 1, SG_EXIT_USAGE = 2 };
 
 int sg_cmd_tasks(int argc, char **argv);
 int sg_cmd_eval(int argc, char **argv);
+int sg_cmd_bench(int argc, char **argv);
 int sg_cmd_triggers(int argc, char **argv);
 int sg_cmd_sim(int argc, char **argv);
 int sg_cmd_llm(int argc, char **argv);
@@ -20,6 +21,7 @@ int sg_cmd_llm_chat(int argc, char **argv);
 int sg_cmd_llm_check(int argc, char **argv);
 int sg_cmd_llm_serve(int argc, char **argv);
 int sg_cmd_worker(int argc, char **argv);
+int sg_cmd_kvstore(int argc, char **argv);
 int sg_cmd_run(int argc, char **argv);
 int sg_cmd_show(int argc, char **argv);
 int sg_cmd_report(int argc, char **argv);

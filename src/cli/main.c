@@ -15,11 +15,13 @@ static const command commands[] = {
     {"show", sg_cmd_show, "print the summary of a run directory, finished or not"},
     {"tasks", sg_cmd_tasks, "list the built-in tasks"},
     {"eval", sg_cmd_eval, "validate and time one candidate kernel on a task"},
+    {"bench", sg_cmd_bench, "evaluate whole sets of tasks (KernelBench levels, the paper's T1-T20)"},
     {"triggers", sg_cmd_triggers, "show where speculation would fork in a reasoning trace"},
     {"report", sg_cmd_report, "write the HTML report of a run directory or a sim campaign"},
     {"sim", sg_cmd_sim, "simulate whole campaigns in virtual time"},
     {"llm", sg_cmd_llm, "talk to an LLM endpoint (chat, check) or serve the test model (serve)"},
     {"worker", sg_cmd_worker, "serve evaluations for one device over JSON lines (docs/protocol.md)"},
+    {"kvstore", sg_cmd_kvstore, "serve a KV cache store for vLLM over LMCache's lm:// protocol"},
 };
 
 static void usage(FILE *out) {

@@ -3,6 +3,7 @@
 
 #include "common/sg_alloc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -129,4 +130,34 @@ int sg_rm_rf(const char *path, sg_err *err) {
   if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
     return sg_err_set(err, SG_EIO, "removing %s: %s", path, strerror(errno));
   return 0;
+}
+
+char **sg_file_list(const char *dir, bool (*keep)(const char *dir, const char *name),
+                    int (*cmp)(const void *, const void *), size_t *n) {
+  *n = 0;
+  DIR *d = opendir(dir);
+  if (!d)
+    return NULL;
+  char **names = NULL;
+  size_t cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.' || (keep && !keep(dir, de->d_name)))
+      continue;
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 16;
+      names = sg_realloc(names, cap * sizeof *names);
+    }
+    names[(*n)++] = sg_strdup(de->d_name);
+  }
+  closedir(d);
+  if (*n)
+    qsort(names, *n, sizeof *names, cmp);
+  return names;
+}
+
+void sg_file_list_free(char **names, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(names[i]);
+  free(names);
 }

@@ -4,6 +4,7 @@
 
 #include "common/sg_error.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Reads a whole file of at most max_bytes into *out (NUL-terminated; the
@@ -20,5 +21,13 @@ int sg_mkdir_p(const char *path, sg_err *err);
 
 /* Removes a directory tree; a missing path is fine. */
 int sg_rm_rf(const char *path, sg_err *err);
+
+/* The names of dir's entries that keep(dir, name) accepts (hidden ones
+ * skipped; keep NULL: all), sorted by cmp over (char **) elements; *n is
+ * their count. NULL when dir cannot be opened or nothing is kept. Free with
+ * sg_file_list_free. */
+char **sg_file_list(const char *dir, bool (*keep)(const char *dir, const char *name),
+                    int (*cmp)(const void *, const void *), size_t *n);
+void sg_file_list_free(char **names, size_t n);
 
 #endif

@@ -69,6 +69,9 @@ struct sg_controller {
   uint64_t next_gen;
   size_t iter_first_kernel;  /* history index where this iteration began */
   int iter_forks;
+  uint64_t valid_prefix[SG_CTL_GATE_WINDOW]; /* prefixes of recent valid forks */
+  int nvalid_prefix, valid_prefix_next;
+  bool iter_valid;         /* a kernel of this iteration validated */
   sg_history hist;
   uint8_t *cand;             /* cand_state by kernel id - 1 */
   size_t capcand;
@@ -87,7 +90,8 @@ const char *sg_ctl_state_name(sg_ctl_state s) {
 const char *sg_ctl_reason_name(sg_ctl_reason r) {
   static const char *const names[SG_REASON__COUNT] = {
       "early",         "fallback",      "budget_iterations", "budget_wall",
-      "budget_tokens", "search_failed", "fork_trigger",      "fork_idle"};
+      "budget_tokens", "search_failed", "fork_trigger",      "fork_idle",
+      "cutoff"};
   return (unsigned)r < SG_REASON__COUNT ? names[r] : "unknown";
 }
 
@@ -113,6 +117,10 @@ void sg_ctl_opts_default(sg_ctl_opts *o) {
   o->max_forks_per_iteration = 64;
   o->max_live_forks = 16;
   sg_scanner_opts_default(&o->scanner);
+  /* Each trigger forks generations: prose triggers closer than a couple of
+   * sentences to the last one would give near-identical candidates (the
+   * scanner reports them all by default; new code blocks always pass). */
+  o->scanner.min_gap_bytes = SG_CTL_TRIGGER_GAP_BYTES;
   o->max_iterations = 10;
   o->max_text_bytes = 1u << 20;
 }
@@ -314,6 +322,7 @@ static int end_iteration(sg_controller *c, int64_t now_us,
   }
   free_gens(c);
   c->iteration++;
+  c->iter_valid = false;
   sg_ctl_reason spent = reason >= SG_REASON_BUDGET_ITERATIONS &&
                                 reason <= SG_REASON_BUDGET_TOKENS
                             ? reason
@@ -368,6 +377,14 @@ static void fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
   /* never twice from the same prefix, nor from a shorter one */
   if (prefix_len == 0 || prefix_len <= m->last_fork_prefix)
     return;
+  if (c->o.fork_gate > 0 && c->nvalid_prefix > 0) {
+    uint64_t shortest = UINT64_MAX;
+    for (int i = 0; i < c->nvalid_prefix; i++)
+      if (c->valid_prefix[i] < shortest)
+        shortest = c->valid_prefix[i];
+    if ((double)prefix_len < c->o.fork_gate * (double)shortest)
+      return; /* too early to be worth it: wait for more reasoning */
+  }
   int fv = c->cap.free_validate, fp = c->cap.free_profile;
   int k = fv < fp ? fv : fp;
   if (k < 1)
@@ -540,6 +557,13 @@ static int on_eval(sg_controller *c, const sg_ctl_event *ev,
       return maybe_fallback(c, ev->now_us, out, err);
     }
     c->st.validated_ok++;
+    c->iter_valid = true;
+    if (k->origin == SG_GEN_SPEC) {
+      c->valid_prefix[c->valid_prefix_next] = k->prefix_len;
+      c->valid_prefix_next = (c->valid_prefix_next + 1) % SG_CTL_GATE_WINDOW;
+      if (c->nvalid_prefix < SG_CTL_GATE_WINDOW)
+        c->nvalid_prefix++;
+    }
     cand_set(c, id, CAND_PROFILING);
     sg_ctl_action *a = emit(c, out, SG_CACT_SUBMIT_EVAL);
     a->u.submit.candidate = id;
@@ -573,9 +597,46 @@ static int on_eval(sg_controller *c, const sg_ctl_event *ev,
   return end_iteration(c, ev->now_us, SG_REASON_EARLY, out, err);
 }
 
-static void on_tick(sg_controller *c, const sg_ctl_event *ev,
-                    sg_ctl_actions *out) {
+static void on_tick_forks(sg_controller *c, const sg_ctl_event *ev,
+                          sg_ctl_actions *out);
+
+/* sg_ctl_opts.cutoff: true when the current iteration should end now. */
+static bool past_cutoff(const sg_controller *c) {
+  if (c->o.cutoff <= 0 || c->nvalid_prefix < SG_CTL_GATE_WINDOW || c->iter_valid ||
+      c->state != SG_CTL_GENERATING)
+    return false;
+  uint64_t longest = 0;
+  for (int i = 0; i < c->nvalid_prefix; i++)
+    if (c->valid_prefix[i] > longest)
+      longest = c->valid_prefix[i];
+  bool past = false;
+  for (size_t i = 0; i < c->ngens; i++) {
+    const gen *g = &c->gens[i];
+    if (g->kind == SG_GEN_SPEC && g->live)
+      return false; /* a fork is still writing: wait for it */
+    if (g->kind == SG_GEN_MAIN && g->live &&
+        (double)g->reasoning.len >= c->o.cutoff * (double)longest)
+      past = true;
+  }
+  for (size_t i = c->iter_first_kernel; i < c->hist.n; i++) {
+    cand_state cs = cand_get(c, c->hist.v[i].id);
+    if (cs == CAND_VALIDATING || cs == CAND_PROFILING)
+      return false; /* a candidate is being evaluated: wait for it */
+  }
+  return past;
+}
+
+static int on_tick(sg_controller *c, const sg_ctl_event *ev,
+                   sg_ctl_actions *out, sg_err *err) {
   c->cap = ev->u.tick.capacity;
+  if (past_cutoff(c))
+    return end_iteration(c, ev->now_us, SG_REASON_CUTOFF, out, err);
+  on_tick_forks(c, ev, out);
+  return 0;
+}
+
+static void on_tick_forks(sg_controller *c, const sg_ctl_event *ev,
+                          sg_ctl_actions *out) {
   if (!c->o.fork_on_idle || c->state != SG_CTL_GENERATING ||
       c->cap.free_validate < 1)
     return;
@@ -607,6 +668,12 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   if (o->max_forks_per_iteration < 0 || o->max_live_forks < 0)
     return sg_err_set(err, SG_EINVAL, "controller: max_forks_per_iteration "
                       "and max_live_forks must be >= 0");
+  if (!(o->cutoff >= 0 && o->cutoff <= 100))
+    return sg_err_set(err, SG_EINVAL, "controller: cutoff must be in 0..100, got %g",
+                      o->cutoff);
+  if (!(o->fork_gate >= 0 && o->fork_gate <= 1))
+    return sg_err_set(err, SG_EINVAL, "controller: fork_gate must be in 0..1, got %g",
+                      o->fork_gate);
   if (o->max_wall_us < 0)
     return sg_err_set(err, SG_EINVAL, "controller: max_wall_us must be >= 0");
   if (o->max_text_bytes < 1024)
@@ -711,7 +778,7 @@ int sg_controller_event(sg_controller *c, const sg_ctl_event *ev,
     rc = on_eval(c, ev, out, err);
     break;
   case SG_CEV_TICK:
-    on_tick(c, ev, out);
+    rc = on_tick(c, ev, out, err);
     break;
   default:
     return sg_err_set(err, SG_EINVAL, "controller: unknown event type %d",

@@ -40,7 +40,7 @@
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
 #include "core/sg_triggers.h"
-#include "eval/sg_eval.h"
+#include "core/sg_outcome.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -141,6 +141,9 @@ typedef enum sg_ctl_reason {
   SG_REASON_SEARCH_FAILED,
   SG_REASON_FORK_TRIGGER,
   SG_REASON_FORK_IDLE,
+  SG_REASON_CUTOFF,         /* the reasoning ran far past where forks of this
+                               workflow have been valid, with none valid in
+                               this iteration (sg_ctl_opts.cutoff) */
   SG_REASON__COUNT
 } sg_ctl_reason;
 
@@ -220,6 +223,8 @@ void sg_ctl_actions_init(sg_ctl_actions *a);
 void sg_ctl_actions_clear(sg_ctl_actions *a);
 void sg_ctl_actions_free(sg_ctl_actions *a);
 
+#define SG_CTL_GATE_WINDOW 8
+
 typedef struct sg_ctl_opts {
   sg_search *search;                 /* borrowed; required */
   const sg_termination *termination; /* borrowed; required */
@@ -230,6 +235,23 @@ typedef struct sg_ctl_opts {
   uint64_t idle_min_new_bytes; /* reasoning growth needed for an idle fork */
   int max_forks_per_iteration;
   int max_live_forks;      /* forks generating at once */
+  double fork_gate;        /* 0: fork whenever Algorithm 1 says so. > 0:
+                              forks gated by their expected value: once
+                              forks of this workflow have validated, none
+                              is started from a prefix shorter than
+                              fork_gate x the shortest of the last
+                              SG_CTL_GATE_WINDOW valid ones (shorter
+                              prefixes have been invalid: they would spend
+                              tokens and devices for nothing) */
+  double cutoff;           /* 0: off. > 0: an adaptive end to hopeless
+                              iterations: once SG_CTL_GATE_WINDOW forks have
+                              validated, an iteration whose reasoning has
+                              passed cutoff x the longest of their prefixes
+                              with no kernel of its own valid and nothing
+                              in flight ends (reason cutoff) and the next
+                              begins: its trace is unlikely to lead a fork
+                              anywhere, and its own answer is rarely worth
+                              the rest of the reasoning */
   sg_scanner_opts scanner; /* the trigger scanner's options */
   /* Budgets; 0: unlimited. */
   uint32_t max_iterations;
@@ -238,8 +260,11 @@ typedef struct sg_ctl_opts {
   size_t max_text_bytes;   /* cap on a generation's kept text */
 } sg_ctl_opts;
 
+/* The scanner's min_gap_bytes in the controller's defaults. */
+#define SG_CTL_TRIGGER_GAP_BYTES 256
+
 /* speculate, fork_on_idle, idle_min_new_bytes=512, max_forks=64,
- * max_live_forks=16, scanner defaults, max_iterations=10, no wall or token
+ * max_live_forks=16, scanner defaults but min_gap_bytes=256, max_iterations=10, no wall or token
  * budget, max_text_bytes=1 MiB; search, termination, language NULL. */
 void sg_ctl_opts_default(sg_ctl_opts *o);
 

@@ -22,10 +22,20 @@
  *
  * Never: hold a device while compiling, run two requests on one device,
  * start a request of an ended iteration. These are asserted.
+ *
+ * Cost. Every call is O(1) or O((D + W) / 64) for D devices and W workflows,
+ * never a scan over all devices or workflows per event (a campaign of a
+ * thousand of each runs millions of events): busy time is integrated from
+ * the running counts as time advances, the live and per-part device counts
+ * are kept, idle devices of each part and workflows with a non-empty queue
+ * are bitmaps whose lowest set bit is found a word at a time (the same
+ * order a scan by index would give), and a workflow id maps to its record
+ * through a table.
  */
 #include "core/sg_scheduler.h"
 
 #include "common/sg_alloc.h"
+#include "core/sg_bitset.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -93,8 +103,9 @@ typedef struct device {
   int part;                 /* sg_phase, or PART_SHARED */
   sg_req_id req;            /* while BUSY */
   int failures;             /* consecutive infra failures */
-  int64_t accounted_until;  /* busy time counted up to here */
 } device;
+
+#define NPARTS (PART_SHARED + 1)
 
 typedef struct workflow {
   uint32_t id;
@@ -117,6 +128,13 @@ struct sg_scheduler {
   size_t running[SG_PHASE__COUNT];
   size_t nstate[SG_REQ__COUNT][SG_PHASE__COUNT]; /* requests per state */
   int prof_target;          /* the wanted number of profiling devices */
+  int nlive;                /* devices not dead */
+  int npart[NPARTS];        /* live devices per part */
+  sg_bitset idle[NPARTS];      /* idle live devices, per part */
+  sg_bitset nonempty[STAGE__COUNT][SG_PHASE__COUNT]; /* workflow indices
+                               whose queue has entries (maybe dead ones) */
+  uint32_t *wf_index;       /* workflow id -> index + 1 (0: none) */
+  size_t nwf_index;
   int64_t now;
   sg_sched_stats st;
 };
@@ -154,6 +172,7 @@ static void dq_push_front(deque *d, sg_req_id id) {
 }
 
 static void dq_free(deque *d) { free(d->v); }
+
 
 /* ---- state setters (STYLE 13: one door per state machine) ---------------- */
 
@@ -228,8 +247,32 @@ static bool device_transition_ok(sg_device_state from, sg_device_state to) {
 }
 
 static void device_set_state(sg_scheduler *s, int d, sg_device_state to) {
-  assert(device_transition_ok(s->dev[d].state, to));
-  s->dev[d].state = to;
+  device *dv = &s->dev[d];
+  assert(device_transition_ok(dv->state, to));
+  if (dv->state == SG_DEVICE_IDLE)
+    sg_bitset_clear(&s->idle[dv->part], (size_t)d);
+  if (to == SG_DEVICE_IDLE)
+    sg_bitset_set(&s->idle[dv->part], (size_t)d);
+  if (to == SG_DEVICE_DEAD) {
+    s->nlive--;
+    s->npart[dv->part]--;
+  }
+  dv->state = to;
+}
+
+/* Gives live device d a part, keeping the counts and idle sets true. */
+static void device_set_part(sg_scheduler *s, int d, int part) {
+  device *dv = &s->dev[d];
+  assert(dv->state != SG_DEVICE_DEAD);
+  if (dv->part == part)
+    return;
+  s->npart[dv->part]--;
+  s->npart[part]++;
+  if (dv->state == SG_DEVICE_IDLE) {
+    sg_bitset_clear(&s->idle[dv->part], (size_t)d);
+    sg_bitset_set(&s->idle[part], (size_t)d);
+  }
+  dv->part = part;
 }
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -257,7 +300,16 @@ static void emit_req(sg_sched_actions *out, sg_sched_action_type type,
   emit(out, &a);
 }
 
+/* Ids up to this many map through a table; larger ones (not used by the
+ * runtimes, which number workflows from 0) fall back to a scan. */
+#define WF_INDEX_MAX (1u << 22)
+
 static workflow *find_wf(sg_scheduler *s, uint32_t id) {
+  if (id < WF_INDEX_MAX) {
+    if (id >= s->nwf_index || s->wf_index[id] == 0)
+      return NULL;
+    return &s->wf[s->wf_index[id] - 1];
+  }
   for (size_t i = 0; i < s->nwf; i++)
     if (s->wf[i].id == id)
       return &s->wf[i];
@@ -273,30 +325,31 @@ static workflow *add_wf(sg_scheduler *s, uint32_t id, uint32_t iteration) {
   memset(w, 0, sizeof *w);
   w->id = id;
   w->iteration = iteration;
+  if (id < WF_INDEX_MAX) {
+    if (id >= s->nwf_index) {
+      size_t n = s->nwf_index ? s->nwf_index : 64;
+      while (n <= id)
+        n *= 2;
+      s->wf_index = sg_realloc(s->wf_index, n * sizeof *s->wf_index);
+      memset(s->wf_index + s->nwf_index, 0,
+             (n - s->nwf_index) * sizeof *s->wf_index);
+      s->nwf_index = n;
+    }
+    s->wf_index[id] = (uint32_t)s->nwf;
+  }
   return w;
 }
 
-static int live_devices(const sg_scheduler *s) {
-  int n = 0;
-  for (int d = 0; d < s->o.devices; d++)
-    n += s->dev[d].state != SG_DEVICE_DEAD;
-  return n;
-}
+static int live_devices(const sg_scheduler *s) { return s->nlive; }
 
-/* Busy time of device d up to now. */
-static void account(sg_scheduler *s, int d) {
-  device *dv = &s->dev[d];
-  if (dv->state == SG_DEVICE_BUSY) {
-    req *r = get_req(s, dv->req);
-    assert(r != NULL && r->state == SG_REQ_RUNNING && r->device == d);
-    assert(s->now >= dv->accounted_until);
-    s->st.busy_us[r->r.phase] += s->now - dv->accounted_until;
-  }
-  dv->accounted_until = s->now;
-}
-
+/* Advances the clock. Busy device time is the integral of the running
+ * counts (a running request holds exactly one device), so it is added
+ * here, before any state changes at the new time. */
 static void set_now(sg_scheduler *s, int64_t now_us) {
   assert(now_us >= s->now); /* time never runs backwards */
+  int64_t dt = now_us - s->now;
+  for (int p = 0; p < SG_PHASE__COUNT; p++)
+    s->st.busy_us[p] += dt * (int64_t)s->running[p];
   s->now = now_us;
 }
 
@@ -334,7 +387,7 @@ static void assign_parts(sg_scheduler *s) {
   if (g == 1) {
     for (int d = 0; d < s->o.devices; d++)
       if (s->dev[d].state != SG_DEVICE_DEAD)
-        s->dev[d].part = PART_SHARED;
+        device_set_part(s, d, PART_SHARED);
     return;
   }
   if (s->prof_target < 1)
@@ -349,7 +402,7 @@ static void assign_parts(sg_scheduler *s) {
     if (dv->state == SG_DEVICE_DEAD)
       continue;
     if (dv->part == PART_SHARED)
-      dv->part = SG_PHASE_VALIDATE;
+      device_set_part(s, d, SG_PHASE_VALIDATE);
     prof += dv->part == SG_PHASE_PROFILE;
   }
   /* Two passes: idle devices first, then busy ones. Profiling gathers at
@@ -361,13 +414,13 @@ static void assign_parts(sg_scheduler *s) {
     if (prof > s->prof_target) {
       for (int d = 0; d < s->o.devices && prof > s->prof_target; d++)
         if (s->dev[d].state == want && s->dev[d].part == SG_PHASE_PROFILE) {
-          s->dev[d].part = SG_PHASE_VALIDATE;
+          device_set_part(s, d, SG_PHASE_VALIDATE);
           prof--;
         }
     } else {
       for (int d = s->o.devices - 1; d >= 0 && prof < s->prof_target; d--)
         if (s->dev[d].state == want && s->dev[d].part == SG_PHASE_VALIDATE) {
-          s->dev[d].part = SG_PHASE_PROFILE;
+          device_set_part(s, d, SG_PHASE_PROFILE);
           prof++;
         }
     }
@@ -376,20 +429,8 @@ static void assign_parts(sg_scheduler *s) {
 }
 
 static void part_counts(const sg_scheduler *s, int *nv, int *np) {
-  *nv = *np = 0;
-  for (int d = 0; d < s->o.devices; d++) {
-    const device *dv = &s->dev[d];
-    if (dv->state == SG_DEVICE_DEAD)
-      continue;
-    if (dv->part == PART_SHARED) {
-      (*nv)++;
-      (*np)++;
-    } else if (dv->part == SG_PHASE_PROFILE) {
-      (*np)++;
-    } else {
-      (*nv)++;
-    }
-  }
+  *nv = s->npart[SG_PHASE_VALIDATE] + s->npart[PART_SHARED];
+  *np = s->npart[SG_PHASE_PROFILE] + s->npart[PART_SHARED];
 }
 
 static void emit_resplit(sg_scheduler *s, sg_sched_actions *out) {
@@ -401,32 +442,56 @@ static void emit_resplit(sg_scheduler *s, sg_sched_actions *out) {
   emit(out, &a);
 }
 
+/* Pops the next live entry of workflow i's queue, or NULL when it holds
+ * none (dead entries are dropped on the way). Keeps the non-empty set. */
+static req *pop_live(sg_scheduler *s, size_t i, int stage, sg_phase phase,
+                     sg_req_state want, bool lifo) {
+  deque *q = &s->wf[i].q[stage][phase];
+  while (dq_len(q) > 0) {
+    sg_req_id id = lifo ? q->v[q->tail - 1] : q->v[q->head];
+    if (lifo)
+      q->tail--;
+    else
+      q->head++;
+    req *r = get_req(s, id);
+    assert(r != NULL);
+    if (r->state != want)
+      continue; /* aborted or failed while queued */
+    if (dq_len(q) == 0)
+      sg_bitset_clear(&s->nonempty[stage][phase], i);
+    return r;
+  }
+  sg_bitset_clear(&s->nonempty[stage][phase], i);
+  return NULL;
+}
+
 /* The next request of one queue: round-robin across workflows, then LIFO or
- * FIFO within the workflow's queue. Dead entries at the ends are dropped. */
+ * FIFO within the workflow's queue. Dead entries at the ends are dropped.
+ * Only workflows whose queue has entries are visited, in the order a scan
+ * from the one after the last served would visit them. */
 static req *pick(sg_scheduler *s, int stage, sg_phase phase) {
   sg_req_state want = stage == STAGE_COMPILE ? SG_REQ_COMPILE_WAIT
                                              : SG_REQ_DEVICE_WAIT;
   if (s->nstate[want][phase] == 0)
     return NULL; /* nothing waits: skip the scan over workflows */
   bool lifo = phase == SG_PHASE_VALIDATE && s->o.validate_lifo;
+  const sg_bitset *ne = &s->nonempty[stage][phase];
   size_t nwf = s->nwf;
-  /* Start after the last served workflow; workflows that joined since are
-   * at the end, so they wait at most one round too. */
-  for (size_t k = 0; k < nwf; k++) {
-    size_t i = (s->rr[stage][phase] + 1 + k) % nwf;
-    deque *q = &s->wf[i].q[stage][phase];
-    while (dq_len(q) > 0) {
-      sg_req_id id = lifo ? q->v[q->tail - 1] : q->v[q->head];
-      if (lifo)
-        q->tail--;
-      else
-        q->head++;
-      req *r = get_req(s, id);
-      assert(r != NULL);
-      if (r->state != want)
-        continue; /* aborted or failed while queued */
-      s->rr[stage][phase] = i;
-      return r;
+  /* Workflows that joined since the last pick are at the end, so they wait
+   * at most one round too. rr starts as (size_t)-1: the first pick starts
+   * at 0. */
+  size_t start = s->rr[stage][phase] + 1;
+  if (start >= nwf)
+    start = 0;
+  for (int round = 0; round < 2; round++) {
+    size_t end = round == 0 ? nwf : start;
+    for (size_t i = sg_bitset_next(ne, round == 0 ? start : 0); i < end;
+         i = sg_bitset_next(ne, i + 1)) {
+      req *r = pop_live(s, i, stage, phase, want, lifo);
+      if (r != NULL) {
+        s->rr[stage][phase] = i;
+        return r;
+      }
     }
   }
   return NULL;
@@ -442,6 +507,7 @@ static void enqueue(sg_scheduler *s, req *r, int stage, bool front) {
     dq_push_front(q, r->id);
   else
     dq_push_back(q, r->id);
+  sg_bitset_set(&s->nonempty[stage][r->r.phase], (size_t)(w - s->wf));
 }
 
 static void fail_req(sg_scheduler *s, req *r, sg_sched_actions *out) {
@@ -467,7 +533,6 @@ static void start_on_device(sg_scheduler *s, int d, req *r,
   assert(w != NULL && !w->done && r->r.iteration == w->iteration);
   device_set_state(s, d, SG_DEVICE_BUSY);
   dv->req = r->id;
-  dv->accounted_until = s->now;
   r->device = d;
   req_set_state(s, r, SG_REQ_RUNNING);
   s->st.started[r->r.phase]++;
@@ -490,20 +555,42 @@ static void dispatch(sg_scheduler *s, sg_sched_actions *out) {
     req_set_state(s, r, SG_REQ_COMPILING);
     emit_req(out, SG_SACT_START_COMPILE, r, -1, false);
   }
-  for (int d = 0; d < s->o.devices; d++) {
-    device *dv = &s->dev[d];
-    if (dv->state != SG_DEVICE_IDLE)
-      continue;
-    req *r;
-    if (dv->part == PART_SHARED) {
-      r = pick(s, STAGE_DEVICE, SG_PHASE_PROFILE);
+  /* Idle devices in index order, each taking from its part's queue. The
+   * two parts' queues are independent, so serving one part's devices
+   * after the other's gives what one pass over all devices would. */
+  for (int part = 0; part < NPARTS; part++) {
+    size_t d = 0;
+    while ((d = sg_bitset_next(&s->idle[part], d)) != SIZE_MAX) {
+      req *r;
+      if (part == PART_SHARED) {
+        r = pick(s, STAGE_DEVICE, SG_PHASE_PROFILE);
+        if (r == NULL)
+          r = pick(s, STAGE_DEVICE, SG_PHASE_VALIDATE);
+      } else {
+        r = pick(s, STAGE_DEVICE, (sg_phase)part);
+      }
       if (r == NULL)
-        r = pick(s, STAGE_DEVICE, SG_PHASE_VALIDATE);
-    } else {
-      r = pick(s, STAGE_DEVICE, (sg_phase)dv->part);
+        break; /* this part's queue is empty: so for its later devices */
+      start_on_device(s, (int)d, r, out);
+      d++;
     }
-    if (r != NULL)
-      start_on_device(s, d, r, out);
+  }  /* Work conserving: devices still idle have nothing of their own part
+   * waiting; they take the other part's requests (profiling first, as a
+   * shared device does: a profile can end an iteration). */
+  if (!s->o.work_conserving)
+    return;
+  static const int order[2] = {SG_PHASE_VALIDATE, SG_PHASE_PROFILE};
+  for (int i = 0; i < 2; i++) {
+    int part = order[i];
+    sg_phase other = part == SG_PHASE_VALIDATE ? SG_PHASE_PROFILE : SG_PHASE_VALIDATE;
+    size_t d = 0;
+    while ((d = sg_bitset_next(&s->idle[part], d)) != SIZE_MAX) {
+      req *r = pick(s, STAGE_DEVICE, other);
+      if (r == NULL)
+        break;
+      start_on_device(s, (int)d, r, out);
+      d++;
+    }
   }
 }
 
@@ -538,8 +625,12 @@ int sg_scheduler_new(const sg_sched_opts *opts, sg_scheduler **out,
   s->o = *opts;
   s->dev = sg_calloc((size_t)opts->devices, sizeof *s->dev);
   s->slots = sg_calloc((size_t)opts->compile_slots, sizeof *s->slots);
-  for (int d = 0; d < opts->devices; d++)
+  s->nlive = opts->devices;
+  s->npart[SG_PHASE_VALIDATE] = opts->devices;
+  for (int d = 0; d < opts->devices; d++) {
     s->dev[d].part = SG_PHASE_VALIDATE;
+    sg_bitset_set(&s->idle[SG_PHASE_VALIDATE], (size_t)d);
+  }
   for (int st = 0; st < STAGE__COUNT; st++)
     for (int p = 0; p < SG_PHASE__COUNT; p++)
       s->rr[st][p] = (size_t)-1; /* none yet: the first pick starts at 0 */
@@ -562,6 +653,12 @@ void sg_scheduler_free(sg_scheduler *s) {
   free(s->reqs);
   free(s->dev);
   free(s->slots);
+  for (int p = 0; p < NPARTS; p++)
+    sg_bitset_free(&s->idle[p]);
+  for (int st = 0; st < STAGE__COUNT; st++)
+    for (int p = 0; p < SG_PHASE__COUNT; p++)
+      sg_bitset_free(&s->nonempty[st][p]);
+  free(s->wf_index);
   free(s);
 }
 
@@ -654,7 +751,6 @@ int sg_scheduler_device_done(sg_scheduler *s, sg_req_id id, bool infra_failure,
   int d = r->device;
   device *dv = &s->dev[d];
   assert(dv->state == SG_DEVICE_BUSY && dv->req == id);
-  account(s, d);
   dv->req = 0;
   r->device = -1;
   device_set_state(s, d, SG_DEVICE_IDLE);
@@ -694,7 +790,6 @@ static void abort_one(sg_scheduler *s, req *r, sg_sched_actions *out) {
   bool was_compiling = false;
   if (r->state == SG_REQ_RUNNING) {
     device = r->device;
-    account(s, device);
     s->dev[device].req = 0;
     device_set_state(s, device, SG_DEVICE_IDLE);
     r->device = -1;
@@ -733,6 +828,7 @@ static void abort_workflow(sg_scheduler *s, workflow *w,
           abort_one(s, r, out);
       }
       q->head = q->tail = 0;
+      sg_bitset_clear(&s->nonempty[st][p], (size_t)(w - s->wf));
     }
 }
 
@@ -779,10 +875,12 @@ int sg_scheduler_workflow_done(sg_scheduler *s, uint32_t workflow_id,
                                int64_t now_us, sg_sched_actions *out,
                                sg_err *err) {
   set_now(s, now_us);
+  (void)err;
   workflow *w = find_wf(s, workflow_id);
+  /* Done before it submitted anything (a resumed workflow whose budget was
+   * spent at start): known from now on, as done. */
   if (w == NULL)
-    return sg_err_set(err, SG_ENOENT, "scheduler: no workflow %u",
-                      workflow_id);
+    w = add_wf(s, workflow_id, 0);
   if (w->done)
     return 0;
   abort_workflow(s, w, out);
@@ -795,8 +893,6 @@ void sg_scheduler_tick(sg_scheduler *s, int64_t now_us,
                        sg_sched_actions *out) {
   (void)out;
   set_now(s, now_us);
-  for (int d = 0; d < s->o.devices; d++)
-    account(s, d);
 }
 
 void sg_scheduler_capacity(const sg_scheduler *s, sg_sched_capacity *c) {
@@ -811,6 +907,8 @@ void sg_scheduler_capacity(const sg_scheduler *s, sg_sched_capacity *c) {
   long fv, fp;
   if (live_devices(s) == 1) {
     fv = fp = 1 - (lv + lp); /* one shared device */
+  } else if (s->o.work_conserving) {
+    fv = fp = live_devices(s) - (lv + lp); /* every device serves both */
   } else {
     fv = c->validate_devices - lv;
     fp = c->profile_devices - lp;

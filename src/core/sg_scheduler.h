@@ -90,6 +90,11 @@ typedef struct sg_sched_opts {
   int static_profile_devices; /* initial (and, if !elastic, fixed) G_prof;
                                  -1: the even split G/2 */
   bool validate_lifo;       /* LIFO validation (priority); false: FIFO */
+  bool work_conserving;     /* an idle device whose part has nothing waiting
+                               runs the other part's next request (no device
+                               idles while any queue has work; with two
+                               devices, both serve both); the split still
+                               decides who goes first. false: the paper's */
   int max_infra_failures;   /* N consecutive on a device: out of service */
   int max_retries;          /* re-queues of one request after infra failure */
   size_t max_queued;        /* cap on live requests; submit gives SG_EFULL */
@@ -198,7 +203,8 @@ int sg_scheduler_iteration_boundary(sg_scheduler *s, uint32_t workflow,
                                     uint32_t next_iteration, int64_t now_us,
                                     sg_sched_actions *out, sg_err *err);
 
-/* The workflow is finished: abort its requests and forget it. */
+/* The workflow is finished: abort its requests and forget it. A workflow
+ * never seen before (done before its first request) is fine. */
 int sg_scheduler_workflow_done(sg_scheduler *s, uint32_t workflow,
                                int64_t now_us, sg_sched_actions *out,
                                sg_err *err);

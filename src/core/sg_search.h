@@ -23,7 +23,7 @@
 #include "common/sg_error.h"
 #include "core/sg_extract.h"
 #include "core/sg_termination.h"
-#include "eval/sg_eval.h"
+#include "core/sg_outcome.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -61,6 +61,10 @@ int sg_cuda_api_load(sg_cuda_api *api, sg_err *err) {
       {(void **)&api->cuGetErrorString, SG_NAMES("cuGetErrorString")},
       {(void **)&api->cuProfilerStart, SG_NAMES("cuProfilerStart")},
       {(void **)&api->cuProfilerStop, SG_NAMES("cuProfilerStop")},
+      {(void **)&api->cuIpcGetMemHandle, SG_NAMES("cuIpcGetMemHandle")},
+      {(void **)&api->cuIpcOpenMemHandle,
+       SG_NAMES("cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle")},
+      {(void **)&api->cuIpcCloseMemHandle, SG_NAMES("cuIpcCloseMemHandle")},
   };
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
     *tab[i].slot = resolve(api->lib, tab[i].names);

@@ -20,6 +20,11 @@ typedef void *sg_CUcontext;
 typedef void *sg_CUstream;
 typedef void *sg_CUevent;
 typedef unsigned long long sg_CUdeviceptr;
+/* CUipcMemHandle: an opaque 64-byte handle, passed by value. */
+typedef struct sg_CUipcMemHandle {
+  char reserved[64];
+} sg_CUipcMemHandle;
+#define SG_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1
 
 #define SG_CUDA_ERROR_NOT_READY 600
 
@@ -56,6 +61,11 @@ typedef struct sg_cuda_api {
   sg_CUresult (*cuGetErrorString)(sg_CUresult, const char **);
   sg_CUresult (*cuProfilerStart)(void);
   sg_CUresult (*cuProfilerStop)(void);
+  /* CUDA IPC: the judge shares its buffers with the processes that run the
+   * candidate and the reference (sg_cuda_server.h). */
+  sg_CUresult (*cuIpcGetMemHandle)(sg_CUipcMemHandle *, sg_CUdeviceptr);
+  sg_CUresult (*cuIpcOpenMemHandle)(sg_CUdeviceptr *, sg_CUipcMemHandle, unsigned);
+  sg_CUresult (*cuIpcCloseMemHandle)(sg_CUdeviceptr);
 } sg_cuda_api;
 
 /* Loads libcuda.so.1 (or $SG_LIBCUDA, for tests) and resolves the table.

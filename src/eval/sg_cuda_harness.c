@@ -1,23 +1,12 @@
-/* sg_cuda_harness.c: correctness and timing of a CUDA candidate on a device.
+/* sg_cuda_harness.c: the cuda evaluator's device program, profile mode.
  *
- * How it works (the paper's protocol, docs/gpu.md):
- *  - One CUDA context per process: the device's primary context, made current
- *    before the candidate's code runs, so the candidate's CUDA runtime (linked
- *    statically into its shared object) attaches to the same context and the
- *    device pointers handed to it are valid there.
- *  - The reference and the candidate are separate shared objects loaded with
- *    RTLD_LOCAL: the candidate cannot reach the reference's symbols.
- *  - Correctness: for each trial, fresh random inputs are drawn on the host
- *    (seed + trial), copied to separate buffers for the candidate and the
- *    reference, outputs are poisoned with all-ones bytes (NaN for floats)
- *    before each call, the candidate runs first, and every output element is
- *    compared; inputs are checked unchanged afterwards.
- *  - Timing: warm-ups then timed runs, reference and candidate interleaved
- *    (alternating which goes first), each run preceded by a write of a buffer
- *    twice the L2's size on the same stream (the L2 flush), bracketed by
- *    events on the legacy default stream, which orders every blocking stream
- *    the candidate may use. The context is synchronized before the events are
- *    read, so an error in any stream surfaces.
+ * Validation (correctness and timing) is the judge's (sg_cuda_validate.c),
+ * which never loads the candidate into its own process. Profiling produces
+ * no verdict, only counters for ncu, so it keeps one process: the device's
+ * primary context is made current, the candidate's shared object (its
+ * statically linked CUDA runtime attaches to that context) is loaded with
+ * RTLD_LOCAL, inputs are drawn on the host, and one warm-up call is followed
+ * by one call between cuProfilerStart and cuProfilerStop after an L2 flush.
  * It never returns control to the candidate's process after a sticky CUDA
  * error: the result says runtime_error and the process ends.
  */
@@ -29,6 +18,7 @@
 #include "common/sg_clock.h"
 #include "eval/sg_cuda_api.h"
 #include "eval/sg_cuda_check.h"
+#include "eval/sg_cuda_validate.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -225,197 +215,6 @@ static void *load_so(const char *path, sg_launch_fn *fn, char *msg, size_t len) 
   return lib;
 }
 
-static int check_trial(harness *h, int trial, sg_cuda_cmp *worst, char *msg,
-                       size_t msg_len) {
-  const sg_task *t = h->cfg->task;
-  double atol = t->atol, rtol = t->rtol;
-  if (h->cfg->strict) {
-    atol /= 10;
-    rtol /= 10;
-  }
-  for (size_t i = 0; i < t->nargs; i++) {
-    const sg_task_arg *a = &t->args[i];
-    if (a->kind == SG_ARG_SCALAR)
-      continue;
-    size_t n = arg_bytes(a);
-    sg_CUresult rc = h->api.cuMemcpyDtoH(h->host_cand[i], h->dcand[i], n);
-    if (rc) {
-      snprintf(msg, msg_len, "reading %s back: %s", a->name, cuerr(h, rc));
-      return -2;
-    }
-    if (a->kind == SG_ARG_INPUT) {
-      if (memcmp(h->host_cand[i], h->host_in[i], n) != 0) {
-        snprintf(msg, msg_len,
-                 "the candidate wrote into its input %s (inputs are read-only)",
-                 a->name);
-        return -1;
-      }
-      continue;
-    }
-    if ((rc = h->api.cuMemcpyDtoH(h->host_ref[i], h->dref[i], n))) {
-      snprintf(msg, msg_len, "reading the reference's %s: %s", a->name,
-               cuerr(h, rc));
-      return -3;
-    }
-    sg_cuda_cmp c;
-    sg_cuda_compare(a->dtype, h->host_ref[i], h->host_cand[i], a->numel, atol,
-                    rtol, &c);
-    if (c.max_abs > worst->max_abs)
-      worst->max_abs = c.max_abs;
-    if (c.max_rel > worst->max_rel)
-      worst->max_rel = c.max_rel;
-    if (c.bad) {
-      char idx[128];
-      sg_cuda_index_str(a, c.first_bad, idx, sizeof idx);
-      worst->first_bad = c.first_bad;
-      snprintf(msg, msg_len,
-               "output %s differs from the reference on trial %d: %lld of %lld "
-               "elements outside atol=%g rtol=%g%s; first at %s: got %.9g, "
-               "expected %.9g; max abs error %.3g, max rel error %.3g",
-               a->name, trial + 1, (long long)c.bad, (long long)c.n, atol, rtol,
-               c.unwritten ? " (some still hold the NaN poison: never written)"
-                           : "",
-               idx, c.first_cand, c.first_ref, c.max_abs, c.max_rel);
-      return -1;
-    }
-  }
-  return 0;
-}
-
-static json_t *times_json(const double *v, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; i < n; i++)
-    json_array_append_new(a, json_real(v[i]));
-  return a;
-}
-
-/* Waits for everything queued on the legacy stream, at most limit_s: a
- * kernel that never ends is reported as a timeout here, long before the
- * sandbox's wall clock, and the process then ends (which is what stops it). */
-static sg_CUresult wait_bounded(harness *h, double limit_s, bool *timed_out) {
-  *timed_out = false;
-  sg_CUevent e;
-  sg_CUresult rc = h->api.cuEventCreate(&e, 0);
-  if (rc || (rc = h->api.cuEventRecord(e, LEGACY_STREAM)))
-    return rc;
-  double deadline = sg_clock_now_s() + limit_s;
-  struct timespec ts = {0, 200000};
-  while ((rc = h->api.cuEventQuery(e)) == SG_CUDA_ERROR_NOT_READY) {
-    if (sg_clock_now_s() > deadline) {
-      *timed_out = true;
-      return 0;
-    }
-    nanosleep(&ts, NULL);
-  }
-  h->api.cuEventDestroy(e);
-  return rc ? rc : sync_all(h);
-}
-
-static double call_limit_s(const sg_task *t) {
-  const json_t *v = json_object_get(t->raw, "call_timeout_s");
-  return json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : 10.0;
-}
-
-static json_t *validate(harness *h, sg_launch_fn cand, sg_launch_fn ref) {
-  const sg_cuda_harness_cfg *cfg = h->cfg;
-  char msg[1536];
-  sg_cuda_cmp worst;
-  memset(&worst, 0, sizeof worst);
-  worst.first_bad = -1;
-  for (int trial = 0; trial < cfg->trials; trial++) {
-    sg_CUresult rc = prepare_trial(h, cfg->seed + (uint64_t)trial);
-    if (rc)
-      return finish(h, "infra_error", "preparing inputs: %s", cuerr(h, rc));
-    cand(h->args_cand);
-    bool late = false;
-    if ((rc = wait_bounded(h, call_limit_s(cfg->task), &late)))
-      return finish(h, "runtime_error", "the candidate failed on trial %d: %s",
-                    trial + 1, cuerr(h, rc));
-    if (late)
-      return finish(h, "timeout",
-                    "one call of the candidate did not finish within %.1f s "
-                    "(trial %d); it was stopped", call_limit_s(cfg->task),
-                    trial + 1);
-    ref(h->args_ref);
-    if ((rc = sync_all(h)))
-      return finish(h, "infra_error", "the reference failed: %s", cuerr(h, rc));
-    int bad = check_trial(h, trial, &worst, msg, sizeof msg);
-    json_object_set_new(h->out, "max_abs_err", json_real(worst.max_abs));
-    json_object_set_new(h->out, "max_rel_err", json_real(worst.max_rel));
-    json_object_set_new(h->out, "first_mismatch", json_integer(worst.first_bad));
-    if (bad == -1)
-      return finish(h, strstr(msg, "wrote into its input") ? "rejected"
-                                                            : "numerical_error",
-                    "%s", msg);
-    if (bad == -2)
-      return finish(h, "runtime_error", "%s", msg);
-    if (bad < 0)
-      return finish(h, "infra_error", "%s", msg);
-  }
-  json_object_set_new(h->out, "trials", json_integer(cfg->trials));
-
-  /* Timing: interleaved, each run after an L2 flush. */
-  int runs = cfg->warmup + cfg->timed;
-  sg_CUevent *ev = sg_calloc((size_t)runs * 4, sizeof *ev);
-  for (int i = 0; i < runs * 4; i++)
-    if (h->api.cuEventCreate(&ev[i], 0))
-      return finish(h, "infra_error", "cuEventCreate failed");
-  double t0 = sg_clock_now_s();
-  for (int i = 0; i < runs; i++) {
-    for (int k = 0; k < 2; k++) {
-      int who = (i + k) % 2; /* 0: reference, 1: candidate */
-      sg_CUevent *e = &ev[(i * 2 + who) * 2];
-      h->api.cuMemsetD32Async(h->flush, (unsigned)i, h->flush_bytes / 4,
-                              LEGACY_STREAM);
-      h->api.cuEventRecord(e[0], LEGACY_STREAM);
-      if (who)
-        cand(h->args_cand);
-      else
-        ref(h->args_ref);
-      h->api.cuEventRecord(e[1], LEGACY_STREAM);
-    }
-    /* Keep the host from racing far ahead of the device: a slow kernel
-     * should not queue hundreds of launches before the timeout sees it. */
-    sg_CUresult rc = h->api.cuEventSynchronize(ev[(i * 2 + 1) * 2 + 1]);
-    if (rc)
-      return finish(h, "runtime_error", "the candidate failed while timed: %s",
-                    cuerr(h, rc));
-  }
-  sg_CUresult rc = sync_all(h);
-  if (rc)
-    return finish(h, "runtime_error", "the candidate failed while timed: %s",
-                  cuerr(h, rc));
-  double *tr = sg_calloc((size_t)cfg->timed, sizeof *tr);
-  double *tc = sg_calloc((size_t)cfg->timed, sizeof *tc);
-  for (int i = cfg->warmup; i < runs; i++) {
-    float ms_ref = 0, ms_cand = 0;
-    if (h->api.cuEventElapsedTime(&ms_ref, ev[(i * 2) * 2], ev[(i * 2) * 2 + 1]) ||
-        h->api.cuEventElapsedTime(&ms_cand, ev[(i * 2 + 1) * 2],
-                                  ev[(i * 2 + 1) * 2 + 1]))
-      return finish(h, "infra_error", "cuEventElapsedTime failed");
-    tr[i - cfg->warmup] = ms_ref;
-    tc[i - cfg->warmup] = ms_cand;
-  }
-  json_object_set_new(h->out, "timing_wall_s", json_real(sg_clock_now_s() - t0));
-  json_object_set_new(h->out, "ref_times_ms", times_json(tr, (size_t)cfg->timed));
-  json_object_set_new(h->out, "cand_times_ms", times_json(tc, (size_t)cfg->timed));
-  json_object_set_new(h->out, "ref_mean_ms", json_real(sg_stats_mean(tr, (size_t)cfg->timed)));
-  json_object_set_new(h->out, "cand_mean_ms", json_real(sg_stats_mean(tc, (size_t)cfg->timed)));
-  double mr = sg_stats_median(tr, (size_t)cfg->timed);
-  double mc = sg_stats_median(tc, (size_t)cfg->timed);
-  json_object_set_new(h->out, "ref_ms", json_real(mr));
-  json_object_set_new(h->out, "cand_ms", json_real(mc));
-  json_object_set_new(h->out, "speedup", json_real(mr / mc));
-  free(tr);
-  free(tc);
-  for (int i = 0; i < runs * 4; i++)
-    h->api.cuEventDestroy(ev[i]);
-  free(ev);
-  return finish(h, "ok", "correct on %d random input sets; %.4f ms against the "
-                "reference's %.4f ms (median of %d runs)",
-                cfg->trials, mc, mr, cfg->timed);
-}
-
 static json_t *profile(harness *h, sg_launch_fn cand) {
   sg_CUresult rc = prepare_trial(h, h->cfg->seed);
   if (rc)
@@ -435,6 +234,9 @@ static json_t *profile(harness *h, sg_launch_fn cand) {
 }
 
 json_t *sg_cuda_harness_run(const sg_cuda_harness_cfg *cfg) {
+  /* Validation: the candidate in its own process, judged from this one. */
+  if (cfg->mode == SG_CUDA_MODE_VALIDATE)
+    return sg_cuda_validate_run(cfg);
   harness hh, *h = &hh;
   memset(h, 0, sizeof *h);
   h->cfg = cfg;
@@ -473,7 +275,6 @@ json_t *sg_cuda_harness_run(const sg_cuda_harness_cfg *cfg) {
     return finish(h, "infra_error", "%s", msg);
   if (cfg->mode == SG_CUDA_MODE_PROFILE)
     return profile(h, cand);
-  if (!ref)
-    return finish(h, "infra_error", "validation needs the reference");
-  return validate(h, cand, ref);
+  (void)ref;
+  return finish(h, "infra_error", "validation runs in the judge (sg_cuda_validate)");
 }

@@ -10,27 +10,14 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "eval/sg_cuda_api.h"
 #include "eval/sg_eval_cpu.h"
 #include "eval/sg_eval_cuda.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const status_names[SG_EVAL__COUNT] = {
-    "ok", "compile_error", "runtime_error", "numerical_error",
-    "timeout", "rejected", "aborted", "infra_error"};
-
-const char *sg_eval_status_name(sg_eval_status s) {
-  return (unsigned)s < SG_EVAL__COUNT ? status_names[s] : "unknown";
-}
-
-int sg_eval_status_parse(const char *name) {
-  for (int i = 0; name && i < SG_EVAL__COUNT; i++)
-    if (strcmp(name, status_names[i]) == 0)
-      return i;
-  return -1;
-}
 
 void sg_eval_opts_default(sg_eval_opts *opts) {
   memset(opts, 0, sizeof *opts);
@@ -61,10 +48,15 @@ void sg_eval_result_free(sg_eval_result *r) {
     return;
   free(r->message);
   free(r->profile_text);
+  free(r->kernelbench_status);
+  r->kernelbench_status = NULL;
   if (r->metrics)
     json_decref(r->metrics);
+  if (r->isolation)
+    json_decref(r->isolation);
   r->message = r->profile_text = NULL;
   r->metrics = NULL;
+  r->isolation = NULL;
 }
 
 /* NaN and infinities have no JSON form: null. */
@@ -88,6 +80,8 @@ json_t *sg_eval_result_to_json(const sg_eval_result *r) {
                                                ? json_integer(r->first_mismatch)
                                                : json_null());
   json_object_set_new(j, "network_isolated", json_boolean(r->network_isolated));
+  json_object_set_new(j, "isolation", r->isolation ? json_incref(r->isolation)
+                                                   : json_null());
   json_object_set_new(j, "seed", r->seed ? json_integer((json_int_t)r->seed)
                                          : json_null());
   json_object_set_new(j, "metrics", r->metrics ? json_incref(r->metrics)
@@ -95,6 +89,9 @@ json_t *sg_eval_result_to_json(const sg_eval_result *r) {
   json_object_set_new(j, "profile_text", r->profile_text
                                              ? json_string(r->profile_text)
                                              : json_null());
+  json_object_set_new(j, "kernelbench_status", r->kernelbench_status
+                                                   ? json_string(r->kernelbench_status)
+                                                   : json_null());
   return j;
 }
 
@@ -147,6 +144,9 @@ int sg_eval_result_from_json(const json_t *j, sg_eval_result *r, sg_err *err) {
     return sg_err_set(err, SG_EPARSE, "evaluation result: first_mismatch: expected an integer or null");
   }
   r->network_isolated = json_is_true(json_object_get(j, "network_isolated"));
+  const json_t *iso = json_object_get(j, "isolation");
+  if (json_is_object(iso))
+    r->isolation = json_deep_copy(iso);
   const json_t *seed = json_object_get(j, "seed");
   if (json_is_integer(seed))
     r->seed = (unsigned long long)json_integer_value(seed);
@@ -156,6 +156,9 @@ int sg_eval_result_from_json(const json_t *j, sg_eval_result *r, sg_err *err) {
   const json_t *pt = json_object_get(j, "profile_text");
   if (json_is_string(pt))
     r->profile_text = sg_strdup(json_string_value(pt));
+  const json_t *kb = json_object_get(j, "kernelbench_status");
+  if (json_is_string(kb) && sg_eval_status_parse(json_string_value(kb)) >= 0)
+    r->kernelbench_status = sg_strdup(json_string_value(kb));
   return 0;
 }
 
@@ -184,23 +187,77 @@ static int cpu_profile(const sg_task *task, const sg_eval_build *build,
                     "the cpu evaluator has no hardware profiling (use validate's timing)");
 }
 
-static const sg_evaluator cpu_evaluator = {"cpu", sg_eval_cpu_compile,
-                                           sg_eval_cpu_run, cpu_profile};
+static const sg_evaluator cpu_evaluator = {
+    .name = "cpu", .device_kind = "cpu", .gpu = false, .hardware_counters = false,
+    .profiling = SG_PROFILE_TIMING, .compile = sg_eval_cpu_compile,
+    .run = sg_eval_cpu_run, .profile = cpu_profile};
 
-static const sg_evaluator cuda_evaluator = {"cuda", sg_eval_cuda_compile,
-                                            sg_eval_cuda_run,
-                                            sg_eval_cuda_profile};
+static const sg_evaluator cuda_evaluator = {
+    .name = "cuda", .device_kind = "cuda", .gpu = true, .hardware_counters = true,
+    .profiling = SG_PROFILE_COUNTERS, .compile = sg_eval_cuda_compile,
+    .run = sg_eval_cuda_run, .profile = sg_eval_cuda_profile};
+
+/* The evaluator table: a bare task name on a device kind means the first
+ * evaluator's task of that name (cuda before kernelbench). */
+static const sg_evaluator *const evaluators[] = {&cpu_evaluator, &cuda_evaluator,
+                                                 &sg_evaluator_kernelbench};
+
+const sg_evaluator *sg_evaluator_at(size_t i) {
+  return i < sizeof evaluators / sizeof evaluators[0] ? evaluators[i] : NULL;
+}
 
 const sg_evaluator *sg_evaluator_find(const char *name) {
-  if (!name)
-    return NULL;
-  if (strcmp(name, "cpu") == 0)
-    return &cpu_evaluator;
-  if (strcmp(name, "cuda") == 0)
-    return &cuda_evaluator;
-  if (strcmp(name, "kernelbench") == 0)
-    return &sg_evaluator_kernelbench;
+  for (size_t i = 0; name && i < sizeof evaluators / sizeof evaluators[0]; i++)
+    if (strcmp(name, evaluators[i]->name) == 0)
+      return evaluators[i];
   return NULL;
+}
+
+const char *sg_eval_device_kind(const char *device) {
+  size_t n = device ? strcspn(device, ":") : 0;
+  for (size_t i = 0; n > 0 && i < sizeof evaluators / sizeof evaluators[0]; i++)
+    if (strlen(evaluators[i]->device_kind) == n &&
+        strncmp(device, evaluators[i]->device_kind, n) == 0)
+      return evaluators[i]->device_kind;
+  return NULL;
+}
+
+int sg_eval_device_check(const char *device, sg_err *err) {
+  const char *kind = sg_eval_device_kind(device);
+  if (kind == NULL)
+    return sg_err_set(err, SG_EINVAL, "%s: no evaluator runs on this kind of device",
+                      device ? device : "");
+  bool gpu = false;
+  for (size_t i = 0; sg_evaluator_at(i); i++)
+    gpu |= strcmp(sg_evaluator_at(i)->device_kind, kind) == 0 && sg_evaluator_at(i)->gpu;
+  if (!gpu)
+    return 0;
+  int ordinal = 0;
+  int rc = sg_eval_cuda_parse_device(device, &ordinal, err);
+  if (rc < 0)
+    return rc;
+  sg_cuda_api api;
+  sg_err e;
+  sg_err_clear(&e);
+  if (sg_cuda_api_load(&api, &e) < 0)
+    return sg_err_set(err, SG_EINVAL, "%s: no CUDA driver on this machine (%s)", device,
+                      e.msg);
+  int n = 0;
+  sg_CUresult cr = api.cuInit(0);
+  if (cr == 0)
+    cr = api.cuDeviceGetCount(&n);
+  char buf[256];
+  if (cr != 0) {
+    sg_err_set(err, SG_EINVAL, "%s: the CUDA driver finds no usable GPU (%s)", device,
+               sg_cuda_api_errstr(&api, cr, buf, sizeof buf));
+    dlclose(api.lib);
+    return SG_EINVAL;
+  }
+  dlclose(api.lib);
+  if (ordinal >= n)
+    return sg_err_set(err, SG_EINVAL, "%s: this machine has %d CUDA device%s", device, n,
+                      n == 1 ? "" : "s");
+  return 0;
 }
 
 static int find(const sg_task *task, const sg_evaluator **ev, sg_err *err) {

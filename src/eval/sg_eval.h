@@ -12,26 +12,14 @@
 #define SG_EVAL_H
 
 #include "common/sg_error.h"
+#include "core/sg_outcome.h"
 #include "eval/sg_task.h"
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
-typedef enum sg_eval_status {
-  SG_EVAL_OK,
-  SG_EVAL_COMPILE_ERROR,
-  SG_EVAL_RUNTIME_ERROR,
-  SG_EVAL_NUMERICAL_ERROR,
-  SG_EVAL_TIMEOUT,
-  SG_EVAL_REJECTED,     /* a rule broken: calling the reference, cheating */
-  SG_EVAL_ABORTED,      /* the scheduler withdrew the request */
-  SG_EVAL_INFRA_ERROR,  /* specgen or the machine failed, not the candidate */
-  SG_EVAL__COUNT
-} sg_eval_status;
-
-/* "ok", "compile_error", ...; and back (-1 for an unknown name). */
-const char *sg_eval_status_name(sg_eval_status s);
-int sg_eval_status_parse(const char *name);
+/* sg_eval_status and its names: core/sg_outcome.h. */
 
 typedef struct sg_eval_opts {
   const char *device;      /* "cpu:N" or "cuda:N"; NULL: the evaluator's default */
@@ -58,9 +46,17 @@ typedef struct sg_eval_result {
   double max_abs_err, max_rel_err; /* over all trials; NAN when not checked */
   long long first_mismatch;        /* flat index, -1 if none */
   bool network_isolated;   /* the candidate ran in its own network namespace */
+  /* what isolated the candidate (cpu evaluator: user, mount, pid, ipc,
+   * network, unprivileged, seccomp, separate_judge), or NULL; owned */
+  json_t *isolation;
   json_t *metrics;         /* profiling metrics (an object) or NULL; owned */
   char *profile_text;      /* short profiling verdict for the LLM, or NULL */
   unsigned long long seed; /* the seed the inputs were drawn from; 0: none */
+  /* KernelBench's own verdict on the same candidate (its allclose at
+   * atol = rtol = 1e-2 on the task's own inputs, nothing else checked),
+   * beside specgen's stricter one in status: "ok", "numerical_error", ...;
+   * NULL where the evaluator does not give it (cpu). Owned. */
+  char *kernelbench_status;
 } sg_eval_result;
 
 void sg_eval_result_init(sg_eval_result *r);
@@ -99,9 +95,22 @@ int sg_eval_profile(const sg_task *task, const sg_eval_build *build,
 int sg_eval_validate(const sg_task *task, const char *source, size_t len,
                      const sg_eval_opts *opts, sg_eval_result *r, sg_err *err);
 
-/* One evaluator; sg_eval_* dispatch on task->evaluator. */
+/* How an evaluator's profile stage works. */
+typedef enum sg_eval_profiling {
+  SG_PROFILE_COUNTERS,  /* hardware counters (ncu): the profile stage */
+  SG_PROFILE_TIMING,    /* no counters: a profile is a second, independent
+                           timing run (the run stage again) */
+} sg_eval_profiling;
+
+/* One evaluator; sg_eval_* dispatch on task->evaluator. It describes itself,
+ * so that nothing outside src/eval decides by its name. */
 typedef struct sg_evaluator {
   const char *name;
+  const char *device_kind;       /* the devices it runs on: "cpu" or "cuda"
+                                    (the prefix of `--devices KIND:N`) */
+  bool gpu;                      /* those devices are GPUs */
+  bool hardware_counters;        /* its profile reads hardware counters */
+  sg_eval_profiling profiling;
   int (*compile)(const sg_task *, const char *, size_t, const sg_eval_opts *,
                  sg_eval_build *, sg_eval_result *, sg_err *);
   int (*run)(const sg_task *, const sg_eval_build *, const sg_eval_opts *,
@@ -112,5 +121,16 @@ typedef struct sg_evaluator {
 
 /* The evaluator called name, or NULL. */
 const sg_evaluator *sg_evaluator_find(const char *name);
+/* The evaluators of this build, in their order of preference (i from 0;
+ * NULL past the last): to list them, or to try those of a device kind. */
+const sg_evaluator *sg_evaluator_at(size_t i);
+/* The device kind of a device name ("cpu:0" -> "cpu"): a static string,
+ * NULL for a kind no evaluator runs on. */
+const char *sg_eval_device_kind(const char *device);
+/* Whether device can evaluate at all, before anything is started on it:
+ * cuda:N needs a CUDA driver that sees at least N+1 devices; cpu:N is
+ * checked by the worker that takes it. SG_EINVAL with the reason ("cuda:0:
+ * no CUDA driver on this machine (...)") otherwise. */
+int sg_eval_device_check(const char *device, sg_err *err);
 
 #endif

@@ -32,6 +32,17 @@ uint64_t sg_rng_derive(uint64_t seed, uint64_t trial, uint64_t arg);
  * structure to each trailing square matrix. */
 void sg_eval_fill(const sg_task_arg *a, void *buf, sg_rng *r);
 
+/* Fresh values for one more call, cheaper than sg_eval_fill and as good for
+ * checking: where the distribution is symmetric about 0 (normal with mean 0,
+ * uniform on [-h, h], a choice closed under negation; float types), every
+ * element's sign is drawn afresh and a random eighth of the elements is
+ * drawn anew, then the structure is applied again; otherwise the whole
+ * buffer is drawn anew (sg_eval_fill). Either way no call sees the values of
+ * an earlier one, and the values keep the task's distribution. */
+void sg_eval_refresh(const sg_task_arg *a, void *buf, sg_rng *r);
+/* Whether sg_eval_refresh can flip signs for a (see above). */
+bool sg_eval_sign_symmetric(const sg_task_arg *a);
+
 /* ---- checking outputs ---- */
 
 /* Outputs are filled with a NaN of a payload no arithmetic produces before

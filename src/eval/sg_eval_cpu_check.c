@@ -113,13 +113,19 @@ static void set_elem(sg_dtype d, void *buf, int64_t i, double v) {
 
 enum { DIST_NORMAL, DIST_UNIFORM, DIST_CHOICE };
 
-void sg_eval_fill(const sg_task_arg *a, void *buf, sg_rng *r) {
+static int dist_of(const sg_init_spec *s) {
+  return strcmp(s->dist, "normal") == 0    ? DIST_NORMAL
+         : strcmp(s->dist, "uniform") == 0 ? DIST_UNIFORM
+                                           : DIST_CHOICE;
+}
+
+/* Elements [from, to) drawn from a->init (no structure). */
+static void fill_range(const sg_task_arg *a, void *buf, int64_t from, int64_t to,
+                       sg_rng *r) {
   const sg_init_spec *s = &a->init;
-  int dist = strcmp(s->dist, "normal") == 0    ? DIST_NORMAL
-             : strcmp(s->dist, "uniform") == 0 ? DIST_UNIFORM
-                                               : DIST_CHOICE;
+  int dist = dist_of(s);
   pthread_once(&zig_once, zig_init);
-  for (int64_t i = 0; i < a->numel; i++) {
+  for (int64_t i = from; i < to; i++) {
     double v;
     if (dist == DIST_NORMAL) {
       v = s->p[0] + s->p[1] * zig_normal(r);
@@ -135,9 +141,17 @@ void sg_eval_fill(const sg_task_arg *a, void *buf, sg_rng *r) {
     else
       set_elem(a->dtype, buf, i, v);
   }
+}
+
+/* The structure of a->init applied to each trailing square matrix. */
+static void apply_structure(const sg_task_arg *a, void *buf) {
   const char *st = a->init.structure;
   if (!st[0] || a->ndims < 2)
     return;
+  enum { SYM, UPPER, LOWER, DIAG } kind = strcmp(st, "symmetric") == 0 ? SYM
+                                          : strcmp(st, "upper") == 0   ? UPPER
+                                          : strcmp(st, "lower") == 0   ? LOWER
+                                                                       : DIAG;
   int64_t n = a->shape[a->ndims - 1];
   int64_t mats = a->numel / (n * n);
   for (int64_t m = 0; m < mats; m++) {
@@ -145,19 +159,75 @@ void sg_eval_fill(const sg_task_arg *a, void *buf, sg_rng *r) {
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < n; j++) {
         int64_t ij = base + i * n + j, ji = base + j * n + i;
-        if (strcmp(st, "symmetric") == 0) {
+        if (kind == SYM) {
           if (j > i) { /* A = (R + R^T) / 2, both halves at once */
             double v = (get_elem(a->dtype, buf, ij) + get_elem(a->dtype, buf, ji)) / 2;
             set_elem(a->dtype, buf, ij, v);
             set_elem(a->dtype, buf, ji, v);
           }
-        } else if ((strcmp(st, "upper") == 0 && j < i) ||
-                   (strcmp(st, "lower") == 0 && j > i) ||
-                   (strcmp(st, "diagonal") == 0 && j != i)) {
+        } else if ((kind == UPPER && j < i) || (kind == LOWER && j > i) ||
+                   (kind == DIAG && j != i)) {
           set_elem(a->dtype, buf, ij, 0);
         }
       }
   }
+}
+
+void sg_eval_fill(const sg_task_arg *a, void *buf, sg_rng *r) {
+  fill_range(a, buf, 0, a->numel, r);
+  apply_structure(a, buf);
+}
+
+bool sg_eval_sign_symmetric(const sg_task_arg *a) {
+  const sg_init_spec *s = &a->init;
+  if (a->dtype != SG_DTYPE_F32 && a->dtype != SG_DTYPE_F64)
+    return false;
+  switch (dist_of(s)) {
+  case DIST_NORMAL: return s->p[0] == 0;
+  case DIST_UNIFORM: return s->p[0] == -s->p[1];
+  default:
+    if (strcmp(s->dist, "choice") != 0 || s->nvalues == 0)
+      return false;
+    for (size_t i = 0; i < s->nvalues; i++) {
+      bool found = false;
+      for (size_t k = 0; k < s->nvalues && !found; k++)
+        found = s->values[k] == -s->values[i];
+      if (!found)
+        return false;
+    }
+    return true;
+  }
+}
+
+void sg_eval_refresh(const sg_task_arg *a, void *buf, sg_rng *r) {
+  if (!sg_eval_sign_symmetric(a)) {
+    sg_eval_fill(a, buf, r);
+    return;
+  }
+  /* every sign afresh: one random bit per element */
+  int64_t n = a->numel;
+  if (a->dtype == SG_DTYPE_F32) {
+    uint32_t *u = buf;
+    for (int64_t i = 0; i < n; i += 64) {
+      uint64_t bits = sg_rng_next(r);
+      int64_t end = i + 64 < n ? i + 64 : n;
+      for (int64_t k = i; k < end; k++, bits >>= 1)
+        u[k] ^= (uint32_t)(bits & 1) << 31;
+    }
+  } else {
+    uint64_t *u = buf;
+    for (int64_t i = 0; i < n; i += 64) {
+      uint64_t bits = sg_rng_next(r);
+      int64_t end = i + 64 < n ? i + 64 : n;
+      for (int64_t k = i; k < end; k++, bits >>= 1)
+        u[k] ^= (bits & 1) << 63;
+    }
+  }
+  /* and an eighth of the values (at least 64) drawn anew, at a random place */
+  int64_t len = n / 8 > 64 ? n / 8 : (n < 64 ? n : 64);
+  int64_t from = n > len ? (int64_t)(sg_rng_next(r) % (uint64_t)(n - len + 1)) : 0;
+  fill_range(a, buf, from, from + len, r);
+  apply_structure(a, buf);
 }
 
 /* ---- poison and allclose --------------------------------------------------- */

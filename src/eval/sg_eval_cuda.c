@@ -8,21 +8,25 @@
  * crashes, hangs or corrupts its context takes only that child with it.
  */
 #include "eval/sg_eval_cuda.h"
+#include "eval/sg_cuda_judge.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
+#include "common/sg_hash.h"
 #include "eval/sg_cuda_check.h"
 #include "eval/sg_ncu.h"
 #include "eval/sg_sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -153,15 +157,6 @@ static char *strip_dir(const char *text, const char *dir) {
   return sg_buf_steal(&b);
 }
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 static char *make_work_dir(const sg_eval_opts *opts, sg_err *err) {
   const char *root = opts && opts->work_dir ? opts->work_dir : getenv("TMPDIR");
   if (!root || !*root)
@@ -256,9 +251,30 @@ static int write_shim(const sg_task *task, const char *dir, const char *include,
   return rc;
 }
 
+/* Candidates of one task compile at once (specgen bench, the GPU check, a
+ * run's compile workers): one builds the reference, the others wait on a
+ * lock file beside the cache entry instead of running the same nvcc and
+ * cuBLAS link beside it. Returns the locked descriptor (closing it unlocks)
+ * or -1 (no lock: build anyway). */
+static int lock_reference(const char *cache, uint64_t h) {
+  sg_err err;
+  if (sg_mkdir_p(cache, &err) != 0)
+    return -1;
+  char *lp = sg_asprintf("%s/ref-%016llx.lock", cache, (unsigned long long)h);
+  int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  free(lp);
+  if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
 /* The reference's shared object, from the cache when an identical build is
  * there: ${XDG_CACHE_HOME:-$HOME/.cache}/specgen/cuda/ref-<hash>.so, keyed
- * by the reference's source, the shim, the target and nvcc's path. */
+ * by the reference's source, the shim, the target and nvcc's path.
+ * One sequence of steps (key, lock, build, publish) a little over 80 lines:
+ * split, its error paths would have to cross functions. */
 static int build_reference(const sg_task *task, const char *nvcc,
                            const char *work_dir, double timeout_s, char **so,
                            sg_err *err) {
@@ -270,11 +286,13 @@ static int build_reference(const sg_task *task, const char *nvcc,
   sg_buf shim;
   sg_buf_init(&shim, 0);
   sg_cuda_shim(task, "reference.cu", &shim);
-  uint64_t h = 0xcbf29ce484222325ULL;
-  h = fnv1a(h, src, len);
-  h = fnv1a(h, shim.data, shim.len);
-  h = fnv1a(h, sg_eval_cuda_arch(), strlen(sg_eval_cuda_arch()));
-  h = fnv1a(h, nvcc, strlen(nvcc));
+  /* The judge's kernels (input generation, comparison) live in the trusted
+   * reference build; part of the cache key like everything in the shim. */
+  sg_buf_puts(&shim, sg_cuda_judge_src);
+  uint64_t h = sg_fnv1a64(src, len);
+  h = sg_fnv1a64_update(h, shim.data, shim.len);
+  h = sg_fnv1a64_update(h, sg_eval_cuda_arch(), strlen(sg_eval_cuda_arch()));
+  h = sg_fnv1a64_update(h, nvcc, strlen(nvcc));
   const char *xdg = getenv("XDG_CACHE_HOME");
   const char *home = getenv("HOME");
   char *cache = xdg && *xdg ? sg_asprintf("%s/specgen/cuda", xdg)
@@ -283,6 +301,12 @@ static int build_reference(const sg_task *task, const char *nvcc,
   *so = sg_asprintf("%s/ref-%016llx.so", cache, (unsigned long long)h);
   if (access(*so, R_OK) == 0)
     goto done;
+  int lock = lock_reference(cache, h);
+  if (access(*so, R_OK) == 0) {
+    if (lock >= 0)
+      close(lock);
+    goto done;
+  }
   char *dir = sg_asprintf("%s/ref", work_dir);
   char *ref_cu = sg_asprintf("%s/reference.cu", dir);
   char *shim_cu = sg_asprintf("%s/sg_reference.cu", dir);
@@ -321,6 +345,8 @@ static int build_reference(const sg_task *task, const char *nvcc,
   free(ref_cu);
   free(shim_cu);
   free(tmp_so);
+  if (lock >= 0)
+    close(lock); /* releases the lock */
 done:
   free(cache);
   free(src);
@@ -424,6 +450,9 @@ void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
     r->max_rel_err = jnum(j, "max_rel_err");
     const json_t *fm = json_object_get(j, "first_mismatch");
     r->first_mismatch = json_is_integer(fm) ? json_integer_value(fm) : -1;
+    const char *kb = json_string_value(json_object_get(j, "kernelbench_status"));
+    if (kb && sg_eval_status_parse(kb) >= 0)
+      r->kernelbench_status = sg_strdup(kb);
     if (r->status == SG_EVAL_OK && r->cand_ms > 0)
       r->speedup = r->ref_ms / r->cand_ms;
   } else {

@@ -223,5 +223,7 @@ static int kb_profile(const sg_task *task, const sg_eval_build *build,
   return rc;
 }
 
-const sg_evaluator sg_evaluator_kernelbench = {"kernelbench", kb_compile, kb_run,
-                                               kb_profile};
+const sg_evaluator sg_evaluator_kernelbench = {
+    .name = "kernelbench", .device_kind = "cuda", .gpu = true,
+    .hardware_counters = true, .profiling = SG_PROFILE_COUNTERS,
+    .compile = kb_compile, .run = kb_run, .profile = kb_profile};

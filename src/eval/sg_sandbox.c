@@ -1,28 +1,22 @@
-/* sg_sandbox.c: running untrusted candidate code in a limited child process.
+/* sg_sandbox.c: running untrusted code in a limited child process: the
+ * parent's side (sg_sandbox_child.c is the child's, sg_sandbox_filter.c the
+ * seccomp filters).
  *
- * How it works. The parent opens four pipes (stdout, stderr, the result and a
- * private setup channel) and forks. The child makes itself a process group,
- * moves its pipes into place (stdin on /dev/null, every other descriptor
- * closed), tries to leave the network (a new network namespace: as root
- * unshare(CLONE_NEWNET) works; otherwise a user namespace is created first),
- * changes to its scratch directory, pins itself to a core, sets its rlimits,
- * and, last, installs a seccomp filter that forbids creating processes. It
- * then reports on the setup channel (whether the network is isolated, or why
- * setup failed) and runs the candidate code (a function, or a program).
+ * How it works. The parent opens three pipes (stdout, stderr, the result)
+ * and a socket pair (the setup channel) and forks. The child arranges its
+ * descriptors, enters its namespaces, asks the parent to map its user
+ * namespace where it made one (only the parent, outside it, may map root's
+ * ids to nobody), forks the first process of its PID namespace, makes its
+ * read-only view of the file system, drops to an unprivileged user, pins
+ * itself, sets its rlimits and installs its seccomp filter; then it reports
+ * on the setup channel what isolation it got and runs the candidate (a
+ * function, or a program).
  *
- * The parent polls the pipes and a pidfd of the child, cutting captured output
- * at its caps while it keeps draining (so a chatty child never blocks), until
- * the child ends or the wall-clock deadline passes; then it kills the whole
- * process group with SIGKILL and reaps the child.
- *
- * Why a seccomp filter: RLIMIT_NPROC counts processes per user and is not
- * enforced for root (CAP_SYS_RESOURCE / CAP_SYS_ADMIN), so a fork bomb run as
- * root would go through it. The filter is written by hand in classic BPF
- * (linux/filter.h, linux/seccomp.h): fork, vfork, clone without CLONE_THREAD,
- * execve and execveat, sockets other than AF_UNIX, and signals to any other
- * process kill the child with SIGSYS, whoever runs it. clone3 answers ENOSYS:
- * its flags sit in memory that BPF cannot read, and glibc then falls back to
- * clone, whose flags it can.
+ * The parent polls the pipes and a pidfd of the child, cutting captured
+ * output at its caps while it keeps draining (so a chatty child never
+ * blocks), until the child ends or the caller is done with it; then it kills
+ * the whole process group with SIGKILL and reaps the child. The first process
+ * of a PID namespace takes every other one in it along when it dies.
  *
  * What it must never do: let the child outlive the call, block on a child
  * that stops reading or writing, or trust anything the child wrote.
@@ -33,12 +27,11 @@
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 
+#include "eval/sg_sandbox_impl.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <math.h>
 #include <poll.h>
 #include <sched.h>
@@ -55,23 +48,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SG_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SG_ASAN 1
-#endif
-#endif
-
-#if defined(__x86_64__)
-#define SG_AUDIT_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define SG_AUDIT_ARCH AUDIT_ARCH_AARCH64
-#endif
-
-/* The child's result descriptor after setup (0, 1 and 2 are stdio). */
-#define RESULT_FD 3
-#define SETUP_FD 4
 
 void sg_sandbox_limits_default(sg_sandbox_limits *lim) {
   memset(lim, 0, sizeof *lim);
@@ -106,248 +82,6 @@ static volatile int in_sandbox_child;
 int __lsan_is_turned_off(void);
 int __lsan_is_turned_off(void) { return in_sandbox_child; }
 #endif
-
-/* ---- the child ------------------------------------------------------------ */
-
-/* What the child tells the parent on the setup channel, once. */
-typedef struct setup_msg {
-  int ok;               /* 1: setup done, the candidate starts */
-  int net_isolated;
-  char text[480];       /* the failure, or a note about the network */
-} setup_msg;
-
-static void write_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n > 0) {
-    ssize_t w = write(fd, c, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return;
-    c += w;
-    n -= (size_t)w;
-  }
-}
-
-static _Noreturn void child_fail(setup_msg *m, const char *what, int e) {
-  m->ok = 0;
-  snprintf(m->text, sizeof m->text, "sandbox setup: %s: %s", what, strerror(e));
-  write_all(SETUP_FD, m, sizeof *m);
-  _exit(127);
-}
-
-#define BPF_STMT_(code, k) ((struct sock_filter)BPF_STMT((code), (k)))
-#define BPF_JUMP_(code, k, jt, jf) ((struct sock_filter)BPF_JUMP((code), (k), (jt), (jf)))
-
-/* Builds and installs the filter described at the top of the file.
- * allowed_exec is the one execve path pointer sg_sandbox_exec may pass (0:
- * none): the comparison is on the pointer, which only this child's memory
- * holds before the exec replaces it. */
-static int install_seccomp(uint64_t allowed_exec) {
-#ifndef SG_AUDIT_ARCH
-  (void)allowed_exec;
-  errno = ENOSYS;
-  return -1;
-#else
-  const uint32_t self = (uint32_t)getpid();
-  enum { MAXF = 64 };
-  struct sock_filter f[MAXF];
-  int n = 0;
-#define EMIT(x) (f[n++] = (x))
-  const uint32_t ret_kill = SECCOMP_RET_KILL_PROCESS;
-  const uint32_t ret_allow = SECCOMP_RET_ALLOW;
-  const uint32_t ret_enosys = SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA);
-  /* Labels are resolved by index below; each check is "if nr == X jump". */
-  EMIT(BPF_STMT_(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, SG_AUDIT_ARCH, 1, 0));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_kill));
-  EMIT(BPF_STMT_(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-#if defined(__x86_64__)
-  /* x32 system calls reach the same kernel functions by other numbers */
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_kill));
-#endif
-  /* straight kills */
-  static const long killed[] = {
-#ifdef SYS_fork
-      SYS_fork,
-#endif
-#ifdef SYS_vfork
-      SYS_vfork,
-#endif
-      SYS_execveat, SYS_ptrace, SYS_tkill, SYS_process_vm_writev,
-      SYS_setns, SYS_unshare,
-  };
-  for (size_t i = 0; i < sizeof killed / sizeof *killed; i++) {
-    EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)killed[i], 0, 1));
-    EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_kill));
-  }
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_enosys));
-  /* The argument checks below load args[0]'s low word (little-endian). */
-  const uint32_t arg0 = offsetof(struct seccomp_data, args[0]);
-  const uint32_t arg0_hi = arg0 + 4;
-  /* clone: only threads */
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4));
-  EMIT(BPF_STMT_(BPF_LD | BPF_W | BPF_ABS, arg0));
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_allow));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_kill));
-  /* socket: AF_UNIX only */
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 4));
-  EMIT(BPF_STMT_(BPF_LD | BPF_W | BPF_ABS, arg0));
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_allow));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_kill));
-  /* kill: only ourselves (pid 0, our pid, our group -pid) */
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, SYS_kill, 0, 6));
-  EMIT(BPF_STMT_(BPF_LD | BPF_W | BPF_ABS, arg0));
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, 0, 3, 0));
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, self, 2, 0));
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)-(int32_t)self, 1, 0));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_kill));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_allow));
-  /* tgkill (raise, abort): only our own thread group */
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, SYS_tgkill, 0, 4));
-  EMIT(BPF_STMT_(BPF_LD | BPF_W | BPF_ABS, arg0));
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_allow));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_kill));
-  /* execve: only the one sg_sandbox_exec makes, by its path pointer */
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 0, 6));
-  EMIT(BPF_STMT_(BPF_LD | BPF_W | BPF_ABS, arg0));
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)allowed_exec, 0, 3));
-  EMIT(BPF_STMT_(BPF_LD | BPF_W | BPF_ABS, arg0_hi));
-  EMIT(BPF_JUMP_(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(allowed_exec >> 32), 0, 1));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, allowed_exec ? ret_allow : ret_kill));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_kill));
-  EMIT(BPF_STMT_(BPF_RET | BPF_K, ret_allow));
-#undef EMIT
-  if (n > MAXF)
-    abort(); /* the array above overflowed: a programming error */
-  struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    return -1;
-  return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
-#endif
-}
-
-static void set_limit(setup_msg *m, int resource, const char *name, uint64_t v) {
-  struct rlimit rl = {(rlim_t)v, (rlim_t)v};
-  if (setrlimit(resource, &rl) != 0)
-    child_fail(m, name, errno);
-}
-
-/* Current virtual size of this process, from /proc/self/statm (pages). */
-static uint64_t current_vm_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "re");
-  unsigned long long pages = 0;
-  if (f) {
-    if (fscanf(f, "%llu", &pages) != 1)
-      pages = 0;
-    fclose(f);
-  }
-  return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-/* Everything between fork and the candidate. fds: the child ends of the
- * stdout, stderr, result and setup pipes. */
-static void child_setup(const sg_sandbox_limits *lim, int out_w, int err_w,
-                        int res_w, int setup_w, uint64_t allowed_exec) {
-  setup_msg m;
-  memset(&m, 0, sizeof m);
-  setpgid(0, 0);
-  /* die with the parent */
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  /* Default dispositions: a crash must end the child with its own signal,
-   * whatever handlers this process had (AddressSanitizer installs some). */
-  static const int defaults[] = {SIGPIPE, SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-                                 SIGABRT, SIGALRM, SIGXCPU, SIGXFSZ, SIGSYS};
-  for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++)
-    signal(defaults[i], SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL);
-
-  /* Descriptors: 0 /dev/null, 1 out, 2 err, 3 result, 4 setup; nothing else.
-   * Move every source above 4 first, so the dup2s below never clobber one. */
-  int fds[4] = {out_w, err_w, res_w, setup_w};
-  for (int i = 0; i < 4; i++)
-    if (fds[i] <= SETUP_FD) {
-      int moved = fcntl(fds[i], F_DUPFD, SETUP_FD + 1);
-      if (moved < 0)
-        _exit(127);
-      fds[i] = moved;
-    }
-  int null_fd = open("/dev/null", O_RDONLY);
-  if (null_fd < 0 || dup2(null_fd, 0) < 0)
-    _exit(127);
-  for (int i = 0; i < 4; i++)
-    if (dup2(fds[i], i + 1) < 0)
-      _exit(127);
-  /* close_range(5, ~0U, 0); a loop where the call is missing */
-  if (syscall(SYS_close_range, SETUP_FD + 1, ~0U, 0) != 0) {
-    long maxfd = sysconf(_SC_OPEN_MAX);
-    for (long fd = SETUP_FD + 1; fd < maxfd && fd < 65536; fd++)
-      close((int)fd);
-  }
-  fcntl(SETUP_FD, F_SETFD, FD_CLOEXEC);
-
-  if (lim->isolate_network) {
-    if (unshare(CLONE_NEWNET) == 0) {
-      m.net_isolated = 1;
-    } else {
-      int e1 = errno;
-      if (unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
-        m.net_isolated = 1;
-      } else {
-        int e2 = errno;
-        snprintf(m.text, sizeof m.text,
-                 "network not isolated: unshare(CLONE_NEWNET): %s; "
-                 "unshare(CLONE_NEWUSER|CLONE_NEWNET): %s",
-                 strerror(e1), strerror(e2));
-      }
-    }
-  }
-  if (lim->work_dir && chdir(lim->work_dir) != 0)
-    child_fail(&m, lim->work_dir, errno);
-  if (lim->pin_cpu >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(lim->pin_cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0)
-      child_fail(&m, "sched_setaffinity", errno);
-  }
-  set_limit(&m, RLIMIT_CORE, "RLIMIT_CORE", 0);
-  if (lim->cpu_s > 0) {
-    /* soft at the limit (SIGXCPU), hard a second later (SIGKILL) */
-    struct rlimit rl = {(rlim_t)ceil(lim->cpu_s), (rlim_t)ceil(lim->cpu_s) + 1};
-    if (setrlimit(RLIMIT_CPU, &rl) != 0)
-      child_fail(&m, "RLIMIT_CPU", errno);
-  }
-  if (lim->address_space_bytes > 0) {
-    uint64_t as = lim->address_space_bytes;
-#ifdef SG_ASAN
-    /* AddressSanitizer has reserved terabytes of shadow already: the limit
-     * is counted on top of what the process holds at this point. */
-    as += current_vm_bytes();
-#else
-    (void)current_vm_bytes;
-#endif
-    set_limit(&m, RLIMIT_AS, "RLIMIT_AS", as);
-  }
-  if (lim->file_size_bytes > 0)
-    set_limit(&m, RLIMIT_FSIZE, "RLIMIT_FSIZE", lim->file_size_bytes);
-  if (lim->max_processes > 0)
-    set_limit(&m, RLIMIT_NPROC, "RLIMIT_NPROC", (uint64_t)lim->max_processes);
-  if (lim->forbid_spawn && install_seccomp(allowed_exec) != 0)
-    child_fail(&m, "seccomp filter", errno);
-#ifdef SG_ASAN
-  in_sandbox_child = 1;
-#endif
-  m.ok = 1;
-  write_all(SETUP_FD, &m, sizeof m);
-}
 
 /* ---- the parent ------------------------------------------------------------- */
 
@@ -391,47 +125,209 @@ typedef struct spawn_spec {
   char **envp;
 } spawn_spec;
 
-static int run_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
-                     sg_sandbox_outcome *out, sg_err *err) {
-  memset(out, 0, sizeof *out);
+/* Readers: stdout, stderr, result, setup. */
+enum { R_OUT, R_ERR, R_RES, R_SETUP, NR };
+
+struct sg_sandbox {
+  pid_t pid;            /* the forked child (the waiter, with a PID namespace) */
+  pid_t prog_pid;       /* the process running the program */
+  int pidfd;
+  double t0;
+  sg_buf bufs[NR];
+  pipe_reader pr[NR];
+  size_t setup_used;    /* bytes of bufs[R_SETUP] already handled */
+  sg_setup_msg setup;   /* the 'S' message */
+  bool got_setup;
+  char exec_error[480];
+  bool exited;
+  const sg_sandbox_limits *lim;
+  double wall_s;
+  double setup_s;
+};
+
+/* Writes text into /proc/PID/NAME; 0 or an errno. */
+static int write_proc(pid_t pid, const char *name, const char *text) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno;
+  ssize_t w = write(fd, text, strlen(text));
+  int e = w == (ssize_t)strlen(text) ? 0 : (w < 0 ? errno : EIO);
+  close(fd);
+  return e;
+}
+
+/* Maps the child's new user namespace: root's caller maps nobody to nobody
+ * (the child then runs as nobody, outside as inside); anyone else can only
+ * map its own ids. */
+static void answer_map(sg_sandbox *s) {
+  sg_setup_reply r = {-1, -1};
+  char buf[64];
+  int e;
+  if (geteuid() == 0) {
+    r.uid = r.gid = 65534;
+    snprintf(buf, sizeof buf, "65534 65534 1\n");
+    e = write_proc(s->pid, "uid_map", buf);
+    if (!e)
+      e = write_proc(s->pid, "gid_map", buf);
+  } else {
+    r.uid = (int)geteuid();
+    r.gid = (int)getegid();
+    e = write_proc(s->pid, "setgroups", "deny");
+    snprintf(buf, sizeof buf, "%d %d 1\n", r.uid, r.uid);
+    if (!e)
+      e = write_proc(s->pid, "uid_map", buf);
+    snprintf(buf, sizeof buf, "%d %d 1\n", r.gid, r.gid);
+    if (!e)
+      e = write_proc(s->pid, "gid_map", buf);
+  }
+  if (e)
+    r.uid = r.gid = -1;
+  sg_sandbox_write_all(s->pr[R_SETUP].fd, &r, sizeof r);
+}
+
+/* Handles the setup messages read so far. */
+static void take_setup(sg_sandbox *s) {
+  sg_buf *b = &s->bufs[R_SETUP];
+  while (b->len - s->setup_used >= sizeof(sg_setup_msg)) {
+    sg_setup_msg m;
+    memcpy(&m, b->data + s->setup_used, sizeof m);
+    s->setup_used += sizeof m;
+    m.text[sizeof m.text - 1] = '\0';
+    if (m.type == 'M' && s->pr[R_SETUP].fd >= 0)
+      answer_map(s);
+    else if (m.type == 'P')
+      s->prog_pid = m.pid;
+    else if (m.type == 'S' && !s->got_setup) {
+      s->setup = m;
+      s->got_setup = true;
+    } else if (m.type == 'E')
+      snprintf(s->exec_error, sizeof s->exec_error, "%s", m.text);
+  }
+}
+
+/* One round of polling: the pipes, the pidfd and fd (-1: none) for up to
+ * timeout_s (< 0: no limit). Returns 1 when fd is readable. */
+static int poll_once(sg_sandbox *s, int fd, double timeout_s) {
+  struct pollfd pfd[NR + 2];
+  int np = 0, map[NR + 2];
+  for (int i = 0; i < NR; i++)
+    if (s->pr[i].fd >= 0) {
+      pfd[np] = (struct pollfd){.fd = s->pr[i].fd, .events = POLLIN};
+      map[np++] = i;
+    }
+  if (s->pidfd >= 0 && !s->exited) {
+    pfd[np] = (struct pollfd){.fd = s->pidfd, .events = POLLIN};
+    map[np++] = -1;
+  }
+  if (fd >= 0) {
+    pfd[np] = (struct pollfd){.fd = fd, .events = POLLIN};
+    map[np++] = -2;
+  }
+  /* without a pidfd, look at the child every 10 ms */
+  double wait_s = timeout_s;
+  if (s->pidfd < 0 && (wait_s < 0 || wait_s > 0.01))
+    wait_s = 0.01;
+  int ms = wait_s < 0 ? -1 : (int)ceil(fmin(wait_s, 3600.0) * 1000.0);
+  int rc = poll(pfd, (nfds_t)np, ms);
+  int ready = 0;
+  for (int i = 0; rc > 0 && i < np; i++) {
+    if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+      continue;
+    if (map[i] >= 0)
+      drain(&s->pr[map[i]]);
+    else if (map[i] == -2)
+      ready = 1;
+  }
+  take_setup(s);
+  if (!s->exited) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == s->pid)
+      s->exited = true;
+  }
+  return ready;
+}
+
+int sg_sandbox_wait(sg_sandbox *s, int fd, double timeout_s) {
+  double end = timeout_s < 0 ? INFINITY : sg_clock_now_s() + timeout_s;
+  for (;;) {
+    double left = isinf(end) ? -1 : end - sg_clock_now_s();
+    if (!isinf(end) && left < 0)
+      left = 0;
+    if (poll_once(s, fd, left))
+      return 1;
+    if (s->exited)
+      return 2;
+    if (!isinf(end) && sg_clock_now_s() >= end)
+      return 0;
+  }
+}
+
+int sg_sandbox_pid(const sg_sandbox *s) {
+  return s->prog_pid > 0 ? s->prog_pid : s->pid;
+}
+
+static void close_all(int *fds, int n) {
+  for (int i = 0; i < n; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+}
+
+/* Forks the child and waits until its setup is done; *out is the handle. */
+static int start(const sg_sandbox_limits *lim, const spawn_spec *spec,
+                 sg_sandbox **out, sg_err *err) {
+  *out = NULL;
   int p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_res[2] = {-1, -1},
       p_setup[2] = {-1, -1};
   int rc = 0;
   if ((rc = make_pipe(p_out, err)) || (rc = make_pipe(p_err, err)) ||
-      (rc = make_pipe(p_res, err)) || (rc = make_pipe(p_setup, err))) {
-    int *all[] = {p_out, p_err, p_res, p_setup};
-    for (int i = 0; i < 4; i++)
-      for (int k = 0; k < 2; k++)
-        if (all[i][k] >= 0)
-          close(all[i][k]);
+      (rc = make_pipe(p_res, err))) {
+    int all[] = {p_out[0], p_out[1], p_err[0], p_err[1], p_res[0], p_res[1]};
+    close_all(all, 6);
     return rc;
   }
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p_setup) != 0) {
+    rc = sg_err_set(err, SG_EIO, "sandbox: socketpair: %s", strerror(errno));
+    int all[] = {p_out[0], p_out[1], p_err[0], p_err[1], p_res[0], p_res[1]};
+    close_all(all, 6);
+    return rc;
+  }
+  fcntl(p_setup[0], F_SETFL, O_NONBLOCK);
+  /* nobody must be able to write its scratch directory */
+  if (lim->isolate && lim->work_dir && geteuid() == 0)
+    (void)chown(lim->work_dir, 65534, 65534);
   fflush(NULL); /* or buffered parent output is written twice */
   double t0 = sg_clock_now_s();
   pid_t pid = fork();
   if (pid < 0) {
     rc = sg_err_set(err, SG_ECHILD, "sandbox: fork: %s", strerror(errno));
-    int *all[] = {p_out, p_err, p_res, p_setup};
-    for (int i = 0; i < 4; i++)
-      for (int k = 0; k < 2; k++)
-        close(all[i][k]);
+    int all[] = {p_out[0], p_out[1], p_err[0], p_err[1], p_res[0], p_res[1],
+                 p_setup[0], p_setup[1]};
+    close_all(all, 8);
     return rc;
   }
   if (pid == 0) {
-    child_setup(lim, p_out[1], p_err[1], p_res[1], p_setup[1],
-                spec->fn ? 0 : (uint64_t)(uintptr_t)spec->path);
+    sg_sandbox_child_setup(lim, p_out[1], p_err[1], p_res[1], p_setup[1],
+                           spec->fn ? 0 : (uint64_t)(uintptr_t)spec->path);
+#ifdef SG_ASAN
+    in_sandbox_child = 1;
+#endif
     if (spec->fn) {
-      close(SETUP_FD);
-      int code = spec->fn(spec->arg, RESULT_FD);
+      close(SG_SETUP_FD);
+      int code = spec->fn(spec->arg, SG_RESULT_FD);
       fflush(NULL);
       _exit(code & 0xff);
     }
     execve(spec->path, spec->argv, spec->envp);
-    setup_msg m;
+    sg_setup_msg m;
     memset(&m, 0, sizeof m);
+    m.type = 'E';
     snprintf(m.text, sizeof m.text, "sandbox: cannot run %s: %s", spec->path,
              strerror(errno));
-    write_all(SETUP_FD, &m, sizeof m);
+    sg_sandbox_write_all(SG_SETUP_FD, &m, sizeof m);
     _exit(127);
   }
   setpgid(pid, pid); /* also here: no window where the group does not exist */
@@ -440,73 +336,39 @@ static int run_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
   close(p_res[1]);
   close(p_setup[1]);
 
-  sg_buf bout, berr, bres, bsetup;
-  sg_buf_init(&bout, lim->output_cap_bytes ? lim->output_cap_bytes : 65536);
-  sg_buf_init(&berr, lim->output_cap_bytes ? lim->output_cap_bytes : 65536);
-  sg_buf_init(&bres, lim->result_cap_bytes ? lim->result_cap_bytes : (1u << 20));
-  sg_buf_init(&bsetup, 2 * sizeof(setup_msg));
-  pipe_reader pr[4] = {{p_out[0], &bout}, {p_err[0], &berr}, {p_res[0], &bres},
-                       {p_setup[0], &bsetup}};
-  int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-  double deadline = lim->wall_s > 0 ? t0 + lim->wall_s : INFINITY;
-  bool exited = false, timed_out = false;
-
-  while (!exited) {
-    struct pollfd pfd[5];
-    int np = 0, map[5];
-    for (int i = 0; i < 4; i++)
-      if (pr[i].fd >= 0) {
-        pfd[np] = (struct pollfd){.fd = pr[i].fd, .events = POLLIN};
-        map[np++] = i;
-      }
-    if (pidfd >= 0) {
-      pfd[np] = (struct pollfd){.fd = pidfd, .events = POLLIN};
-      map[np++] = -1;
-    }
-    double now = sg_clock_now_s();
-    if (now >= deadline) {
-      timed_out = true;
-      break;
-    }
-    /* without a pidfd, look at the child every 10 ms */
-    double wait_s = pidfd >= 0 ? deadline - now : fmin(deadline - now, 0.01);
-    int ms = isinf(wait_s) ? -1 : (int)ceil(fmin(wait_s, 3600.0) * 1000.0);
-    int pr_rc = poll(pfd, (nfds_t)np, ms);
-    if (pr_rc < 0 && errno != EINTR) {
-      rc = sg_err_set(err, SG_EIO, "sandbox: poll: %s", strerror(errno));
-      timed_out = true; /* kill it below; the error is returned */
-      break;
-    }
-    for (int i = 0; pr_rc > 0 && i < np; i++)
-      if (map[i] >= 0 && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-        drain(&pr[map[i]]);
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-        si.si_pid == pid)
-      exited = true;
+  sg_sandbox *s = sg_calloc(1, sizeof *s);
+  s->pid = pid;
+  s->t0 = t0;
+  s->lim = lim;
+  size_t caps[NR] = {lim->output_cap_bytes ? lim->output_cap_bytes : 65536,
+                     lim->output_cap_bytes ? lim->output_cap_bytes : 65536,
+                     lim->result_cap_bytes ? lim->result_cap_bytes : (1u << 20),
+                     16 * sizeof(sg_setup_msg)};
+  int fds[NR] = {p_out[0], p_err[0], p_res[0], p_setup[0]};
+  for (int i = 0; i < NR; i++) {
+    sg_buf_init(&s->bufs[i], caps[i]);
+    s->pr[i] = (pipe_reader){fds[i], &s->bufs[i]};
   }
-  /* Whatever happened, nothing of the group survives the call. The child is
-   * still a zombie here (WNOWAIT), so its group id cannot be reused yet. */
-  kill(-pid, SIGKILL);
-  kill(pid, SIGKILL);
-  int status = 0;
-  struct rusage ru;
-  memset(&ru, 0, sizeof ru);
-  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
-    ;
-  out->wall_s = sg_clock_now_s() - t0;
-  out->cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-               (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  /* the setup: bounded, whatever the wall-clock limit */
+  double deadline = t0 + (lim->wall_s > 0 ? fmin(lim->wall_s, 30.0) : 30.0);
+  while (!s->got_setup && !s->exited && sg_clock_now_s() < deadline)
+    poll_once(s, -1, fmax(deadline - sg_clock_now_s(), 0));
+  s->setup_s = sg_clock_now_s() - t0;
+  *out = s;
+  return 0;
+}
+
+static void drain_rest(sg_sandbox *s) {
   /* What is left in the pipes; bounded, since the group is dead (a writer
    * that escaped it would only cost this loop's 200 ms). */
   double drain_end = sg_clock_now_s() + 0.2;
   for (;;) {
-    struct pollfd pfd[4];
-    int np = 0, map[4];
-    for (int i = 0; i < 4; i++)
-      if (pr[i].fd >= 0) {
-        pfd[np] = (struct pollfd){.fd = pr[i].fd, .events = POLLIN};
+    struct pollfd pfd[NR];
+    int np = 0, map[NR];
+    for (int i = 0; i < NR; i++)
+      if (s->pr[i].fd >= 0) {
+        pfd[np] = (struct pollfd){.fd = s->pr[i].fd, .events = POLLIN};
         map[np++] = i;
       }
     double left = drain_end - sg_clock_now_s();
@@ -516,13 +378,33 @@ static int run_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
       break;
     for (int i = 0; i < np; i++)
       if (pfd[i].revents)
-        drain(&pr[map[i]]);
+        drain(&s->pr[map[i]]);
   }
-  for (int i = 0; i < 4; i++)
-    if (pr[i].fd >= 0)
-      close(pr[i].fd);
-  if (pidfd >= 0)
-    close(pidfd);
+}
+
+int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
+                   sg_err *err) {
+  memset(out, 0, sizeof *out);
+  /* Whatever happened, nothing of the group survives the call. The child is
+   * still a zombie here at most (WNOWAIT), so its group id cannot be reused
+   * yet. */
+  kill(-s->pid, SIGKILL);
+  kill(s->pid, SIGKILL);
+  int status = 0;
+  struct rusage ru;
+  memset(&ru, 0, sizeof ru);
+  while (wait4(s->pid, &status, 0, &ru) < 0 && errno == EINTR)
+    ;
+  out->wall_s = sg_clock_now_s() - s->t0;
+  out->cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+               (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  drain_rest(s);
+  take_setup(s);
+  for (int i = 0; i < NR; i++)
+    if (s->pr[i].fd >= 0)
+      close(s->pr[i].fd);
+  if (s->pidfd >= 0)
+    close(s->pidfd);
 
   if (timed_out) {
     out->end = SG_SANDBOX_TIMED_OUT;
@@ -533,46 +415,64 @@ static int run_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
     out->end = SG_SANDBOX_EXITED;
     out->exit_code = WEXITSTATUS(status);
   }
-  out->out_truncated = bout.truncated;
-  out->err_truncated = berr.truncated;
-  out->out = sg_buf_steal(&bout);
-  out->err = sg_buf_steal(&berr);
-  out->result_len = bres.len;
-  out->result = sg_buf_steal(&bres);
+  out->out_truncated = s->bufs[R_OUT].truncated;
+  out->err_truncated = s->bufs[R_ERR].truncated;
+  out->out = sg_buf_steal(&s->bufs[R_OUT]);
+  out->err = sg_buf_steal(&s->bufs[R_ERR]);
+  out->result_len = s->bufs[R_RES].len;
+  out->result = sg_buf_steal(&s->bufs[R_RES]);
+  sg_buf_free(&s->bufs[R_SETUP]);
 
-  setup_msg m;
-  memset(&m, 0, sizeof m);
-  bool got_setup = bsetup.len >= sizeof m;
-  if (got_setup)
-    memcpy(&m, bsetup.data, sizeof m);
-  m.text[sizeof m.text - 1] = '\0';
-  /* exec mode: a second message means the exec itself failed */
-  bool exec_failed = bsetup.len >= 2 * sizeof m;
-  if (exec_failed) {
-    setup_msg m2;
-    memcpy(&m2, bsetup.data + sizeof m, sizeof m2);
-    m2.text[sizeof m2.text - 1] = '\0';
-    if (rc == 0)
-      rc = sg_err_set(err, SG_ECHILD, "%s", m2.text);
-  }
-  sg_buf_free(&bsetup);
-  out->network_isolated = got_setup && m.ok && m.net_isolated;
-  if (got_setup && m.text[0] && m.ok)
-    out->note = sg_strdup(m.text);
-  if (rc == 0 && got_setup && !m.ok)
-    rc = sg_err_set(err, SG_ECHILD, "%s", m.text);
-  if (rc == 0 && !got_setup && !timed_out)
-    rc = sg_err_set(err, SG_ECHILD,
-                    "sandbox: the child ended before its setup was done");
-  if (rc == 0 && !got_setup && timed_out)
+  int rc = 0;
+  const sg_setup_msg *m = &s->setup;
+  bool ok = s->got_setup && m->ok;
+  unsigned iso = ok ? m->iso : 0;
+  out->network_isolated = iso & SG_ISO_NET;
+  out->user_isolated = iso & SG_ISO_USER;
+  out->mount_isolated = iso & SG_ISO_MOUNT;
+  out->pid_isolated = iso & SG_ISO_PID;
+  out->ipc_isolated = iso & SG_ISO_IPC;
+  out->unprivileged = iso & SG_ISO_UNPRIV;
+  if (ok && m->text[0])
+    out->note = sg_strdup(m->text);
+  if (s->exec_error[0])
+    rc = sg_err_set(err, SG_ECHILD, "%s", s->exec_error);
+  else if (s->got_setup && !m->ok)
+    rc = sg_err_set(err, SG_ECHILD, "%s", m->text);
+  else if (!s->got_setup && s->setup_s >= 30.0 - 1e-3)
     rc = sg_err_set(err, SG_ETIMEDOUT,
                     "sandbox: the child's setup did not finish in %.1f s",
-                    lim->wall_s);
-  if (rc) {
+                    s->setup_s);
+  else if (!s->got_setup)
+    rc = sg_err_set(err, SG_ECHILD,
+                    "sandbox: the child ended before its setup was done");
+  free(s);
+  if (rc)
     sg_sandbox_outcome_free(out);
+  return rc;
+}
+
+/* Runs the child to its end or its wall-clock limit. */
+static int run_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
+                     sg_sandbox_outcome *out, sg_err *err) {
+  memset(out, 0, sizeof *out);
+  sg_sandbox *s;
+  int rc = start(lim, spec, &s, err);
+  if (rc)
     return rc;
+  bool timed_out = false;
+  double deadline = lim->wall_s > 0 ? s->t0 + lim->wall_s : INFINITY;
+  while (s->got_setup && s->setup.ok && !s->exited) {
+    double left = isinf(deadline) ? -1 : deadline - sg_clock_now_s();
+    if (!isinf(deadline) && left <= 0) {
+      timed_out = true;
+      break;
+    }
+    sg_sandbox_wait(s, -1, left);
   }
-  return 0;
+  if (!s->got_setup && !s->exited)
+    timed_out = true;
+  return sg_sandbox_finish(s, timed_out, out, err);
 }
 
 int sg_sandbox_run(const sg_sandbox_limits *lim, sg_sandbox_fn fn, void *arg,
@@ -607,32 +507,73 @@ static char *resolve_program(const char *argv0) {
 
 extern char **environ;
 
-int sg_sandbox_exec(const sg_sandbox_limits *lim, char *const argv[],
-                    sg_sandbox_outcome *out, sg_err *err) {
-  memset(out, 0, sizeof *out);
-  if (!argv || !argv[0])
-    return sg_err_set(err, SG_EINVAL, "sandbox: no program to run");
-  char *path = resolve_program(argv[0]);
-  if (!path)
-    return sg_err_set(err, SG_ENOENT, "sandbox: %s: program not found in PATH",
-                      argv[0]);
-  /* The environment, with SG_RESULT_FD set, built before the fork (no
-   * allocation between fork and exec). */
+/* The program's environment, with SG_RESULT_FD set, built before the fork
+ * (no allocation between fork and exec); fdvar holds the variable. */
+static char **build_env(const sg_sandbox_limits *lim, char *fdvar, size_t cap) {
+  char *const *src = lim->env ? lim->env : environ;
   size_t n = 0;
-  while (environ && environ[n])
+  while (src && src[n])
     n++;
   char **envp = sg_calloc(n + 2, sizeof *envp);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "SG_RESULT_FD=", 13) != 0)
-      envp[k++] = environ[i];
-  char fdvar[32];
-  snprintf(fdvar, sizeof fdvar, "SG_RESULT_FD=%d", RESULT_FD);
+    if (strncmp(src[i], "SG_RESULT_FD=", 13) != 0)
+      envp[k++] = src[i];
+  snprintf(fdvar, cap, "SG_RESULT_FD=%d", SG_RESULT_FD);
   envp[k++] = fdvar;
   envp[k] = NULL;
+  return envp;
+}
+
+/* Runs argv (self: this executable) to its end (out != NULL) or hands back
+ * the started child (*handle). */
+static int exec_program(const sg_sandbox_limits *lim, char *const argv[], bool self,
+                        sg_sandbox_outcome *out, sg_sandbox **handle, sg_err *err) {
+  if (!argv || !argv[0])
+    return sg_err_set(err, SG_EINVAL, "sandbox: no program to run");
+  char *path = self ? sg_strdup("/proc/self/exe") : resolve_program(argv[0]);
+  if (!path)
+    return sg_err_set(err, SG_ENOENT, "sandbox: %s: program not found in PATH",
+                      argv[0]);
+  char fdvar[32];
+  char **envp = build_env(lim, fdvar, sizeof fdvar);
   spawn_spec spec = {.path = path, .argv = argv, .envp = envp};
-  int rc = run_child(lim, &spec, out, err);
+  int rc = out ? run_child(lim, &spec, out, err) : start(lim, &spec, handle, err);
   free(envp);
   free(path);
   return rc;
+}
+
+int sg_sandbox_spawn(const sg_sandbox_limits *lim, char *const argv[], bool self,
+                     sg_sandbox **out, sg_err *err) {
+  *out = NULL;
+  sg_sandbox *s = NULL;
+  int rc = exec_program(lim, argv, self, NULL, &s, err);
+  if (rc)
+    return rc;
+  if (!s->got_setup || !s->setup.ok || s->exec_error[0]) {
+    sg_sandbox_outcome o;
+    rc = sg_sandbox_finish(s, !s->got_setup && !s->exited, &o, err);
+    if (rc == 0) {
+      rc = sg_err_set(err, SG_ECHILD, "sandbox: the child ended before its setup was done");
+      sg_sandbox_outcome_free(&o);
+    }
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+int sg_sandbox_exec(const sg_sandbox_limits *lim, char *const argv[],
+                    sg_sandbox_outcome *out, sg_err *err) {
+  memset(out, 0, sizeof *out);
+  return exec_program(lim, argv, false, out, NULL, err);
+}
+
+void sg_sandbox_sanitize(char *text, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)text[i];
+    if (c != '\n' && c != '\t' && (c < 0x20 || c > 0x7e))
+      text[i] = '?';
+  }
 }

@@ -28,13 +28,35 @@ typedef struct sg_sandbox_limits {
   bool isolate_network;        /* try a new network namespace */
   const char *work_dir;        /* the child's working directory, or NULL */
   int pin_cpu;                 /* core to pin the child to; -1: none */
-  /* A seccomp filter, installed last, that kills the child (SIGSYS) if it
-   * creates a process (fork, vfork, clone without CLONE_THREAD), runs a
-   * program (execve; sg_sandbox_exec's own exec excepted), opens a socket
-   * other than AF_UNIX, or signals another process. RLIMIT_NPROC does not
-   * bind root; this does. Threads stay allowed (CUDA needs them). */
+  /* A seccomp filter (libseccomp; sg_sandbox_filter.h), installed last,
+   * that kills the child (SIGSYS) if it creates a process (fork, vfork,
+   * clone without CLONE_THREAD), runs a program (execve; sg_sandbox_exec's
+   * own exec excepted), opens a socket other than AF_UNIX, signals another
+   * process, traces or reads another, or changes namespaces. RLIMIT_NPROC
+   * does not bind root; this does. Threads stay allowed (CUDA needs them);
+   * a program that needs less installs a narrower filter of its own (the
+   * cpu evaluator's candidate: sg_sandbox_filter_compute). */
   bool forbid_spawn;
+  /* Full isolation (off by default; the cpu evaluator turns it on): new
+   * user, mount, PID and IPC namespaces (and network, per isolate_network),
+   * the whole file system read-only but work_dir, a fresh /proc that shows
+   * only the child's own processes, and the child running as an
+   * unprivileged user (nobody; or the caller's own user where the caller is
+   * not root) with no capabilities. Each part the kernel refuses is left
+   * out and said so in the outcome; the child runs anyway. */
+  bool isolate;
+  /* Exec mode: the program's environment. NULL: this process's environment;
+   * else exactly these NAME=value strings (NULL-terminated), plus
+   * SG_RESULT_FD. */
+  char *const *env;
+  /* Descriptors handed to the child as 5, 6, ... (in this order); every
+   * other descriptor of this process is closed in the child. */
+  int pass_fds[6];
+  int npass_fds;
 } sg_sandbox_limits;
+
+/* The descriptor number the child finds pass_fds[i] at. */
+#define SG_SANDBOX_PASS_FD(i) (5 + (i))
 
 /* Sensible defaults for a CPU candidate (docs/eval.md lists them). */
 void sg_sandbox_limits_default(sg_sandbox_limits *lim);
@@ -55,6 +77,12 @@ typedef struct sg_sandbox_outcome {
   char *result;          /* bytes written to the result fd, owned; "" if none */
   size_t result_len;
   bool network_isolated;
+  /* What `isolate` achieved (all false when it was not asked for). */
+  bool user_isolated;   /* a new user namespace */
+  bool mount_isolated;  /* a new mount namespace: read-only but work_dir */
+  bool pid_isolated;    /* a new PID namespace with its own /proc */
+  bool ipc_isolated;    /* a new IPC namespace */
+  bool unprivileged;    /* the child ran as a non-root user, no capabilities */
   char *note;            /* e.g. why network isolation was not applied; owned */
 } sg_sandbox_outcome;
 
@@ -73,5 +101,39 @@ int sg_sandbox_run(const sg_sandbox_limits *lim, sg_sandbox_fn fn, void *arg,
  * SG_RESULT_FD. */
 int sg_sandbox_exec(const sg_sandbox_limits *lim, char *const argv[],
                     sg_sandbox_outcome *out, sg_err *err);
+
+/* ---- a sandboxed program to talk to --------------------------------------- */
+
+/* A child started by sg_sandbox_spawn, running while the caller talks to it
+ * (through pass_fds). The caller must call sg_sandbox_finish. */
+typedef struct sg_sandbox sg_sandbox;
+
+/* Starts argv in a sandboxed child, as sg_sandbox_exec does, and returns
+ * once its setup is done (the program is starting). When self is true the
+ * program run is this process's own executable (/proc/self/exe) with
+ * argv[0] as its name. */
+int sg_sandbox_spawn(const sg_sandbox_limits *lim, char *const argv[], bool self,
+                     sg_sandbox **out, sg_err *err);
+
+/* The process that runs the program, as this process numbers it (for
+ * clock_getcpuclockid). */
+int sg_sandbox_pid(const sg_sandbox *s);
+
+/* Waits until fd is readable, the child ends, or timeout_s (< 0: no limit)
+ * passes, draining the child's stdout and stderr meanwhile (so a chatty
+ * child never blocks). Returns 1 when fd is readable, 0 at the timeout, 2
+ * when the child has ended. */
+int sg_sandbox_wait(sg_sandbox *s, int fd, double timeout_s);
+
+/* Kills the child's whole process group (whatever it is doing), reaps it
+ * and fills *out; frees s. timed_out marks the outcome as a timeout. Returns
+ * 0, or negative when the child's setup had failed (err says why). */
+int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
+                   sg_err *err);
+
+/* Replaces every byte of text (len bytes) that is not printable ASCII,
+ * newline or tab with '?', in place, so what a child printed can go into a
+ * message, JSON and a terminal unchanged. */
+void sg_sandbox_sanitize(char *text, size_t len);
 
 #endif

@@ -12,6 +12,7 @@
  * misspelt distribution parameter would silently change the inputs.
  */
 #include "eval/sg_task.h"
+#include "eval/sg_task_kb.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
@@ -574,39 +575,16 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The sorted names of the subdirectories of path (hidden ones skipped). */
-static char **subdirs(const char *path, size_t *n) {
-  *n = 0;
-  DIR *d = opendir(path);
-  if (!d)
-    return NULL;
-  char **names = NULL;
-  size_t cap = 0;
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.')
-      continue;
-    char *full = sg_asprintf("%s/%s", path, de->d_name);
-    bool dir = is_dir(full);
-    free(full);
-    if (!dir)
-      continue;
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 16;
-      names = sg_realloc(names, cap * sizeof *names);
-    }
-    names[(*n)++] = sg_strdup(de->d_name);
-  }
-  closedir(d);
-  if (*n)
-    qsort(names, *n, sizeof *names, cmp_str);
-  return names;
+static bool keep_dir(const char *dir, const char *name) {
+  char *full = sg_asprintf("%s/%s", dir, name);
+  bool yes = is_dir(full);
+  free(full);
+  return yes;
 }
 
-static void free_names(char **names, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    free(names[i]);
-  free(names);
+/* The sorted names of the subdirectories of path (hidden ones skipped). */
+static char **subdirs(const char *path, size_t *n) {
+  return sg_file_list(path, keep_dir, cmp_str, n);
 }
 
 /* A built-in task's name must be its directory's, and its evaluator the
@@ -672,10 +650,10 @@ int sg_task_list(sg_task ***out, size_t *n, sg_err *err) {
       free(json);
       free(dir);
     }
-    free_names(names, nn);
+    sg_file_list_free(names, nn);
     free(evdir);
   }
-  free_names(evs, nev);
+  sg_file_list_free(evs, nev);
   if (rc) {
     sg_task_list_free(tasks, count);
     return rc;
@@ -703,10 +681,10 @@ static char *builtin_names(void) {
         sg_buf_printf(&b, "%s%s/%s", total++ ? ", " : "", evs[i], names[k]);
       free(json);
     }
-    free_names(names, nn);
+    sg_file_list_free(names, nn);
     free(evdir);
   }
-  free_names(evs, nev);
+  sg_file_list_free(evs, nev);
   if (total == 0)
     sg_buf_printf(&b, "none in %s", root);
   return sg_buf_steal(&b);
@@ -720,6 +698,9 @@ int sg_task_load(const char *name_or_dir, sg_task **out, sg_err *err) {
   *out = NULL;
   if (!name_or_dir || !name_or_dir[0])
     return sg_err_set(err, SG_EINVAL, "no task named (give a name or a directory)");
+  /* A KernelBench file by path or kernelbench:LEVEL/N (sg_task_kb.h). */
+  if (sg_task_kb_is_ref(name_or_dir))
+    return sg_task_kb_load(name_or_dir, out, err);
   /* "cuda/hinge_loss": a built-in task qualified by its evaluator (a name
    * alone finds the first evaluator's, in sorted order: cpu before cuda) */
   const char *slash = strchr(name_or_dir, '/');
@@ -766,7 +747,7 @@ int sg_task_load(const char *name_or_dir, sg_task **out, sg_err *err) {
     }
     free(dir);
   }
-  free_names(evs, nev);
+  sg_file_list_free(evs, nev);
   if (rc != SG_ENOENT)
     return rc;
   /* Not built in: a directory of that name in the working directory will do. */
@@ -855,7 +836,7 @@ int sg_task_examples(const sg_task *task, sg_task_example **out, size_t *n,
     ex[i].expected_status = sg_strndup(nm, plen);
     ex[i].label = sg_strndup(dash + 1, (size_t)(dot - dash - 1));
   }
-  free_names(names, count);
+  sg_file_list_free(names, count);
   free(dir);
   if (rc) {
     sg_task_examples_free(ex, count);

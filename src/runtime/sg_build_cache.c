@@ -14,7 +14,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
-#include "runtime/sg_store.h"
+#include "common/sg_hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +55,7 @@ uint64_t sg_build_cache_key(const sg_build_cache_key_in *in) {
   add_str(&b, in->version);
   add_str(&b, in->cuda_arch);
   add_field(&b, in->source ? in->source : "", in->source_len);
-  uint64_t h = sg_store_fnv1a64(b.data, b.len);
+  uint64_t h = sg_fnv1a64(b.data, b.len);
   sg_buf_free(&b);
   return h;
 }
@@ -224,6 +224,8 @@ static char *entry_name(const char *stem, const char *path) {
   return sg_asprintf("%s%s", stem, dot);
 }
 
+/* Longer than 80 lines on purpose: the steps of an atomic publish (temporary
+ * directory, copy, fsync, rename, the race lost) must be read in order. */
 int sg_build_cache_store(const char *dir, uint64_t key, const char *evaluator,
                          const char *task_dir, const sg_eval_build *build,
                          double compile_s, bool *stored, sg_err *err) {

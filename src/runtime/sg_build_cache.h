@@ -49,7 +49,7 @@ typedef struct sg_build_cache_key_in {
   size_t source_len;
 } sg_build_cache_key_in;
 
-/* FNV-1a 64 (sg_store_fnv1a64) over the fields, each preceded by its length,
+/* FNV-1a 64 (sg_fnv1a64) over the fields, each preceded by its length,
  * so no two different inputs are the same byte string. Pure. NULL strings
  * hash unlike empty ones. */
 uint64_t sg_build_cache_key(const sg_build_cache_key_in *in);

@@ -32,7 +32,8 @@
  * itself dies sees the end of its stdin and exits.
  *
  * Callbacks are called only from the loop (read, exit and timer callbacks),
- * never from inside sg_pool_submit, sg_pool_abort or sg_pool_close: a write
+ * never from inside sg_pool_submit, sg_pool_abort or sg_pool_close (except
+ * on_device, which must precede the request's write: see the header): a write
  * that fails at once is turned into a failure on the worker's timer. Every
  * callback may submit, abort or close; after each one the code re-checks
  * that the pool is not closing and the proc is still the worker's.
@@ -40,12 +41,17 @@
  * Never: call a callback for an aborted ticket or after sg_pool_close; close
  * a process handle before its exit callback (the child would stay a zombie);
  * free the pool before the last handle's close callback.
+ *
+ * Spawning processes and reading their replies: sg_pool_proc.c. This file
+ * stays over 800 lines on purpose: the requests, the workers' one timer and
+ * the failure paths that timer drives are one state machine, read together.
  */
-#include "runtime/sg_pool.h"
+#include "runtime/sg_pool_priv.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
+#include "runtime/sg_jsonl.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -56,106 +62,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define DEFAULT_TIMEOUT_S 60.0
-/* How long "the output ended" waits for "the process exited", and back. */
-#define REAP_WAIT_S 5.0
-#define READ_CHUNK 65536
-#define HASH_BUCKETS 1024
-#define REASON_LINE_MAX 200 /* bytes of a bad line quoted in a message */
-
-typedef enum phase { PH_QUEUED, PH_SENT, PH_STARTED, PH_COMPILED } phase;
-
-typedef struct worker worker;
-typedef struct proc proc;
-
-typedef struct preq {
-  uint64_t ticket;
-  sg_pool_kind kind;
-  char *task;
-  char *source;
-  size_t source_len;
-  unsigned long long seed;
-  int trials, runs, warmups;
-  double timeout_s;
-  worker *w;
-  phase ph;
-  double t_phase;   /* when ph began (monotonic s) */
-  bool aborted;     /* withdrawn while in flight: its result is swallowed */
-  char *wire_id;    /* while in flight */
-  struct preq *qprev, *qnext; /* the worker's queue */
-  struct preq *hprev, *hnext; /* the ticket table's chain */
-} preq;
-
-typedef enum wstate {
-  W_STARTING, /* a process runs; no hello yet */
-  W_READY,    /* hello received */
-  W_BACKOFF,  /* no process; one starts at restart_at */
-  W_GIVEN_UP,
-  W_CLOSED    /* the pool is closing */
-} wstate;
-
-struct proc {
-  sg_pool *p;
-  worker *w;        /* NULL once detached */
-  uv_process_t process;
-  uv_pipe_t in, out;
-  long pid;
-  uint64_t gen;
-  sg_buf line;      /* bytes read, not yet a line */
-  char rd[READ_CHUNK];
-  bool exited;
-  int64_t exit_status;
-  int term_signal;
-  bool eof;         /* end of its stdout (or a read error) */
-  bool write_failed;
-  char write_err[128];
-  bool in_closed, out_closed, process_closed;
-  int open_handles;
-  double t_noticed; /* when eof, exit or a write error was first seen */
-  proc *prev, *next; /* the pool's procs */
-};
-
-struct worker {
-  sg_pool *p;
-  int slot;         /* device slot, or -1 - i for compile worker i */
-  char *name;       /* "worker cpu:0", "compile worker 0" */
-  const char *device; /* NULL for a compile worker */
-  wstate state;
-  proc *pr;         /* the current incarnation; NULL in backoff */
-  double t_spawn;
-  double restart_at;
-  int fails;        /* failures in a row without a completed request */
-  char *last_failure;
-  preq *inflight;
-  preq *qhead, *qtail;
-  size_t nqueue;
-  uv_timer_t timer;
-};
-
-struct sg_pool {
-  uv_loop_t *loop;
-  sg_pool_callbacks cb;
-  /* options, copied */
-  char *program;
-  char *build_cache;
-  char *work_dir;
-  double hang_grace_s, restart_backoff_s, compile_limit_s;
-  int max_restarts;
-  char **env;       /* NULL: inherit ours */
-  int log_fd;       /* -1: stderr inherited */
-  worker *workers;  /* devices first, then compile workers */
-  size_t n_dev, n_comp, n_workers;
-  proc *procs;
-  uint64_t gen;
-  preq *table[HASH_BUCKETS];
-  size_t pending;
-  sg_pool_stats st;
-  bool closing;
-  uv_timer_t close_timer;
-  bool close_timer_live;
-  int open_handles;
-};
 
 const char *sg_pool_kind_name(sg_pool_kind k) {
   static const char *const names[] = {"compile", "validate", "profile"};
@@ -242,7 +148,7 @@ static void proc_close_in(proc *pr) {
   uv_close((uv_handle_t *)&pr->in, proc_handle_closed);
 }
 
-static void proc_close_out(proc *pr) {
+void sg_pool_proc_close_out(proc *pr) {
   if (pr->out_closed)
     return;
   pr->out_closed = true;
@@ -251,7 +157,7 @@ static void proc_close_out(proc *pr) {
 }
 
 /* The process handle closes only after its exit callback (or never ran). */
-static void proc_close_process(proc *pr) {
+void sg_pool_proc_close_process(proc *pr) {
   if (pr->process_closed)
     return;
   pr->process_closed = true;
@@ -268,7 +174,7 @@ static void proc_kill(proc *pr) {
 
 /* Detaches pr from its worker and ends it: killed if alive, pipes closed,
  * the process handle closed once its exit callback ran. */
-static void proc_retire(proc *pr) {
+void sg_pool_proc_retire(proc *pr) {
   if (pr->w) {
     assert(pr->w->pr == pr);
     pr->w->pr = NULL;
@@ -276,9 +182,9 @@ static void proc_retire(proc *pr) {
   }
   proc_kill(pr);
   proc_close_in(pr);
-  proc_close_out(pr);
+  sg_pool_proc_close_out(pr);
   if (pr->exited)
-    proc_close_process(pr);
+    sg_pool_proc_close_process(pr);
 }
 
 /* ---- requests ---- */
@@ -341,7 +247,7 @@ static void queue_remove(worker *w, preq *q) {
   w->nqueue--;
 }
 
-static void preq_free(preq *q) {
+void sg_pool_preq_free(preq *q) {
   if (!q)
     return;
   free(q->task);
@@ -371,11 +277,11 @@ static json_t *preq_to_json(const preq *q, const char *id) {
 
 /* Hands q's one result to the caller and frees q (already out of the
  * worker). The status and message replace r's when r is NULL. */
-static void deliver(sg_pool *p, preq *q, const sg_eval_result *r,
+void sg_pool_deliver(sg_pool *p, preq *q, const sg_eval_result *r,
                     const char *infra_msg) {
   table_remove(p, q);
   uint64_t ticket = q->ticket;
-  preq_free(q);
+  sg_pool_preq_free(q);
   p->st.completed++;
   if (r) {
     p->cb.on_result(p, p->cb.data, ticket, r);
@@ -389,7 +295,7 @@ static void deliver(sg_pool *p, preq *q, const sg_eval_result *r,
   sg_eval_result_free(&res);
 }
 
-static void worker_event(worker *w, const char *what, const char *msg) {
+void sg_pool_worker_event(worker *w, const char *what, const char *msg) {
   sg_pool *p = w->p;
   if (p->cb.on_worker && !p->closing)
     p->cb.on_worker(p, p->cb.data, w->slot, what, msg);
@@ -415,7 +321,7 @@ static double hello_deadline(const worker *w) {
 }
 
 /* Starts the timer for the nearest thing the worker waits for. */
-static void worker_arm(worker *w) {
+void sg_pool_worker_arm(worker *w) {
   sg_pool *p = w->p;
   if (p->closing)
     return;
@@ -442,12 +348,9 @@ static void worker_arm(worker *w) {
   uv_timer_start(&w->timer, worker_tick, ms, 0);
 }
 
-static void worker_fail(worker *w, const char *what, const char *reason);
-static void worker_spawn(worker *w);
 
 /* Sends the next queued request if the worker is free. Never calls a
  * callback: a write that fails now is seen on the worker's timer. */
-static void worker_pump(worker *w);
 
 typedef struct wreq {
   uv_write_t req;
@@ -467,7 +370,7 @@ static void on_write(uv_write_t *req, int status) {
     snprintf(pr->write_err, sizeof pr->write_err, "%s", uv_strerror(status));
     if (!(pr->eof || pr->exited))
       pr->t_noticed = sg_clock_now_s();
-    worker_arm(pr->w);
+    sg_pool_worker_arm(pr->w);
   }
   free(wr->line);
   free(wr);
@@ -500,7 +403,16 @@ static void proc_write_failed(proc *pr, int rc) {
     pr->t_noticed = sg_clock_now_s();
 }
 
-static void worker_pump(worker *w) {
+void sg_pool_device_told(worker *w, bool busy) {
+  sg_pool *p = w->p;
+  if (w->slot < 0 || w->told_busy == busy || p->closing)
+    return;
+  w->told_busy = busy;
+  if (p->cb.on_device)
+    p->cb.on_device(p, p->cb.data, w->slot, busy);
+}
+
+void sg_pool_worker_pump(worker *w) {
   sg_pool *p = w->p;
   proc *pr = w->pr;
   if (p->closing || w->state != W_READY || !pr || w->inflight || !w->qhead ||
@@ -512,15 +424,16 @@ static void worker_pump(worker *w) {
                            (unsigned long long)pr->gen);
   json_t *j = preq_to_json(q, q->wire_id);
   size_t len;
-  char *line = sg_worker_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   q->ph = PH_SENT;
   q->t_phase = sg_clock_now_s();
   w->inflight = q;
+  sg_pool_device_told(w, true);
   int rc = proc_write(pr, line, len, false);
   if (rc < 0)
     proc_write_failed(pr, rc);
-  worker_arm(w);
+  sg_pool_worker_arm(w);
 }
 
 /* A short text for how the process ended, from what was seen. */
@@ -543,9 +456,9 @@ static void worker_tick(uv_timer_t *t) {
   double now = sg_clock_now_s();
   if (w->state == W_BACKOFF) {
     if (now >= w->restart_at)
-      worker_spawn(w);
+      sg_pool_worker_spawn(w);
     else
-      worker_arm(w);
+      sg_pool_worker_arm(w);
     return;
   }
   proc *pr = w->pr;
@@ -555,14 +468,14 @@ static void worker_tick(uv_timer_t *t) {
       ((pr->eof || pr->exited || pr->write_failed) &&
        now >= pr->t_noticed + REAP_WAIT_S)) {
     char *why = proc_end_text(pr);
-    worker_fail(w, "died", why);
+    sg_pool_worker_fail(w, "died", why);
     free(why);
     return;
   }
   if (w->state == W_STARTING && now >= hello_deadline(w)) {
     char *why = sg_asprintf("said no hello within %.0f s",
                             p->compile_limit_s + p->hang_grace_s);
-    worker_fail(w, "hung", why);
+    sg_pool_worker_fail(w, "hung", why);
     free(why);
     return;
   }
@@ -570,11 +483,11 @@ static void worker_tick(uv_timer_t *t) {
     const preq *q = w->inflight;
     char *why = sg_asprintf("hung: no reply for %.0f s",
                             now - q->t_phase);
-    worker_fail(w, "hung", why);
+    sg_pool_worker_fail(w, "hung", why);
     free(why);
     return;
   }
-  worker_arm(w);
+  sg_pool_worker_arm(w);
 }
 
 /* ---- failure, restart, giving up ---- */
@@ -584,21 +497,22 @@ static void worker_give_up_queue(worker *w, const char *msg) {
   while (w->qhead && !p->closing) {
     preq *q = w->qhead;
     queue_remove(w, q);
-    deliver(p, q, NULL, msg);
+    sg_pool_deliver(p, q, NULL, msg);
   }
 }
 
 /* The worker's process failed (what: "died" or "hung"; reason says how):
  * it is killed, the request it held is reported, and it is restarted after
  * the backoff or given up. Callbacks run last, with the state settled. */
-static void worker_fail(worker *w, const char *what, const char *reason) {
+void sg_pool_worker_fail(worker *w, const char *what, const char *reason) {
   sg_pool *p = w->p;
   proc *pr = w->pr;
   long pid = pr ? pr->pid : 0;
   if (pr)
-    proc_retire(pr);
+    sg_pool_proc_retire(pr);
   preq *q = w->inflight;
   w->inflight = NULL;
+  sg_pool_device_told(w, false);
   char *msg;
   if (pid > 0)
     msg = sg_asprintf("%s (pid %ld) %s while %s", w->name, pid, reason,
@@ -618,22 +532,22 @@ static void worker_fail(worker *w, const char *what, const char *reason) {
     w->state = W_BACKOFF;
     w->restart_at = sg_clock_now_s() +
                     p->restart_backoff_s * ldexp(1.0, w->fails - 1);
-    worker_arm(w);
+    sg_pool_worker_arm(w);
   }
-  worker_event(w, what, msg);
+  sg_pool_worker_event(w, what, msg);
   if (q) {
     if (q->aborted || p->closing) {
-      preq_free(q);
+      sg_pool_preq_free(q);
     } else {
       p->st.lost++;
-      deliver(p, q, NULL, msg);
+      sg_pool_deliver(p, q, NULL, msg);
     }
   }
   if (give_up && !p->closing) {
     char *gmsg = sg_asprintf("%s given up after %d failure%s in a row; the "
                              "last: %s", w->name, w->fails,
                              w->fails == 1 ? "" : "s", msg);
-    worker_event(w, "given_up", gmsg);
+    sg_pool_worker_event(w, "given_up", gmsg);
     worker_give_up_queue(w, gmsg);
     free(gmsg);
   }
@@ -641,275 +555,6 @@ static void worker_fail(worker *w, const char *what, const char *reason) {
 }
 
 /* ---- reading replies ---- */
-
-static void on_exit_cb(uv_process_t *h, int64_t status, int sig) {
-  proc *pr = h->data;
-  pr->exited = true;
-  pr->exit_status = status;
-  pr->term_signal = sig;
-  if (!pr->w || pr->p->closing) {
-    proc_close_process(pr);
-    return;
-  }
-  if (!pr->eof && !pr->write_failed)
-    pr->t_noticed = sg_clock_now_s();
-  worker_arm(pr->w);
-}
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)suggested;
-  proc *pr = h->data;
-  *buf = uv_buf_init(pr->rd, sizeof pr->rd);
-}
-
-/* The in-flight request a reply is for, or NULL. */
-static preq *match(worker *w, const sg_worker_reply *r) {
-  preq *q = w->inflight;
-  if (!q || !r->id || strcmp(q->wire_id, r->id) != 0)
-    return NULL;
-  return q;
-}
-
-/* One reply from the current proc. Returns false when the proc stopped
- * being the worker's (or the pool closes): stop reading its lines. */
-static bool handle_reply(worker *w, proc *pr, const sg_worker_reply *r) {
-  sg_pool *p = w->p;
-  if (w->state == W_STARTING) {
-    if (r->type == SG_WREP_ERROR) {
-      char *why = sg_asprintf("could not start: %s", r->message ? r->message : "");
-      worker_fail(w, "died", why);
-      free(why);
-      return false;
-    }
-    if (r->type != SG_WREP_HELLO || r->protocol != SG_WORKER_PROTOCOL) {
-      char *why = r->type != SG_WREP_HELLO
-                      ? sg_asprintf("began with a %s reply instead of hello",
-                                    sg_worker_reply_type_name(r->type))
-                      : sg_asprintf("speaks protocol %d, not %d", r->protocol,
-                                    SG_WORKER_PROTOCOL);
-      worker_fail(w, "died", why);
-      free(why);
-      return false;
-    }
-    w->state = W_READY;
-    char *msg = sg_asprintf("%s (pid %ld) ready", w->name, pr->pid);
-    worker_event(w, "started", msg);
-    free(msg);
-    if (p->closing || w->pr != pr)
-      return false;
-    worker_pump(w);
-    worker_arm(w);
-    return true;
-  }
-  preq *q = match(w, r);
-  switch (r->type) {
-  case SG_WREP_STARTED:
-  case SG_WREP_COMPILED:
-    if (!q)
-      return true;
-    q->ph = r->type == SG_WREP_STARTED ? PH_STARTED : PH_COMPILED;
-    q->t_phase = sg_clock_now_s();
-    worker_arm(w);
-    if (r->type == SG_WREP_STARTED && !q->aborted && p->cb.on_started)
-      p->cb.on_started(p, p->cb.data, q->ticket);
-    break;
-  case SG_WREP_RESULT:
-  case SG_WREP_ERROR: {
-    if (!q) /* an abort that crossed its result, or a stale id: no-op */
-      return true;
-    w->inflight = NULL;
-    bool refused = r->type == SG_WREP_ERROR;
-    if (!refused)
-      w->fails = 0; /* a completed request: the worker works */
-    worker_pump(w);
-    worker_arm(w);
-    if (q->aborted) {
-      preq_free(q);
-      break;
-    }
-    if (refused) {
-      char *msg = sg_asprintf("%s (pid %ld) refused the request: %s", w->name,
-                              pr->pid, r->message ? r->message : "");
-      deliver(p, q, NULL, msg);
-      free(msg);
-    } else if (r->result.status == SG_EVAL_ABORTED) {
-      /* not ours: the worker was stopped from outside */
-      char *msg = sg_asprintf("%s (pid %ld) ended the request: %s", w->name,
-                              pr->pid, r->result.message ? r->result.message : "");
-      deliver(p, q, NULL, msg);
-      free(msg);
-    } else {
-      deliver(p, q, &r->result, NULL);
-    }
-    break;
-  }
-  default: /* hello again, pong, bye: nothing to do */
-    break;
-  }
-  return !p->closing && w->pr == pr;
-}
-
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  proc *pr = s->data;
-  sg_pool *p = pr->p;
-  (void)buf;
-  if (nread == 0)
-    return;
-  worker *w = pr->w;
-  if (nread < 0) {
-    proc_close_out(pr);
-    pr->eof = true;
-    if (w && !p->closing) {
-      if (!pr->exited && !pr->write_failed)
-        pr->t_noticed = sg_clock_now_s();
-      worker_arm(w);
-    }
-    return;
-  }
-  if (!w || p->closing)
-    return; /* draining a retired or closing process */
-  size_t off = 0, n = (size_t)nread;
-  while (off < n) {
-    const char *nl = memchr(pr->rd + off, '\n', n - off);
-    size_t take = nl ? (size_t)(nl - (pr->rd + off)) : n - off;
-    if (pr->line.len + take > SG_WORKER_LINE_MAX) {
-      char *why = sg_asprintf("wrote a line longer than %u bytes",
-                              (unsigned)SG_WORKER_LINE_MAX);
-      worker_fail(w, "died", why);
-      free(why);
-      return;
-    }
-    sg_buf_append(&pr->line, pr->rd + off, take);
-    off += take;
-    if (!nl)
-      break;
-    off++; /* the newline */
-    size_t len = pr->line.len;
-    if (len > 0 && pr->line.data[len - 1] == '\r')
-      len--;
-    if (len == 0) {
-      sg_buf_reset(&pr->line);
-      continue;
-    }
-    sg_worker_reply r;
-    sg_err err;
-    sg_err_clear(&err);
-    int rc = sg_worker_reply_parse(pr->line.data, len, &r, &err);
-    if (rc != 0) {
-      size_t k = len < REASON_LINE_MAX ? len : REASON_LINE_MAX;
-      char *why = sg_asprintf("wrote a line that is not protocol (%s): %.*s%s",
-                              err.msg, (int)k, pr->line.data,
-                              len > k ? "..." : "");
-      /* printable ASCII only: the message travels on as JSON text, and
-       * the parser's message may quote the line's bytes too */
-      for (char *c = why; *c; c++)
-        if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
-          *c = '?';
-      sg_worker_reply_free(&r);
-      worker_fail(w, "died", why);
-      free(why);
-      return;
-    }
-    sg_buf_reset(&pr->line);
-    bool go_on = handle_reply(w, pr, &r);
-    sg_worker_reply_free(&r);
-    if (!go_on)
-      return;
-  }
-}
-
-/* ---- spawning ---- */
-
-/* Spawns w's next process. In sg_pool_new (initial) a failure is returned;
- * later it counts as a failure of the worker. */
-static int worker_spawn_proc(worker *w, sg_err *err) {
-  sg_pool *p = w->p;
-  proc *pr = sg_calloc(1, sizeof *pr);
-  pr->p = p;
-  sg_buf_init(&pr->line, 0);
-  pr->gen = ++p->gen;
-  pr->next = p->procs;
-  if (pr->next)
-    pr->next->prev = pr;
-  p->procs = pr;
-  uv_pipe_init(p->loop, &pr->in, 0);
-  uv_pipe_init(p->loop, &pr->out, 0);
-  pr->in.data = pr->out.data = pr->process.data = pr;
-  pr->open_handles = 3;
-  p->open_handles += 3;
-
-  const char *argv[12];
-  int n = 0;
-  argv[n++] = p->program;
-  argv[n++] = "worker";
-  if (w->device) {
-    argv[n++] = "--device";
-    argv[n++] = w->device;
-  } else {
-    argv[n++] = "--compile-only";
-  }
-  argv[n++] = "--build-cache";
-  argv[n++] = p->build_cache;
-  if (p->work_dir) {
-    argv[n++] = "--work-dir";
-    argv[n++] = p->work_dir;
-  }
-  argv[n++] = "--json-errors";
-  argv[n] = NULL;
-
-  uv_stdio_container_t stdio[3];
-  stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-  stdio[0].data.stream = (uv_stream_t *)&pr->in;
-  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[1].data.stream = (uv_stream_t *)&pr->out;
-  stdio[2].flags = UV_INHERIT_FD;
-  stdio[2].data.fd = p->log_fd >= 0 ? p->log_fd : 2;
-  uv_process_options_t o;
-  memset(&o, 0, sizeof o);
-  o.exit_cb = on_exit_cb;
-  o.file = p->program;
-  o.args = (char **)argv;
-  o.env = p->env;
-  o.flags = UV_PROCESS_DETACHED;
-  o.stdio_count = 3;
-  o.stdio = stdio;
-  w->t_spawn = sg_clock_now_s();
-  int rc = uv_spawn(p->loop, &pr->process, &o);
-  if (rc < 0) {
-    /* libuv: a process handle that failed to spawn must still be closed */
-    pr->exited = true;
-    proc_retire(pr);
-    return sg_err_set(err, SG_EIO, "could not be started (%s: %s)",
-                      p->program, uv_strerror(rc));
-  }
-  pr->pid = pr->process.pid;
-  pr->w = w;
-  w->pr = pr;
-  w->state = W_STARTING;
-  rc = uv_read_start((uv_stream_t *)&pr->out, on_alloc, on_read);
-  if (rc < 0) {
-    proc_retire(pr);
-    return sg_err_set(err, SG_EIO, "could not be read from (%s)",
-                      uv_strerror(rc));
-  }
-  return 0;
-}
-
-static void worker_spawn(worker *w) {
-  sg_pool *p = w->p;
-  sg_err err;
-  sg_err_clear(&err);
-  p->st.restarts++;
-  if (worker_spawn_proc(w, &err) != 0) {
-    worker_fail(w, "died", err.msg);
-    return;
-  }
-  char *msg = sg_asprintf("%s restarted (pid %ld; %d failure%s in a row)",
-                          w->name, w->pr->pid, w->fails, w->fails == 1 ? "" : "s");
-  worker_arm(w);
-  worker_event(w, "restarted", msg);
-  free(msg);
-}
 
 /* ---- the public calls ---- */
 
@@ -1056,13 +701,13 @@ int sg_pool_new(uv_loop_t *loop, const sg_pool_opts *o,
   p->close_timer_live = true;
 
   for (size_t i = 0; i < p->n_workers; i++) {
-    rc = worker_spawn_proc(&p->workers[i], err);
+    rc = sg_pool_worker_spawn_proc(&p->workers[i], err);
     if (rc != 0) {
       sg_err_prefix(err, "pool: %s", p->workers[i].name);
       sg_pool_close(p, 0);
       return rc;
     }
-    worker_arm(&p->workers[i]);
+    sg_pool_worker_arm(&p->workers[i]);
   }
   *out = p;
   return 0;
@@ -1084,6 +729,8 @@ static worker *least_loaded_compile(sg_pool *p) {
   return best;
 }
 
+/* Longer than 80 lines on purpose: the checks of a request and the choice of
+ * its worker are one decision, read in order. */
 int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err) {
   if (p->closing)
     return sg_err_set(err, SG_ESTATE, "pool: closing; request %llu refused",
@@ -1145,7 +792,7 @@ int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err) {
    * refuse is refused here, where the caller can see why */
   json_t *j = preq_to_json(q, "0");
   size_t len;
-  char *line = sg_worker_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   sg_worker_request chk;
   sg_err perr;
@@ -1154,7 +801,7 @@ int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err) {
   sg_worker_request_free(&chk);
   free(line);
   if (rc != 0) {
-    preq_free(q);
+    sg_pool_preq_free(q);
     return sg_err_set(err, SG_EINVAL, "pool: request %llu: %s",
                       (unsigned long long)r->ticket, perr.msg);
   }
@@ -1163,7 +810,7 @@ int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err) {
   table_add(p, q);
   queue_push(w, q);
   p->st.submitted++;
-  worker_pump(w);
+  sg_pool_worker_pump(w);
   return 0;
 }
 
@@ -1178,7 +825,7 @@ void sg_pool_abort(sg_pool *p, uint64_t ticket) {
   p->st.aborted++;
   if (q->ph == PH_QUEUED) {
     queue_remove(w, q);
-    preq_free(q);
+    sg_pool_preq_free(q);
     return;
   }
   /* in flight: the worker kills it; its result is swallowed and the next
@@ -1196,12 +843,12 @@ void sg_pool_abort(sg_pool *p, uint64_t ticket) {
   a.id = NULL;
   sg_worker_request_free(&a);
   size_t len;
-  char *line = sg_worker_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   int rc = proc_write(pr, line, len, false);
   if (rc < 0) {
     proc_write_failed(pr, rc);
-    worker_arm(w);
+    sg_pool_worker_arm(w);
   }
 }
 
@@ -1234,7 +881,7 @@ static void on_close_timeout(uv_timer_t *t) {
   for (proc *pr = p->procs; pr; pr = pr->next) {
     proc_kill(pr);
     proc_close_in(pr);
-    proc_close_out(pr);
+    sg_pool_proc_close_out(pr);
   }
   p->close_timer_live = false;
   uv_close((uv_handle_t *)&p->close_timer, pool_handle_closed);
@@ -1253,13 +900,13 @@ void sg_pool_close(sg_pool *p, double timeout_s) {
         q->w->inflight = NULL;
       else
         queue_remove(q->w, q);
-      preq_free(q);
+      sg_pool_preq_free(q);
     }
   }
   for (size_t i = 0; i < p->n_workers; i++) {
     worker *w = &p->workers[i];
     if (w->inflight) { /* aborted ones, waiting for their result */
-      preq_free(w->inflight);
+      sg_pool_preq_free(w->inflight);
       w->inflight = NULL;
     }
     proc *pr = w->pr;
@@ -1274,7 +921,7 @@ void sg_pool_close(sg_pool *p, double timeout_s) {
      * pipe while it shuts down */
     if (pr->exited) {
       proc_close_in(pr);
-      proc_close_process(pr);
+      sg_pool_proc_close_process(pr);
     } else if (!pr->in_closed) {
       sg_worker_request s;
       sg_worker_request_init(&s);
@@ -1282,7 +929,7 @@ void sg_pool_close(sg_pool *p, double timeout_s) {
       json_t *j = sg_worker_request_to_json(&s);
       sg_worker_request_free(&s);
       size_t len;
-      char *line = sg_worker_line(j, &len);
+      char *line = sg_jsonl_line(j, &len);
       json_decref(j);
       if (proc_write(pr, line, len, true) < 0)
         proc_close_in(pr);

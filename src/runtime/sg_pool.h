@@ -107,6 +107,14 @@ typedef struct sg_pool_callbacks {
    * the device slot, or -1 - i for compile worker i. May be NULL. */
   void (*on_worker)(sg_pool *p, void *data, int slot, const char *what,
                     const char *message);
+  /* A device slot takes an evaluation (busy: called just before the
+   * request is written to its worker, so a KV store sharing the device can
+   * make room first) or has none any more (its result came, it was
+   * aborted, or its worker died). Pairs exactly per slot, except that none
+   * follows sg_pool_close. The one callback that may come from inside
+   * sg_pool_submit (which writes at once to an idle worker): it must not
+   * call the pool. May be NULL. */
+  void (*on_device)(sg_pool *p, void *data, int slot, bool busy);
 } sg_pool_callbacks;
 
 /* Spawns every worker (their hello arrives later; requests submitted before

@@ -276,6 +276,7 @@ static void shutdown_all(run *r) {
     while (f->gens)
       sg_run_gen_cancel(r, (uint32_t)i, f->gens->gen);
   }
+  sg_run_kv_close(r);
   sg_pool_close(r->pool, POOL_CLOSE_S);
   r->pool = NULL;
   sg_llm_client_destroy(r->client);
@@ -333,72 +334,54 @@ void sg_run_outcome_free(sg_run_outcome *o) {
   memset(o, 0, sizeof *o);
 }
 
-int sg_run_execute(const sg_run_config *cfg, const char *program,
-                   const sg_run_observer *obs, sg_run_outcome *out, sg_err *err) {
-  memset(out, 0, sizeof *out);
-  int rc = sg_run_config_check(cfg, err);
-  if (rc < 0)
-    return rc;
-  run rs;
-  memset(&rs, 0, sizeof rs);
-  run *r = &rs;
-  r->cfg = cfg;
-  r->obs = obs;
-  r->err = err;
-  sg_search_registry_init(&r->sreg);
-  sg_termination_registry_init(&r->treg);
-  char *exe = program ? sg_strdup(program) : self_exe();
-  char *token_warning = NULL;
-  bool loop_ready = false;
-  if (exe == NULL) {
-    rc = sg_err_set(err, SG_EIO, "cannot find the specgen program for the workers");
-    goto out;
-  }
+/* Everything before the loop: the workers' program, the devices (checked),
+ * the workflows, the scheduler and the interpreter, the store (a new run or
+ * the one resumed), the model, the client and the pool. */
+static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_warning,
+                   sg_err *err) {
+  const sg_run_config *cfg = r->cfg;
+  int rc;
   if ((rc = sg_search_register(&r->sreg, &sg_search_exec_ops, err)) < 0)
-    goto out;
-  if ((rc = sg_run_devices_parse(cfg->devices, &r->devices, &r->ndevices, err)) < 0) {
-    sg_err_prefix(err, "--devices");
-    goto out;
-  }
-  r->cpu_devices = strncmp(r->devices[0], "cpu:", 4) == 0;
+    return rc;
+  if ((rc = sg_run_devices_parse(cfg->devices, &r->devices, &r->ndevices, err)) < 0)
+    return sg_err_prefix(err, "--devices");
+  r->device_kind = sg_eval_device_kind(r->devices[0]);
+  /* Devices that cannot evaluate anything are bad input, found before the
+   * run starts (not after every evaluation failed). */
+  for (size_t i = 0; i < r->ndevices; i++)
+    if ((rc = sg_eval_device_check(r->devices[i], err)) < 0)
+      return sg_err_prefix(err, "--devices");
   r->dir = cfg->resume ? sg_strdup(cfg->resume)
                        : cfg->out ? sg_strdup(cfg->out) : default_out_dir();
   out->dir = sg_strdup(r->dir);
-  if (cfg->resume && access(cfg->resume, F_OK) != 0) {
-    rc = sg_err_set(err, SG_ENOENT, "--resume %s: no such directory", cfg->resume);
-    goto out;
-  }
+  if (cfg->resume && access(cfg->resume, F_OK) != 0)
+    return sg_err_set(err, SG_ENOENT, "--resume %s: no such directory", cfg->resume);
   if ((rc = sg_run_load_workflows(r, err)) < 0)
-    goto out;
-  if ((rc = sg_prompt_templates_load(cfg->prompts, &r->templates, err)) < 0) {
-    sg_err_prefix(err, "--prompts");
-    goto out;
-  }
+    return rc;
+  if ((rc = sg_prompt_templates_load(cfg->prompts, &r->templates, err)) < 0)
+    return sg_err_prefix(err, "--prompts");
   sg_sched_opts so;
   sg_sched_opts_default(&so);
   so.devices = (int)r->ndevices;
   so.compile_slots = cfg->compile_workers;
   so.elastic = cfg->elastic;
-  if ((rc = sg_scheduler_new(&so, &r->sched, err)) < 0)
-    goto out;
-  if ((rc = interp_new(r, err)) < 0)
-    goto out;
-  if ((rc = sg_store_open(r->dir, &r->store, err)) < 0)
-    goto out;
-  if ((rc = sg_run_begin_or_resume(r, err)) < 0)
-    goto out;
+  so.work_conserving = cfg->work_conserving;
+  if ((rc = sg_scheduler_new(&so, &r->sched, err)) < 0 || (rc = interp_new(r, err)) < 0 ||
+      (rc = sg_store_open(r->dir, &r->store, err)) < 0 ||
+      (rc = sg_run_begin_or_resume(r, err)) < 0)
+    return rc;
   for (size_t i = 0; i < r->nwf; i++)
     sg_interp_set_controller(r->it, (uint32_t)i, r->wfs[i].done ? NULL : r->wfs[i].ctl);
   if ((rc = sg_run_start_model(r, err)) < 0)
-    goto out;
+    return rc;
   uv_loop_init(&r->loop);
-  loop_ready = true;
+  r->loop_ready = true;
   sg_llm_client_opts co;
   sg_llm_client_opts_init(&co);
   co.api_key_env = cfg->llm ? cfg->api_key_env : "";
   co.seed = cfg->seed;
   if ((rc = sg_llm_client_new(&r->loop, &co, &r->client, err)) < 0)
-    goto out;
+    return rc;
   if (cfg->spec && cfg->token_forks && r->provider && r->provider->token_ids) {
     /* Once, before the loop: the ids that end a reasoning, from the
      * server's own tokenizer. Without them forks go as chat continuations. */
@@ -409,14 +392,28 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
         r->n_end_think == 0) {
       free(r->end_think);
       r->end_think = NULL;
-      token_warning = sg_asprintf("token forks are off: the server's /tokenize "
-                                  "failed (%s); forks continue the reasoning as chat",
-                                  te.msg);
+      *token_warning = sg_asprintf("token forks are off: the server's /tokenize "
+                                   "failed (%s); forks continue the reasoning as chat",
+                                   te.msg);
     }
   }
-  if ((rc = sg_run_start_pool(r, exe, err)) < 0)
-    goto out;
+  rc = sg_run_start_pool(r, exe, err);
+  return rc < 0 ? rc : sg_run_kv_start(r, err);
+}
 
+/* The loop: signals, the first actions of every unfinished workflow, then
+ * libuv until everything is closed. */
+static void loop(run *r, sg_run_outcome *out, const char *token_warning) {
+  const sg_run_config *cfg = r->cfg;
+  /* Signals first: a Ctrl-C as soon as the run says it started stops it
+   * cleanly (it killed the process before). */
+  uv_timer_init(&r->loop, &r->tick);
+  r->tick.data = r;
+  uv_signal_init(&r->loop, &r->sigint);
+  uv_signal_init(&r->loop, &r->sigterm);
+  r->sigint.data = r->sigterm.data = r;
+  uv_signal_start(&r->sigint, on_signal, SIGINT);
+  uv_signal_start(&r->sigterm, on_signal, SIGTERM);
   sg_run_emit(r, "run_start",
        json_pack("{s:s, s:s, s:b, s:s, s:s, s:b, s:b, s:i, s:s}", "dir", r->dir, "llm",
                  cfg->llm ? cfg->llm : r->base_url, "built_in_model", cfg->llm == NULL,
@@ -430,13 +427,6 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
     sg_gen_cancel_warning(r->provider->server, r->provider->name, w, sizeof w);
     sg_run_emit(r, "warning", json_pack("{s:s}", "message", w));
   }
-  uv_timer_init(&r->loop, &r->tick);
-  r->tick.data = r;
-  uv_signal_init(&r->loop, &r->sigint);
-  uv_signal_init(&r->loop, &r->sigterm);
-  r->sigint.data = r->sigterm.data = r;
-  uv_signal_start(&r->sigint, on_signal, SIGINT);
-  uv_signal_start(&r->sigterm, on_signal, SIGTERM);
   uint64_t tick_ms = (uint64_t)(cfg->tick * 1000);
   uv_timer_start(&r->tick, on_tick, tick_ms ? tick_ms : 1, tick_ms ? tick_ms : 1);
   r->last_progress_us = now_us();
@@ -454,56 +444,55 @@ int sg_run_execute(const sg_run_config *cfg, const char *program,
   sg_run_drain(r);
   maybe_finish(r);
   uv_run(&r->loop, UV_RUN_DEFAULT);
+}
 
-  if (!r->failed && !r->interrupted) {
-    sg_err e;
-    sg_err_clear(&e);
-    if (sg_store_run_end(r->store, now_us(), &e) < 0)
+/* After the loop: the run's end in the store (unless interrupted), then
+ * summary.json and the run_end event. */
+static void conclude(run *r, sg_run_outcome *out) {
+  sg_err e;
+  sg_err_clear(&e);
+  if (!r->failed && !r->interrupted && sg_store_run_end(r->store, now_us(), &e) < 0)
+    sg_run_fail(r, &e);
+  sg_err_clear(&e);
+  json_t *s = sg_run_summary(r, &e);
+  if (s) {
+    sg_run_kv_report(r, s);
+    json_object_set_new(s, "generations", sg_gen_account_json(&r->acct));
+    char *text = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    char *path = sg_asprintf("%s/summary.json", r->dir);
+    size_t len = strlen(text);
+    text = sg_realloc(text, len + 2);
+    text[len] = '\n';
+    text[len + 1] = '\0';
+    if (sg_file_write(path, text, len + 1, &e) < 0)
       sg_run_fail(r, &e);
-  }
-  {
-    sg_err e;
-    sg_err_clear(&e);
-    json_t *s = sg_run_summary(r, &e);
-    if (s) {
-      json_object_set_new(s, "generations", sg_gen_account_json(&r->acct));
-      char *text = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-      char *path = sg_asprintf("%s/summary.json", r->dir);
-      size_t len = strlen(text);
-      text = sg_realloc(text, len + 2);
-      text[len] = '\n';
-      text[len + 1] = '\0';
-      if (sg_file_write(path, text, len + 1, &e) < 0)
-        sg_run_fail(r, &e);
-      free(path);
-      free(text);
-      out->summary = s;
-      sg_run_emit(r, "run_end", json_pack("{s:O, s:b}", "summary", s, "interrupted",
-                                   r->interrupted));
-    } else if (!r->failed) {
-      sg_run_fail(r, &e);
-    }
+    free(path);
+    free(text);
+    out->summary = s;
+    sg_run_emit(r, "run_end", json_pack("{s:O, s:b}", "summary", s, "interrupted",
+                                        r->interrupted));
+  } else if (!r->failed) {
+    sg_run_fail(r, &e);
   }
   out->interrupted = r->interrupted;
   for (size_t i = 0; i < r->nwf; i++)
     out->failed_workflows += r->wfs[i].failed;
-  {
-    char why[SG_GEN_CAUSE_BYTES + 64];
-    if (!r->failed && sg_gen_account_nothing_generated(&r->acct, why, sizeof why))
-      out->no_generation = sg_strdup(why);
-  }
-  rc = r->failed ? (err->code ? err->code : SG_EIO) : 0;
-  if (rc > 0)
-    rc = -rc;
+  char why[SG_GEN_CAUSE_BYTES + 64];
+  if (!r->failed && sg_gen_account_nothing_generated(&r->acct, why, sizeof why))
+    out->no_generation = sg_strdup(why);
+}
 
-out:
+/* Closes what is open (whatever step failed) and frees the run. */
+static void close_all(run *r) {
+  sg_run_kv_close(r);
+  json_decref(r->kv_stats);
   if (r->pool || r->client) {
     sg_pool_close(r->pool, 0);
     sg_llm_client_destroy(r->client);
     r->pool = NULL;
     r->client = NULL;
   }
-  if (loop_ready) {
+  if (r->loop_ready) {
     if (!uv_is_closing((uv_handle_t *)&r->tick) && r->tick.loop) {
       uv_close((uv_handle_t *)&r->tick, NULL);
       uv_close((uv_handle_t *)&r->sigint, NULL);
@@ -517,8 +506,38 @@ out:
     sg_rm_rf(r->build_cache, &e);
   }
   sg_run_free(r);
+  free(r->dir);
+}
+
+int sg_run_execute(const sg_run_config *cfg, const char *program,
+                   const sg_run_observer *obs, sg_run_outcome *out, sg_err *err) {
+  memset(out, 0, sizeof *out);
+  int rc = sg_run_config_check(cfg, err);
+  if (rc < 0)
+    return rc;
+  run rs;
+  memset(&rs, 0, sizeof rs);
+  run *r = &rs;
+  r->cfg = cfg;
+  r->obs = obs;
+  r->err = err;
+  sg_search_registry_init(&r->sreg);
+  sg_termination_registry_init(&r->treg);
+  char *exe = program ? sg_strdup(program) : self_exe();
+  char *token_warning = NULL;
+  if (exe == NULL)
+    rc = sg_err_set(err, SG_EIO, "cannot find the specgen program for the workers");
+  else
+    rc = prepare(r, exe, out, &token_warning, err);
+  if (rc == 0) {
+    loop(r, out, token_warning);
+    conclude(r, out);
+    rc = r->failed ? (err->code ? err->code : SG_EIO) : 0;
+    if (rc > 0)
+      rc = -rc;
+  }
+  close_all(r);
   free(exe);
   free(token_warning);
-  free(r->dir);
   return rc;
 }

@@ -9,14 +9,16 @@
  * termination and search registries, the fault parser, the devices spec)
  * are in sg_run_config_check, which builds each thing once and throws it
  * away. No I/O except reading the YAML file.
+ *
+ * The checks of a whole configuration are in sg_run_config_check.c. This
+ * file stays over 800 lines on purpose: the key table and the code that
+ * sets a key from a flag, a YAML value or JSON read together.
  */
-#include "runtime/sg_run_config.h"
+#include "runtime/sg_run_config_priv.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
-#include "core/sg_search.h"
-#include "core/sg_termination.h"
-#include "testserver/sg_llm_server.h"
+#include "config/sg_yaml.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yaml.h>
 
 #define OFF(f) offsetof(sg_run_config, f)
 #define TWO63 9223372036854775808.0  /* 2^63 */
@@ -35,6 +36,7 @@
 #define G_MODEL "the model"
 #define G_SERVER "the built-in test server (used only without llm)"
 #define G_EVAL "devices and evaluation"
+#define G_KV "the KV store (docs/kvstore.md)"
 #define G_SEARCH "the search"
 #define G_BUDGET "budgets, per workflow (0: none)"
 #define G_OUT "output"
@@ -117,6 +119,23 @@ static const sg_run_key keys[] = {
              "iteration (on)",
      .group = G_EVAL},
 
+    {.name = "kv-store", .type = SG_KEY_BOOL, .offset = OFF(kv_store),
+     .help = "keep the LLM server's prefixes in the devices' spare memory: "
+             "start an lm:// KV store for LMCache (off)",
+     .group = G_KV},
+    {.name = "kv-store-listen", .type = SG_KEY_STRING,
+     .offset = OFF(kv_store_listen), .value_name = "HOST:PORT",
+     .help = "the KV store's address (127.0.0.1:0, any free port)",
+     .group = G_KV},
+    {.name = "kv-store-memory", .type = SG_KEY_STRING,
+     .offset = OFF(kv_store_memory), .value_name = "SIZE",
+     .help = "the KV store's budget per device, e.g. 16G (4G)", .group = G_KV},
+    {.name = "kv-store-reserve", .type = SG_KEY_STRING,
+     .offset = OFF(kv_store_reserve), .value_name = "SIZE",
+     .help = "device memory the store leaves free while an evaluation runs "
+             "there (8G)",
+     .group = G_KV},
+
     {.name = "search", .type = SG_KEY_STRING, .offset = OFF(search),
      .value_name = "NAME",
      .help = "refine, best-of-n[:N], evolve[:OPTS] or exec:CMD (refine)",
@@ -140,6 +159,20 @@ static const sg_run_key keys[] = {
     {.name = "max-live-forks", .type = SG_KEY_INT, .offset = OFF(max_live_forks),
      .min = 1, .max = 256, .value_name = "N",
      .help = "forks generating at once (16)", .group = G_SEARCH},
+    {.name = "work-conserving", .type = SG_KEY_BOOL, .offset = OFF(work_conserving),
+     .help = "an idle device runs the other part's requests when its own "
+             "part has none waiting (off)",
+     .group = G_EVAL},
+    {.name = "fork-gate", .type = SG_KEY_DOUBLE, .offset = OFF(fork_gate), .min = 0,
+     .max = 1, .value_name = "F",
+     .help = "no fork from a prefix shorter than F x the shortest recent valid "
+             "fork's (0: off)",
+     .group = G_SEARCH},
+    {.name = "cutoff", .type = SG_KEY_DOUBLE, .offset = OFF(cutoff), .min = 0,
+     .max = 100, .value_name = "F",
+     .help = "end an iteration with nothing valid once its reasoning passes F x "
+             "the longest recent valid fork's prefix (0: off)",
+     .group = G_SEARCH},
     {.name = "tick", .type = SG_KEY_DOUBLE, .offset = OFF(tick), .min = 0.01,
      .max = 60, .value_name = "S",
      .help = "seconds between controller ticks (0.25)", .group = G_SEARCH},
@@ -196,7 +229,6 @@ const sg_run_key *sg_run_key_find(const char *name) {
 
 /* Field access through the table. */
 #define FIELD(c, k, T) ((T *)((char *)(c) + (k)->offset))
-#define CFIELD(c, k, T) ((const T *)((const char *)(c) + (k)->offset))
 
 void sg_run_config_init(sg_run_config *c) {
   memset(c, 0, sizeof *c);
@@ -313,7 +345,7 @@ static void where(char *buf, size_t n, const char *origin, const char *key) {
 }
 
 /* Shows a value in a message: at most 64 bytes of it. */
-static void shown(char *buf, size_t n, const char *value) {
+void sg_run_config_shown(char *buf, size_t n, const char *value) {
   size_t len = strlen(value);
   if (len > 64)
     snprintf(buf, n, "%.64s...", value);
@@ -378,7 +410,7 @@ static void u64_bounds(const sg_run_key *k, uint64_t *lo, uint64_t *hi) {
 }
 
 /* "an integer from 1 to 100000", "a number in (0, 86400]". */
-static void describe(const sg_run_key *k, char *buf, size_t n) {
+void sg_run_config_describe(const sg_run_key *k, char *buf, size_t n) {
   switch (k->type) {
   case SG_KEY_INT: {
     long long lo, hi;
@@ -417,7 +449,7 @@ static void describe(const sg_run_key *k, char *buf, size_t n) {
   }
 }
 
-static bool in_choices(const char *choices, const char *v) {
+bool sg_run_config_in_choices(const char *choices, const char *v) {
   size_t lv = strlen(v);
   for (const char *p = choices;;) {
     const char *bar = strchr(p, '|');
@@ -443,8 +475,8 @@ static int set_key(sg_run_config *c, const sg_run_key *k, const char *value,
                    const char *origin, sg_err *err) {
   char at[SG_ERR_MSG_MAX / 2], v[80], want[160];
   where(at, sizeof at, origin, k->name);
-  shown(v, sizeof v, value);
-  describe(k, want, sizeof want);
+  sg_run_config_shown(v, sizeof v, value);
+  sg_run_config_describe(k, want, sizeof want);
   if (value[0] == '\0')
     return sg_err_set(err, SG_EINVAL, "%s: expected %s, got nothing", at, want);
   if (strlen(value) > SG_RUN_VALUE_MAX)
@@ -453,7 +485,7 @@ static int set_key(sg_run_config *c, const sg_run_key *k, const char *value,
   switch (k->type) {
   case SG_KEY_STRING:
   case SG_KEY_LIST: {
-    if (k->choices && !in_choices(k->choices, value))
+    if (k->choices && !sg_run_config_in_choices(k->choices, value))
       return sg_err_set(err, SG_EINVAL, "%s: expected %s, got \"%s\"", at, want,
                         v);
     if (!utf8_ok(value))
@@ -521,7 +553,7 @@ static int set_key(sg_run_config *c, const sg_run_key *k, const char *value,
 
 static int unknown_key(const char *key, const char *origin, sg_err *err) {
   char at[SG_ERR_MSG_MAX / 2], name[80];
-  shown(name, sizeof name, key);
+  sg_run_config_shown(name, sizeof name, key);
   where(at, sizeof at, origin, name);
   const char *s = suggest(key, false);
   if (s)
@@ -540,170 +572,80 @@ int sg_run_config_set(sg_run_config *c, const char *key, const char *value,
 
 /* ---- YAML ---------------------------------------------------------------- */
 
-/* A plain (unquoted) null: "", "~", "null". */
-static bool yaml_is_null(const yaml_event_t *ev) {
-  if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-    return false;
-  const char *s = (const char *)ev->data.scalar.value;
-  return s[0] == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
-         strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+/* The YAML loader: the walker (config/sg_yaml.h) reads one flat mapping of
+ * keys to scalars or lists of scalars; each value goes through set_key. */
+typedef struct yload {
+  sg_run_config *c;
+  const sg_run_key *cur;
+  size_t seen_line[NKEYS]; /* line a key was given on, 0: not yet */
+} yload;
+
+static int yaml_key(yload *y, const sg_yaml_value *v, sg_err *err) {
+  char origin[SG_ERR_MSG_MAX / 4];
+  snprintf(origin, sizeof origin, "%.*s:%zu", (int)(strrchr(v->origin, ':') - v->origin),
+           v->origin, v->key_line);
+  const sg_run_key *k = sg_run_key_find(v->key);
+  if (k == NULL)
+    return unknown_key(v->key, origin, err);
+  if (y->seen_line[k - keys])
+    return sg_err_set(err, SG_EPARSE, "%s: key \"%s\" given twice (first on line %zu)",
+                      origin, k->name, y->seen_line[k - keys]);
+  y->seen_line[k - keys] = v->key_line;
+  y->cur = k;
+  return 0;
 }
 
-/* The loader is an event-driven state machine over a deliberately small
- * subset of YAML: one document holding one mapping of keys to scalars or
- * flat sequences of scalars. */
-typedef enum {
-  Y_TOP,   /* before the top-level mapping */
-  Y_KEY,   /* in the mapping, expecting a key or its end */
-  Y_VALUE, /* after a key */
-  Y_SEQ,   /* in a list key's sequence */
-  Y_AFTER, /* after the mapping */
-} ystate;
+static int yaml_value(void *data, const sg_yaml_value *v, sg_err *err) {
+  yload *y = data;
+  sg_run_config *c = y->c;
+  int rc = 0;
+  switch (v->kind) {
+  case SG_YAML_LIST_START:
+    if ((rc = yaml_key(y, v, err)) < 0)
+      return rc;
+    if (y->cur->type != SG_KEY_LIST)
+      return sg_err_set(err, SG_EPARSE, "%s: key \"%s\": expected one value, got a list",
+                        v->origin, y->cur->name);
+    list_clear(c, y->cur);
+    return 0;
+  case SG_YAML_LIST_ITEM:
+    return set_key(c, y->cur, v->value, v->origin, err);
+  case SG_YAML_SCALAR:
+    break;
+  }
+  if ((rc = yaml_key(y, v, err)) < 0)
+    return rc;
+  const sg_run_key *k = y->cur;
+  if (v->null) {
+    if (k->type == SG_KEY_STRING) {
+      char **p = FIELD(c, k, char *);
+      free(*p);
+      *p = NULL;
+    } else if (k->type == SG_KEY_LIST) {
+      list_clear(c, k);
+    } else {
+      char want[160];
+      sg_run_config_describe(k, want, sizeof want);
+      return sg_err_set(err, SG_EINVAL, "%s: key \"%s\": expected %s, got nothing",
+                        v->origin, k->name, want);
+    }
+    return 0;
+  }
+  if (k->type == SG_KEY_LIST)
+    list_clear(c, k);
+  return set_key(c, k, v->value, v->origin, err);
+}
 
 int sg_run_config_load_yaml_string(sg_run_config *c, const char *text,
                                    size_t len, const char *name, sg_err *err) {
   if (len > SG_RUN_CONFIG_FILE_MAX)
     return sg_err_set(err, SG_ERANGE, "%s: larger than %zu bytes", name,
                       SG_RUN_CONFIG_FILE_MAX);
-  yaml_parser_t parser;
-  if (!yaml_parser_initialize(&parser))
-    return sg_err_set(err, SG_EIO, "%s: cannot start the YAML parser", name);
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-
-  size_t seen_line[NKEYS] = {0}; /* line a key was given on, 0: not yet */
-  ystate st = Y_TOP;
-  const sg_run_key *cur = NULL;
-  size_t docs = 0;
-  int rc = 0;
-  bool done = false;
-  while (!done && rc == 0) {
-    yaml_event_t ev;
-    if (!yaml_parser_parse(&parser, &ev)) {
-      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: %s%s%s", name,
-                      parser.problem_mark.line + 1,
-                      parser.problem ? parser.problem : "malformed YAML",
-                      parser.context ? " " : "",
-                      parser.context ? parser.context : "");
-      break;
-    }
-    size_t line = ev.start_mark.line + 1;
-    char origin[SG_ERR_MSG_MAX / 4];
-    snprintf(origin, sizeof origin, "%s:%zu", name, line);
-    switch (ev.type) {
-    case YAML_STREAM_START_EVENT:
-    case YAML_DOCUMENT_END_EVENT:
-    case YAML_NO_EVENT:
-      break;
-    case YAML_STREAM_END_EVENT:
-      done = true;
-      break;
-    case YAML_DOCUMENT_START_EVENT:
-      if (++docs > 1)
-        rc = sg_err_set(err, SG_EPARSE,
-                        "%s: a second document (a configuration is one)", origin);
-      break;
-    case YAML_ALIAS_EVENT:
-      rc = sg_err_set(err, SG_EPARSE, "%s: aliases are not supported", origin);
-      break;
-    case YAML_MAPPING_START_EVENT:
-      if (st == Y_TOP)
-        st = Y_KEY;
-      else if (st == Y_VALUE || st == Y_SEQ)
-        rc = sg_err_set(err, SG_EPARSE,
-                        "%s: key \"%s\": nested mappings are not supported",
-                        origin, cur->name);
-      else
-        rc = sg_err_set(err, SG_EPARSE, "%s: a key must be a plain name",
-                        origin);
-      break;
-    case YAML_MAPPING_END_EVENT:
-      st = Y_AFTER;
-      break;
-    case YAML_SEQUENCE_START_EVENT:
-      if (st == Y_TOP)
-        rc = sg_err_set(err, SG_EPARSE, "%s: expected a mapping of keys",
-                        origin);
-      else if (st == Y_KEY)
-        rc = sg_err_set(err, SG_EPARSE, "%s: a key must be a plain name",
-                        origin);
-      else if (st == Y_SEQ)
-        rc = sg_err_set(err, SG_EPARSE,
-                        "%s: key \"%s\": nested lists are not supported", origin,
-                        cur->name);
-      else if (cur->type != SG_KEY_LIST)
-        rc = sg_err_set(err, SG_EPARSE,
-                        "%s: key \"%s\": expected one value, got a list",
-                        origin, cur->name);
-      else {
-        list_clear(c, cur);
-        st = Y_SEQ;
-      }
-      break;
-    case YAML_SEQUENCE_END_EVENT:
-      st = Y_KEY;
-      break;
-    case YAML_SCALAR_EVENT: {
-      const char *s = (const char *)ev.data.scalar.value;
-      if (strlen(s) != ev.data.scalar.length) {
-        rc = sg_err_set(err, SG_EPARSE, "%s: a NUL byte in a scalar", origin);
-        break;
-      }
-      switch (st) {
-      case Y_TOP:
-        if (!yaml_is_null(&ev)) /* else an empty document: no keys */
-          rc = sg_err_set(err, SG_EPARSE, "%s: expected a mapping of keys",
-                          origin);
-        break;
-      case Y_KEY:
-        cur = sg_run_key_find(s);
-        if (cur == NULL) {
-          rc = unknown_key(s, origin, err);
-          break;
-        }
-        if (seen_line[cur - keys]) {
-          rc = sg_err_set(err, SG_EPARSE,
-                          "%s: key \"%s\" given twice (first on line %zu)",
-                          origin, cur->name, seen_line[cur - keys]);
-          break;
-        }
-        seen_line[cur - keys] = line;
-        st = Y_VALUE;
-        break;
-      case Y_VALUE:
-        st = Y_KEY;
-        if (yaml_is_null(&ev)) {
-          if (cur->type == SG_KEY_STRING) {
-            char **p = FIELD(c, cur, char *);
-            free(*p);
-            *p = NULL;
-          } else if (cur->type == SG_KEY_LIST) {
-            list_clear(c, cur);
-          } else {
-            char want[160];
-            describe(cur, want, sizeof want);
-            rc = sg_err_set(err, SG_EINVAL, "%s: key \"%s\": expected %s, got "
-                            "nothing", origin, cur->name, want);
-          }
-          break;
-        }
-        if (cur->type == SG_KEY_LIST)
-          list_clear(c, cur);
-        rc = set_key(c, cur, s, origin, err);
-        break;
-      case Y_SEQ:
-        rc = set_key(c, cur, s, origin, err);
-        break;
-      case Y_AFTER:
-        rc = sg_err_set(err, SG_EPARSE, "%s: text after the mapping", origin);
-        break;
-      }
-      break;
-    }
-    }
-    yaml_event_delete(&ev);
-  }
-  yaml_parser_delete(&parser);
-  return rc;
+  yload y;
+  memset(&y, 0, sizeof y);
+  y.c = c;
+  sg_yaml_opts o = {.nested = false, .lists = true};
+  return sg_yaml_walk(text, len, name, &o, yaml_value, &y, err);
 }
 
 int sg_run_config_load_yaml(sg_run_config *c, const char *path, sg_err *err) {
@@ -721,6 +663,8 @@ int sg_run_config_load_yaml(sg_run_config *c, const char *path, sg_err *err) {
 
 static bool is_flag(const char *a) { return strncmp(a, "--", 2) == 0; }
 
+/* Longer than 80 lines on purpose: one pass over argv whose cases (a flag,
+ * --no-KEY, --KEY=VALUE, a value in the next word) share its cursor. */
 int sg_run_config_parse_args(sg_run_config *c, int argc, char **argv,
                              int first, sg_err *err) {
   /* --config first, wherever it stands. */
@@ -760,7 +704,7 @@ int sg_run_config_parse_args(sg_run_config *c, int argc, char **argv,
       continue;
     if (!is_flag(a) || a[2] == '\0') {
       char v[80];
-      shown(v, sizeof v, a);
+      sg_run_config_shown(v, sizeof v, a);
       return sg_err_set(err, SG_EINVAL,
                         "unexpected argument \"%s\" (every setting is a --KEY "
                         "flag)", v);
@@ -796,8 +740,10 @@ int sg_run_config_parse_args(sg_run_config *c, int argc, char **argv,
     }
     if (value == NULL) {
       if (k->type == SG_KEY_BOOL) {
+        /* --spec alone is on; a word after it is its value, checked as
+         * one (specgen takes no other words) */
         value = "on";
-        if (i + 1 < argc && parse_bool(argv[i + 1]) >= 0)
+        if (i + 1 < argc && !is_flag(argv[i + 1]))
           value = argv[++i];
       } else if (i + 1 < argc && !is_flag(argv[i + 1])) {
         value = argv[++i];
@@ -927,192 +873,11 @@ int sg_run_config_from_json(sg_run_config *c, const json_t *j, sg_err *err) {
       if (k->type == SG_KEY_STRING && k->choices == NULL)
         snprintf(want, sizeof want, "a string or null");
       else
-        describe(k, want, sizeof want);
+        sg_run_config_describe(k, want, sizeof want);
       return sg_err_set(err, SG_EINVAL, "json: key \"%s\": expected %s", k->name,
                         want);
     }
     int rc = set_key(c, k, text, "json", err);
-    if (rc < 0)
-      return rc;
-  }
-  return 0;
-}
-
-/* ---- checks -------------------------------------------------------------- */
-
-int sg_run_devices_parse(const char *spec, char ***out, size_t *n,
-                         sg_err *err) {
-  *out = NULL;
-  *n = 0;
-  if (spec == NULL || spec[0] == '\0')
-    return sg_err_set(err, SG_EINVAL, "devices: empty spec");
-  char sp[80];
-  shown(sp, sizeof sp, spec);
-  if (strlen(spec) > SG_RUN_VALUE_MAX)
-    return sg_err_set(err, SG_EINVAL, "devices \"%s\": longer than %d bytes", sp,
-                      SG_RUN_VALUE_MAX);
-  enum { MAXDEV = 4096 };
-  bool *used = sg_calloc(MAXDEV, sizeof *used);
-  char **list = NULL;
-  size_t count = 0;
-  const char *kind = NULL;
-  size_t kind_len = 0;
-  int rc = 0;
-  for (const char *p = spec; rc == 0;) {
-    const char *comma = strchr(p, ',');
-    size_t ilen = comma ? (size_t)(comma - p) : strlen(p);
-    char item[80];
-    snprintf(item, sizeof item, "%.*s", (int)(ilen < 64 ? ilen : 64), p);
-    const char *colon = memchr(p, ':', ilen);
-    size_t klen = colon ? (size_t)(colon - p) : 0;
-    bool kind_ok = colon && ((klen == 3 && strncmp(p, "cpu", 3) == 0) ||
-                             (klen == 4 && strncmp(p, "cuda", 4) == 0));
-    if (!kind_ok) {
-      rc = sg_err_set(err, SG_EINVAL,
-                      "devices \"%s\": \"%s\": expected cpu:N, cpu:A-B, cuda:N "
-                      "or cuda:A-B", sp, item);
-      break;
-    }
-    if (kind && (klen != kind_len || strncmp(kind, p, klen) != 0)) {
-      rc = sg_err_set(err, SG_EINVAL,
-                      "devices \"%s\": \"%s\": one kind of device only "
-                      "(%.*s and %.*s)", sp, item, (int)kind_len, kind,
-                      (int)klen, p);
-      break;
-    }
-    kind = p;
-    kind_len = klen;
-    /* A or A-B, decimal digits only. */
-    long idx[2] = {-1, -1};
-    int got = 0;
-    bool dash = false;
-    const char *q = colon + 1, *end = p + ilen;
-    while (got < 2) {
-      long x = 0;
-      const char *d = q;
-      while (q < end && isdigit((unsigned char)*q) && q - d < 6)
-        x = x * 10 + (*q++ - '0');
-      if (q == d || (q < end && isdigit((unsigned char)*q)))
-        break; /* no digits, or too many */
-      idx[got++] = x;
-      if (q < end && *q == '-' && got == 1) {
-        q++;
-        dash = true;
-        continue;
-      }
-      break;
-    }
-    if (got == 0 || q != end || (dash && got != 2)) {
-      rc = sg_err_set(err, SG_EINVAL,
-                      "devices \"%s\": \"%s\": expected an index or a range "
-                      "A-B", sp, item);
-      break;
-    }
-    long lo = idx[0], hi = got == 2 ? idx[1] : idx[0];
-    if (lo >= MAXDEV || hi >= MAXDEV) {
-      rc = sg_err_set(err, SG_EINVAL,
-                      "devices \"%s\": \"%s\": indices go from 0 to %d", sp,
-                      item, MAXDEV - 1);
-      break;
-    }
-    if (hi < lo) {
-      rc = sg_err_set(err, SG_EINVAL,
-                      "devices \"%s\": \"%s\": a range goes up (A-B, A <= B)", sp,
-                      item);
-      break;
-    }
-    for (long x = lo; x <= hi; x++) {
-      if (used[x]) {
-        rc = sg_err_set(err, SG_EINVAL,
-                        "devices \"%s\": \"%s\": %.*s:%ld given twice", sp, item,
-                        (int)klen, p, x);
-        break;
-      }
-      used[x] = true;
-      list = sg_realloc(list, (count + 1) * sizeof *list);
-      list[count++] = sg_asprintf("%.*s:%ld", (int)klen, p, x);
-    }
-    if (comma == NULL)
-      break;
-    p = comma + 1;
-  }
-  free(used);
-  if (rc < 0) {
-    for (size_t i = 0; i < count; i++)
-      free(list[i]);
-    free(list);
-    return rc;
-  }
-  *out = list;
-  *n = count;
-  return 0;
-}
-
-static int check_search(const char *spec, uint64_t seed, sg_err *err) {
-  if (strncmp(spec, "exec:", 5) == 0) {
-    for (const char *p = spec + 5; *p; p++)
-      if (!isspace((unsigned char)*p))
-        return 0; /* the command is the runtime's to start */
-    return sg_err_set(err, SG_EINVAL, "search: exec: needs a command (exec:CMD)");
-  }
-  sg_search_registry reg;
-  sg_search_registry_init(&reg); /* refine, best-of-n and evolve */
-  sg_search *s = NULL;
-  int rc = sg_search_new(&reg, spec, seed, &s, err);
-  if (rc < 0)
-    return sg_err_prefix(err, "search");
-  sg_search_free(s);
-  return 0;
-}
-
-int sg_run_config_check(const sg_run_config *c, sg_err *err) {
-  if (c->n_task == 0)
-    return sg_err_set(err, SG_EINVAL,
-                      "task: at least one task is needed (--task NAME)");
-  if (c->llm && c->model == NULL)
-    return sg_err_set(err, SG_EINVAL,
-                      "model: required with llm (--model NAME)");
-  if (c->json && c->quiet)
-    return sg_err_set(err, SG_EINVAL,
-                      "json and quiet: choose one (json already replaces the "
-                      "progress lines)");
-  /* Keys with fixed choices, for a struct written by hand. */
-  for (size_t i = 0; i < NKEYS; i++) {
-    if (keys[i].type != SG_KEY_STRING || keys[i].choices == NULL)
-      continue;
-    const char *s = *CFIELD(c, &keys[i], char *);
-    if (s && !in_choices(keys[i].choices, s)) {
-      char want[160];
-      describe(&keys[i], want, sizeof want);
-      return sg_err_set(err, SG_EINVAL, "%s: expected %s, got \"%s\"",
-                        keys[i].name, want, s);
-    }
-  }
-  if (c->server_fault) {
-    sg_llm_fault f;
-    if (sg_llm_fault_parse(c->server_fault, &f, err) < 0)
-      return sg_err_prefix(err, "server-fault");
-  }
-  {
-    char **names;
-    size_t n;
-    int rc = sg_run_devices_parse(c->devices, &names, &n, err); /* NULL too */
-    if (rc < 0)
-      return rc;
-    for (size_t i = 0; i < n; i++)
-      free(names[i]);
-    free(names);
-  }
-  if (c->termination) {
-    sg_termination_registry reg;
-    sg_termination_registry_init(&reg);
-    sg_termination *t = NULL;
-    if (sg_termination_new(&reg, c->termination, &t, err) < 0)
-      return sg_err_prefix(err, "termination");
-    sg_termination_free(t);
-  }
-  if (c->search) {
-    int rc = check_search(c->search, c->seed, err);
     if (rc < 0)
       return rc;
   }

@@ -53,6 +53,12 @@ typedef struct sg_run_config {
   double eval_timeout;     /* eval-timeout: s, device stage (60) */
   double hang_grace;       /* hang-grace: s beyond eval-timeout (30) */
   bool elastic;            /* elastic: re-split devices per iteration (on) */
+  /* the KV store (docs/kvstore.md) */
+  bool kv_store;           /* kv-store: start it (off) */
+  char *kv_store_listen;   /* kv-store-listen: HOST:PORT (127.0.0.1:0) */
+  char *kv_store_memory;   /* kv-store-memory: SIZE per device (4G) */
+  char *kv_store_reserve;  /* kv-store-reserve: SIZE left to an evaluation
+                              (8G) */
   /* the search */
   char *search;            /* search: refine|best-of-n[:N]|evolve[:...]|exec:CMD
                               (refine) */
@@ -64,6 +70,11 @@ typedef struct sg_run_config {
                               where the profile allows (vllm) (on) */
   int max_forks;           /* max-forks: per iteration (64) */
   int max_live_forks;      /* max-live-forks: at once (16) */
+  bool work_conserving;    /* work-conserving: idle devices run the other
+                              part's requests (off; sg_sched_opts) */
+  double fork_gate;        /* fork-gate: forks gated by expected value
+                              (0: off; sg_ctl_opts) */
+  double cutoff;           /* cutoff: hopeless iterations end (0: off) */
   double tick;             /* tick: s between controller ticks (0.25) */
   uint64_t seed;           /* seed: (1) */
   /* budgets, per workflow; 0: none */
@@ -177,5 +188,9 @@ int sg_run_devices_parse(const char *spec, char ***out, size_t *n,
 /* The flags' usage text, one line per key under its group's title,
  * generated from the table, after a line for --config. */
 void sg_run_config_usage(FILE *f);
+
+/* The kv-store-* keys' values (sizes, the address), in sg_run_kv.c;
+ * called by sg_run_config_check. */
+int sg_run_kv_config_check(const sg_run_config *c, sg_err *err);
 
 #endif

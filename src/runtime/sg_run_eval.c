@@ -147,9 +147,9 @@ static int pool_send(run *r, sg_req_id id, rreq *q, bool compile, int device,
   memset(&pr, 0, sizeof pr);
   pr.ticket = ticket_of(id, compile);
   pr.kind = compile ? SG_POOL_COMPILE
-            /* The cpu evaluator has no hardware counters: its profile is a
-             * second, independent timing run (docs/usage.md). */
-            : (q->phase == SG_PHASE_PROFILE && strcmp(f->task->evaluator, "cpu") != 0)
+            /* An evaluator without hardware counters profiles by a second,
+             * independent timing run (docs/usage.md). */
+            : (q->phase == SG_PHASE_PROFILE && f->ev->profiling == SG_PROFILE_COUNTERS)
                 ? SG_POOL_PROFILE
                 : SG_POOL_VALIDATE;
   pr.slot = device;
@@ -352,9 +352,9 @@ static void on_pool_result(sg_pool *p, void *data, uint64_t ticket,
       if (q->phase == SG_PHASE_PROFILE && res->profile_text == NULL &&
           res->status == SG_EVAL_OK)
         copy.profile_text = prof = sg_asprintf(
-            "cpu timing profile: candidate median %.3f ms, reference %.3f ms "
-            "(no hardware counters on the cpu evaluator)",
-            res->cand_ms, res->ref_ms);
+            "%s timing profile: candidate median %.3f ms, reference %.3f ms "
+            "(no hardware counters on the %s evaluator)",
+            wf_of(r, q->w)->ev->name, res->cand_ms, res->ref_ms, wf_of(r, q->w)->ev->name);
       STORE(r, sg_store_eval_finish(r->store, q->eval_id, &copy, now_us(), err));
       eval_event_of(r, q->w, q->cand, q->phase, &copy);
       free(prof);
@@ -394,7 +394,8 @@ int sg_run_start_pool(run *r, const char *program, sg_err *err) {
   po.build_cache = r->build_cache;
   po.log_path = log;
   po.hang_grace_s = r->cfg->hang_grace;
-  sg_pool_callbacks cb = {r, NULL, on_pool_result, on_pool_worker};
+  sg_pool_callbacks cb = {r, NULL, on_pool_result, on_pool_worker,
+                          sg_run_kv_on_device};
   rc = sg_pool_new(&r->loop, &po, &cb, &r->pool, err);
   free(log);
   return rc;

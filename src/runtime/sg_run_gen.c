@@ -256,6 +256,69 @@ static char *prompt_record(const sg_prompt_text *pt, const char *prefix, size_t 
   return s;
 }
 
+/* What a generation's request holds while it is being started. */
+typedef struct gen_request {
+  sg_llm_message msgs[3];
+  char *prefix;            /* a fork's reasoning prefix (owned) */
+  char rid[96];
+  char seed_json[64];
+  sg_llm_request q;
+} gen_request;
+
+/* The request of START_GEN a: chat messages (a fork: the parent's reasoning
+ * as the assistant's prefix), or a token fork's exact ids on /completions. */
+static void request_of(run *r, uint32_t w, const sg_ctl_action *a, const sg_prompt_text *pt,
+                       int32_t *fork_prompt, size_t n_fork_ids, gen_request *gq) {
+  bool spec = a->u.start.kind == SG_GEN_SPEC;
+  sg_llm_message *msgs = gq->msgs;
+  msgs[0] = (sg_llm_message){"system", pt->system, NULL, false};
+  msgs[1] = (sg_llm_message){"user", pt->user, NULL, false};
+  msgs[2] = (sg_llm_message){"assistant", "", NULL, true};
+  gq->prefix = NULL;
+  if (spec) {
+    gq->prefix = sg_strndup(a->u.start.prefix, (size_t)a->u.start.prefix_len);
+    msgs[2].reasoning = gq->prefix;
+  }
+  snprintf(gq->rid, sizeof gq->rid, "specgen-%lld-w%u-g%llu-%llu", (long long)r->run_id, w,
+           (unsigned long long)a->u.start.gen, (unsigned long long)++r->gen_seq);
+  sg_llm_request *q = &gq->q;
+  sg_llm_request_init(q);
+  q->base_url = r->base_url;
+  q->model = r->model;
+  q->endpoint = SG_LLM_ENDPOINT_CHAT;
+  q->messages = msgs;
+  q->n_messages = spec ? 3 : 2;
+  q->max_tokens = r->cfg->max_tokens;
+  q->temperature = r->cfg->temperature;
+  q->no_think = !a->u.start.thinking;
+  q->request_id = gq->rid;
+  q->provider = r->provider;
+  q->deadline_s = r->cfg->gen_deadline;
+  q->idle_timeout_s = r->cfg->idle_timeout;
+  if (fork_prompt) {
+    /* The exact tokens of the parent's prompt and reasoning, then the end of
+     * thinking: the server's prefix cache serves all of it. */
+    q->endpoint = SG_LLM_ENDPOINT_COMPLETIONS;
+    q->messages = NULL;
+    q->n_messages = 0;
+    q->prompt_token_ids = fork_prompt;
+    q->n_prompt_token_ids = n_fork_ids;
+    q->no_think = false;
+  } else if (!spec && r->end_think) {
+    q->return_token_ids = true; /* what forks of it will send back */
+  }
+  /* The built-in model samples from the request's seed: one drawn from the
+   * run's seed, the workflow and the generation makes a run repeatable in
+   * what the model writes (its timing still varies). A real endpoint is
+   * left to sample as it is configured. */
+  if (r->server) {
+    snprintf(gq->seed_json, sizeof gq->seed_json, "{\"seed\": %llu}",
+             (unsigned long long)((r->cfg->seed * 1000003ull + w * 1009ull +
+                                   a->u.start.gen) % 9007199254740991ull));
+    q->extra_json = gq->seed_json;
+  }
+}
+
 /* START_GEN: the iteration is opened in the store, the prompt rendered
  * (once per iteration and plan entry), the generation recorded and its
  * stream started. */
@@ -301,56 +364,10 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
     return 0;
   }
 
-  sg_llm_message msgs[3] = {
-      {"system", pt->system, NULL, false},
-      {"user", pt->user, NULL, false},
-      {"assistant", "", NULL, true},
-  };
-  char *prefix = NULL;
-  if (spec) {
-    prefix = sg_strndup(a->u.start.prefix, (size_t)a->u.start.prefix_len);
-    msgs[2].reasoning = prefix;
-  }
-  char rid[96];
-  snprintf(rid, sizeof rid, "specgen-%lld-w%u-g%llu-%llu", (long long)r->run_id, w,
-           (unsigned long long)a->u.start.gen, (unsigned long long)++r->gen_seq);
-  sg_llm_request q;
-  sg_llm_request_init(&q);
-  q.base_url = r->base_url;
-  q.model = r->model;
-  q.endpoint = SG_LLM_ENDPOINT_CHAT;
-  q.messages = msgs;
-  q.n_messages = spec ? 3 : 2;
-  q.max_tokens = r->cfg->max_tokens;
-  q.temperature = r->cfg->temperature;
-  q.no_think = !a->u.start.thinking;
-  q.request_id = rid;
-  q.provider = r->provider;
-  q.deadline_s = r->cfg->gen_deadline;
-  q.idle_timeout_s = r->cfg->idle_timeout;
-  if (fork_prompt) {
-    /* The exact tokens of the parent's prompt and reasoning, then the end of
-     * thinking: the server's prefix cache serves all of it. */
-    q.endpoint = SG_LLM_ENDPOINT_COMPLETIONS;
-    q.messages = NULL;
-    q.n_messages = 0;
-    q.prompt_token_ids = fork_prompt;
-    q.n_prompt_token_ids = n_fork_ids;
-    q.no_think = false;
-  } else if (!spec && r->end_think) {
-    q.return_token_ids = true; /* what forks of it will send back */
-  }
-  /* The built-in model samples from the request's seed: one drawn from the
-   * run's seed, the workflow and the generation makes a run repeatable in
-   * what the model writes (its timing still varies). A real endpoint is
-   * left to sample as it is configured. */
-  char seed_json[64];
-  if (r->server) {
-    snprintf(seed_json, sizeof seed_json, "{\"seed\": %llu}",
-             (unsigned long long)((r->cfg->seed * 1000003ull + w * 1009ull +
-                                   a->u.start.gen) % 9007199254740991ull));
-    q.extra_json = seed_json;
-  }
+  gen_request gq;
+  request_of(r, w, a, pt, fork_prompt, n_fork_ids, &gq);
+  sg_llm_request q = gq.q;
+  char *prefix = gq.prefix;
 
   rgen *g = sg_calloc(1, sizeof *g);
   g->r = r;

@@ -19,6 +19,7 @@
 #include "core/sg_scheduler.h"
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
+#include "eval/sg_eval.h"
 #include "eval/sg_task.h"
 #include "llm/sg_llm_client.h"
 #include "llm/sg_llm_provider.h"
@@ -85,6 +86,7 @@ typedef struct idmap {
 typedef struct wf {
   uint32_t idx;
   sg_task *task;
+  const sg_evaluator *ev;  /* the task's evaluator */
   char *task_ref;          /* what workers are told: a name or a directory */
   sg_search *search;
   sg_termination *term;
@@ -108,6 +110,7 @@ struct run {
   const sg_run_config *cfg;
   const sg_run_observer *obs;
   uv_loop_t loop;
+  bool loop_ready;         /* loop initialized: to be closed */
   sg_err *err;             /* the first fatal error */
   bool failed, stopping, interrupted, closing;
   char *dir;
@@ -124,9 +127,11 @@ struct run {
   /* the pool */
   char **devices;
   size_t ndevices;
-  bool cpu_devices;
+  const char *device_kind; /* "cpu", "cuda" (sg_eval_device_kind) */
   char *build_cache;
   sg_pool *pool;
+  struct sg_kvstore *kv;   /* --kv-store (sg_run_kv.c), NULL: none */
+  json_t *kv_stats;        /* its counters, taken when it closed */
   sg_scheduler *sched;
   rreq *reqs;              /* by request id */
   size_t cap_reqs;
@@ -224,6 +229,13 @@ void sg_run_feedback_of(const sg_eval_result *res, sg_phase phase, char **messag
  * the scheduler's actions. */
 void sg_run_eval_ops(sg_interp_ops *ops);
 int sg_run_start_pool(run *r, const char *program, sg_err *err);
+/* sg_run_kv.c: the KV store of --kv-store (docs/kvstore.md). start does
+ * nothing without it; close keeps its counters for report, which adds them
+ * to the summary and writes kv_store.json. */
+int sg_run_kv_start(run *r, sg_err *err);
+void sg_run_kv_on_device(sg_pool *p, void *data, int slot, bool busy);
+void sg_run_kv_close(run *r);
+void sg_run_kv_report(run *r, json_t *summary);
 
 /* ---- sg_run_resume.c: a new run's records, or a stored run restored ---------- */
 

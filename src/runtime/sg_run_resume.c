@@ -16,40 +16,11 @@ static char *feedback_text(const sg_eval_result *res, sg_phase phase) {
   return msg ? msg : prof;
 }
 
-/* Restores one stored, unfinished workflow into its fresh controller. */
-static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
-  int64_t now = now_us();
-  const json_t *open = json_object_get(sw, "open_iteration");
+/* Feeds the workflow's stored candidates, with their results, back into
+ * its fresh controller's history. */
+static int restore_candidates(run *r, wf *f, sg_err *err) {
   const json_t *v;
   size_t i;
-  json_array_foreach(json_object_get(sw, "open_generations"), i, v) {
-    int rc = sg_store_generation_end(r->store, json_integer_value(v), 0, 0, 0,
-                                     "interrupted", SG_STORE_GEN_CANCELLED, now, err);
-    if (rc < 0)
-      return rc;
-  }
-  json_array_foreach(json_object_get(sw, "pending_evaluations"), i, v) {
-    sg_eval_result res;
-    sg_eval_result_init(&res);
-    res.status = SG_EVAL_ABORTED;
-    res.message = sg_strdup("interrupted: the run stopped before this evaluation "
-                            "ended; the resumed run does not redo it");
-    int rc = sg_store_eval_finish(r->store, json_integer_value(json_object_get(v, "id")),
-                                  &res, now, err);
-    sg_eval_result_free(&res);
-    if (rc < 0)
-      return rc;
-  }
-  if (json_is_object(open)) {
-    int rc = sg_store_iteration_end(r->store, json_integer_value(json_object_get(open, "id")),
-                                    "interrupted", now, err);
-    if (rc < 0)
-      return rc;
-  }
-  int64_t ended = json_integer_value(json_object_get(sw, "next_iteration")) - 1;
-  if (ended < 0)
-    ended = 0;
-
   json_t *cands = NULL;
   int rc = sg_store_workflow_candidates_json(r->store, f->store_id, &cands, err);
   if (rc < 0)
@@ -102,6 +73,46 @@ static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
     }
   }
   json_decref(cands);
+  return 0;
+}
+
+/* Restores one stored, unfinished workflow into its fresh controller. */
+static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
+  int64_t now = now_us();
+  const json_t *open = json_object_get(sw, "open_iteration");
+  const json_t *v;
+  size_t i;
+  json_array_foreach(json_object_get(sw, "open_generations"), i, v) {
+    int rc = sg_store_generation_end(r->store, json_integer_value(v), 0, 0, 0,
+                                     "interrupted", SG_STORE_GEN_CANCELLED, now, err);
+    if (rc < 0)
+      return rc;
+  }
+  json_array_foreach(json_object_get(sw, "pending_evaluations"), i, v) {
+    sg_eval_result res;
+    sg_eval_result_init(&res);
+    res.status = SG_EVAL_ABORTED;
+    res.message = sg_strdup("interrupted: the run stopped before this evaluation "
+                            "ended; the resumed run does not redo it");
+    int rc = sg_store_eval_finish(r->store, json_integer_value(json_object_get(v, "id")),
+                                  &res, now, err);
+    sg_eval_result_free(&res);
+    if (rc < 0)
+      return rc;
+  }
+  if (json_is_object(open)) {
+    int rc = sg_store_iteration_end(r->store, json_integer_value(json_object_get(open, "id")),
+                                    "interrupted", now, err);
+    if (rc < 0)
+      return rc;
+  }
+  int64_t ended = json_integer_value(json_object_get(sw, "next_iteration")) - 1;
+  if (ended < 0)
+    ended = 0;
+
+  int rc = restore_candidates(r, f, err);
+  if (rc < 0)
+    return rc;
   uint64_t best = sg_run_best_kernel(sg_controller_history(f->ctl));
   if (best) {
     f->best_speedup = sg_history_get(sg_controller_history(f->ctl), best)->speedup;
@@ -125,6 +136,8 @@ static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
                                         last > started ? last - started : 0, &tokens, err);
 }
 
+/* Longer than 80 lines on purpose: the new-run and the resume paths share
+ * their checks of the store against the configuration. */
 int sg_run_begin_or_resume(run *r, sg_err *err) {
   const sg_run_config *cfg = r->cfg;
   if (cfg->resume == NULL) {
@@ -149,13 +162,31 @@ int sg_run_begin_or_resume(run *r, sg_err *err) {
   if (rc < 0)
     return rc;
   const json_t *run = json_object_get(res, "run");
+  if (json_is_object(run) && !json_is_null(json_object_get(run, "ended_us"))) {
+    /* A finished run given more iterations (--resume DIR --iterations N):
+     * the workflows that ran fewer run again. */
+    int reopened = 0;
+    if ((rc = sg_store_run_extend(r->store, cfg->iterations, &reopened, err)) < 0) {
+      json_decref(res);
+      return rc;
+    }
+    if (reopened > 0) {
+      json_decref(res);
+      res = NULL;
+      if ((rc = sg_store_resume_json(r->store, &res, err)) < 0)
+        return rc;
+      run = json_object_get(res, "run");
+    }
+  }
   const json_t *sws = json_object_get(res, "workflows");
   if (!json_is_object(run))
     rc = sg_err_set(err, SG_ESTATE, "%s: no run to resume", r->dir);
   else if (!json_is_null(json_object_get(run, "ended_us")))
     rc = sg_err_set(err, SG_ESTATE,
-                    "%s: this run has finished; `specgen show %s` prints its summary",
-                    r->dir, r->dir);
+                    "%s: this run has finished its %d iterations; `--resume %s "
+                    "--iterations N` with N above %d extends it, `specgen show %s` "
+                    "prints its summary",
+                    r->dir, cfg->iterations, r->dir, cfg->iterations, r->dir);
   else if (json_array_size(sws) != r->nwf)
     rc = sg_err_set(err, SG_ESTATE, "%s: the store holds %zu workflows, the "
                     "configuration %zu tasks", r->dir, json_array_size(sws), r->nwf);

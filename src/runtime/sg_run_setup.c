@@ -73,6 +73,11 @@ static char *task_ref(const char *given, const sg_task *t) {
   return is_dir(given) ? sg_strdup(t->dir) : sg_strdup(given);
 }
 
+static bool task_runs_on(const sg_task *t, const char *device_kind) {
+  const sg_evaluator *ev = t ? sg_evaluator_find(t->evaluator) : NULL;
+  return ev && strcmp(ev->device_kind, device_kind) == 0;
+}
+
 int sg_run_load_workflows(run *r, sg_err *err) {
   const sg_run_config *cfg = r->cfg;
   r->nwf = cfg->n_task;
@@ -81,29 +86,42 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     wf *f = &r->wfs[i];
     f->idx = (uint32_t)i;
     f->best_speedup = NAN;
-    /* A bare name on cuda devices means the cuda (else kernelbench) task of
-     * that name, as `specgen eval --device cuda:N` takes it. */
+    /* A bare name means the task of that name that runs on these devices:
+     * as sg_task_load resolves it when that fits, else the first evaluator's
+     * of this device kind (cuda, else kernelbench), as `specgen eval
+     * --device cuda:N` takes it. */
     char *name = NULL;
-    if (!r->cpu_devices && strchr(cfg->task[i], '/') == NULL && !is_dir(cfg->task[i])) {
-      static const char *const kinds[] = {"cuda", "kernelbench"};
-      for (size_t k = 0; k < 2 && name == NULL; k++) {
-        char *q = sg_asprintf("%s/%s", kinds[k], cfg->task[i]);
+    int rc = sg_task_load(cfg->task[i], &f->task, err);
+    bool bare = strchr(cfg->task[i], '/') == NULL && !is_dir(cfg->task[i]);
+    if (bare && !task_runs_on(f->task, r->device_kind)) {
+      for (size_t k = 0; name == NULL && sg_evaluator_at(k); k++) {
+        const sg_evaluator *ev = sg_evaluator_at(k);
+        if (strcmp(ev->device_kind, r->device_kind) != 0)
+          continue;
+        char *q = sg_asprintf("%s/%s", ev->name, cfg->task[i]);
+        sg_task *t = NULL;
         sg_err e;
-        if (sg_task_load(q, &f->task, &e) == 0)
+        if (sg_task_load(q, &t, &e) == 0) {
+          sg_task_free(f->task);
+          f->task = t;
           name = q;
-        else
+          rc = 0;
+        } else {
           free(q);
+        }
       }
     }
-    int rc = name ? 0 : sg_task_load(cfg->task[i], &f->task, err);
     if (rc < 0)
       return sg_err_prefix(err, "--task %s", cfg->task[i]);
-    bool cpu_task = strcmp(f->task->evaluator, "cpu") == 0;
-    if (cpu_task != r->cpu_devices)
+    f->ev = sg_evaluator_find(f->task->evaluator);
+    if (f->ev == NULL)
+      return sg_err_set(err, SG_EUNSUPPORTED, "--task %s: the %s evaluator is not "
+                        "available in this build", cfg->task[i], f->task->evaluator);
+    if (strcmp(f->ev->device_kind, r->device_kind) != 0)
       return sg_err_set(err, SG_EINVAL,
                         "--task %s: its evaluator (%s) runs on %s devices, but "
                         "--devices is %s",
-                        cfg->task[i], f->task->evaluator, cpu_task ? "cpu" : "cuda",
+                        cfg->task[i], f->task->evaluator, f->ev->device_kind,
                         cfg->devices);
     for (size_t j = 0; j < i; j++)
       if (strcmp(r->wfs[j].task->dir, f->task->dir) == 0)
@@ -123,6 +141,8 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.fork_on_idle = cfg->fork_on_idle;
     o.max_forks_per_iteration = cfg->max_forks;
     o.max_live_forks = cfg->max_live_forks;
+    o.fork_gate = cfg->fork_gate;
+    o.cutoff = cfg->cutoff;
     o.max_iterations = (uint32_t)cfg->iterations;
     o.max_wall_us = (int64_t)(cfg->time_budget * 1e6);
     o.max_tokens = cfg->token_budget;

@@ -18,6 +18,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
+#include "runtime/sg_jsonl.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -52,21 +53,6 @@ int sg_search_exec_timeout_parse(const char *value, double *timeout_s,
                       SG_SEARCH_EXEC_TIMEOUT_ENV, value);
   *timeout_s = v;
   return 0;
-}
-
-char *sg_search_exec_line(const json_t *j, size_t *len) {
-  char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
-  if (s == NULL) /* only on out of memory: the project's rule is to abort */
-    abort();
-  size_t n = strlen(s);
-  char *line = sg_malloc(n + 2);
-  memcpy(line, s, n);
-  line[n] = '\n';
-  line[n + 1] = '\0';
-  free(s);
-  if (len != NULL)
-    *len = n + 1;
-  return line;
 }
 
 json_t *sg_search_exec_hello_json(uint64_t seed) {
@@ -515,7 +501,7 @@ static int write_line(exec_state *st, const char *line, size_t len,
 
 static int send_json(exec_state *st, json_t *j, sg_err *err) {
   size_t len;
-  char *line = sg_search_exec_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   int rc = write_line(st, line, len, err);
   free(line);

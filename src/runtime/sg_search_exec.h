@@ -89,8 +89,6 @@ int sg_search_exec_plan_parse(const char *line, size_t len, unsigned line_no,
                               const sg_history *h, sg_search_plan *plan,
                               sg_err *err);
 
-/* A message as one line ending in '\n' (compact, ASCII); the caller frees
- * it. */
-char *sg_search_exec_line(const json_t *j, size_t *len);
+/* Lines of the protocol: sg_jsonl_line (runtime/sg_jsonl.h). */
 
 #endif

@@ -7,14 +7,21 @@
  * before the call returns. The few calls that need two statements to be
  * atomic (a candidate's lookup-then-insert) run them inside BEGIN IMMEDIATE.
  *
+ * The JSON reads (a row, what a resume needs, the summary) are in
+ * sg_store_read.c. This file stays over 800 lines on purpose: the schema,
+ * the table of statements and the calls that run them are read together
+ * (each call names its statement), and splitting them apart would export
+ * the statement helpers for no reader's benefit.
+ *
  * Migrations: migrations[v] takes a database at version v to v + 1; version 0
  * is an empty file. They run in one transaction at open, so a crash during a
  * migration leaves the old version intact.
  */
-#include "runtime/sg_store.h"
+#include "runtime/sg_store_priv.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "common/sg_hash.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -122,32 +129,6 @@ static const char *const migrations[SG_STORE_SCHEMA_VERSION] = {
 
 /* ---- prepared statements ----------------------------------------------- */
 
-enum {
-  ST_RUN_COUNT,
-  ST_RUN_INSERT,
-  ST_RUN_END,
-  ST_RUN_ID,
-  ST_WF_INSERT,
-  ST_WF_STATE,
-  ST_IT_INSERT,
-  ST_IT_END,
-  ST_GEN_INSERT,
-  ST_GEN_END,
-  ST_GEN_ESTIMATED,
-  ST_CAND_FIND,
-  ST_CAND_INSERT,
-  ST_EVAL_QUEUE,
-  ST_EVAL_START,
-  ST_EVAL_FINISH,
-  ST_EVAL_LOOKUP,
-  ST_DEC_INSERT,
-  ST_DEV_INSERT,
-  ST_BEGIN,
-  ST_COMMIT,
-  ST_ROLLBACK,
-  ST__COUNT
-};
-
 typedef struct stmt_def {
   const char *table;
   const char *sql;
@@ -226,14 +207,6 @@ static const stmt_def stmt_defs[ST__COUNT] = {
     [ST_ROLLBACK] = {"(transaction)", "ROLLBACK"},
 };
 
-struct sg_store {
-  sqlite3 *db;
-  char *path;
-  int version;
-  const char *synchronous; /* "normal" or "full", as read back */
-  sqlite3_stmt *st[ST__COUNT];
-};
-
 /* ---- names ------------------------------------------------------------- */
 
 static const char *const wf_state_names[SG_STORE_WF__COUNT] = {
@@ -257,16 +230,6 @@ const char *sg_store_gen_outcome_name(sg_store_gen_outcome o) {
 }
 const char *sg_store_phase_name(sg_store_phase p) {
   return (unsigned)p < SG_STORE_PHASE__COUNT ? phase_names[p] : "?";
-}
-
-uint64_t sg_store_fnv1a64(const void *data, size_t len) {
-  const unsigned char *p = data;
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
 }
 
 /* ---- errors ------------------------------------------------------------ */
@@ -293,8 +256,8 @@ static int map_rc(int rc) {
 }
 
 /* "<file>: <table>: <sqlite message> (in SQL: <sql>)". */
-static int db_fail(sg_store *s, const char *table, const char *sql,
-                   sg_err *err) {
+int sg_store_db_fail(sg_store *s, const char *table, const char *sql,
+                     sg_err *err) {
   int rc = sqlite3_extended_errcode(s->db);
   /* Pseudo-tables such as "(pragma)" are written without "table". */
   bool real = table[0] != '(';
@@ -303,7 +266,7 @@ static int db_fail(sg_store *s, const char *table, const char *sql,
 }
 
 static int st_fail(sg_store *s, int k, sg_err *err) {
-  return db_fail(s, stmt_defs[k].table, stmt_defs[k].sql, err);
+  return sg_store_db_fail(s, stmt_defs[k].table, stmt_defs[k].sql, err);
 }
 
 /* ---- statement helpers ------------------------------------------------- */
@@ -370,7 +333,7 @@ static void tx_rollback(sg_store *s) {
 static int exec_sql(sg_store *s, const char *table, const char *sql,
                     sg_err *err) {
   if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-    return db_fail(s, table, sql, err);
+    return sg_store_db_fail(s, table, sql, err);
   return 0;
 }
 
@@ -385,25 +348,25 @@ static int read_version(sg_store *s, int *version, sg_err *err) {
   sqlite3_stmt *st = NULL;
   *version = 0;
   if (sqlite3_prepare_v2(s->db, q_exists, -1, &st, NULL) != SQLITE_OK)
-    return db_fail(s, "sqlite_master", q_exists, err);
+    return sg_store_db_fail(s, "sqlite_master", q_exists, err);
   int rc = sqlite3_step(st);
   if (rc != SQLITE_ROW) {
     sqlite3_finalize(st);
-    return db_fail(s, "sqlite_master", q_exists, err);
+    return sg_store_db_fail(s, "sqlite_master", q_exists, err);
   }
   int exists = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
   if (!exists)
     return 0;
   if (sqlite3_prepare_v2(s->db, q_version, -1, &st, NULL) != SQLITE_OK)
-    return db_fail(s, "schema_version", q_version, err);
+    return sg_store_db_fail(s, "schema_version", q_version, err);
   rc = sqlite3_step(st);
   if (rc != SQLITE_ROW) {
     int r = rc == SQLITE_DONE
                 ? sg_err_set(err, SG_EPARSE,
                              "%s: table schema_version: no row (in SQL: %s)",
                              s->path, q_version)
-                : db_fail(s, "schema_version", q_version, err);
+                : sg_store_db_fail(s, "schema_version", q_version, err);
     sqlite3_finalize(st);
     return r;
   }
@@ -460,7 +423,7 @@ static int pragma_text(sg_store *s, const char *name, char *buf, size_t size,
   int rc = 0;
   if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK ||
       sqlite3_step(st) != SQLITE_ROW)
-    rc = db_fail(s, "(pragma)", q, err);
+    rc = sg_store_db_fail(s, "(pragma)", q, err);
   else
     snprintf(buf, size, "%s", (const char *)sqlite3_column_text(st, 0));
   sqlite3_finalize(st);
@@ -617,6 +580,29 @@ int sg_store_run_end(sg_store *s, int64_t ended_us, sg_err *err) {
   return rc;
 }
 
+int sg_store_run_extend(sg_store *s, int64_t budget_iterations, int *reopened,
+                        sg_err *err) {
+  *reopened = 0;
+  char *sql = sg_asprintf("UPDATE workflows SET state = 'running', ended_us = NULL,"
+                          " budget_iterations = %" PRId64 " WHERE state = 'done'"
+                          " AND budget_iterations < %" PRId64,
+                          budget_iterations, budget_iterations);
+  int rc = exec_sql(s, "workflows", "BEGIN IMMEDIATE", err);
+  if (rc == 0)
+    rc = exec_sql(s, "workflows", sql, err);
+  int n = rc == 0 ? sqlite3_changes(s->db) : 0;
+  if (rc == 0 && n > 0)
+    rc = exec_sql(s, "runs", "UPDATE runs SET ended_us = NULL", err);
+  if (rc == 0)
+    rc = exec_sql(s, "workflows", "COMMIT", err);
+  if (rc < 0)
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+  else
+    *reopened = n;
+  free(sql);
+  return rc;
+}
+
 int sg_store_workflow_add(sg_store *s, const sg_store_workflow *wf,
                           int64_t *id, sg_err *err) {
   if (wf->task == NULL)
@@ -762,7 +748,7 @@ int sg_store_candidate_add(sg_store *s, int64_t generation_id,
                       s->path);
   char hash[17];
   snprintf(hash, sizeof hash, "%016" PRIx64,
-           sg_store_fnv1a64(source, strlen(source)));
+           sg_fnv1a64(source, strlen(source)));
   /* Lookup and insert in one transaction, so the answer "new" is true when
    * the row is written. */
   int rc = tx(s, ST_BEGIN, err);
@@ -981,340 +967,4 @@ int sg_store_device_interval_add(sg_store *s, const char *device,
   if (rc == 0 && id)
     *id = last_id(s);
   return rc;
-}
-
-/* ---- reading ----------------------------------------------------------- */
-
-static const char *const row_tables[] = {
-    "runs",        "workflows",   "iterations", "generations",
-    "candidates",  "evaluations", "decisions",  "device_intervals"};
-
-/* The current row of st as a JSON object keyed by column name. */
-static json_t *row_to_json(sqlite3_stmt *st) {
-  json_t *o = json_object();
-  int n = sqlite3_column_count(st);
-  for (int i = 0; i < n; i++) {
-    const char *name = sqlite3_column_name(st, i);
-    json_t *v;
-    switch (sqlite3_column_type(st, i)) {
-    case SQLITE_INTEGER:
-      v = json_integer(sqlite3_column_int64(st, i));
-      break;
-    case SQLITE_FLOAT:
-      v = json_real(sqlite3_column_double(st, i));
-      break;
-    case SQLITE_NULL:
-      v = json_null();
-      break;
-    default: {
-      const char *t = (const char *)sqlite3_column_text(st, i);
-      size_t len = strlen(name);
-      v = NULL;
-      if (len > 5 && strcmp(name + len - 5, "_json") == 0)
-        v = json_loads(t, JSON_DECODE_ANY, NULL);
-      if (v == NULL)
-        v = json_string(t);
-      if (v == NULL) /* not UTF-8: keep the bytes' length at least visible */
-        v = json_stringn_nocheck(t, (size_t)sqlite3_column_bytes(st, i));
-    }
-    }
-    json_object_set_new(o, name, v);
-  }
-  return o;
-}
-
-/* Runs a query (no rows expected to be huge) and calls fn for each row. */
-typedef int (*row_fn)(void *ud, sqlite3_stmt *st, sg_err *err);
-
-static int query_each(sg_store *s, const char *table, const char *sql,
-                      int64_t arg, row_fn fn, void *ud, sg_err *err) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-    return db_fail(s, table, sql, err);
-  if (sqlite3_bind_parameter_count(st) >= 1)
-    sqlite3_bind_int64(st, 1, arg);
-  int rc = 0, src;
-  while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-    rc = fn(ud, st, err);
-    if (rc)
-      break;
-  }
-  if (rc == 0 && src != SQLITE_DONE)
-    rc = db_fail(s, table, sql, err);
-  sqlite3_finalize(st);
-  return rc;
-}
-
-static int collect_first(void *ud, sqlite3_stmt *st, sg_err *err) {
-  (void)err;
-  json_t **out = ud;
-  if (*out == NULL)
-    *out = row_to_json(st);
-  return 0;
-}
-
-static int collect_array(void *ud, sqlite3_stmt *st, sg_err *err) {
-  (void)err;
-  json_array_append_new((json_t *)ud, row_to_json(st));
-  return 0;
-}
-
-static int collect_ids(void *ud, sqlite3_stmt *st, sg_err *err) {
-  (void)err;
-  json_array_append_new((json_t *)ud,
-                        json_integer(sqlite3_column_int64(st, 0)));
-  return 0;
-}
-
-int sg_store_row_json(sg_store *s, const char *table, int64_t id,
-                      json_t **out, sg_err *err) {
-  *out = NULL;
-  const char *known = NULL;
-  for (size_t i = 0; i < sizeof row_tables / sizeof row_tables[0]; i++)
-    if (table && strcmp(table, row_tables[i]) == 0)
-      known = row_tables[i];
-  if (known == NULL)
-    return sg_err_set(err, SG_EINVAL, "%s: no table named '%s'", s->path,
-                      table ? table : "(null)");
-  char sql[96];
-  snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE id = ?1", known);
-  int rc = query_each(s, known, sql, id, collect_first, out, err);
-  if (rc == 0 && *out == NULL)
-    rc = sg_err_set(err, SG_ENOENT, "%s: table %s: no row with id %" PRId64,
-                    s->path, known, id);
-  return rc;
-}
-
-typedef struct resume_ctx {
-  sg_store *s;
-  json_t *workflows;
-} resume_ctx;
-
-static int resume_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
-  resume_ctx *c = ud;
-  json_t *wf = row_to_json(st);
-  json_array_append_new(c->workflows, wf);
-  int64_t id = json_integer_value(json_object_get(wf, "id"));
-  int rc;
-
-  json_t *open_it = NULL;
-  rc = query_each(c->s, "iterations",
-                  "SELECT id, number, started_us FROM iterations "
-                  "WHERE workflow_id = ?1 AND ended_us IS NULL "
-                  "ORDER BY number DESC LIMIT 1",
-                  id, collect_first, &open_it, err);
-  if (rc)
-    return rc;
-  json_object_set_new(wf, "open_iteration", open_it ? open_it : json_null());
-
-  json_t *counts = NULL;
-  rc = query_each(c->s, "iterations",
-                  "SELECT count(ended_us) AS iterations_ended, "
-                  "coalesce(max(number), 0) + 1 AS next_iteration "
-                  "FROM iterations WHERE workflow_id = ?1",
-                  id, collect_first, &counts, err);
-  if (rc)
-    return rc;
-  json_object_update(wf, counts);
-  json_decref(counts);
-
-  json_t *gens = json_array();
-  json_object_set_new(wf, "open_generations", gens);
-  rc = query_each(c->s, "generations",
-                  "SELECT id FROM generations WHERE workflow_id = ?1 "
-                  "AND ended_us IS NULL ORDER BY id",
-                  id, collect_ids, gens, err);
-  if (rc)
-    return rc;
-
-  json_t *pending = json_array();
-  json_object_set_new(wf, "pending_evaluations", pending);
-  rc = query_each(c->s, "evaluations",
-                  "SELECT e.id, e.candidate_id, e.phase FROM evaluations e "
-                  "JOIN candidates c ON c.id = e.candidate_id "
-                  "WHERE c.workflow_id = ?1 AND e.status IS NULL "
-                  "ORDER BY e.id",
-                  id, collect_array, pending, err);
-  if (rc)
-    return rc;
-
-  json_t *done = json_array();
-  json_object_set_new(wf, "completed_evaluations", done);
-  return query_each(c->s, "evaluations",
-                    "SELECT e.id, e.candidate_id, e.phase, e.status "
-                    "FROM evaluations e "
-                    "JOIN candidates c ON c.id = e.candidate_id "
-                    "WHERE c.workflow_id = ?1 AND e.status IS NOT NULL "
-                    "ORDER BY e.id",
-                    id, collect_array, done, err);
-}
-
-int sg_store_resume_json(sg_store *s, json_t **out, sg_err *err) {
-  *out = NULL;
-  json_t *run = NULL;
-  int rc = query_each(s, "runs",
-                      "SELECT id, config_json AS config, devices, started_us, "
-                      "ended_us FROM runs ORDER BY id LIMIT 1",
-                      0, collect_first, &run, err);
-  if (rc)
-    return rc;
-  json_t *o = json_object();
-  json_object_set_new(o, "run", run ? run : json_null());
-  /* row_to_json parses *_json columns; "config" is aliased, parse it here. */
-  if (run) {
-    json_t *cfg = json_object_get(run, "config");
-    if (json_is_string(cfg))
-      json_object_set_new(run, "config",
-                          json_loads(json_string_value(cfg), 0, NULL));
-  }
-  resume_ctx c = {s, json_array()};
-  json_object_set_new(o, "workflows", c.workflows);
-  rc = query_each(s, "workflows",
-                  "SELECT id, task, state, budget_iterations, budget_wall_s, "
-                  "budget_tokens, started_us, ended_us FROM workflows "
-                  "ORDER BY id",
-                  0, resume_workflow, &c, err);
-  if (rc) {
-    json_decref(o);
-    return rc;
-  }
-  *out = o;
-  return 0;
-}
-
-static int summary_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
-  (void)err;
-  json_t *o = row_to_json(st);
-  /* best_speedup is REAL or NULL; an integer-valued REAL stays a real. */
-  json_array_append_new((json_t *)ud, o);
-  return 0;
-}
-
-int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
-  *out = NULL;
-  /* e2e: the run's end, or the latest time recorded anywhere. */
-  json_t *times = NULL;
-  int rc = query_each(
-      s, "runs",
-      "SELECT r.devices, r.started_us, coalesce(r.ended_us, max("
-      " r.started_us,"
-      " coalesce((SELECT max(max(started_us, coalesce(ended_us, 0))) "
-      "FROM workflows), 0),"
-      " coalesce((SELECT max(max(started_us, coalesce(ended_us, 0))) "
-      "FROM iterations), 0),"
-      " coalesce((SELECT max(max(started_us, coalesce(ended_us, 0))) "
-      "FROM generations), 0),"
-      " coalesce((SELECT max(max(queued_us, coalesce(started_us, 0), "
-      "coalesce(ended_us, 0))) FROM evaluations), 0),"
-      " coalesce((SELECT max(at_us) FROM decisions), 0),"
-      " coalesce((SELECT max(ended_us) FROM device_intervals), 0))) "
-      "AS end_us FROM runs r ORDER BY r.id LIMIT 1",
-      0, collect_first, &times, err);
-  if (rc)
-    return rc;
-  if (times == NULL)
-    return sg_err_set(err, SG_ESTATE, "%s: table runs: no run to summarize",
-                      s->path);
-  int64_t devices = json_integer_value(json_object_get(times, "devices"));
-  int64_t start_us = json_integer_value(json_object_get(times, "started_us"));
-  int64_t end_us = json_integer_value(json_object_get(times, "end_us"));
-  json_decref(times);
-  double e2e_s = (double)(end_us - start_us) / 1e6;
-
-  json_t *o = json_object();
-  json_object_set_new(o, "e2e_s", json_real(e2e_s));
-
-  json_t *wfs = json_array();
-  json_object_set_new(o, "workflows", wfs);
-  rc = query_each(
-      s, "workflows",
-      "SELECT w.task AS task,"
-      " (SELECT count(*) FROM iterations i WHERE i.workflow_id = w.id"
-      "  AND i.ended_us IS NOT NULL) AS iterations,"
-      " (SELECT max(e.speedup) FROM evaluations e JOIN candidates c"
-      "  ON c.id = e.candidate_id WHERE c.workflow_id = w.id"
-      "  AND e.status = 'ok') AS best_speedup,"
-      " (SELECT count(DISTINCT e.candidate_id) FROM evaluations e"
-      "  JOIN candidates c ON c.id = e.candidate_id"
-      "  WHERE c.workflow_id = w.id AND e.phase = 'profile'"
-      "  AND e.status = 'ok') AS profiling_feedback,"
-      " (SELECT count(*) FROM iterations i WHERE i.workflow_id = w.id"
-      "  AND i.end_reason = 'early') AS early_terminations,"
-      " (SELECT count(*) FROM generations g WHERE g.workflow_id = w.id"
-      "  AND g.kind = 'main') AS generations_main,"
-      " (SELECT count(*) FROM generations g WHERE g.workflow_id = w.id"
-      "  AND g.kind = 'spec') AS generations_spec "
-      "FROM workflows w ORDER BY w.id",
-      0, summary_workflow, wfs, err);
-  json_t *busy = NULL;
-  if (rc == 0)
-    rc = query_each(s, "device_intervals",
-                    "SELECT coalesce(sum(CASE WHEN phase = 'validate' THEN "
-                    "ended_us - started_us END), 0) AS v,"
-                    " coalesce(sum(CASE WHEN phase = 'profile' THEN "
-                    "ended_us - started_us END), 0) AS p "
-                    "FROM device_intervals",
-                    0, collect_first, &busy, err);
-  json_t *tok = NULL;
-  if (rc == 0)
-    rc = query_each(s, "generations",
-                    "SELECT coalesce(sum(prompt_tokens), 0) AS prompt,"
-                    " coalesce(sum(completion_tokens), 0) AS completion,"
-                    " coalesce(sum(cached_tokens), 0) AS cached,"
-                    " coalesce(sum(CASE WHEN prompt_estimated THEN prompt_tokens"
-                    " END), 0) AS prompt_estimated,"
-                    " coalesce(sum(CASE WHEN completion_estimated THEN"
-                    " completion_tokens END), 0) AS completion_estimated "
-                    "FROM generations",
-                    0, collect_first, &tok, err);
-  if (rc) {
-    json_decref(busy);
-    json_decref(tok);
-    json_decref(o);
-    return rc;
-  }
-  double pool_us = (double)devices * (double)(end_us - start_us);
-  double v_us = (double)json_integer_value(json_object_get(busy, "v"));
-  double p_us = (double)json_integer_value(json_object_get(busy, "p"));
-  json_decref(busy);
-  double uv = pool_us > 0 ? v_us / pool_us : 0.0;
-  double up = pool_us > 0 ? p_us / pool_us : 0.0;
-  json_object_set_new(o, "utilization",
-                      json_pack("{s:f, s:f, s:f}", "validation", uv,
-                                "profiling", up, "overall", uv + up));
-  json_object_set_new(o, "tokens", tok);
-  *out = o;
-  return 0;
-}
-
-int sg_store_workflow_candidates_json(sg_store *s, int64_t workflow_id,
-                                      json_t **out, sg_err *err) {
-  json_t *a = json_array();
-  int rc = query_each(
-      s, "candidates",
-      "SELECT c.id AS candidate_id, c.source AS source, i.number AS iteration,"
-      " g.kind AS kind, g.id AS generation_id, g.prefix_bytes AS prefix_bytes "
-      "FROM candidates c JOIN generations g ON g.id = c.generation_id"
-      " JOIN iterations i ON i.id = g.iteration_id "
-      "WHERE c.workflow_id = ?1 ORDER BY c.id",
-      workflow_id, collect_array, a, err);
-  if (rc) {
-    json_decref(a);
-    a = NULL;
-  }
-  *out = a;
-  return rc;
-}
-
-int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
-                                 json_t **out, sg_err *err) {
-  *out = NULL;
-  return query_each(s, "generations",
-                    "SELECT coalesce(sum(prompt_tokens), 0) AS prompt,"
-                    " coalesce(sum(completion_tokens), 0) AS completion,"
-                    " coalesce(sum(cached_tokens), 0) AS cached,"
-                    " coalesce(max(coalesce(ended_us, started_us)), 0)"
-                    " AS last_us "
-                    "FROM generations WHERE workflow_id = ?1",
-                    workflow_id, collect_first, out, err);
 }

@@ -66,10 +66,6 @@ int sg_store_schema_version(const sg_store *s);
  * or "full". */
 const char *sg_store_synchronous(const sg_store *s);
 
-/* FNV-1a, 64-bit (a well-known non-cryptographic hash; no crypto library
- * is linked): offset basis 0xcbf29ce484222325, prime 0x100000001b3. */
-uint64_t sg_store_fnv1a64(const void *data, size_t len);
-
 /* ---- the run (one per database) ---------------------------------------- */
 
 /* Begins the run: its whole configuration (a JSON object, copied) and the
@@ -79,6 +75,12 @@ int sg_store_run_begin(sg_store *s, const json_t *config, int devices,
                        int64_t started_us, int64_t *run_id, sg_err *err);
 /* Ends the run; SG_ESTATE when there is none or it already ended. */
 int sg_store_run_end(sg_store *s, int64_t ended_us, sg_err *err);
+/* Extends a finished run to budget_iterations: every workflow done with a
+ * smaller iteration budget runs again (state running, the new budget), and
+ * the run is open again. *reopened: how many workflows; 0 leaves the store
+ * as it was. */
+int sg_store_run_extend(sg_store *s, int64_t budget_iterations, int *reopened,
+                        sg_err *err);
 
 /* ---- workflows and iterations ------------------------------------------ */
 
@@ -265,7 +267,8 @@ int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
  *   {"e2e_s", "workflows": [{"task", "iterations", "best_speedup",
  *     "profiling_feedback", "early_terminations", "generations_main",
  *     "generations_spec"}], "utilization": {"validation", "profiling",
- *     "overall"}, "tokens": {"prompt", "completion", "cached",
+ *     "overall"}, "tokens": {"prompt", "completion", "cached", "uncached",
+ *     "consumption" (common/sg_tokens.h defines these two),
  *     "prompt_estimated", "completion_estimated" (the part of each sum that
  *     is an estimate)}}
  * Definitions (the simulator's): iterations = iterations ended;

@@ -38,6 +38,7 @@
 #include "eval/sg_eval.h"
 #include "eval/sg_task.h"
 #include "runtime/sg_build_cache.h"
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_worker_proto.h"
 
 #include <errno.h>
@@ -129,7 +130,7 @@ int sg_worker_device_check(const char *device, const char **kind, sg_err *err) {
 
 static void send_json(worker *w, json_t *j) {
   size_t len;
-  char *line = sg_worker_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   size_t off = 0;
   while (!w->out_broken && off < len) {
@@ -171,24 +172,24 @@ static void send_error(worker *w, long long line, const char *id,
   send_reply(w, &r);
 }
 
+static bool evaluator_fits(const worker *w, const char *evaluator) {
+  const sg_evaluator *ev = sg_evaluator_find(evaluator);
+  if (ev == NULL || w->cfg->compile_only)
+    return ev != NULL;
+  return strcmp(ev->device_kind, w->kind) == 0;
+}
+
 static void send_hello(worker *w, const char *id) {
   sg_worker_reply r;
   sg_worker_reply_init(&r, SG_WREP_HELLO);
   r.id = sg_strdup(id);
   r.version = sg_strdup(w->cfg->version ? w->cfg->version : "");
   r.device = sg_strdup(w->cfg->compile_only ? "compile" : w->cfg->device);
-  if (w->cfg->compile_only) {
-    /* every evaluator with a compile stage in this build */
-    static const char *const all[] = {"cpu", "cuda", "kernelbench"};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-      if (sg_evaluator_find(all[i]))
-        r.evaluators[r.nevaluators++] = sg_strdup(all[i]);
-  } else if (strcmp(w->kind, "cpu") == 0) {
-    r.evaluators[r.nevaluators++] = sg_strdup("cpu");
-  } else {
-    r.evaluators[r.nevaluators++] = sg_strdup("cuda");
-    r.evaluators[r.nevaluators++] = sg_strdup("kernelbench");
-  }
+  /* a compile worker: every evaluator of this build; else those that run
+   * on its device's kind */
+  for (size_t i = 0; sg_evaluator_at(i); i++)
+    if (evaluator_fits(w, sg_evaluator_at(i)->name))
+      r.evaluators[r.nevaluators++] = sg_strdup(sg_evaluator_at(i)->name);
   r.pid = (long long)w->self;
   send_reply(w, &r);
 }
@@ -215,13 +216,6 @@ static void job_free(job *j) {
   free(j);
 }
 
-static bool evaluator_fits(const worker *w, const char *evaluator) {
-  if (w->cfg->compile_only)
-    return sg_evaluator_find(evaluator) != NULL;
-  if (strcmp(w->kind, "cpu") == 0)
-    return strcmp(evaluator, "cpu") == 0;
-  return strcmp(evaluator, "cuda") == 0 || strcmp(evaluator, "kernelbench") == 0;
-}
 
 /* A bare name on a cuda worker means the cuda task of that name, as
  * `specgen eval --device cuda:N` does. A compile worker serves every
@@ -230,8 +224,14 @@ static bool evaluator_fits(const worker *w, const char *evaluator) {
  * (docs/protocol.md). */
 static int load_task(worker *w, const char *name, sg_task **out, sg_err *err) {
   int rc = SG_ENOENT;
-  if (strcmp(w->kind, "cuda") == 0 && !strchr(name, '/')) {
-    char *q = sg_asprintf("cuda/%s", name);
+  /* (the first evaluator of the worker's kind, when that is not the
+   * evaluator a bare name resolves to by default) */
+  const sg_evaluator *first = NULL;
+  for (size_t i = 0; first == NULL && sg_evaluator_at(i); i++)
+    if (strcmp(sg_evaluator_at(i)->device_kind, w->kind) == 0)
+      first = sg_evaluator_at(i);
+  if (first && first != sg_evaluator_at(0) && !strchr(name, '/')) {
+    char *q = sg_asprintf("%s/%s", first->name, name);
     rc = sg_task_load(q, out, err);
     free(q);
   }
@@ -263,7 +263,7 @@ static bool id_in_use(const worker *w, const char *id) {
 
 static void child_send(int fd, json_t *j) {
   size_t len;
-  char *line = sg_worker_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   size_t off = 0;
   while (off < len) {
@@ -286,6 +286,8 @@ static void infra(sg_eval_result *r, const sg_err *err) {
   r->message = sg_asprintf("specgen could not evaluate: %s", err->msg);
 }
 
+/* Longer than 80 lines on purpose: the child's whole life (task, compile or
+ * cache, run or profile, reply) in order, with its exits. */
 static _Noreturn void eval_child(worker *w, job *j, int wfd) {
   /* die with the worker; if it is already gone, stop here */
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -707,6 +709,7 @@ static int input_readable(worker *w, sg_err *err) {
 
 /* ---- the loop ------------------------------------------------------------------ */
 
+/* Longer than 80 lines on purpose: the worker's main loop, read in one place. */
 int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
   worker w;
   memset(&w, 0, sizeof w);

@@ -195,21 +195,6 @@ static int get_type(const json_t *j, const char *const *names, int count,
                     "\"%.64s\" (known: %s)", json_string_value(t), known);
 }
 
-char *sg_worker_line(const json_t *j, size_t *len) {
-  char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
-  if (!s) /* only on out of memory: the project's rule is to abort */
-    abort();
-  size_t n = strlen(s);
-  char *line = sg_malloc(n + 2);
-  memcpy(line, s, n);
-  line[n] = '\n';
-  line[n + 1] = '\0';
-  free(s);
-  if (len)
-    *len = n + 1;
-  return line;
-}
-
 /* ---- requests ---------------------------------------------------------------- */
 
 void sg_worker_request_init(sg_worker_request *req) {
@@ -371,6 +356,8 @@ json_t *sg_worker_reply_to_json(const sg_worker_reply *r) {
   return j;
 }
 
+/* Longer than 80 lines on purpose: one field after the other of a message,
+ * each with its own message when wrong. */
 int sg_worker_reply_parse(const char *line, size_t len, sg_worker_reply *rep,
                           sg_err *err) {
   sg_worker_reply_init(rep, SG_WREP_ERROR);

@@ -139,8 +139,6 @@ int sg_worker_reply_parse(const char *line, size_t len, sg_worker_reply *rep,
 
 /* ---- framing -------------------------------------------------------------- */
 
-/* j as one compact line ending in '\n' (no newline inside: JSON escapes
- * them); the caller frees it. *len gets its length (len may be NULL). */
-char *sg_worker_line(const json_t *j, size_t *len);
+/* Lines of the protocol: sg_jsonl_line (runtime/sg_jsonl.h). */
 
 #endif

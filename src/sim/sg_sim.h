@@ -37,11 +37,21 @@ typedef struct sg_sim_variant {
   bool elastic;       /* scheduler re-splits at iteration boundaries */
   bool lifo;          /* LIFO validation queue */
   bool remote_cache;  /* forks' prefixes hit the remote prefix cache */
+  /* Beyond the paper (options of the real core): */
+  bool work_conserving; /* sg_sched_opts.work_conserving */
+  bool fork_gate;       /* sg_ctl_opts.fork_gate = ctl.fork_gate */
+  bool cutoff;          /* sg_ctl_opts.cutoff = ctl.cutoff */
 } sg_sim_variant;
 
+/* The paper's ablation, run by default: "baseline", "spec",
+ * "spec+realloc", "spec+realloc+priority", "full". */
 #define SG_SIM_VARIANTS 5
-/* "baseline", "spec", "spec+realloc", "spec+realloc+priority", "full". */
-const char *sg_sim_variant_name(int i);
+/* And the policies beyond it, run when asked for: "full+wc" (work-
+ * conserving devices), "full+gate" (forks gated by expected value),
+ * "full+cutoff" (hopeless iterations end early), "full+gate+cutoff",
+ * "beyond" (all three). */
+#define SG_SIM_VARIANTS_ALL 10
+const char *sg_sim_variant_name(int i); /* 0 .. SG_SIM_VARIANTS_ALL - 1 */
 /* SG_ENOENT naming the known ones for an unknown name. */
 int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err);
 
@@ -50,6 +60,9 @@ int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err);
 typedef struct sg_sim_result {
   char name[SG_SIM_NAME_MAX];
   double e2e_s;                  /* virtual time until the last workflow ended */
+  double e2e_geomean_s;          /* geometric mean over workflows of the time
+                                    each took (the paper's per-task E2E,
+                                    aggregated as its tables do) */
   uint64_t workflows_done;
   uint64_t iterations;
   uint64_t early_terminations;   /* iterations ended while their main
@@ -83,6 +96,13 @@ typedef struct sg_sim_result {
   uint64_t devices_retired;      /* taken out of service by the scheduler */
   uint64_t infra_failures, requests_failed, requests_aborted, resplits;
   uint64_t events;               /* events processed */
+  /* The LLM servers and prefix caches (sg_sim_llm.h), in tokens. */
+  double cache_local_tokens;     /* prefix tokens found in a server's KV */
+  double cache_remote_tokens;    /* restored from the remote store */
+  double cache_miss_tokens;      /* prefilled again */
+  double remote_transfer_gb, remote_transfer_s;
+  uint64_t remote_yields;        /* evaluations that made the store shrink */
+  double llm_mean_streams;       /* live generations, time average */
 } sg_sim_result;
 
 /* Runs one configuration's campaign. p must be valid

@@ -4,6 +4,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "config/sg_yaml.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 typedef enum { T_INT, T_DBL, T_STR, T_U64 } ptype;
 
@@ -43,7 +43,8 @@ static const pdef defs[] = {
     {"gen.prompt_tokens", T_DBL, F(gen_prompt_tokens), 0, BIG, "task prompt tokens"},
     {"gen.feedback_tokens", T_DBL, F(gen_feedback_tokens), 0, BIG,
      "prompt tokens per feedback item"},
-    {"gen.chunk_s", T_DBL, F(gen_chunk_s), 1e-3, BIG, "streaming chunk interval, s"},
+    {"gen.chunk_s", T_DBL, F(gen_chunk_s), 0, BIG,
+     "streaming chunk interval, s; 0: at triggers and ticks only"},
     {"text.bytes_per_token", T_DBL, F(text_bytes_per_token), 0.05, 16,
      "synthetic reasoning bytes per token"},
     {"triggers.per_gen", T_DBL, F(triggers_per_gen), 0, 400,
@@ -57,12 +58,35 @@ static const pdef defs[] = {
      "fraction of a fork's prefix served by the server's own cache"},
     {"llm.remote_cache_hit", T_DBL, F(remote_cache_hit), 0, 1,
      "the same with the remote prefix cache (config full)"},
+    {"llm.workflows_per_server", T_INT, F(llm_workflows_per_server), 1, 100000,
+     "workflows sharing one LLM server"},
+    {"llm.ref_streams", T_DBL, F(llm_ref_streams), 1, 100000,
+     "streams per server at which gen.rate_tok_s holds (baseline in-flight)"},
+    {"llm.contention", T_DBL, F(llm_contention), 0, 100,
+     "per-token slowdown of a stream per extra stream on its server"},
+    {"llm.kv_capacity_tokens", T_DBL, F(llm_kv_capacity_tokens), 0, BIG,
+     "server KV capacity for contexts, tokens (0: constant cache-hit shares)"},
+    {"kv.remote_gb_per_device", T_DBL, F(kv_remote_gb_per_device), 0, BIG,
+     "remote prefix cache: spare memory per device, GB (config full)"},
+    {"kv.eval_gb", T_DBL, F(kv_eval_gb), 0, BIG,
+     "device memory an evaluation takes back from the store, GB"},
+    {"kv.bytes_per_token", T_DBL, F(kv_bytes_per_token), 0, BIG,
+     "KV cache bytes per token"},
+    {"kv.transfer_gb_s", T_DBL, F(kv_transfer_gb_s), 0, BIG,
+     "remote store to server transfer rate, GB/s (0: free)"},
+    {"task.table", T_STR, F(task_table), 0, 0,
+     "tasks: synthetic (drawn per workflow), glm or dsv4 (the paper's Tables 2 "
+     "and 6 for that model's T1-T10)"},
     {"valid.main_p", T_DBL, F(valid_main_p), 0, 1,
      "probability a main generation's kernel is valid"},
     {"valid.threshold_min", T_DBL, F(valid_threshold_min), 0, 1,
      "shortest useful prefix (fraction of the trace), lower bound"},
     {"valid.threshold_max", T_DBL, F(valid_threshold_max), 0, 1,
      "shortest useful prefix, upper bound (drawn per workflow)"},
+    {"valid.threshold_log", T_INT, F(valid_threshold_log), 0, 1,
+     "1: the threshold is log-uniform in [min, max], 0: uniform"},
+    {"valid.prefix_useful_p", T_DBL, F(valid_prefix_useful_p), 0, 1,
+     "probability a reasoning trace's prefix can lead forks to a valid kernel"},
     {"valid.spec_p", T_DBL, F(valid_spec_p), 0, 1,
      "probability a fork past the threshold is valid"},
     {"valid.no_prefix_p", T_DBL, F(valid_no_prefix_p), 0, 1,
@@ -100,6 +124,12 @@ static const pdef defs[] = {
      "forks per iteration at most"},
     {"ctl.max_live_forks", T_INT, F(max_live_forks), 1, 100000,
      "forks generating at once per workflow"},
+    {"ctl.fork_gate", T_DBL, F(fork_gate), 0, 1,
+     "configs full+gate, beyond: no fork before this share of the shortest "
+     "recent valid fork's prefix"},
+    {"ctl.cutoff", T_DBL, F(cutoff), 0, 100,
+     "configs full+cutoff, beyond: end an iteration with nothing valid past "
+     "this many times the longest recent valid fork's prefix"},
     {"sched.static_profile_devices", T_INT, F(static_profile_devices), -1, 4096,
      "profiling devices of the static split (-1: half)"},
     {"sched.max_infra_failures", T_INT, F(max_infra_failures), 1, 1000,
@@ -137,17 +167,27 @@ static void base_preset(sg_sim_params *p) {
   p->gen_answer_tokens = 1500;
   p->gen_prompt_tokens = 3000;
   p->gen_feedback_tokens = 800;
-  p->gen_chunk_s = 2;
-  p->text_bytes_per_token = 1;
+  p->gen_chunk_s = 0;
+  p->text_bytes_per_token = 0.25;
   p->triggers_per_gen = 4;
   p->spec_answer_tokens = 1500;
   p->spec_rate_tok_s = 50;
   p->prefill_tok_s = 1500;
   p->local_cache_hit = 0.5;
   p->remote_cache_hit = 0.95;
+  p->llm_workflows_per_server = 10;
+  p->llm_ref_streams = 8;
+  p->llm_contention = 0;
+  p->llm_kv_capacity_tokens = 0;
+  p->kv_remote_gb_per_device = 0;
+  p->kv_eval_gb = 0;
+  p->kv_bytes_per_token = 0;
+  p->kv_transfer_gb_s = 0;
+  snprintf(p->task_table, sizeof p->task_table, "synthetic");
   p->valid_threshold_min = 0.14;
   p->valid_threshold_max = 0.70;
   p->valid_no_prefix_p = 0.02;
+  p->valid_prefix_useful_p = 1;
   p->fail_compile_w = 0.45;
   p->fail_runtime_w = 0.2;
   p->fail_numerical_w = 0.35;
@@ -167,6 +207,8 @@ static void base_preset(sg_sim_params *p) {
   p->idle_min_new_tokens = 1024;
   p->max_forks_per_iteration = 64;
   p->max_live_forks = 8;
+  p->fork_gate = 0.8;
+  p->cutoff = 1.3;
   p->static_profile_devices = -1;
   p->max_infra_failures = 3;
   p->max_retries = 2;
@@ -176,8 +218,29 @@ static void base_preset(sg_sim_params *p) {
   p->seed = 1;
 }
 
+/* The paper's workload model shared by both presets (docs/simulation.md,
+ * "Calibration", names each assumption and why): the paper's K (no cap on
+ * forks), the prefix-cache mechanism, log-uniform useful prefixes, a share
+ * of traces whose prefix never helps a fork. */
+static void paper_model(sg_sim_params *p) {
+  p->max_live_forks = 100000;
+  p->max_forks_per_iteration = 100000;
+  p->valid_threshold_log = 1;
+  p->spec_answer_tokens = 1000;
+  p->kv_remote_gb_per_device = 100;
+  p->kv_eval_gb = 40;
+  p->kv_bytes_per_token = 376000;
+  p->kv_transfer_gb_s = 25;
+}
+
 static void preset_glm(sg_sim_params *p) {
   base_preset(p);
+  paper_model(p);
+  p->gen_rate_tok_s = 26;
+  p->llm_ref_streams = 8.19;
+  p->llm_contention = 0.01;
+  p->llm_kv_capacity_tokens = 150000;
+  p->valid_prefix_useful_p = 0.8;
   snprintf(p->preset, sizeof p->preset, "paper-glm");
   p->gen_mean_s = 706.9;
   p->val_mean_s = 22.9;
@@ -188,6 +251,12 @@ static void preset_glm(sg_sim_params *p) {
 
 static void preset_dsv4(sg_sim_params *p) {
   base_preset(p);
+  paper_model(p);
+  p->gen_rate_tok_s = 22;
+  p->llm_ref_streams = 9.62;
+  p->llm_contention = 0;          /* a provider's API: our forks do not load it */
+  p->llm_kv_capacity_tokens = 1e9; /* its context cache keeps every prefix */
+  p->valid_prefix_useful_p = 0.75;
   snprintf(p->preset, sizeof p->preset, "paper-dsv4");
   p->gen_mean_s = 522.6;
   p->val_mean_s = 59.0;
@@ -308,6 +377,10 @@ int sg_sim_params_validate(const sg_sim_params *p, sg_err *err) {
     return sg_err_set(err, SG_EINVAL,
                       "sched.static_profile_devices (%d) must be below devices (%d)",
                       p->static_profile_devices, p->devices);
+  if (strcmp(p->task_table, "synthetic") != 0 && strcmp(p->task_table, "glm") != 0 &&
+      strcmp(p->task_table, "dsv4") != 0)
+    return sg_err_set(err, SG_EINVAL, "task.table: \"%s\" (known: synthetic, glm, dsv4)",
+                      p->task_table);
   for (size_t i = 0; i < NDEFS; i++)
     if (defs[i].type == T_STR && strcmp(defs[i].key, "preset") != 0 &&
         ((const char *)p + defs[i].off)[0] == '\0')
@@ -347,113 +420,31 @@ void sg_sim_param_format(const sg_sim_params *p, size_t i, char *buf,
   }
 }
 
-/* YAML: a mapping whose values are scalars or nested mappings; nested keys
- * are joined with dots. Sequences, anchors and aliases are refused. */
-#define KEY_MAX 256
-#define DEPTH_MAX 8
+/* YAML: a mapping whose values are scalars or nested mappings, nested keys
+ * joined with dots (the walker, config/sg_yaml.h); lists are refused. */
+typedef struct yload {
+  sg_sim_params *p;
+  bool first_key;
+} yload;
+
+static int yaml_value(void *data, const sg_yaml_value *v, sg_err *err) {
+  yload *y = data;
+  if (strcmp(v->key, "preset") == 0 && !y->first_key)
+    return sg_err_set(err, SG_EINVAL,
+                      "%s: preset: must be the first key (it resets the others)",
+                      v->origin);
+  y->first_key = false;
+  sg_err e2;
+  sg_err_clear(&e2);
+  int r = sg_sim_params_set(y->p, v->key, v->value, &e2);
+  return r < 0 ? sg_err_set(err, r, "%s: %s", v->origin, e2.msg) : 0;
+}
 
 int sg_sim_params_load_yaml_string(sg_sim_params *p, const char *text,
                                    size_t len, const char *name, sg_err *err) {
-  yaml_parser_t parser;
-  if (!yaml_parser_initialize(&parser))
-    return sg_err_set(err, SG_EIO, "%s: cannot start the YAML parser", name);
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-
-  /* Stack of key prefixes, one per open mapping; expecting_key per level. */
-  char prefix[DEPTH_MAX][KEY_MAX];
-  bool expect_key[DEPTH_MAX];
-  char pending[KEY_MAX] = "";
-  int depth = -1;
-  int rc = 0;
-  bool done = false, first_key = true;
-  while (!done) {
-    yaml_event_t ev;
-    if (!yaml_parser_parse(&parser, &ev)) {
-      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: %s", name,
-                      parser.problem_mark.line + 1,
-                      parser.problem ? parser.problem : "malformed YAML");
-      break;
-    }
-    size_t line = ev.start_mark.line + 1;
-    switch (ev.type) {
-    case YAML_STREAM_END_EVENT:
-      done = true;
-      break;
-    case YAML_MAPPING_START_EVENT:
-      if (depth + 1 >= DEPTH_MAX) {
-        rc = sg_err_set(err, SG_EPARSE, "%s:%zu: nested too deep", name, line);
-        break;
-      }
-      if (depth >= 0 && expect_key[depth]) {
-        rc = sg_err_set(err, SG_EPARSE, "%s:%zu: a mapping cannot be a key", name,
-                        line);
-        break;
-      }
-      depth++;
-      if (depth == 0)
-        prefix[0][0] = '\0';
-      else {
-        snprintf(prefix[depth], KEY_MAX, "%s", pending);
-        expect_key[depth - 1] = true;
-      }
-      expect_key[depth] = true;
-      break;
-    case YAML_MAPPING_END_EVENT:
-      depth--;
-      break;
-    case YAML_SEQUENCE_START_EVENT:
-      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: %s: lists are not parameters", name,
-                      line, depth >= 0 && !expect_key[depth] ? pending : "(top)");
-      break;
-    case YAML_ALIAS_EVENT:
-      rc = sg_err_set(err, SG_EPARSE, "%s:%zu: aliases are not supported", name, line);
-      break;
-    case YAML_SCALAR_EVENT: {
-      const char *s = (const char *)ev.data.scalar.value;
-      if (depth < 0) {
-        if (ev.data.scalar.length == 0)
-          break; /* an empty document */
-        rc = sg_err_set(err, SG_EPARSE, "%s:%zu: expected a mapping of parameters",
-                        name, line);
-        break;
-      }
-      if (expect_key[depth]) {
-        int w = depth == 0 || prefix[depth][0] == '\0'
-                    ? snprintf(pending, KEY_MAX, "%s", s)
-                    : snprintf(pending, KEY_MAX, "%s.%s", prefix[depth], s);
-        if (w < 0 || w >= KEY_MAX) {
-          rc = sg_err_set(err, SG_EPARSE, "%s:%zu: key too long", name, line);
-          break;
-        }
-        expect_key[depth] = false;
-      } else {
-        if (strcmp(pending, "preset") == 0 && !first_key) {
-          rc = sg_err_set(err, SG_EINVAL,
-                          "%s:%zu: preset: must be the first key (it resets the others)",
-                          name, line);
-          break;
-        }
-        first_key = false;
-        sg_err e2;
-        sg_err_clear(&e2);
-        int r = sg_sim_params_set(p, pending, s, &e2);
-        if (r < 0) {
-          rc = sg_err_set(err, r, "%s:%zu: %s", name, line, e2.msg);
-          break;
-        }
-        expect_key[depth] = true;
-      }
-      break;
-    }
-    default:
-      break;
-    }
-    yaml_event_delete(&ev);
-    if (rc < 0)
-      break;
-  }
-  yaml_parser_delete(&parser);
-  return rc;
+  yload y = {p, true};
+  sg_yaml_opts o = {.nested = true, .lists = false};
+  return sg_yaml_walk(text, len, name, &o, yaml_value, &y, err);
 }
 
 int sg_sim_params_load_yaml(sg_sim_params *p, const char *path, sg_err *err) {

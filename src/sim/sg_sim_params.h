@@ -51,10 +51,25 @@ typedef struct sg_sim_params {
   double local_cache_hit;    /* fraction of a fork's prefix the server's own
                                 cache serves */
   double remote_cache_hit;   /* the same with the remote prefix cache */
+  /* LLM servers and prefix caches (sg_sim_llm.h). */
+  int llm_workflows_per_server; /* workflows sharing one server */
+  double llm_ref_streams;    /* streams per server at the calibrated rate */
+  double llm_contention;     /* slowdown per extra stream */
+  double llm_kv_capacity_tokens; /* server KV for contexts; 0: the constant
+                                cache-hit model above */
+  double kv_remote_gb_per_device; /* remote prefix cache: spare memory */
+  double kv_eval_gb;         /* memory an evaluation takes back */
+  double kv_bytes_per_token; /* KV size of one token */
+  double kv_transfer_gb_s;   /* store to server transfer rate */
+  /* Tasks: "synthetic" (drawn), "glm" or "dsv4" (sg_sim_tasks.h). */
+  char task_table[SG_SIM_NAME_MAX];
   /* Kernel validity. */
   double valid_main_p;       /* a main generation's kernel is valid */
   double valid_threshold_min;/* shortest useful prefix, fraction of trace: */
   double valid_threshold_max;/*   drawn per workflow in [min, max] */
+  int valid_threshold_log;   /* 1: log-uniform in [min, max], 0: uniform */
+  double valid_prefix_useful_p; /* a main generation's prefix can lead a
+                                fork to a valid kernel at all */
   double valid_spec_p;       /* a fork past the threshold is valid */
   double valid_no_prefix_p;  /* a fork before the threshold is valid */
   double fail_compile_w;     /* mix of failure kinds (weights) */
@@ -82,6 +97,8 @@ typedef struct sg_sim_params {
   double idle_min_new_tokens;/* reasoning growth for an idle fork */
   int max_forks_per_iteration;
   int max_live_forks;
+  double fork_gate;          /* sg_ctl_opts.fork_gate in full+gate, beyond */
+  double cutoff;             /* sg_ctl_opts.cutoff in full+cutoff, beyond */
   int static_profile_devices;/* -1: even split */
   int max_infra_failures;
   int max_retries;

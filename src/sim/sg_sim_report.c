@@ -2,6 +2,8 @@
  * See sg_sim_report.h. */
 #include "sim/sg_sim_report.h"
 
+#include "common/sg_tokens.h"
+
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 
@@ -79,7 +81,12 @@ double sg_sim_feedback_ratio(const sg_sim_campaign *c, const sg_sim_result *r) {
 }
 
 static uint64_t total_tokens(const sg_sim_result *r) {
-  return r->prompt_tokens + r->completion_tokens;
+  return sg_tokens_billed(r->prompt_tokens, r->completion_tokens);
+}
+
+uint64_t sg_sim_consumption(const sg_sim_result *r) {
+  return sg_tokens_consumption(r->prompt_tokens, r->cached_tokens,
+                               r->completion_tokens);
 }
 
 /* Rounded so the output is stable and readable. */
@@ -115,6 +122,7 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(r->name));
     json_object_set_new(o, "e2e_s", num(r->e2e_s, 3));
+    json_object_set_new(o, "e2e_geomean_s", num(r->e2e_geomean_s, 3));
     json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
     json_object_set_new(o, "profiling_feedback",
                         json_integer((json_int_t)r->profiling_feedback));
@@ -126,6 +134,11 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_object_set_new(tok, "completion",
                         json_integer((json_int_t)r->completion_tokens));
     json_object_set_new(tok, "cached", json_integer((json_int_t)r->cached_tokens));
+    json_object_set_new(tok, "uncached",
+                        json_integer((json_int_t)sg_tokens_uncached(
+                            r->prompt_tokens, r->cached_tokens)));
+    json_object_set_new(tok, "consumption",
+                        json_integer((json_int_t)sg_sim_consumption(r)));
     json_object_set_new(tok, "total", json_integer((json_int_t)total_tokens(r)));
     json_object_set_new(o, "tokens", tok);
     json_object_set_new(o, "early_terminations",
@@ -166,7 +179,18 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
                         json_integer((json_int_t)r->requests_aborted));
     json_object_set_new(o, "resplits", json_integer((json_int_t)r->resplits));
     json_object_set_new(o, "events", json_integer((json_int_t)r->events));
+    json_t *pc = json_object();
+    json_object_set_new(pc, "local_hit_tokens", num(r->cache_local_tokens, 0));
+    json_object_set_new(pc, "remote_hit_tokens", num(r->cache_remote_tokens, 0));
+    json_object_set_new(pc, "miss_tokens", num(r->cache_miss_tokens, 0));
+    json_object_set_new(pc, "remote_transfer_gb", num(r->remote_transfer_gb, 3));
+    json_object_set_new(pc, "remote_transfer_s", num(r->remote_transfer_s, 3));
+    json_object_set_new(pc, "remote_yields", json_integer((json_int_t)r->remote_yields));
+    json_object_set_new(o, "prefix_cache", pc);
+    json_object_set_new(o, "llm_mean_streams", num(r->llm_mean_streams, 3));
     json_object_set_new(o, "e2e_speedup_vs_baseline", num(sg_sim_e2e_speedup(c, r), 4));
+    json_object_set_new(o, "e2e_geomean_speedup_vs_baseline",
+                        num(ratio(c->baseline.e2e_geomean_s, r->e2e_geomean_s), 4));
     json_object_set_new(o, "feedback_ratio_vs_baseline",
                         num(sg_sim_feedback_ratio(c, r), 4));
     json_object_set_new(o, "best_speedup_ratio_vs_baseline",
@@ -175,6 +199,10 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_object_set_new(o, "tokens_ratio_vs_baseline",
                         num(ratio((double)total_tokens(r),
                                   (double)total_tokens(&c->baseline)),
+                            4));
+    json_object_set_new(o, "consumption_ratio_vs_baseline",
+                        num(ratio((double)sg_sim_consumption(r),
+                                  (double)sg_sim_consumption(&c->baseline)),
                             4));
     json_array_append_new(arr, o);
   }
@@ -197,20 +225,26 @@ char *sg_sim_report_table(const sg_sim_campaign *c) {
                 "termination %s\n\n",
                 p->preset[0] ? p->preset : "(none)", (unsigned long long)p->seed,
                 p->workflows, p->iterations, p->devices, p->termination);
-  sg_buf_printf(&b, "%-22s %11s %8s %9s %6s %6s %6s %8s %8s %8s %6s %7s %8s %8s %7s\n",
+  sg_buf_printf(&b,
+                "%-22s %11s %8s %9s %6s %6s %6s %6s %7s %6s %8s %8s %8s %6s %7s %8s "
+                "%7s\n",
                 "config", "e2e_s", "x_base", "feedback", "x_base", "util", "val",
-                "prof", "prompt_M", "compl_M", "cach_M", "early", "best_x", "x_base",
-                "forks");
+                "prof", "cons_M", "x_base", "prompt_M", "uncach_M", "compl_M",
+                "early", "best_x", "x_base", "forks");
   for (size_t i = 0; i < c->n; i++) {
     const sg_sim_result *r = &c->results[i];
     sg_buf_printf(&b,
-                  "%-22s %11.1f %8.3f %9llu %6.3f %6.3f %6.3f %8.3f %8.2f %8.2f %6.2f "
-                  "%7llu %8.3f %8.3f %7llu\n",
+                  "%-22s %11.1f %8.3f %9llu %6.3f %6.3f %6.3f %6.3f %7.2f %6.3f %8.2f "
+                  "%8.2f %8.2f %6llu %7.3f %8.3f %7llu\n",
                   r->name, r->e2e_s, sg_sim_e2e_speedup(c, r),
                   (unsigned long long)r->profiling_feedback, sg_sim_feedback_ratio(c, r),
                   r->util_overall, r->util_validate, r->util_profile,
-                  (double)r->prompt_tokens / 1e6, (double)r->completion_tokens / 1e6,
-                  (double)r->cached_tokens / 1e6,
+                  (double)sg_sim_consumption(r) / 1e6,
+                  ratio((double)sg_sim_consumption(r),
+                        (double)sg_sim_consumption(&c->baseline)),
+                  (double)r->prompt_tokens / 1e6,
+                  (double)sg_tokens_uncached(r->prompt_tokens, r->cached_tokens) / 1e6,
+                  (double)r->completion_tokens / 1e6,
                   (unsigned long long)r->early_terminations, r->best_speedup_geomean,
                   ratio(r->best_speedup_geomean, c->baseline.best_speedup_geomean),
                   (unsigned long long)r->forks);
@@ -230,7 +264,9 @@ char *sg_sim_report_table(const sg_sim_campaign *c) {
   }
   sg_buf_puts(&b,
               "\nx_base: ratio to baseline (e2e: baseline time / this time). util: busy "
-              "device time / pool time\n(val + prof). tokens in millions. best_x: "
-              "geometric mean over workflows of the best kernel's speedup.\n");
+              "device time / pool time\n(val + prof). tokens in millions: cons = the "
+              "paper's token consumption (uncached\nprompt + completion); prompt = "
+              "uncached + cached. best_x: geometric mean over workflows\nof the best "
+              "kernel's speedup.\n");
   return sg_buf_steal(&b);
 }

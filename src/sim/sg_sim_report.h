@@ -4,16 +4,26 @@
  *
  * The library renders into strings; the CLI prints them. The JSON object is
  *   {"preset", "seed", "params": {key: value...},
- *    "configs": [{"name", "e2e_s", "iterations", "profiling_feedback",
+ *    "configs": [{"name", "e2e_s" (until the last workflow ended),
+ *                 "e2e_geomean_s" (geometric mean over workflows of the
+ *                 time each took), "iterations", "profiling_feedback",
  *                 "utilization" (0..1), "utilization_validation",
  *                 "utilization_profiling", "tokens": {"prompt",
- *                 "completion", "cached", "total"}, "early_terminations",
+ *                 "completion", "cached", "uncached", "consumption",
+ *                 "total"} (common/sg_tokens.h defines them),
+ *                 "early_terminations",
  *                 "forks", "candidates", "validated_ok", "best_speedup",
  *                 "best_speedup_geomean", "mean_main_gen_s",
  *                 "main_valid_fraction", "faults": {...},
- *                 "e2e_speedup_vs_baseline", "feedback_ratio_vs_baseline",
+ *                 "e2e_speedup_vs_baseline",
+ *                 "e2e_geomean_speedup_vs_baseline" (the paper's: per task,
+ *                 then the geometric mean), "feedback_ratio_vs_baseline",
  *                 "best_speedup_ratio_vs_baseline",
- *                 "tokens_ratio_vs_baseline"}...]}
+ *                 "tokens_ratio_vs_baseline" (total),
+ *                 "consumption_ratio_vs_baseline", "prefix_cache":
+ *                 {"local_hit_tokens", "remote_hit_tokens", "miss_tokens",
+ *                 "remote_transfer_gb", "remote_transfer_s", "remote_yields"},
+ *                 "llm_mean_streams"}...]}
  * Numbers are printed with a fixed precision so a seed gives the same bytes.
  */
 #ifndef SG_SIM_REPORT_H
@@ -48,6 +58,8 @@ int sg_sim_campaign_run(const sg_sim_params *p, const sg_sim_variant *v,
 /* The ratios of r to the campaign's baseline. */
 double sg_sim_e2e_speedup(const sg_sim_campaign *c, const sg_sim_result *r);
 double sg_sim_feedback_ratio(const sg_sim_campaign *c, const sg_sim_result *r);
+/* The paper's token consumption of r (common/sg_tokens.h). */
+uint64_t sg_sim_consumption(const sg_sim_result *r);
 
 /* The report as JSON / as a human table; the caller frees the string. */
 char *sg_sim_report_json(const sg_sim_campaign *c);

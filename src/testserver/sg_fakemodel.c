@@ -13,11 +13,18 @@
  * the seed, the task, the context (the prompt before the answer) and the
  * request's own seed: a fork that sends the same context plus a prefix of the
  * trace is therefore measured against the very trace it copies.
+ *
+ * The tokenizer and the prefix cache are in sg_fm_tokens.c, the answer in
+ * sg_fm_answer.c. This file stays over 800 lines on purpose: most of it is
+ * the template banks the traces are written from, read next to the writer
+ * that uses them.
  */
-#include "testserver/sg_fakemodel.h"
+#include "testserver/sg_fakemodel_priv.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_hash.h"
 #include "common/sg_rng.h"
+#include "eval/sg_eval.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -30,37 +37,23 @@
 /* ------------------------------------------------------------------------ */
 /* Random streams and hashes                                                 */
 
-typedef struct rng {
-  uint64_t s;
-} rng;
-
 /* A bare splitmix64 stream (common/sg_rng.h): one word of state, which the
  * model's many short-lived streams keep cheap. */
-static uint64_t mix(uint64_t a, uint64_t b) {
+uint64_t sg_fm_mix(uint64_t a, uint64_t b) {
   uint64_t s = a ^ (b * 0xff51afd7ed558ccdULL);
   return sg_splitmix64(&s);
 }
 
-static uint64_t hash_bytes(const void *p, size_t n) {
-  const unsigned char *b = p;
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; i++) {
-    h ^= b[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-static uint64_t hash_str(const char *s) {
-  return s ? hash_bytes(s, strlen(s)) : 0x9ae16a3b2f90404fULL;
+uint64_t sg_fm_hash_str(const char *s) {
+  return s ? sg_fnv1a64(s, strlen(s)) : 0x9ae16a3b2f90404fULL;
 }
 
 static uint64_t rng_next(rng *r) { return sg_splitmix64(&r->s); }
 
-static double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+double sg_fm_rng_unit(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
 /* Uniform in [0, n); n > 0. */
-static size_t rng_below(rng *r, size_t n) {
+size_t sg_fm_rng_below(rng *r, size_t n) {
   assert(n > 0);
   return (size_t)(rng_next(r) % n);
 }
@@ -68,187 +61,7 @@ static size_t rng_below(rng *r, size_t n) {
 static int rng_range(rng *r, int lo, int hi) {
   if (hi <= lo)
     return lo;
-  return lo + (int)rng_below(r, (size_t)(hi - lo + 1));
-}
-
-#define PICK(r, arr) ((arr)[rng_below((r), sizeof(arr) / sizeof((arr)[0]))])
-
-/* ------------------------------------------------------------------------ */
-/* Tokenizer                                                                 */
-
-enum { CL_WORD, CL_SPACE, CL_TAB, CL_NL, CL_PUNCT };
-
-static int char_class(unsigned char c) {
-  if (isalnum(c) || c == '_' || c >= 0x80)
-    return CL_WORD;
-  if (c == ' ')
-    return CL_SPACE;
-  if (c == '\t')
-    return CL_TAB;
-  if (c == '\n' || c == '\r')
-    return CL_NL;
-  return CL_PUNCT;
-}
-
-/* The length of the piece that starts at text[i]. */
-static size_t piece_len(const unsigned char *t, size_t len, size_t i) {
-  int c = char_class(t[i]);
-  size_t n = 1;
-  if (c == CL_PUNCT || t[i] == 0)
-    return 1;
-  if (c == CL_SPACE && i + 1 < len && char_class(t[i + 1]) == CL_WORD &&
-      t[i + 1] != 0) {
-    /* " word": the space joins the word, as BPE vocabularies do. */
-    c = CL_WORD;
-    n = 1;
-  }
-  while (n < SG_FM_PIECE_MAX && i + n < len && t[i + n] != 0 &&
-         char_class(t[i + n]) == c)
-    n++;
-  return n;
-}
-
-size_t sg_fm_tokenize(const char *text, size_t len, int32_t *ids,
-                      size_t *ends, size_t max) {
-  const unsigned char *t = (const unsigned char *)text;
-  size_t count = 0;
-  for (size_t i = 0; i < len;) {
-    size_t n = piece_len(t, len, i);
-    if (count < max) {
-      if (ids) {
-        uint32_t id = (uint32_t)n << 24;
-        for (size_t k = 0; k < n; k++)
-          id |= (uint32_t)t[i + k] << (16 - 8 * k);
-        ids[count] = (int32_t)id;
-      }
-      if (ends)
-        ends[count] = i + n;
-    }
-    count++;
-    i += n;
-  }
-  return count;
-}
-
-size_t sg_fm_token_piece(int32_t id, char piece[SG_FM_PIECE_MAX]) {
-  if (id <= 0)
-    return 0;
-  uint32_t u = (uint32_t)id;
-  size_t n = u >> 24;
-  if (n < 1 || n > SG_FM_PIECE_MAX)
-    return 0;
-  for (size_t k = 0; k < SG_FM_PIECE_MAX; k++) {
-    unsigned char b = (unsigned char)(u >> (16 - 8 * k));
-    if ((k < n) != (b != 0))
-      return 0; /* a used byte is NUL, or an unused one is not */
-    if (k < n)
-      piece[k] = (char)b;
-  }
-  return n;
-}
-
-int sg_fm_detokenize(const int32_t *ids, size_t n, sg_buf *out, sg_err *err) {
-  for (size_t i = 0; i < n; i++) {
-    char piece[SG_FM_PIECE_MAX];
-    size_t len = sg_fm_token_piece(ids[i], piece);
-    if (len == 0)
-      return sg_err_set(err, SG_EINVAL, "token id %ld at index %zu is not in the vocabulary",
-                        (long)ids[i], i);
-    sg_buf_append(out, piece, len);
-  }
-  return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Prefix cache model                                                        */
-
-typedef struct cache_entry {
-  int32_t *ids;
-  size_t n, cap;
-  uint64_t handle; /* 0: empty */
-} cache_entry;
-
-struct sg_fm_cache {
-  cache_entry *entries;
-  size_t max;
-  size_t next; /* ring position of the next insert */
-  size_t count;
-  uint64_t serial;
-};
-
-/* A remembered sequence holds at most this many tokens (a bound on memory:
- * 64 entries of 4 bytes each, 64 MiB at most). */
-#define CACHE_ENTRY_MAX_TOKENS (256u << 10)
-
-sg_fm_cache *sg_fm_cache_new(size_t max_prompts) {
-  assert(max_prompts > 0);
-  sg_fm_cache *c = sg_calloc(1, sizeof *c);
-  c->entries = sg_calloc(max_prompts, sizeof *c->entries);
-  c->max = max_prompts;
-  return c;
-}
-
-void sg_fm_cache_free(sg_fm_cache *c) {
-  if (!c)
-    return;
-  for (size_t i = 0; i < c->max; i++)
-    free(c->entries[i].ids);
-  free(c->entries);
-  free(c);
-}
-
-static void entry_append(cache_entry *e, const int32_t *ids, size_t n) {
-  if (e->n + n > CACHE_ENTRY_MAX_TOKENS)
-    n = CACHE_ENTRY_MAX_TOKENS - e->n;
-  if (n == 0)
-    return;
-  if (e->n + n > e->cap) {
-    size_t cap = e->cap ? e->cap : 64;
-    while (cap < e->n + n)
-      cap *= 2;
-    e->ids = sg_realloc(e->ids, cap * sizeof *e->ids);
-    e->cap = cap;
-  }
-  memcpy(e->ids + e->n, ids, n * sizeof *ids);
-  e->n += n;
-}
-
-size_t sg_fm_cache_lookup_insert(sg_fm_cache *c, const int32_t *ids, size_t n,
-                                 uint64_t *handle) {
-  size_t best = 0;
-  for (size_t e = 0; e < c->count; e++) {
-    const cache_entry *ce = &c->entries[e];
-    size_t m = ce->n < n ? ce->n : n;
-    size_t k = 0;
-    while (k < m && ce->ids[k] == ids[k])
-      k++;
-    if (k > best)
-      best = k;
-  }
-  /* vLLM always computes the last prompt token (its logits start the
-   * answer), so a fully seen prompt hits at most n-1 tokens. */
-  if (n > 0 && best > n - 1)
-    best = n - 1;
-  best -= best % SG_FM_CACHE_BLOCK_TOKENS;
-
-  cache_entry *slot = &c->entries[c->next];
-  slot->n = 0;
-  slot->handle = ++c->serial;
-  entry_append(slot, ids, n);
-  c->next = (c->next + 1) % c->max;
-  if (c->count < c->max)
-    c->count++;
-  if (handle)
-    *handle = slot->handle;
-  return best;
-}
-
-void sg_fm_cache_extend(sg_fm_cache *c, uint64_t handle, const int32_t *ids, size_t n) {
-  for (size_t e = 0; e < c->count; e++)
-    if (c->entries[e].handle == handle) {
-      entry_append(&c->entries[e], ids, n);
-      return;
-    }
+  return lo + (int)sg_fm_rng_below(r, (size_t)(hi - lo + 1));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -280,13 +93,6 @@ void sg_fm_task_clear(sg_fm_task *t) {
 
 /* ------------------------------------------------------------------------ */
 /* The model                                                                 */
-
-struct sg_fakemodel {
-  sg_fm_params p;
-  uint64_t seed;
-  sg_fm_task *tasks;
-  size_t ntasks;
-};
 
 void sg_fm_params_init(sg_fm_params *p) {
   p->reasoning_tokens_min = 600;
@@ -358,8 +164,8 @@ static bool wants_gpu(const char *text) {
 }
 
 static bool task_is_gpu(const sg_fm_task *t) {
-  return (t->language && strcmp(t->language, "c") != 0) ||
-         (t->evaluator && strcmp(t->evaluator, "cpu") != 0);
+  const sg_evaluator *ev = t->evaluator ? sg_evaluator_find(t->evaluator) : NULL;
+  return (t->language && strcmp(t->language, "c") != 0) || (ev && ev->gpu);
 }
 
 int sg_fakemodel_pick_task(const sg_fakemodel *m, const char *text) {
@@ -397,9 +203,9 @@ int sg_fakemodel_pick_task(const sg_fakemodel *m, const char *text) {
 
 double sg_fakemodel_threshold(const sg_fakemodel *m, int task) {
   const char *name = task >= 0 && (size_t)task < m->ntasks ? m->tasks[task].name : "";
-  rng r = {mix(mix(m->seed, hash_str(name)), 0x7468726573686f6cULL)};
+  rng r = {sg_fm_mix(sg_fm_mix(m->seed, sg_fm_hash_str(name)), 0x7468726573686f6cULL)};
   return m->p.threshold_min +
-         (m->p.threshold_max - m->p.threshold_min) * rng_unit(&r);
+         (m->p.threshold_max - m->p.threshold_min) * sg_fm_rng_unit(&r);
 }
 
 static double logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
@@ -453,7 +259,7 @@ double sg_fm_prefix_fraction(const char *trace, const char *text) {
 typedef enum bank_id {
   B_OPEN, B_ANALYSIS, B_DESIGN_CPU, B_DESIGN_GPU, B_CORRECT, B_CHECK, B_DRAFT_INTRO,
   B_DRAFT_AFTER, B_PLAN_CPU, B_PLAN_GPU, B_IMPLEMENT, B_NOISE, B_ESTIMATE, B_CLOSE,
-  B__COUNT
+  B_BUG, B_REVISE, B__COUNT
 } bank_id;
 
 static const char *const bank_open[] = {
@@ -469,6 +275,11 @@ static const char *const bank_open[] = {
     "Let me read the task again. {Desc}. Signature: `{sig}`.",
     "We're asked to optimize {name}. Let me first figure out what the reference does and "
     "where its time goes.",
+    /* how reasoning models' traces usually begin */
+    "Okay, so I need to write a faster kernel for {name}. The reference computes {desc}, "
+    "and the function I have to provide is `{entry}`.",
+    "Okay, let's see. The task is to speed up `{entry}`, which computes {desc}. Let me "
+    "think about how the reference does it first.",
 };
 
 static const char *const bank_analysis[] = {
@@ -567,6 +378,8 @@ static const char *const bank_draft_intro[] = {
     "Let me sketch a first version:", "Here's a rough draft:",
     "Let me write the core loop first:", "Something like this:", "A first attempt:",
     "Let me write it out to see if it's right:", "Draft:",
+    "Let me write the kernel:", "So the code would be:", "Let me code this up.",
+    "Putting it together, the kernel would look like this:",
 };
 
 static const char *const bank_draft_after[] = {
@@ -606,6 +419,21 @@ static const char *const bank_implement[] = {
     "Let me implement the plan step by step.",
     "Alright, let me implement this and then check it again.",
     "Let me implement it carefully this time.", "Now let me write the actual code.",
+    "Now I'll write the code.", "Let me put it all together.",
+};
+
+/* Real traces find a bug in their own draft and write the whole kernel
+ * again: mostly the same text, the same last lines, one line changed. */
+static const char *const bank_bug[] = {
+    "Wait, there's a bug in that: one of the bounds is off.",
+    "Hmm, looking at it again, one line is wrong.",
+    "Wait, I think the indexing in that version is not right.",
+    "Oh wait, that draft uses the wrong constant in one place.",
+};
+
+static const char *const bank_revise[] = {
+    "Let me fix the code:", "Here's the corrected kernel:", "Let me rewrite it:",
+    "Revised code:", "Here's the updated version:",
 };
 
 static const char *const bank_estimate[] = {
@@ -641,6 +469,7 @@ static const bank banks[B__COUNT] = {
     [B_PLAN_CPU] = BANK(bank_plan_cpu),   [B_PLAN_GPU] = BANK(bank_plan_gpu),
     [B_IMPLEMENT] = BANK(bank_implement), [B_NOISE] = {NULL, 0},
     [B_ESTIMATE] = BANK(bank_estimate),   [B_CLOSE] = BANK(bank_close),
+    [B_BUG] = BANK(bank_bug),             [B_REVISE] = BANK(bank_revise),
 };
 
 /* The state of one trace being written. */
@@ -655,9 +484,11 @@ typedef struct writer {
   bool drafted, planned, designed;
   uint32_t used[B__COUNT]; /* templates used so far, per bank */
   char last_para[1024];
+  char *last_draft;    /* the last complete draft's code, for a revision */
+  int revisions;
 } writer;
 
-static const char *lang_tag(const sg_fm_task *t) {
+const char *sg_fm_lang_tag(const sg_fm_task *t) {
   if (t->language && strcmp(t->language, "cuda") == 0)
     return "cuda";
   if (t->language && strcmp(t->language, "python") == 0)
@@ -794,7 +625,7 @@ static void w_text(writer *w, const char *text) {
 static void w_bank(writer *w, bank_id id) {
   const bank *bk = &banks[id];
   assert(bk->n > 0 && bk->n <= 32);
-  size_t k = rng_below(&w->r, bk->n);
+  size_t k = sg_fm_rng_below(&w->r, bk->n);
   for (size_t tries = 0; tries < bk->n && (w->used[id] >> k & 1u); tries++)
     k = (k + 1) % bk->n;
   w->used[id] |= 1u << k;
@@ -866,14 +697,43 @@ static void move_correction(writer *w) {
   w_bank(w, B_CORRECT);
 }
 
-/* The first lines of one of the task's examples, as a draft. */
+/* The label a draft's block gets: real traces label the same language
+ * several ways, or not at all. */
+static const char *draft_tag(writer *w) {
+  /* Indexed by the block's language as sg_fm_lang_tag names it. */
+  static const struct {
+    const char *lang;
+    const char *labels[4];
+  } by_lang[] = {{"cuda", {"cuda", "cuda", "cpp", ""}},
+                 {"python", {"python", "python", "py", ""}},
+                 {"c", {"c", "c", "c", ""}}};
+  const char *tag = sg_fm_lang_tag(w->t);
+  size_t k = 2;
+  for (size_t i = 0; i < 3; i++)
+    if (strcmp(by_lang[i].lang, tag) == 0)
+      k = i;
+  return PICK(&w->r, by_lang[k].labels);
+}
+
+static void w_block(writer *w, sg_buf *b, const char *code) {
+  size_t cl = strlen(code);
+  sg_buf_printf(b, "\n\n```%s\n%s%s```", draft_tag(w), code,
+                cl && code[cl - 1] == '\n' ? "" : "\n");
+}
+
+/* One of the task's examples as a draft: whole (then it may be revised
+ * later), or its first lines. */
 static void move_draft(writer *w) {
   const sg_fm_task *t = w->t;
   const char *code = NULL;
   if (t->nexamples)
-    code = t->examples[rng_below(&w->r, t->nexamples)].code;
+    code = t->examples[sg_fm_rng_below(&w->r, t->nexamples)].code;
   char *snippet;
-  if (code) {
+  if (code && sg_fm_rng_unit(&w->r) < 0.5) {
+    snippet = sg_strdup(code);
+    free(w->last_draft);
+    w->last_draft = sg_strdup(code);
+  } else if (code) {
     /* 8-20 lines of it: a draft, not the answer. */
     int lines = rng_range(&w->r, 8, 20);
     const char *p = code;
@@ -887,18 +747,65 @@ static void move_draft(writer *w) {
     snippet = sg_asprintf("%s {\n  /* ... */\n}\n",
                           t->signature ? t->signature : "void kernel(void)");
   }
-  size_t sl = strlen(snippet);
   sg_buf b;
   sg_buf_init(&b, 0);
   expand(w, &b, PICK(&w->r, bank_draft_intro));
-  sg_buf_printf(&b, "\n\n```%s\n%s%s```", lang_tag(t), snippet,
-                sl && snippet[sl - 1] == '\n' ? "" : "\n");
+  w_block(w, &b, snippet);
   w_text(w, sg_buf_str(&b));
   sg_buf_free(&b);
   free(snippet);
-  if (rng_unit(&w->r) < 0.6)
+  if (sg_fm_rng_unit(&w->r) < 0.6)
     w_bank(w, B_DRAFT_AFTER);
   w->drafted = true;
+}
+
+/* The last complete draft again with one line changed in its first two
+ * thirds (a digit bumped, or a line added): the same ending, a new block. */
+static void move_revise(writer *w) {
+  if (!w->last_draft) {
+    move_draft(w);
+    return;
+  }
+  const char *code = w->last_draft;
+  size_t nlines = 0;
+  for (const char *p = code; *p; p++)
+    nlines += *p == '\n';
+  size_t target = nlines > 3 ? 1 + sg_fm_rng_below(&w->r, (nlines * 2) / 3) : 0;
+  sg_buf nc;
+  sg_buf_init(&nc, 0);
+  const char *p = code;
+  for (size_t i = 0; *p; i++) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+    if (i != target) {
+      sg_buf_append(&nc, p, len);
+    } else {
+      const char *d = p;
+      while (d < p + len && !isdigit((unsigned char)*d))
+        d++;
+      if (d < p + len) {
+        sg_buf_append(&nc, p, (size_t)(d - p));
+        char bumped = *d == '9' ? '1' : (char)(*d + 1);
+        sg_buf_append(&nc, &bumped, 1);
+        sg_buf_append(&nc, d + 1, len - (size_t)(d - p) - 1);
+      } else {
+        sg_buf_append(&nc, p, len);
+        sg_buf_puts(&nc, strcmp(sg_fm_lang_tag(w->t), "python") ? "  // checked\n" : "    # checked\n");
+      }
+    }
+    p += len;
+  }
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  expand(w, &b, banks[B_BUG].v[sg_fm_rng_below(&w->r, banks[B_BUG].n)]);
+  sg_buf_puts(&b, " ");
+  sg_buf_puts(&b, banks[B_REVISE].v[sg_fm_rng_below(&w->r, banks[B_REVISE].n)]);
+  w_block(w, &b, sg_buf_str(&nc));
+  w_text(w, sg_buf_str(&b));
+  sg_buf_free(&b);
+  free(w->last_draft);
+  w->last_draft = sg_buf_steal(&nc);
+  w->revisions++;
 }
 
 static void move_plan(writer *w) {
@@ -910,7 +817,7 @@ static void move_plan(writer *w) {
 }
 
 static void move_noise(writer *w) {
-  size_t k = rng_below(&w->r, 5);
+  size_t k = sg_fm_rng_below(&w->r, 5);
   char buf[1200];
   if (k == 0 && w->last_para[0] && !strstr(w->last_para, "```")) {
     /* Reasoning models repeat themselves, sometimes verbatim. */
@@ -968,7 +875,7 @@ static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t ke
    * after a design, the implementation phrase after a plan. */
   size_t guard = 0; /* every move writes at least one token */
   while (w.tokens < target && guard++ < target) {
-    double u = rng_unit(&w.r);
+    double u = sg_fm_rng_unit(&w.r);
     if (u < 0.14)
       move_design(&w);
     else if (u < 0.27)
@@ -976,7 +883,8 @@ static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t ke
     else if (u < 0.40)
       w_bank(&w, B_CHECK);
     else if (u < 0.55)
-      move_draft(&w);
+      w.last_draft && w.revisions < 3 && sg_fm_rng_unit(&w.r) < 0.5 ? move_revise(&w)
+                                                             : move_draft(&w);
     else if (u < 0.64)
       move_plan(&w);
     else if (u < 0.76)
@@ -991,15 +899,16 @@ static char *write_trace(const sg_fakemodel *m, const sg_fm_task *t, uint64_t ke
   if (!w.drafted)
     move_draft(&w);
   w_bank(&w, B_CLOSE);
+  free(w.last_draft);
   return sg_buf_steal(&w.out);
 }
 
 static uint64_t trace_key(const sg_fakemodel *m, int task, const char *context,
                           int variant) {
   const char *name = task >= 0 ? m->tasks[task].name : "";
-  uint64_t k = mix(m->seed, hash_str(name));
-  k = mix(k, hash_str(context ? context : ""));
-  return mix(k, (uint64_t)variant);
+  uint64_t k = sg_fm_mix(m->seed, sg_fm_hash_str(name));
+  k = sg_fm_mix(k, sg_fm_hash_str(context ? context : ""));
+  return sg_fm_mix(k, (uint64_t)variant);
 }
 
 static const sg_fm_task *task_or_unknown(const sg_fakemodel *m, int task) {
@@ -1014,9 +923,9 @@ char *sg_fakemodel_trace(const sg_fakemodel *m, int task, const char *context,
 
 int sg_fakemodel_variant(const sg_fm_request *req) {
   if (req->has_seed)
-    return (int)(mix(req->request_seed, 0x7661726961ULL) % SG_FM_TRACE_VARIANTS);
+    return (int)(sg_fm_mix(req->request_seed, 0x7661726961ULL) % SG_FM_TRACE_VARIANTS);
   if (req->sample_key)
-    return (int)(mix(hash_str(req->sample_key), 0x7661726961ULL) % SG_FM_TRACE_VARIANTS);
+    return (int)(sg_fm_mix(sg_fm_hash_str(req->sample_key), 0x7661726961ULL) % SG_FM_TRACE_VARIANTS);
   return 0;
 }
 
@@ -1027,7 +936,7 @@ int sg_fakemodel_variant(const sg_fm_request *req) {
 
 /* The variants of this context's trace whose opening occurs in text (as a
  * bit set). */
-static uint64_t variants_in(const sg_fakemodel *m, int task, const char *context,
+uint64_t sg_fm_variants_in(const sg_fakemodel *m, int task, const char *context,
                             const char *text) {
   uint64_t set = 0;
   for (int v = 0; v < SG_FM_TRACE_VARIANTS; v++) {
@@ -1038,189 +947,4 @@ static uint64_t variants_in(const sg_fakemodel *m, int task, const char *context
     free(open);
   }
   return set;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The answer                                                                */
-
-static const sg_fm_example *find_example(const sg_fm_task *t, const char *status,
-                                         const char *label) {
-  for (size_t i = 0; i < t->nexamples; i++)
-    if (strcmp(t->examples[i].status, status) == 0 &&
-        (!label || strcmp(t->examples[i].label, label) == 0))
-      return &t->examples[i];
-  return NULL;
-}
-
-/* Weight of a broken example: the paper's failures are mostly compile errors,
- * runtime errors and numerical mismatches. */
-static double broken_weight(const char *status) {
-  if (strcmp(status, "compile_error") == 0 || strcmp(status, "numerical_error") == 0)
-    return 3;
-  if (strcmp(status, "runtime_error") == 0)
-    return 2;
-  return 1;
-}
-
-static const sg_fm_example *pick_example(const sg_fakemodel *m, const sg_fm_task *t,
-                                         bool valid, rng *r) {
-  if (valid) {
-    bool fast = rng_unit(r) < m->p.p_fast_given_valid;
-    const sg_fm_example *e = find_example(t, "ok", fast ? "fast" : "reference");
-    if (!e)
-      e = find_example(t, "ok", NULL);
-    if (e)
-      return e;
-  }
-  double total = 0;
-  for (size_t i = 0; i < t->nexamples; i++)
-    if (strcmp(t->examples[i].status, "ok") != 0)
-      total += broken_weight(t->examples[i].status);
-  if (total > 0) {
-    double u = rng_unit(r) * total;
-    for (size_t i = 0; i < t->nexamples; i++) {
-      if (strcmp(t->examples[i].status, "ok") == 0)
-        continue;
-      u -= broken_weight(t->examples[i].status);
-      if (u < 0)
-        return &t->examples[i];
-    }
-    for (size_t i = t->nexamples; i-- > 0;)
-      if (strcmp(t->examples[i].status, "ok") != 0)
-        return &t->examples[i];
-  }
-  return t->nexamples ? &t->examples[0] : NULL;
-}
-
-static char *write_content(const sg_fm_task *t, const sg_fm_example *e, bool thinking,
-                           rng *r) {
-  sg_buf b;
-  sg_buf_init(&b, 0);
-  static const char *intros_think[] = {
-      "Here is the optimized kernel:", "Here's my implementation:",
-      "Final implementation:", "Below is the optimized version."};
-  static const char *intros_fast[] = {"Here is the kernel:", "Implementation:",
-                                      "Here is an optimized version:"};
-  sg_buf_puts(&b, thinking ? PICK(r, intros_think) : PICK(r, intros_fast));
-  if (e) {
-    size_t cl = strlen(e->code);
-    sg_buf_printf(&b, "\n\n```%s\n%s%s```\n", lang_tag(t), e->code,
-                  cl && e->code[cl - 1] == '\n' ? "" : "\n");
-  } else {
-    sg_buf_printf(&b, "\n\n```%s\n%s {\n  /* not written */\n}\n```\n", lang_tag(t),
-                  t->signature ? t->signature : "void kernel(void)");
-  }
-  if (thinking) {
-    static const char *outros[] = {
-        "\nThe loops are blocked for cache reuse and the inner loop is contiguous.",
-        "\nIt tiles the computation and vectorizes the innermost loop.",
-        "\nThis keeps the working set in fast memory and avoids redundant loads."};
-    sg_buf_puts(&b, PICK(r, outros));
-  }
-  return sg_buf_steal(&b);
-}
-
-void sg_fakemodel_generate(const sg_fakemodel *m, const sg_fm_request *req,
-                           sg_fm_answer *out) {
-  memset(out, 0, sizeof *out);
-  const char *context = req->context ? req->context : "";
-  const char *prompt = req->prompt ? req->prompt : context;
-  int task = sg_fakemodel_pick_task(m, prompt);
-  out->task = task;
-  out->status = "";
-  out->label = "";
-  /* The sampling stream: the whole prompt, the request's seed and id, so
-   * forks with different ids draw different answers. */
-  uint64_t sk = mix(m->seed, hash_str(prompt));
-  sk = mix(sk, req->thinking ? 1 : 2);
-  if (req->has_seed)
-    sk = mix(sk, req->request_seed);
-  if (req->sample_key)
-    sk = mix(sk, hash_str(req->sample_key));
-  rng r = {sk};
-
-  int variant = sg_fakemodel_variant(req);
-  out->variant = variant;
-  if (task < 0) {
-    char *trace = req->thinking ? sg_fakemodel_trace(m, -1, context, variant) : sg_strdup("");
-    out->reasoning = trace;
-    out->trace_bytes = strlen(trace);
-    out->content = sg_strdup(
-        "I could not find a task I know in the prompt, so I cannot write its kernel. "
-        "Name the task (its name or its entry function) in the prompt.");
-    return;
-  }
-  const sg_fm_task *t = &m->tasks[task];
-  if (req->thinking) {
-    out->p_valid = m->p.p_valid_reasoning;
-    /* A continuation goes on with the variant it continues, whichever seed
-     * or id the request carries. */
-    size_t pl = req->reasoning_prefix ? strlen(req->reasoning_prefix) : 0;
-    char *trace = NULL;
-    if (pl) {
-      uint64_t set = variants_in(m, task, context, req->reasoning_prefix);
-      for (int v = 0; v < SG_FM_TRACE_VARIANTS && !trace; v++) {
-        if (!(set >> v & 1))
-          continue;
-        char *cand = sg_fakemodel_trace(m, task, context, v);
-        if (strncmp(cand, req->reasoning_prefix, pl) == 0) {
-          trace = cand;
-          out->variant = variant = v;
-        } else {
-          free(cand);
-        }
-      }
-    }
-    if (trace) {
-      out->trace_bytes = strlen(trace);
-      out->reasoning = sg_strdup(trace + pl);
-      free(trace);
-    } else {
-      out->reasoning = sg_fakemodel_trace(m, task, context, variant);
-      out->trace_bytes = strlen(out->reasoning);
-    }
-  } else {
-    /* f against every variant whose opening the prompt holds: a fork is
-     * measured against the trace it copies, whatever its own seed or id. */
-    /* Variants may share their first paragraphs: the one with the longest
-     * match is the one copied; on a tie, the request's own, else the
-     * lowest. */
-    uint64_t set = variants_in(m, task, context, prompt);
-    out->prefix_fraction = 0;
-    out->trace_bytes = 0;
-    double best_bytes = -1;
-    for (int k = 0; k < SG_FM_TRACE_VARIANTS; k++) {
-      int v = (variant + k) % SG_FM_TRACE_VARIANTS;
-      if (!(set >> v & 1))
-        continue;
-      char *trace = sg_fakemodel_trace(m, task, context, v);
-      double f = sg_fm_prefix_fraction(trace, prompt);
-      double bytes = f * (double)strlen(trace);
-      if (bytes > best_bytes + 0.5 ||
-          (bytes > best_bytes - 0.5 && v < out->variant && out->variant != variant)) {
-        best_bytes = bytes;
-        out->prefix_fraction = f;
-        out->trace_bytes = strlen(trace);
-        out->variant = v;
-      }
-      free(trace);
-    }
-    out->p_valid = sg_fakemodel_p_valid(m, task, out->prefix_fraction);
-    out->reasoning = sg_strdup("");
-  }
-  bool valid = rng_unit(&r) < out->p_valid;
-  const sg_fm_example *e = pick_example(m, t, valid, &r);
-  if (e) {
-    out->status = e->status;
-    out->label = e->label;
-  }
-  out->content = write_content(t, e, req->thinking, &r);
-}
-
-void sg_fm_answer_free(sg_fm_answer *a) {
-  if (!a)
-    return;
-  free(a->reasoning);
-  free(a->content);
-  memset(a, 0, sizeof *a);
 }

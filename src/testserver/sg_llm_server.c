@@ -19,12 +19,17 @@
  *
  * It must never bind anything but what it is told (loopback by default) and
  * never read anything but its task directory.
+ *
+ * Faults are parsed in sg_server_faults.c, events and bodies written in
+ * sg_server_events.c. Over 800 lines on purpose: the generation loop and
+ * the handlers that run it are one state machine.
  */
-#include "testserver/sg_llm_server.h"
+#include "testserver/sg_llm_server_priv.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
+#include "common/sg_hash.h"
 #include "testserver/sg_fakemodel.h"
 #include "testserver/sg_server_request.h"
 #include "testserver/sg_server_tasks.h"
@@ -47,217 +52,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define BODY_MAX_BYTES (8u << 20)
-#define CACHE_PROMPTS 64
-#define ATTEMPT_SLOTS 1024
-#define NAP_US 5000
-/* A fixed "created" time keeps answers byte-for-byte reproducible. */
-#define CREATED_S 1767225600
-#define DEFAULT_AFTER_CHUNKS 2
-#define MAX_FAULT_SECONDS 3600.0
-
-/* ------------------------------------------------------------------------ */
-/* Faults                                                                    */
-
-static const char *const fault_names[SG_LLM_FAULT__COUNT] = {
-    [SG_LLM_FAULT_NONE] = "none",
-    [SG_LLM_FAULT_DISCONNECT] = "disconnect",
-    [SG_LLM_FAULT_STATUS429] = "status429",
-    [SG_LLM_FAULT_STATUS500] = "status500",
-    [SG_LLM_FAULT_STALL] = "stall",
-    [SG_LLM_FAULT_MALFORMED] = "malformed",
-    [SG_LLM_FAULT_SLOW_FIRST_BYTE] = "slow_first_byte",
-    [SG_LLM_FAULT_ERROR_IN_STREAM] = "error_in_stream",
-};
-
-const char *sg_llm_fault_name(sg_llm_fault_kind kind) {
-  return kind >= 0 && kind < SG_LLM_FAULT__COUNT ? fault_names[kind] : "unknown";
-}
-
-static int parse_num(const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi))
-    return -1;
-  *out = v;
-  return 0;
-}
-
-int sg_llm_fault_parse(const char *spec, sg_llm_fault *out, sg_err *err) {
-  memset(out, 0, sizeof *out);
-  if (!spec || !*spec || strcmp(spec, "none") == 0)
-    return 0;
-  char buf[128];
-  if (strlen(spec) >= sizeof buf)
-    return sg_err_set(err, SG_EINVAL, "fault \"%.40s...\": too long", spec);
-  strcpy(buf, spec);
-  char *args[3] = {NULL, NULL, NULL};
-  int nargs = 0;
-  char *name = buf;
-  for (char *p = strchr(buf, ':'); p; p = strchr(p + 1, ':')) {
-    *p = '\0';
-    if (nargs == 2)
-      return sg_err_set(err, SG_EINVAL, "fault \"%s\": too many arguments", spec);
-    args[nargs++] = p + 1;
-  }
-  int kind = -1;
-  for (int k = 1; k < SG_LLM_FAULT__COUNT; k++)
-    if (strcmp(name, fault_names[k]) == 0)
-      kind = k;
-  if (kind < 0)
-    return sg_err_set(err, SG_EINVAL,
-                      "fault \"%s\": unknown name \"%s\" (disconnect, status429, status500, "
-                      "stall, malformed, slow_first_byte, error_in_stream)",
-                      spec, name);
-  out->kind = (sg_llm_fault_kind)kind;
-  out->after_chunks = DEFAULT_AFTER_CHUNKS;
-  double v;
-  /* Which arguments each fault takes: [0] and [1], as (kind, lo, hi). */
-  switch (out->kind) {
-  case SG_LLM_FAULT_DISCONNECT:
-  case SG_LLM_FAULT_MALFORMED:
-  case SG_LLM_FAULT_ERROR_IN_STREAM:
-    if (nargs > 1)
-      return sg_err_set(err, SG_EINVAL, "fault \"%s\": takes one argument (after_chunks)", spec);
-    if (nargs == 1) {
-      if (parse_num(args[0], 0, 1e9, &v) < 0 || v != floor(v))
-        return sg_err_set(err, SG_EINVAL, "fault \"%s\": after_chunks \"%s\" is not a count",
-                          spec, args[0]);
-      out->after_chunks = (int)v;
-    }
-    break;
-  case SG_LLM_FAULT_STATUS429:
-  case SG_LLM_FAULT_STATUS500: {
-    int a = 0;
-    if (out->kind == SG_LLM_FAULT_STATUS429) {
-      out->seconds = 1;
-      if (nargs >= 1) {
-        if (parse_num(args[0], 0, MAX_FAULT_SECONDS, &v) < 0)
-          return sg_err_set(err, SG_EINVAL,
-                            "fault \"%s\": retry_after_s \"%s\" is not a number of seconds",
-                            spec, args[0]);
-        out->seconds = v;
-      }
-      a = 1;
-    } else if (nargs > 1) {
-      return sg_err_set(err, SG_EINVAL, "fault \"%s\": takes one argument (attempts)", spec);
-    }
-    if (nargs > a) {
-      if (parse_num(args[a], 0, 1e6, &v) < 0 || v != floor(v))
-        return sg_err_set(err, SG_EINVAL, "fault \"%s\": attempts \"%s\" is not a count", spec,
-                          args[a]);
-      out->attempts = (int)v;
-    }
-    break;
-  }
-  case SG_LLM_FAULT_STALL:
-    if (nargs < 1)
-      return sg_err_set(err, SG_EINVAL, "fault \"%s\": needs seconds (stall:<seconds>)", spec);
-    if (parse_num(args[0], 0, MAX_FAULT_SECONDS, &v) < 0)
-      return sg_err_set(err, SG_EINVAL, "fault \"%s\": seconds \"%s\" is not a number", spec,
-                        args[0]);
-    out->seconds = v;
-    if (nargs == 2) {
-      if (parse_num(args[1], 0, 1e9, &v) < 0 || v != floor(v))
-        return sg_err_set(err, SG_EINVAL, "fault \"%s\": after_chunks \"%s\" is not a count",
-                          spec, args[1]);
-      out->after_chunks = (int)v;
-    }
-    break;
-  case SG_LLM_FAULT_SLOW_FIRST_BYTE:
-    if (nargs != 1)
-      return sg_err_set(err, SG_EINVAL, "fault \"%s\": needs seconds (slow_first_byte:<s>)",
-                        spec);
-    if (parse_num(args[0], 0, MAX_FAULT_SECONDS, &v) < 0)
-      return sg_err_set(err, SG_EINVAL, "fault \"%s\": seconds \"%s\" is not a number", spec,
-                        args[0]);
-    out->seconds = v;
-    break;
-  default:
-    break;
-  }
-  return 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Server and generation state                                               */
-
-typedef struct attempt {
-  uint64_t key;
-  int count;
-} attempt;
-
-typedef struct gen gen;
-
-struct sg_llm_server {
-  struct MHD_Daemon *daemon;
-  int port;
-  sg_fakemodel *model;
-  char *model_name;
-  char *reasoning_field;
-  double tokens_per_s;
-  double prefill_tokens_per_s;
-  sg_llm_fault fault;
-  atomic_bool stopping;
-
-  pthread_mutex_t mu; /* guards everything below */
-  sg_fm_cache *cache;
-  gen *active;
-  attempt attempts[ATTEMPT_SLOTS];
-  size_t attempts_next;
-
-  atomic_uint_fast64_t requests_total, generations_started, generations_completed,
-      generations_cancelled, generations_aborted, generations_active, abort_requests,
-      faults_injected, tokens_generated, prompt_tokens, cached_tokens;
-};
-
-enum { TOK_REASONING, TOK_CONTENT };
-
-typedef struct token {
-  uint32_t off, len; /* bytes in gen->text */
-  int32_t id;
-  uint8_t kind;
-} token;
-
-typedef enum gen_state { GS_PREFILL, GS_TOKENS, GS_FINISH, GS_DONE } gen_state;
-
-struct gen {
-  sg_llm_server *s;
-  int fd;
-  bool chat, stream, include_usage, return_token_ids;
-  char *id;
-  char *model;
-  char *rid;  /* the body's "rid" */
-  char *xrid; /* the X-Request-Id header */
-  char *text; /* reasoning then content (chat); the completion text */
-  token *toks;
-  size_t ntoks;      /* tokens to emit (after max_tokens) */
-  size_t nreasoning; /* of which reasoning */
-  bool hit_length;
-  int32_t *prompt_ids;
-  size_t nprompt, cached;
-  uint64_t cache_handle; /* its prompt in the prefix cache */
-  sg_llm_fault fault;
-  /* progress, touched by the connection's thread only */
-  gen_state state;
-  size_t next;
-  int chunks;
-  int64_t t_first_us;
-  sg_buf out;
-  size_t out_off;
-  bool finished, fault_closed;
-  bool active; /* on the live list; touched by the connection's thread only */
-  const char *finish_reason;
-  atomic_bool abort_flag;
-  gen *next_active;
-};
-
-typedef struct req {
-  sg_buf body;
-  bool too_large;
-  gen *g;
-} req;
 
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
@@ -292,7 +88,7 @@ static const char *error_type(unsigned status) {
   }
 }
 
-static json_t *error_json(unsigned status, const char *param, const char *msg) {
+json_t *sg_server_error_json(unsigned status, const char *param, const char *msg) {
   return json_pack("{s:{s:s, s:s, s:s?, s:i}}", "error", "message", msg, "type",
                    error_type(status), "param", param, "code", (int)status);
 }
@@ -308,17 +104,7 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return send_json(c, status, error_json(status, param, msg), NULL, NULL);
-}
-
-static uint64_t fnv64(const void *p, size_t n) {
-  const unsigned char *b = p;
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; i++) {
-    h ^= b[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
+  return send_json(c, status, sg_server_error_json(status, param, msg), NULL, NULL);
 }
 
 /* 1: the client closed its end; 0: still there (or unknown). */
@@ -381,157 +167,6 @@ static bool attempt_fails(sg_llm_server *s, uint64_t key, int attempts) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Events                                                                    */
-
-static json_t *ids_json(const int32_t *ids, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; i < n; i++)
-    json_array_append_new(a, json_integer(ids[i]));
-  return a;
-}
-
-static json_t *usage_json(const gen *g, size_t completion) {
-  size_t reasoning = g->next < g->nreasoning ? g->next : g->nreasoning;
-  if (!g->chat)
-    reasoning = 0;
-  return json_pack("{s:I, s:I, s:I, s:{s:I}, s:{s:I}}", "prompt_tokens",
-                   (json_int_t)g->nprompt, "completion_tokens", (json_int_t)completion,
-                   "total_tokens", (json_int_t)(g->nprompt + completion),
-                   "prompt_tokens_details", "cached_tokens", (json_int_t)g->cached,
-                   "completion_tokens_details", "reasoning_tokens", (json_int_t)reasoning);
-}
-
-/* With return_token_ids, the prompt's ids go where vLLM puts them: at the top
- * of a chat response (its first chunk when streaming), in the choice of a
- * completions response. */
-static void put_prompt_ids(const gen *g, json_t *obj, json_t *choice, bool first) {
-  if (!g->return_token_ids || !first)
-    return;
-  json_object_set_new(g->chat ? obj : choice, "prompt_token_ids",
-                      ids_json(g->prompt_ids, g->nprompt));
-}
-
-static json_t *chunk_base(const gen *g) {
-  return json_pack("{s:s, s:s, s:i, s:s}", "id", g->id, "object",
-                   g->chat ? "chat.completion.chunk" : "text_completion", "created",
-                   CREATED_S, "model", g->model);
-}
-
-static void put_event(gen *g, json_t *j) {
-  char *t = json_dumps(j, JSON_COMPACT);
-  json_decref(j);
-  sg_buf_puts(&g->out, "data: ");
-  sg_buf_puts(&g->out, t);
-  sg_buf_puts(&g->out, "\n\n");
-  free(t);
-  g->chunks++;
-}
-
-/* One streamed event for token i (and, first, the role). */
-static void put_token_event(gen *g, size_t i) {
-  const token *tk = &g->toks[i];
-  json_t *j = chunk_base(g);
-  json_t *choice = json_pack("{s:i}", "index", 0);
-  char *piece = sg_strndup(g->text + tk->off, tk->len);
-  if (g->chat) {
-    json_t *delta = json_object();
-    if (i == 0)
-      json_object_set_new(delta, "role", json_string("assistant"));
-    json_object_set_new(delta,
-                        tk->kind == TOK_REASONING ? g->s->reasoning_field : "content",
-                        json_string(piece));
-    json_object_set_new(choice, "delta", delta);
-  } else {
-    json_object_set_new(choice, "text", json_string(piece));
-  }
-  free(piece);
-  json_object_set_new(choice, "logprobs", json_null());
-  json_object_set_new(choice, "finish_reason", json_null());
-  if (g->return_token_ids)
-    json_object_set_new(choice, "token_ids", json_pack("[i]", (int)tk->id));
-  put_prompt_ids(g, j, choice, i == 0);
-  json_object_set_new(j, "choices", json_pack("[o]", choice));
-  put_event(g, j);
-}
-
-static void put_finish_events(gen *g) {
-  json_t *j = chunk_base(g);
-  json_t *choice = json_pack("{s:i}", "index", 0);
-  if (g->chat)
-    json_object_set_new(choice, "delta", json_object());
-  else
-    json_object_set_new(choice, "text", json_string(""));
-  json_object_set_new(choice, "logprobs", json_null());
-  json_object_set_new(choice, "finish_reason", json_string(g->finish_reason));
-  put_prompt_ids(g, j, choice, g->next == 0);
-  json_object_set_new(j, "choices", json_pack("[o]", choice));
-  put_event(g, j);
-  if (g->include_usage) {
-    j = chunk_base(g);
-    json_object_set_new(j, "choices", json_array());
-    json_object_set_new(j, "usage", usage_json(g, g->next));
-    put_event(g, j);
-  }
-  sg_buf_puts(&g->out, "data: [DONE]\n\n");
-}
-
-/* The non-streaming body, for the tokens emitted so far. */
-static void put_body(gen *g) {
-  json_t *j = json_pack("{s:s, s:s, s:i, s:s}", "id", g->id, "object",
-                        g->chat ? "chat.completion" : "text_completion", "created", CREATED_S,
-                        "model", g->model);
-  json_t *choice = json_pack("{s:i}", "index", 0);
-  sg_buf r, c;
-  sg_buf_init(&r, 0);
-  sg_buf_init(&c, 0);
-  json_t *ids = json_array();
-  for (size_t i = 0; i < g->next; i++) {
-    const token *tk = &g->toks[i];
-    sg_buf_append(tk->kind == TOK_REASONING ? &r : &c, g->text + tk->off, tk->len);
-    json_array_append_new(ids, json_integer(tk->id));
-  }
-  if (g->chat) {
-    json_t *msg = json_pack("{s:s}", "role", "assistant");
-    json_object_set_new(msg, g->s->reasoning_field,
-                        r.len ? json_string(sg_buf_str(&r)) : json_null());
-    json_object_set_new(msg, "content", json_string(sg_buf_str(&c)));
-    json_object_set_new(choice, "message", msg);
-  } else {
-    json_object_set_new(choice, "text", json_string(sg_buf_str(&c)));
-  }
-  sg_buf_free(&r);
-  sg_buf_free(&c);
-  json_object_set_new(choice, "logprobs", json_null());
-  json_object_set_new(choice, "finish_reason", json_string(g->finish_reason));
-  if (g->return_token_ids)
-    json_object_set_new(choice, "token_ids", ids);
-  else
-    json_decref(ids);
-  put_prompt_ids(g, j, choice, true);
-  json_object_set_new(j, "choices", json_pack("[o]", choice));
-  json_object_set_new(j, "usage", usage_json(g, g->next));
-  char *t = json_dumps(j, JSON_COMPACT);
-  json_decref(j);
-  sg_buf_puts(&g->out, t);
-  free(t);
-}
-
-/* The error_in_stream fault: an error chunk then [DONE]; without streaming,
- * the body is the error object (the 200 status is already sent). */
-static void put_error_event(gen *g) {
-  json_t *e = error_json(500, NULL, "injected fault: error_in_stream");
-  if (!g->stream) {
-    char *t = json_dumps(e, JSON_COMPACT);
-    json_decref(e);
-    sg_buf_puts(&g->out, t);
-    free(t);
-    return;
-  }
-  put_event(g, e);
-  sg_buf_puts(&g->out, "data: [DONE]\n\n");
-}
-
-/* ------------------------------------------------------------------------ */
 /* The content reader: the generation loop                                   */
 
 static void finish(gen *g, const char *reason) {
@@ -540,7 +175,9 @@ static void finish(gen *g, const char *reason) {
 }
 
 /* Produces the next piece of output into g->out; returns false when the
- * connection must be closed at once. */
+ * connection must be closed at once. Longer than 80 lines on purpose: the
+ * generation's state machine (prefill, tokens, faults, finish) in one
+ * switch, each state's step next to the others. */
 static bool gen_step(gen *g) {
   sg_llm_server *s = g->s;
   switch (g->state) {
@@ -574,7 +211,7 @@ static bool gen_step(gen *g) {
         return true;
       }
       if (f->kind == SG_LLM_FAULT_ERROR_IN_STREAM) {
-        put_error_event(g);
+        sg_server_put_error_event(g);
         g->state = GS_DONE;
         g->finished = true;
         return true;
@@ -608,7 +245,7 @@ static bool gen_step(gen *g) {
       return false;
     }
     if (g->stream)
-      put_token_event(g, g->next);
+      sg_server_put_token_event(g, g->next);
     /* The token's KV is cached from now on, as in vLLM. */
     pthread_mutex_lock(&s->mu);
     sg_fm_cache_extend(s->cache, g->cache_handle, &g->toks[g->next].id, 1);
@@ -619,13 +256,13 @@ static bool gen_step(gen *g) {
   }
   case GS_FINISH:
     if (g->stream) {
-      put_finish_events(g);
+      sg_server_put_finish_events(g);
     } else if (g->fault.kind == SG_LLM_FAULT_MALFORMED) {
       sg_buf_puts(&g->out, "{\"id\": \"");
       sg_buf_puts(&g->out, g->id);
       sg_buf_puts(&g->out, "\", \"choices\": [");
     } else {
-      put_body(g);
+      sg_server_put_body(g);
     }
     g->state = GS_DONE;
     g->finished = true;
@@ -811,7 +448,7 @@ static enum MHD_Result handle_tokenize(struct MHD_Connection *c, json_t *body) {
   int32_t *ids = sg_malloc((n ? n : 1) * sizeof *ids);
   sg_fm_tokenize(text.data, text.len, ids, NULL, n);
   json_t *j = json_pack("{s:I, s:i, s:o}", "count", (json_int_t)n, "max_model_len", 1 << 20,
-                        "tokens", ids_json(ids, n));
+                        "tokens", sg_server_ids_json(ids, n));
   free(ids);
   sg_buf_free(&text);
   return send_json(c, 200, j, NULL, NULL);
@@ -867,19 +504,19 @@ static enum MHD_Result handle_completion(sg_llm_server *s, struct MHD_Connection
   }
 
   if (fault.kind == SG_LLM_FAULT_STATUS429 || fault.kind == SG_LLM_FAULT_STATUS500) {
-    uint64_t key = xrid ? fnv64(xrid, strlen(xrid))
-                 : p.rid ? fnv64(p.rid, strlen(p.rid))
-                         : fnv64(rq->body.data, rq->body.len);
+    uint64_t key = xrid ? sg_fnv1a64(xrid, strlen(xrid))
+                 : p.rid ? sg_fnv1a64(p.rid, strlen(p.rid))
+                         : sg_fnv1a64(rq->body.data, rq->body.len);
     key ^= (uint64_t)fault.kind * 0x9e3779b97f4a7c15ULL;
     if (attempt_fails(s, key, fault.attempts)) {
       atomic_fetch_add(&s->faults_injected, 1);
       sg_server_request_free(&p);
       if (fault.kind == SG_LLM_FAULT_STATUS500)
-        return send_json(c, 500, error_json(500, NULL, "injected fault: status500"), NULL,
+        return send_json(c, 500, sg_server_error_json(500, NULL, "injected fault: status500"), NULL,
                          NULL);
       char ra[32];
       snprintf(ra, sizeof ra, "%.0f", ceil(fault.seconds));
-      return send_json(c, 429, error_json(429, NULL, "injected fault: status429"),
+      return send_json(c, 429, sg_server_error_json(429, NULL, "injected fault: status429"),
                        "Retry-After", ra);
     }
     fault.kind = SG_LLM_FAULT_NONE;
@@ -926,7 +563,7 @@ static enum MHD_Result handle_completion(sg_llm_server *s, struct MHD_Connection
   };
   sg_fm_answer a;
   sg_fakemodel_generate(s->model, &mr, &a);
-  uint64_t idh = fnv64(rq->body.data, rq->body.len) ^ (xrid ? fnv64(xrid, strlen(xrid)) : 0);
+  uint64_t idh = sg_fnv1a64(rq->body.data, rq->body.len) ^ (xrid ? sg_fnv1a64(xrid, strlen(xrid)) : 0);
   g->id = sg_asprintf("%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)idh);
 
   sg_buf text;

@@ -81,6 +81,8 @@ static void set_param(sg_server_request *p, const char *prm) {
     snprintf(p->param, sizeof p->param, "%s", prm);
 }
 
+/* Longer than 80 lines on purpose: one field of the request after the other,
+ * each checked with its own message (a fuzz target covers it). */
 int sg_server_request_parse(json_t *body, bool chat, sg_server_request *p) {
 #define BAD(prm, ...)                                                          \
   do {                                                                         \

@@ -3,6 +3,7 @@
 #include "common/sg_buf.h"
 #include "common/sg_error.h"
 #include "common/sg_file.h"
+#include "common/sg_hash.h"
 #include "common/sg_rng.h"
 #include "common/sg_stats.h"
 #include "sg_test.h"
@@ -113,7 +114,16 @@ static void test_stats_median_and_mean_leave_input_alone(void) {
   SG_CHECK(isnan(sg_stats_median(v, 0)) && isnan(sg_stats_mean(v, 0)));
 }
 
-SG_TEST_MAIN(SG_TEST(test_stats_median_and_mean_leave_input_alone),
+/* FNV-1a 64: the published test vectors, and update() continuing a hash. */
+static void test_fnv1a64_known_vectors(void) {
+  SG_CHECK(sg_fnv1a64("", 0) == 0xcbf29ce484222325ULL);
+  SG_CHECK(sg_fnv1a64("a", 1) == 0xaf63dc4c8601ec8cULL);
+  SG_CHECK(sg_fnv1a64("foobar", 6) == 0x85944171f73967e8ULL);
+  SG_CHECK(sg_fnv1a64_update(sg_fnv1a64("foo", 3), "bar", 3) == sg_fnv1a64("foobar", 6));
+}
+
+SG_TEST_MAIN(SG_TEST(test_fnv1a64_known_vectors),
+             SG_TEST(test_stats_median_and_mean_leave_input_alone),
              SG_TEST(test_splitmix64_matches_its_published_stream),
              SG_TEST(test_rng_stream_is_pinned_for_a_seed),
              SG_TEST(test_strerror_names_every_code),

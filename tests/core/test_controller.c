@@ -391,6 +391,74 @@ static void test_never_twice_from_same_prefix(void) {
   fx_free(&f);
 }
 
+static void gate08(sg_ctl_opts *o) { o->fork_gate = 0.8; }
+
+/* Forks gated by expected value: once a fork from a prefix of L bytes has
+ * validated, a later iteration does not fork from a prefix shorter than
+ * 0.8 L (those have not given valid kernels), and does from a longer one.
+ * Before any valid fork nothing is gated; with the gate off, the short
+ * prefix forks. */
+static void gate_case(double gate, bool expect_short_fork) {
+  fx f;
+  fx_init(&f, "first-valid", gate > 0 ? gate08 : NULL);
+  uint64_t g = fork_on(&f, FILLER FILLER FILLER PHRASE); /* ungated: none valid yet */
+  spec_to_profile(&f, g, 2.0);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_EARLY);
+  const sg_ctl_action *s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->u.start.kind == SG_GEN_MAIN);
+  f.main_gen = s->u.start.gen;
+  set_cap(&f, 1, 1);
+  chunk(&f, f.main_gen, PHRASE, NULL, 5); /* a trigger, at a short prefix */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), expect_short_fork ? 1 : 0);
+  chunk(&f, f.main_gen, FILLER FILLER FILLER, NULL, 5);
+  tick(&f, 4, 4); /* past 0.8 of the valid prefix now: an idle fork */
+  SG_CHECK(count(&f, SG_CACT_START_GEN) >= 1);
+  fx_free(&f);
+}
+
+static void test_fork_gate_by_expected_value(void) {
+  gate_case(0.8, false);
+  gate_case(0, true);
+}
+
+static void cutoff13(sg_ctl_opts *o) { o->cutoff = 1.3; }
+
+/* The adaptive cutoff: after SG_CTL_GATE_WINDOW valid forks (each from a
+ * prefix of L bytes), an iteration whose reasoning passes 1.3 L with
+ * nothing valid and nothing in flight ends with reason cutoff, cancelling
+ * its main generation; short of 1.3 L, or with a fork still writing, it
+ * does not. */
+static void test_cutoff_ends_hopeless_iterations(void) {
+  fx f;
+  fx_init(&f, "first-valid", cutoff13);
+  for (int i = 0; i < SG_CTL_GATE_WINDOW; i++) {
+    tick(&f, 0, 0);
+    SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0); /* not yet learned */
+    uint64_t g = fork_on(&f, FILLER PHRASE);
+    spec_to_profile(&f, g, 2.0);
+    SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
+    f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  }
+  chunk(&f, f.main_gen, FILLER FILLER, NULL, 5); /* short of 1.3 x the prefix */
+  tick(&f, 0, 0);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  uint64_t g = fork_on(&f, PHRASE); /* now past it, but a fork writes */
+  tick(&f, 0, 0);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  finish(&f, g, CODE);
+  uint64_t cand = submitted(&f, SG_PHASE_VALIDATE);
+  tick(&f, 0, 0); /* its candidate is being validated */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  eval(&f, cand, SG_PHASE_VALIDATE, SG_EVAL_NUMERICAL_ERROR, NAN);
+  tick(&f, 0, 0);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_CUTOFF);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 1);
+  SG_CHECK_STR_EQ(sg_ctl_reason_name(SG_REASON_CUTOFF), "cutoff");
+  fx_free(&f);
+}
+
 static void no_spec(sg_ctl_opts *o) { o->speculate = false; }
 
 static void test_speculation_off_is_the_baseline(void) {
@@ -865,6 +933,8 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_fork_on_each_trigger_class),
              SG_TEST(test_k_formula_edges),
              SG_TEST(test_fork_on_idle_devices),
+             SG_TEST(test_fork_gate_by_expected_value),
+             SG_TEST(test_cutoff_ends_hopeless_iterations),
              SG_TEST(test_never_twice_from_same_prefix),
              SG_TEST(test_speculation_off_is_the_baseline),
              SG_TEST(test_early_termination_cancels_main_and_forks),

@@ -409,6 +409,26 @@ static void test_ended_iteration_is_refused(void) {
   fx_free(&f);
 }
 
+/* A workflow that is done before it submitted anything (a resumed run
+ * whose last iteration was interrupted: its budget is spent at start) is
+ * not an error, and takes nothing afterwards. */
+static void test_workflow_done_before_any_request(void) {
+  fx f;
+  fx_init(&f, 2, NULL);
+  sg_sched_actions_clear(&f.a);
+  SG_CHECK_OK(sg_scheduler_workflow_done(f.s, 0, ++f.now, &f.a, &f.err), f.err);
+  SG_CHECK_EQ_INT((int)f.a.n, 0);
+  SG_CHECK_OK(sg_scheduler_workflow_done(f.s, 0, ++f.now, &f.a, &f.err), f.err);
+  sg_sched_request r = {0, 0, SG_PHASE_VALIDATE, 0, false};
+  sg_req_id id;
+  SG_CHECK_EQ_INT(sg_scheduler_submit(f.s, &r, ++f.now, &id, &f.a, &f.err), SG_ESTATE);
+  /* the other workflows are served as before */
+  sg_req_id b = sub(&f, 1, 0, SG_PHASE_VALIDATE, false);
+  SG_CHECK(act(&f, SG_SACT_START_DEVICE, 0) != NULL);
+  SG_CHECK(act(&f, SG_SACT_START_DEVICE, 0)->req == b);
+  fx_free(&f);
+}
+
 /* ---- failures --------------------------------------------------------------- */
 
 static void test_dead_device_taken_out_of_service(void) {
@@ -566,6 +586,58 @@ static void test_capacity_counts_live_requests(void) {
   fx_free(&f);
 }
 
+static void work_conserving(sg_sched_opts *o) { o->work_conserving = true; }
+
+/* Work conserving, pools of two: with one validation and one profiling
+ * device, two validations run at once (the profiling device takes the
+ * second), and a profile waiting while both are busy goes to the first
+ * device that frees, whichever its part. Without it the second validation
+ * waits while the profiling device idles. Capacity counts the whole pool. */
+static void test_work_conserving_pool_of_two(void) {
+  fx f;
+  fx_init(&f, 2, NULL);
+  sg_req_id a = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  sg_req_id b = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  SG_CHECK_EQ_INT(state(&f, a), SG_REQ_RUNNING);
+  SG_CHECK_EQ_INT(state(&f, b), SG_REQ_DEVICE_WAIT);
+  fx_free(&f);
+
+  fx_init(&f, 2, work_conserving);
+  sg_sched_capacity c;
+  sg_scheduler_capacity(f.s, &c);
+  SG_CHECK_EQ_INT(c.free_validate, 2);
+  SG_CHECK_EQ_INT(c.free_profile, 2);
+  a = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  b = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  SG_CHECK_EQ_INT(state(&f, a), SG_REQ_RUNNING);
+  SG_CHECK_EQ_INT(state(&f, b), SG_REQ_RUNNING);
+  sg_scheduler_capacity(f.s, &c);
+  SG_CHECK_EQ_INT(c.free_validate, 0);
+  SG_CHECK_EQ_INT(c.free_profile, 0);
+  sg_req_id p = sub(&f, 0, 0, SG_PHASE_PROFILE, false);
+  SG_CHECK_EQ_INT(state(&f, p), SG_REQ_DEVICE_WAIT);
+  done(&f, a); /* the validation device frees: it takes the profile */
+  SG_CHECK_EQ_INT(state(&f, p), SG_REQ_RUNNING);
+  const sg_sched_action *st = act(&f, SG_SACT_START_DEVICE, 0);
+  SG_CHECK(st != NULL && st->phase == SG_PHASE_PROFILE);
+  /* Its own part still comes first: a validation and a profile waiting,
+   * the profiling device takes the profile. */
+  done(&f, b);
+  done(&f, p);
+  sg_req_id v1 = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  sg_req_id v2 = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  sg_req_id v3 = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  sg_req_id p2 = sub(&f, 0, 0, SG_PHASE_PROFILE, false);
+  SG_CHECK_EQ_INT(state(&f, v1), SG_REQ_RUNNING);
+  SG_CHECK_EQ_INT(state(&f, v2), SG_REQ_RUNNING);
+  int prof_dev = sg_scheduler_device_part(f.s, 0) == SG_PHASE_PROFILE ? 0 : 1;
+  sg_req_id on_prof = sg_scheduler_device_request(f.s, prof_dev);
+  done(&f, on_prof);
+  SG_CHECK_EQ_INT(state(&f, p2), SG_REQ_RUNNING);
+  SG_CHECK_EQ_INT(state(&f, v3), SG_REQ_DEVICE_WAIT);
+  fx_free(&f);
+}
+
 static void test_busy_time_accounting(void) {
   fx f;
   fx_init(&f, 2, NULL);
@@ -646,11 +718,13 @@ SG_TEST_MAIN(SG_TEST(test_split_formula_edges),
              SG_TEST(test_compile_never_holds_a_device),
              SG_TEST(test_boundary_aborts_only_that_workflow),
              SG_TEST(test_ended_iteration_is_refused),
+             SG_TEST(test_workflow_done_before_any_request),
              SG_TEST(test_dead_device_taken_out_of_service),
              SG_TEST(test_failures_must_be_consecutive_and_retry_goes_first),
              SG_TEST(test_no_device_left_fails_requests),
              SG_TEST(test_one_device_serves_both_profile_first),
              SG_TEST(test_capacity_counts_live_requests),
+             SG_TEST(test_work_conserving_pool_of_two),
              SG_TEST(test_busy_time_accounting),
              SG_TEST(test_queue_cap),
              SG_TEST(test_actions_carry_the_candidate),

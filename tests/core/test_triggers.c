@@ -11,6 +11,7 @@
 #include "common/sg_file.h"
 #include "core/sg_triggers.h"
 #include "sg_test.h"
+#include "trig_harness.h"
 
 #include <jansson.h>
 
@@ -20,130 +21,6 @@
 #include <string.h>
 
 #define DATA SG_SOURCE_ROOT "/tests/core/data/triggers"
-#define MAX_TRIGGERS 256
-
-typedef struct result {
-  sg_trigger t[MAX_TRIGGERS];
-  size_t n;
-} result;
-
-static void collect(void *user, const sg_trigger *t) {
-  result *r = user;
-  SG_CHECK_MSG(r->n < MAX_TRIGGERS, "too many triggers");
-  if (r->n > 0)
-    SG_CHECK_MSG(t->offset >= r->t[r->n - 1].offset, "offsets out of order");
-  SG_CHECK(strlen(t->text) < SG_TRIGGER_TEXT_MAX);
-  r->t[r->n++] = *t;
-}
-
-/* Feeds one chunk from a copy that ends exactly where the chunk does. */
-static void feed_tight(sg_scanner *s, const char *p, size_t n, result *r) {
-  char *copy = sg_malloc(n ? n : 1);
-  memcpy(copy, p, n);
-  sg_scanner_feed(s, copy, n, collect, r);
-  free(copy);
-}
-
-/* chunk 0: random splits from seed; otherwise fixed-size chunks. */
-static void run(const char *in, size_t len, const sg_scanner_opts *o,
-                size_t chunk, uint64_t seed, result *r) {
-  memset(r, 0, sizeof *r);
-  sg_scanner *s = sg_scanner_new(o);
-  size_t i = 0;
-  uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
-  while (i < len) {
-    size_t n = chunk;
-    if (n == 0) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      n = 1 + (size_t)((x >> 33) % 97);
-    }
-    if (n > len - i)
-      n = len - i;
-    feed_tight(s, in + i, n, r);
-    i += n;
-  }
-  SG_CHECK_EQ_INT(sg_scanner_offset(s), len);
-  sg_scanner_finish(s, collect, r);
-  sg_scanner_free(s);
-}
-
-static bool same(const result *a, const result *b) {
-  if (a->n != b->n)
-    return false;
-  for (size_t i = 0; i < a->n; i++)
-    if (a->t[i].cls != b->t[i].cls || a->t[i].offset != b->t[i].offset ||
-        strcmp(a->t[i].text, b->t[i].text) != 0)
-      return false;
-  return true;
-}
-
-static void dump(const char *what, const result *r) {
-  printf("# %s: %zu triggers\n", what, r->n);
-  for (size_t i = 0; i < r->n; i++)
-    printf("#   %llu %s \"%s\"\n", (unsigned long long)r->t[i].offset,
-           sg_trigger_class_name(r->t[i].cls), r->t[i].text);
-}
-
-/* Scans in at every split; checks they agree; returns the whole-feed result. */
-static void scan_all_splits(const char *in, const sg_scanner_opts *o,
-                            result *whole) {
-  size_t len = strlen(in);
-  run(in, len, o, len ? len : 1, 0, whole);
-  result *other = sg_malloc(sizeof *other);
-  size_t max_chunk = len <= 400 ? len : 64;
-  for (size_t c = 1; c < max_chunk; c++) {
-    run(in, len, o, c, 0, other);
-    if (!same(whole, other)) {
-      dump("whole", whole);
-      dump("split", other);
-      SG_FAIL("chunk size %zu disagrees with the whole feed", c);
-    }
-  }
-  for (uint64_t seed = 1; seed <= 8; seed++) {
-    run(in, len, o, 0, seed, other);
-    if (!same(whole, other)) {
-      dump("whole", whole);
-      dump("split", other);
-      SG_FAIL("random split (seed %llu) disagrees", (unsigned long long)seed);
-    }
-  }
-  free(other);
-}
-
-static sg_scanner_opts gap0(void) {
-  sg_scanner_opts o;
-  sg_scanner_opts_default(&o);
-  o.min_gap_bytes = 0;
-  return o;
-}
-
-/* Expected classes as letters: D design, F fence, K kernel, P phrase. */
-static void expect_classes(const char *in, const char *want) {
-  sg_scanner_opts o = gap0();
-  result *r = sg_malloc(sizeof *r);
-  scan_all_splits(in, &o, r);
-  char got[MAX_TRIGGERS + 1];
-  for (size_t i = 0; i < r->n; i++)
-    got[i] = "DFKP"[r->t[i].cls];
-  got[r->n] = '\0';
-  if (strcmp(got, want) != 0) {
-    dump("got", r);
-    SG_FAIL("input \"%s\": classes \"%s\", want \"%s\"", in, got, want);
-  }
-  free(r);
-}
-
-typedef struct tcase {
-  const char *in;
-  const char *want;
-} tcase;
-
-static void run_table(const tcase *t, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    expect_classes(t[i].in, t[i].want);
-}
-#define RUN_TABLE(t) run_table(t, sizeof t / sizeof t[0])
-
 /* ---------------------------------------------------------------- names */
 
 static void test_class_names_round_trip(void) {
@@ -155,7 +32,7 @@ static void test_class_names_round_trip(void) {
   sg_scanner_opts o;
   sg_scanner_opts_default(&o);
   SG_CHECK_EQ_INT(o.classes, 0);
-  SG_CHECK(o.min_gap_bytes > 0);
+  SG_CHECK_EQ_INT(o.min_gap_bytes, 0);  /* detection reports everything */
 }
 
 /* ---------------------------------------------------------------- design */
@@ -219,18 +96,18 @@ static void test_phrases_fire_case_insensitively(void) {
 }
 
 static void test_phrase_offsets_and_text(void) {
-  sg_scanner_opts o = gap0();
+  sg_scanner_opts o = trig_gap0();
   result r;
-  scan_all_splits("Let me write it.\nMore text", &o, &r);
+  trig_scan_all_splits("Let me write it.\nMore text", &o, &r);
   SG_CHECK_EQ_INT(r.n, 1);
   SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_PHRASE);
   SG_CHECK_EQ_INT(r.t[0].offset, 17);  /* just past the newline */
   SG_CHECK_STR_EQ(r.t[0].text, "Let me write it.");
-  scan_all_splits("Let me write it.   Then", &o, &r);
+  trig_scan_all_splits("Let me write it.   Then", &o, &r);
   SG_CHECK_EQ_INT(r.n, 1);
   SG_CHECK_EQ_INT(r.t[0].offset, 17);  /* the space after the period */
   /* A sentence the text ends in fires at finish, at the end. */
-  scan_all_splits("  Let   me\twrite it", &o, &r);
+  trig_scan_all_splits("  Let   me\twrite it", &o, &r);
   SG_CHECK_EQ_INT(r.n, 1);
   SG_CHECK_EQ_INT(r.t[0].offset, 19);
   SG_CHECK_STR_EQ(r.t[0].text, "Let me write it");
@@ -285,11 +162,11 @@ static void test_repetition_storm_stays_quiet(void) {
   for (size_t i = 0; i < n; i++)
     memcpy(in + i * ll, line, ll);
   in[ll * n] = '\0';
-  sg_scanner_opts o = gap0();
+  sg_scanner_opts o = trig_gap0();
   result r;
-  run(in, ll * n, &o, 4096, 0, &r);
+  trig_run(in, ll * n, &o, 4096, 0, &r);
   SG_CHECK_EQ_INT(r.n, 1);
-  run(in, ll * n, &o, 0, 7, &r);
+  trig_run(in, ll * n, &o, 0, 7, &r);
   SG_CHECK_EQ_INT(r.n, 1);
   free(in);
 }
@@ -297,37 +174,51 @@ static void test_repetition_storm_stays_quiet(void) {
 static void test_min_gap_drops_close_triggers(void) {
   const char *in = "Let me write the kernel. I'll use 64x64 tiles.\n"
                    "```c\nvoid f(int *x) { x[0] = 1; }\n```\n";
-  sg_scanner_opts o = gap0();
+  sg_scanner_opts o = trig_gap0();
   result r;
-  scan_all_splits(in, &o, &r);
+  trig_scan_all_splits(in, &o, &r);
   SG_CHECK_EQ_INT(r.n, 4);  /* P D K F */
+  /* prose within the gap is dropped; a kernel is a new candidate and is
+   * kept; the fence closing that kernel's block is the same candidate */
   o.min_gap_bytes = 1000;
-  scan_all_splits(in, &o, &r);
-  SG_CHECK_EQ_INT(r.n, 1);
-  SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_PHRASE);
-  /* the gap is measured from the last reported trigger */
-  o.min_gap_bytes = 30;
-  scan_all_splits(in, &o, &r);
+  trig_scan_all_splits(in, &o, &r);
   SG_CHECK_EQ_INT(r.n, 2);
   SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_PHRASE);
   SG_CHECK_EQ_INT(r.t[1].cls, SG_TRIGGER_KERNEL);
+  /* the gap is measured from the last reported trigger */
+  const char *in2 = "Let me write the kernel. I'll use 64x64 tiles, and "
+                    "each thread computes a 4x4 block of outputs.\n";
+  o.min_gap_bytes = 30;
+  trig_scan_all_splits(in2, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 2);
+  SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_PHRASE);
+  SG_CHECK_EQ_INT(r.t[1].cls, SG_TRIGGER_DESIGN);
   SG_CHECK(r.t[1].offset - r.t[0].offset >= 30);
+  o.min_gap_bytes = 1000;
+  trig_scan_all_splits(in2, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 1);
+  /* blocks without a kernel in them are each a candidate, however close */
+  const char *in3 = "Plan: go.\n```python\nx = 1\n```\n```python\nx = 2\n```\n";
+  trig_scan_all_splits(in3, &o, &r);
+  SG_CHECK_EQ_INT(r.n, 3);
+  SG_CHECK_EQ_INT(r.t[1].cls, SG_TRIGGER_FENCE);
+  SG_CHECK_EQ_INT(r.t[2].cls, SG_TRIGGER_FENCE);
 }
 
 static void test_class_filter(void) {
   const char *in = "Let me write the kernel. I'll use 64x64 tiles.\n"
                    "```c\nvoid f(int *x) { x[0] = 1; }\n```\n";
-  sg_scanner_opts o = gap0();
+  sg_scanner_opts o = trig_gap0();
   o.classes = 1u << SG_TRIGGER_DESIGN | 1u << SG_TRIGGER_FENCE;
   result r;
-  scan_all_splits(in, &o, &r);
+  trig_scan_all_splits(in, &o, &r);
   SG_CHECK_EQ_INT(r.n, 2);
   SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_DESIGN);
   SG_CHECK_EQ_INT(r.t[1].cls, SG_TRIGGER_FENCE);
   /* a filtered-out class does not hold the gap */
   o.classes = 1u << SG_TRIGGER_FENCE;
   o.min_gap_bytes = 1000;
-  scan_all_splits(in, &o, &r);
+  trig_scan_all_splits(in, &o, &r);
   SG_CHECK_EQ_INT(r.n, 1);
   SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_FENCE);
 }
@@ -343,9 +234,17 @@ static void test_fences(void) {
       {"   ```c\nint x;\n   ```   \n", "F"},
       {"~~~cpp\nint y;\n~~~\n", "F"},
       {"```\nint main() { return 0; }\n```\n", "F"},  /* unlabelled code */
-      {"```\nsome program output\n```\n", ""},        /* unlabelled text */
-      {"```bash\nnvcc -O3 -o k k.cu\n```\n", ""},
-      {"```json\n{\"a\": 1}\n```\n", ""},
+      /* every closed block fires, whatever its language */
+      {"```\nsome program output\n```\n", "F"},
+      {"```bash\nnvcc -O3 -o k k.cu\n```\n", "F"},
+      {"```json\n{\"a\": 1}\n```\n", "F"},
+      {"```triton\nx = tl.load(p)\n```\n", "F"},
+      {"```Python3\nx = 1\n```\n", "F"},
+      {"~~~~~python\nx = 1\n~~~~~~\n", "F"},
+      {"~~~\nx = 1\n```\n~~~\n", "F"},              /* ``` is content */
+      {"1. Code:\n\n    ```python\n    x = 1\n    ```\n", "PF"},
+      {"\t```c\nint x;\n\t```\n", "F"},
+      {"```c\nint x;\n```trailing\n```\n", "F"},      /* info: content */
       {"```cuda\n```\n", ""},                          /* empty */
       {"```cuda\n  \n\n```\n", ""},                    /* blank */
       {"```cuda\nint x;\n", ""},                       /* never closed */
@@ -374,15 +273,16 @@ static void test_fence_quoted_twice_fires_once(void) {
 
 static void test_fence_text_and_offset(void) {
   const char *in = "Code:\n```CUDA\n__global__\nvoid k() {}\n```\nafter";
-  sg_scanner_opts o = gap0();
+  sg_scanner_opts o = trig_gap0();
   o.classes = 1u << SG_TRIGGER_FENCE;
   result r;
-  scan_all_splits(in, &o, &r);
+  trig_scan_all_splits(in, &o, &r);
   SG_CHECK_EQ_INT(r.n, 1);
-  SG_CHECK_EQ_INT(r.t[0].offset, strstr(in, "after") - in);
+  /* just past the closing run: the prefix ends with the block */
+  SG_CHECK_EQ_INT(r.t[0].offset, strstr(in, "\nafter") - in);
   SG_CHECK_STR_EQ(r.t[0].text, "```cuda __global__ void k() {}");
   /* fences inside prose sentences do not make design triggers */
-  expect_classes("```c\n// use 64x64 tiles.\nint x;\n```\n", "F");
+  trig_expect_classes("```c\n// use 64x64 tiles.\nint x;\n```\n", "F");
 }
 
 /* ---------------------------------------------------------------- kernel */
@@ -414,9 +314,9 @@ static void test_kernel_braces_in_literals_and_comments(void) {
                    "  s[0] = '}'; s[1] = '\\''; /* } */ // }\n"
                    "  const char *t = \"}\\\"{\";\n"
                    "}\nafter";
-  sg_scanner_opts o = gap0();
+  sg_scanner_opts o = trig_gap0();
   result r;
-  scan_all_splits(in, &o, &r);
+  trig_scan_all_splits(in, &o, &r);
   SG_CHECK_EQ_INT(r.n, 1);
   SG_CHECK_EQ_INT(r.t[0].cls, SG_TRIGGER_KERNEL);
   SG_CHECK_EQ_INT(r.t[0].offset, strstr(in, "}\nafter") - in + 1);
@@ -434,9 +334,9 @@ static void test_kernel_quoted_twice_fires_once(void) {
 
 static void test_kernel_does_not_cross_fences(void) {
   /* a body opened in one block and closed in another is not a kernel */
-  expect_classes("```c\nvoid f(int *x) {\n```\nprose }\n", "F");
+  trig_expect_classes("```c\nvoid f(int *x) {\n```\nprose }\n", "F");
   /* code in the open is not sentences: no design trigger from its body */
-  expect_classes("void f(float *x) {\n  __shared__ float t[64];\n}\n", "K");
+  trig_expect_classes("void f(float *x) {\n  __shared__ float t[64];\n}\n", "K");
 }
 
 /* ---------------------------------------------------------------- text */
@@ -451,9 +351,9 @@ static void test_long_sentence_text_holds_the_match(void) {
   for (int i = 0; i < 40; i++)
     n += (size_t)snprintf(in + n, sizeof in - n, "\xc3\xa9");
   snprintf(in + n, sizeof in - n, " and float4 loads.\n");
-  sg_scanner_opts o = gap0();
+  sg_scanner_opts o = trig_gap0();
   result r;
-  scan_all_splits(in, &o, &r);
+  trig_scan_all_splits(in, &o, &r);
   SG_CHECK_EQ_INT(r.n, 2);
   SG_CHECK_CONTAINS(r.t[0].text, "so use 64x64 til");
   SG_CHECK_CONTAINS(r.t[1].text, "and float4");
@@ -478,9 +378,9 @@ static void test_binary_noise_is_harmless(void) {
     in[i] = (char)(1 + (x >> 56) % 255);
   }
   in[sizeof in - 1] = '\0';
-  sg_scanner_opts o = gap0();
+  sg_scanner_opts o = trig_gap0();
   result r;
-  scan_all_splits(in, &o, &r);
+  trig_scan_all_splits(in, &o, &r);
   SG_CHECK(r.n < MAX_TRIGGERS);
 }
 
@@ -497,9 +397,9 @@ static void check_trace(const char *name) {
   sg_err err;
   SG_CHECK_OK(sg_file_read(path, 1 << 20, &in, &len, &err), err);
   SG_CHECK_OK(sg_file_read(epath, 1 << 20, &exp, NULL, &err), err);
-  sg_scanner_opts o = gap0();
+  sg_scanner_opts o = trig_gap0();
   result *r = sg_malloc(sizeof *r);
-  scan_all_splits(in, &o, r);
+  trig_scan_all_splits(in, &o, r);
   char *line = exp, *save = NULL;
   size_t k = 0;
   for (line = strtok_r(exp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -516,17 +416,33 @@ static void check_trace(const char *name) {
     k++;
   }
   SG_CHECK_EQ_INT(r->n, k);
-  /* The default gap keeps a subset, in order, of the same triggers. */
+  /* The default reports them all; a gap keeps a subset, in order, of the
+   * same triggers, with every kernel and every fence that did not close a
+   * kernel's block among them. */
   result *d = sg_malloc(sizeof *d);
-  run(in, len, NULL, 4096, 0, d);
+  trig_run(in, len, NULL, 4096, 0, d);
+  SG_CHECK(trig_same(d, r));
+  sg_scanner_opts g = trig_gap0();
+  g.min_gap_bytes = 256;
+  trig_run(in, len, &g, 4096, 0, d);
   SG_CHECK(d->n > 0 && d->n < r->n);
   size_t j = 0;
   for (size_t i = 0; i < d->n; i++) {
     while (j < r->n && r->t[j].offset != d->t[i].offset)
       j++;
-    SG_CHECK_MSG(j < r->n, "default-gap trigger %zu is not a gap-0 trigger", i);
-    if (i > 0)
+    SG_CHECK_MSG(j < r->n, "gapped trigger %zu is not a gap-0 trigger", i);
+    bool prose = d->t[i].cls == SG_TRIGGER_DESIGN || d->t[i].cls == SG_TRIGGER_PHRASE;
+    if (i > 0 && prose)
       SG_CHECK(d->t[i].offset - d->t[i - 1].offset >= 256);
+  }
+  for (size_t i = 0; i < r->n; i++) {
+    if (r->t[i].cls != SG_TRIGGER_KERNEL)
+      continue;
+    bool kept = false;
+    for (size_t k = 0; k < d->n; k++)
+      kept = kept || d->t[k].offset == r->t[i].offset;
+    SG_CHECK_MSG(kept, "%s: kernel at %llu dropped by the gap", name,
+                 (unsigned long long)r->t[i].offset);
   }
   free(d);
   free(r);
@@ -548,28 +464,10 @@ static void test_trace_transpose_cancelled(void) {
 
 /* Runs a shell command; returns its exit status, its output (both streams)
  * in *out (caller frees). */
-static int sh(const char *cmd, char **out) {
-  char *full = sg_asprintf("%s 2>&1", cmd);
-  FILE *p = popen(full, "r");
-  free(full);
-  SG_CHECK(p != NULL);
-  size_t cap = 1 << 16, len = 0;
-  char *buf = sg_malloc(cap);
-  size_t n;
-  while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-    len += n;
-    if (len + 1 == cap)
-      buf = sg_realloc(buf, cap *= 2);
-  }
-  buf[len] = '\0';
-  int st = pclose(p);
-  *out = buf;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void test_cli_json_lines_match_library(void) {
   char *out = NULL;
-  int rc = sh(SG_TEST_SPECGEN " triggers --json --min-gap 0 " DATA "/matmul_cuda.txt",
+  int rc = trig_sh(SG_TEST_SPECGEN " triggers --json --min-gap 0 " DATA "/matmul_cuda.txt",
               &out);
   SG_CHECK_EQ_INT(rc, 0);
   char *exp = NULL;
@@ -601,15 +499,15 @@ static void test_cli_json_lines_match_library(void) {
 
 static void test_cli_chunking_and_stdin_agree(void) {
   char *a = NULL, *b = NULL, *c = NULL;
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers " DATA "/softmax_kernelbench.txt", &a), 0);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --chunk 1 " DATA "/softmax_kernelbench.txt",
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers " DATA "/softmax_kernelbench.txt", &a), 0);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --chunk 1 " DATA "/softmax_kernelbench.txt",
                      &b), 0);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers - < " DATA "/softmax_kernelbench.txt", &c), 0);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers - < " DATA "/softmax_kernelbench.txt", &c), 0);
   SG_CHECK_STR_EQ(a, b);
   SG_CHECK_STR_EQ(a, c);
   /* the human summary counts per class */
-  SG_CHECK_CONTAINS(a, "6 triggers in 3997 bytes: design ");
-  SG_CHECK_CONTAINS(a, "kernel 2, phrase 1");
+  SG_CHECK_CONTAINS(a, "9 triggers in 3997 bytes: design ");
+  SG_CHECK_CONTAINS(a, "kernel 2, phrase 2");
   free(a);
   free(b);
   free(c);
@@ -617,13 +515,13 @@ static void test_cli_chunking_and_stdin_agree(void) {
 
 static void test_cli_class_filter_and_extract(void) {
   char *out = NULL;
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --json --class fence --min-gap 0 "
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --json --class fence --min-gap 0 "
                      "--extract c --entry hinge_loss " DATA "/hinge_c.txt", &out), 0);
-  SG_CHECK_CONTAINS(out, "{\"offset\":2074,\"class\":\"fence\",\"text\":\"```c ");
+  SG_CHECK_CONTAINS(out, "{\"offset\":2073,\"class\":\"fence\",\"text\":\"```c ");
   SG_CHECK(strstr(out, "\"design\"") == NULL);
   SG_CHECK_CONTAINS(out, "{\"extract\":\"found\",\"start\":1231,");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --extract python " DATA "/hinge_c.txt",
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --extract python " DATA "/hinge_c.txt",
                      &out), 0);
   SG_CHECK_CONTAINS(out, "candidate: wrong_language: ");
   free(out);
@@ -631,27 +529,27 @@ static void test_cli_class_filter_and_extract(void) {
 
 static void test_cli_bad_usage_exits_2_naming_it(void) {
   char *out = NULL;
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers /no/such/trace.txt", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers /no/such/trace.txt", &out), 2);
   SG_CHECK_CONTAINS(out, "/no/such/trace.txt");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --class design,bogus x", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --class design,bogus x", &out), 2);
   SG_CHECK_CONTAINS(out, "'bogus'");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --min-gap ten x", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --min-gap ten x", &out), 2);
   SG_CHECK_CONTAINS(out, "--min-gap");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --chunk 0 x", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --chunk 0 x", &out), 2);
   SG_CHECK_CONTAINS(out, "--chunk");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --extract rust x", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --extract rust x", &out), 2);
   SG_CHECK_CONTAINS(out, "'rust'");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers", &out), 2);
   SG_CHECK_CONTAINS(out, "usage:");
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers a b", &out), 2);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers a b", &out), 2);
   free(out);
-  SG_CHECK_EQ_INT(sh(SG_TEST_SPECGEN " triggers --help", &out), 0);
+  SG_CHECK_EQ_INT(trig_sh(SG_TEST_SPECGEN " triggers --help", &out), 0);
   SG_CHECK_CONTAINS(out, "--min-gap");
   free(out);
 }

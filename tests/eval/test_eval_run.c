@@ -82,7 +82,9 @@ static void check_protocol(int warmups, int runs) {
   SG_CHECK_STR_EQ(json_string_value(json_object_get(log, "order")), sg_buf_str(&want));
   SG_CHECK_EQ_INT(json_array_size(json_object_get(log, "ref_ns")), runs);
   SG_CHECK_EQ_INT(json_array_size(json_object_get(log, "cand_ns")), runs);
-  SG_CHECK(json_integer_value(json_object_get(log, "copies")) >= 2);
+  /* timed on the judge's side, the workers' idle CPU watched */
+  SG_CHECK(json_is_integer(json_object_get(log, "max_gap_ns")));
+  SG_CHECK(json_is_number(json_object_get(json_object_get(log, "phase_s"), "setup")));
   /* the medians are of those runs */
   size_t nr = (size_t)runs;
   double *x = sg_malloc(nr * sizeof *x);
@@ -226,17 +228,17 @@ static void test_cheats_are_caught(void) {
       "  for (int i = 0; i < n; i++) out[i] = alpha * (a[i] + b[i]);\n}\n";
   sg_eval_result r = validate(t, cache, &o);
   SG_CHECK_EQ_INT(r.status, SG_EVAL_NUMERICAL_ERROR);
-  SG_CHECK_CONTAINS(r.message, "caching");
+  SG_CHECK_CONTAINS(r.message, "was never written");
   sg_eval_result_free(&r);
-  /* scribbles on an input */
+  /* scribbles on an input: its inputs are mapped read-only */
   const char *scribble =
       "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n"
       "  for (int i = 0; i < n; i++) out[i] = alpha * (a[i] + b[i]);\n"
       "  ((float *)b)[7] = 0;\n}\n";
   r = validate(t, scribble, &o);
-  SG_CHECK_EQ_INT(r.status, SG_EVAL_NUMERICAL_ERROR);
-  SG_CHECK_CONTAINS(r.message, "wrote into its input b (element 7");
-  SG_CHECK_EQ_INT(r.first_mismatch, 7);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_RUNTIME_ERROR);
+  SG_CHECK_CONTAINS(r.message, "killed by SIGSEGV");
+  SG_CHECK_CONTAINS(r.message, "inputs are read-only");
   sg_eval_result_free(&r);
   sg_task_free(t);
 }
@@ -310,9 +312,18 @@ static void test_without_network_namespace(void) {
   sg_eval_result r = validate(t, src, &o);
   SG_CHECK_MSG(r.status == SG_EVAL_OK, "%s", r.message);
   SG_CHECK(!r.network_isolated);
-  SG_CHECK_CONTAINS(r.message, "(note: network not isolated: unshare(CLONE_NEWNET): Operation not permitted");
+  SG_CHECK_CONTAINS(r.message, "network not isolated: unshare(CLONE_NEWNET): Operation not permitted");
+  SG_CHECK_CONTAINS(r.message, "user namespace refused");
   json_t *j = sg_eval_result_to_json(&r);
   SG_CHECK(json_is_false(json_object_get(j, "network_isolated")));
+  /* every refusal is in the result; the judge still runs apart */
+  json_t *iso = json_object_get(j, "isolation");
+  SG_CHECK(json_is_false(json_object_get(iso, "user")));
+  SG_CHECK(json_is_false(json_object_get(iso, "pid")));
+  SG_CHECK(json_is_true(json_object_get(iso, "separate_judge")));
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(iso, "seccomp")), "allowlist");
+  if (geteuid() == 0) /* root drops to nobody even without namespaces */
+    SG_CHECK(json_is_true(json_object_get(iso, "unprivileged")));
   json_decref(j);
   sg_eval_result_free(&r);
   free(src);

@@ -117,12 +117,17 @@ static void test_cpu_limit_sends_sigxcpu(void) {
   sg_sandbox_limits lim;
   limits(&lim);
   lim.cpu_s = 1;
-  lim.wall_s = 20;
+  /* generous: on a busy machine a second of CPU can take many seconds of
+   * wall time, and the wall limit must not fire first */
+  lim.wall_s = 300;
   sg_sandbox_outcome o;
   run(&lim, fn_spin, NULL, &o);
   SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
   SG_CHECK_EQ_INT(o.signal, SIGXCPU);
-  SG_CHECK(o.cpu_s >= 0.9);
+  /* The kernel fired SIGXCPU at the 1 s limit; the time read back is tick
+   * accounting, which on a loaded machine was seen at 0.88 s: a bound that
+   * tells "it spun until the limit" from "it died at once" is enough. */
+  SG_CHECK(o.cpu_s >= 0.5);
   sg_sandbox_outcome_free(&o);
 }
 

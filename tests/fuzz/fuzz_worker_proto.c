@@ -7,6 +7,7 @@
  * worker echoes what it accepted, and a round trip that drifts would make
  * the two sides disagree.
  */
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_worker_proto.h"
 
 #include <assert.h>
@@ -30,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (sg_worker_request_parse(buf, size, &req, &err) == 0) {
     json_t *j = sg_worker_request_to_json(&req);
     size_t len;
-    char *line = sg_worker_line(j, &len);
+    char *line = sg_jsonl_line(j, &len);
     json_decref(j);
     assert(len > 0 && line[len - 1] == '\n' && !memchr(line, '\n', len - 1));
     sg_worker_request back;
@@ -48,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (sg_worker_reply_parse(buf, size, &rep, &err) == 0) {
     json_t *j = sg_worker_reply_to_json(&rep);
     size_t len;
-    char *line = sg_worker_line(j, &len);
+    char *line = sg_jsonl_line(j, &len);
     json_decref(j);
     sg_worker_reply back;
     int rc = sg_worker_reply_parse(line, len - 1, &back, &err);

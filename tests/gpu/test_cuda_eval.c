@@ -227,11 +227,25 @@ static void test_take_outcome(void) {
   SG_CHECK_EQ_INT(r.first_mismatch, -1);
   sg_eval_result_free(&r);
 
+  SG_CHECK(r.kernelbench_status == NULL);
+  sg_eval_result_free(&r);
+
+  /* Both verdicts: specgen's stricter one and KernelBench's, round trip. */
   outcome(SG_SANDBOX_EXITED, 0, 0,
-          "{\"status\":\"numerical_error\",\"message\":\"off\",\"first_mismatch\":7}",
+          "{\"status\":\"numerical_error\",\"message\":\"off\",\"first_mismatch\":7,"
+          "\"kernelbench_status\":\"ok\"}",
           "", &r);
   SG_CHECK_EQ_INT(r.status, SG_EVAL_NUMERICAL_ERROR);
   SG_CHECK_EQ_INT(r.first_mismatch, 7);
+  SG_CHECK_STR_EQ(r.kernelbench_status, "ok");
+  json_t *j = sg_eval_result_to_json(&r);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(j, "kernelbench_status")), "ok");
+  sg_eval_result back;
+  sg_err err;
+  SG_CHECK_OK(sg_eval_result_from_json(j, &back, &err), err);
+  SG_CHECK_STR_EQ(back.kernelbench_status, "ok");
+  sg_eval_result_free(&back);
+  json_decref(j);
   SG_CHECK(isnan(r.speedup));
   sg_eval_result_free(&r);
 

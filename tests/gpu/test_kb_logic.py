@@ -110,5 +110,55 @@ class HarnessWithoutTorch(unittest.TestCase):
         self.assertIn("PyTorch is not importable", r["message"])
 
 
+class Stricter(unittest.TestCase):
+    """specgen's check beside KernelBench's (docs/gpu.md)."""
+
+    def test_atol_follows_the_reference_magnitude(self):
+        self.assertAlmostEqual(logic.specgen_atol(1e-2, 5.0, 5.0), 1e-2)
+        # softmax over 393216 columns: outputs about 2.5e-6
+        a = logic.specgen_atol(1e-2, 3e-6, 3e-6)
+        self.assertAlmostEqual(a, 3e-8, delta=1e-20)
+        # a warp-level-only sum: outputs about 32x too large
+        ref, cand = 2.5e-6, 32 * 2.5e-6
+        excess = abs(cand - ref) - logic.KB_RTOL * ref
+        self.assertFalse(logic.passes(excess, 0, a))
+        # KernelBench's own check lets it through
+        self.assertTrue(abs(cand - ref) <= logic.KB_ATOL + logic.KB_RTOL * ref)
+        # domain trials at another scale are judged at their scale
+        self.assertAlmostEqual(logic.specgen_atol(1e-2, 1e3, 1.0), 10.0)
+        self.assertAlmostEqual(logic.specgen_atol(1e-2, 1e-3, 1.0), 1e-5)
+        self.assertAlmostEqual(logic.specgen_atol(1e-2, 2.0, None), 1e-2)
+        self.assertEqual(logic.specgen_atol(1e-2, 0.0, 0.0), 0.0)
+
+    def test_passes(self):
+        self.assertTrue(logic.passes(0.0, 0, 1e-8))
+        self.assertFalse(logic.passes(0.0, 1, 1.0))
+        self.assertFalse(logic.passes(float("inf"), 0, 1.0))
+        self.assertFalse(logic.passes(2e-8, 0, 1e-8))
+
+    def test_domain(self):
+        self.assertEqual(logic.DOMAIN_SCALES[0], 1.0)
+        self.assertTrue(min(logic.DOMAIN_SCALES) < 1 < max(logic.DOMAIN_SCALES))
+        self.assertEqual(logic.domain_magnitude(0.0), 1.0)
+        self.assertEqual(logic.domain_magnitude(None), 1.0)
+        self.assertEqual(logic.domain_magnitude(0.999), 0.999)
+
+    def test_shortcuts(self):
+        self.assertIn("constant", logic.shortcut(100, True, False, None))
+        self.assertIsNone(logic.shortcut(100, True, True, None))
+        self.assertIsNone(logic.shortcut(1, True, False, None))
+        self.assertIn("returned its input", logic.shortcut(100, False, False, "x"))
+        self.assertIsNone(logic.shortcut(100, False, False, None))
+
+    def test_net_ms(self):
+        self.assertAlmostEqual(logic.net_ms(1.25, 0.25), 1.0)
+        self.assertEqual(logic.net_ms(0.2, 0.25), 1e-3)
+
+    def test_combine(self):
+        self.assertEqual(logic.combine("ok", "numerical_error"),
+                         {"kernelbench_status": "ok", "status": "numerical_error"})
+        self.assertEqual(logic.combine(None, "timeout")["kernelbench_status"], "timeout")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -191,19 +191,44 @@ static void test_csv_errors(void) {
 
 /* The parser never reads past len: input placed against the end of an
  * exact-size allocation, at every cut of a recorded file's first 4 KiB. */
+/* ncu's output cut anywhere (a killed profiler): every prefix either parses
+ * to a report that is a prefix of the whole one (no more kernels, the same
+ * names in order) or is refused as SG_EPARSE with a message; never a crash,
+ * and never a result made up. The cuts land both before the header and
+ * inside rows. */
 static void test_every_prefix_is_safe(void) {
   size_t len;
   char *text = data_file("ncu_hinge_loss_plain.csv", &len);
+  sg_ncu_report full;
+  sg_err err;
+  SG_CHECK_OK(sg_ncu_parse(text, len, &full, &err), err);
+  SG_CHECK(full.nkernels >= 1);
   size_t max = len < 4096 ? len : 4096;
+  int parsed = 0, refused = 0;
   for (size_t n = 0; n <= max; n += 7) {
     char *copy = malloc(n ? n : 1);
     memcpy(copy, text, n);
     sg_ncu_report rep;
-    sg_err err;
-    if (sg_ncu_parse(copy, n, &rep, &err) == 0)
+    sg_err_clear(&err);
+    int rc = sg_ncu_parse(copy, n, &rep, &err);
+    if (rc == 0) {
+      parsed++;
+      SG_CHECK_MSG(rep.nkernels <= full.nkernels, "prefix %zu: %zu kernels of %zu", n,
+                   rep.nkernels, full.nkernels);
+      for (size_t k = 0; k < rep.nkernels; k++)
+        SG_CHECK_STR_EQ(rep.kernels[k].name, full.kernels[k].name);
       sg_ncu_report_free(&rep);
+    } else {
+      refused++;
+      SG_CHECK_MSG(rc == SG_EPARSE, "prefix %zu: rc %d", n, rc);
+      SG_CHECK_MSG(err.msg[0] != '\0', "prefix %zu: refused without a message", n);
+    }
     free(copy);
   }
+  /* the empty text has no header: refused */
+  SG_CHECK(refused > 0);
+  SG_CHECK(parsed + refused == (int)(max / 7) + 1);
+  sg_ncu_report_free(&full);
   free(text);
 }
 

@@ -90,7 +90,7 @@ static char *sim_trace(void) {
   for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
     SG_CHECK_OK(sg_sim_params_set_kv(&p, kv[i], &err), err);
   /* The run's scheduler: elastic, LIFO validation; no speculation. */
-  sg_sim_variant v = {"trace", false, true, true, false};
+  sg_sim_variant v = {.name = "trace", .elastic = true, .lifo = true};
   sg_buf trace;
   sg_buf_init(&trace, 0);
   sg_sim_result res;

@@ -54,6 +54,10 @@ typedef struct ctx {
   wev wevents[MAX_EVENTS];
   int nw;
   int in_call;     /* inside a pool call: no callback may come */
+  /* on_device: each slot's state as told, and the calls */
+  bool busy[4];
+  int busy_calls, idle_calls;
+  int started_while_idle; /* on_started for a slot not told busy */
   /* hooks run from the callbacks */
   void (*on_started_hook)(struct ctx *c, uint64_t ticket);
 } ctx;
@@ -70,6 +74,8 @@ static void cb_started(sg_pool *p, void *data, uint64_t ticket) {
   SG_CHECK_MSG(!c->in_call, "on_started called from inside a pool call");
   SG_CHECK(c->nstarted < MAX_EVENTS);
   c->started[c->nstarted++] = ticket;
+  if (!c->busy[0] && !c->busy[1])
+    c->started_while_idle++;
   if (c->on_started_hook)
     c->on_started_hook(c, ticket);
 }
@@ -89,6 +95,16 @@ static void cb_result(sg_pool *p, void *data, uint64_t ticket,
   c->results[c->nres].status = r->status;
   c->results[c->nres].message = sg_strdup(r->message ? r->message : "");
   c->nres++;
+}
+
+static void cb_device(sg_pool *p, void *data, int slot, bool busy) {
+  ctx *c = data;
+  (void)p;
+  SG_CHECK(slot >= 0 && slot < 4);
+  SG_CHECK_MSG(c->busy[slot] != busy, "slot %d told %s twice", slot,
+               busy ? "busy" : "idle");
+  c->busy[slot] = busy;
+  busy ? c->busy_calls++ : c->idle_calls++;
 }
 
 static void cb_worker(sg_pool *p, void *data, int slot, const char *what,
@@ -135,7 +151,8 @@ static void test_opts(ctx *c, sg_pool_opts *o, const char *const *devices,
 
 static int pool_new(ctx *c, const sg_pool_opts *o, sg_err *err) {
   sg_pool_callbacks cb = {.data = c, .on_started = cb_started,
-                          .on_result = cb_result, .on_worker = cb_worker};
+                          .on_result = cb_result, .on_worker = cb_worker,
+                          .on_device = cb_device};
   c->in_call++;
   int rc = sg_pool_new(&c->loop, o, &cb, &c->p, err);
   c->in_call--;
@@ -365,6 +382,37 @@ static void test_validate_ok_and_compile_error_on_a_device_slot(void) {
   SG_CHECK_EQ_INT(st.completed, 2);
   SG_CHECK_EQ_INT(st.restarts, 0);
   SG_CHECK_EQ_INT(st.lost, 0);
+  finish(&c, 10);
+}
+
+static void kill_on_start(ctx *c, uint64_t ticket);
+
+/* on_device: busy before each device request's write, idle after it, in
+ * strict alternation, for results, failures and a worker killed mid-run;
+ * never for compile requests. */
+static void test_on_device_pairs_busy_and_idle(void) {
+  ctx c;
+  ctx_init(&c);
+  sg_pool_opts o;
+  sg_err err;
+  test_opts(&c, &o, k_cpu0, 1);
+  SG_CHECK_OK(pool_new(&c, &o, &err), err);
+  submit_ok(&c, 10, SG_POOL_COMPILE, 0, "ok-fast.c");
+  wait_results(&c, 1);
+  SG_CHECK_EQ_INT(c.busy_calls, 0);
+  c.started_while_idle = 0; /* a compile worker's start holds no device */
+  submit_ok(&c, 11, SG_POOL_VALIDATE, 0, "ok-fast.c");
+  submit_ok(&c, 12, SG_POOL_VALIDATE, 0, "compile_error-missing_semicolon.c");
+  submit_ok(&c, 13, SG_POOL_PROFILE, 0, "ok-fast.c");
+  wait_results(&c, 4);
+  c.on_started_hook = kill_on_start; /* kills ticket 1's worker */
+  submit_ok(&c, 1, SG_POOL_VALIDATE, 0, "ok-fast.c");
+  wait_results(&c, 5);
+  check_status(&c, 1, SG_EVAL_INFRA_ERROR);
+  SG_CHECK_EQ_INT(c.busy_calls, 4);
+  SG_CHECK_EQ_INT(c.idle_calls, 4);
+  SG_CHECK(!c.busy[0]);
+  SG_CHECK_EQ_INT(c.started_while_idle, 0);
   finish(&c, 10);
 }
 
@@ -678,6 +726,7 @@ static void test_close_right_after_start(void) {
 
 SG_TEST_MAIN(SG_TEST(test_bad_options_and_requests_are_refused),
              SG_TEST(test_validate_ok_and_compile_error_on_a_device_slot),
+             SG_TEST(test_on_device_pairs_busy_and_idle),
              SG_TEST(test_two_device_slots_at_once),
              SG_TEST(test_compile_requests_on_compile_workers),
              SG_TEST(test_sigkill_mid_validation_is_one_infra_error_and_a_restart),

@@ -43,6 +43,10 @@ static const key_case cases[] = {
     {"eval-timeout", "1e-3", "0.001", "-1"},
     {"hang-grace", "3600", "3600.0", "3600.0001"},
     {"elastic", "off", "false", "maybe"},
+    {"kv-store", "on", "true", "onn"},
+    {"kv-store-listen", "0.0.0.0:65432", "\"0.0.0.0:65432\"", ""},
+    {"kv-store-memory", "16G", "\"16G\"", ""},
+    {"kv-store-reserve", "512M", "\"512M\"", ""},
     {"search", "best-of-n:8", "\"best-of-n:8\"", ""},
     {"spec", "no", "false", "2"},
     {"termination", "hist-best", "\"hist-best\"", ""},
@@ -50,6 +54,9 @@ static const key_case cases[] = {
     {"token-forks", "off", "false", "of"},
     {"max-forks", "0", "0", "1001"},
     {"max-live-forks", "256", "256", "0"},
+    {"work-conserving", "on", "true", "sometimes"},
+    {"fork-gate", "0.5", "0.5", "1.5"},
+    {"cutoff", "1.25", "1.25", "-1"},
     {"tick", "0.01", "0.01", "0.009"},
     {"seed", "9223372036854775807", "9223372036854775807", "9223372036854775808"},
     {"iterations", "100000", "100000", "x"},
@@ -127,6 +134,7 @@ static void test_defaults(void) {
   SG_CHECK(c.elastic && c.spec && c.fork_on_idle && !c.quiet && !c.json);
   SG_CHECK_EQ_INT(c.max_forks, 64);
   SG_CHECK_EQ_INT(c.max_live_forks, 16);
+  SG_CHECK(!c.work_conserving && c.fork_gate == 0 && c.cutoff == 0);
   SG_CHECK(c.tick == 0.25 && c.time_budget == 0);
   SG_CHECK_EQ_INT(c.seed, 1);
   SG_CHECK_EQ_INT(c.iterations, 10);
@@ -394,12 +402,14 @@ static void test_bool_spellings(void) {
       SG_CHECK(c.quiet);
     sg_run_config_free(&c);
   }
-  /* A bare bool does not swallow a word that is not a bool. */
+  /* A word after an on/off flag is its value: a bad one is named as such
+   * (it was "unexpected argument ... every setting is a --KEY flag"). */
   sg_run_config c;
   sg_err err;
   sg_run_config_init(&c);
   SG_CHECK_EQ_INT(ARGS(&c, &err, "--spec", "softmax"), SG_EINVAL);
-  SG_CHECK_CONTAINS(err.msg, "unexpected argument \"softmax\"");
+  SG_CHECK_CONTAINS(err.msg, "--spec: expected on, off");
+  SG_CHECK_CONTAINS(err.msg, "got \"softmax\"");
   SG_CHECK_EQ_INT(ARGS(&c, &err, "--spec=maybe"), SG_EINVAL);
   SG_CHECK_CONTAINS(err.msg, "--spec: expected on, off");
   SG_CHECK_EQ_INT(ARGS(&c, &err, "--no-iterations"), SG_EINVAL);
@@ -435,6 +445,9 @@ static void test_flag_errors(void) {
       {"--token-budget", "-1", "from 0 to 18446744073709551615"},
       {"--profile", "openia", "--profile: expected one of generic, vllm, sglang, "
                               "deepseek, openai, llamacpp, llamacpp-python, got \"openia\""},
+      /* an on/off flag followed by a word that is not on or off: that word
+       * is its bad value, not a stray argument */
+      {"--spec", "maybe", "--spec: expected on, off, true, false, yes, no, 1 or 0, got \"maybe\""},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     sg_run_config c;
@@ -720,8 +733,21 @@ static void test_check(void) {
     SG_CHECK_MSG(sg_run_config_check(&c, &err) < 0, "%s passed", bad[i][0]);
     SG_CHECK_MSG(strncmp(err.msg, bad[i][2], strlen(bad[i][2])) == 0,
                  "%s: got \"%s\", want \"%s...\"", bad[i][0], err.msg, bad[i][2]);
+    /* each prefix once: "termination: termination: ..." was printed */
+    const char *colon = strchr(err.msg, ':');
+    SG_CHECK(colon != NULL);
+    size_t plen = (size_t)(colon - err.msg) + 2;
+    SG_CHECK_MSG(strncmp(err.msg + plen, err.msg, plen) != 0, "doubled prefix: %s",
+                 err.msg);
     sg_run_config_free(&c);
   }
+  /* The list of searches an unknown one is answered with names exec too. */
+  sg_run_config_init(&c);
+  SG_CHECK_OK(ARGS(&c, &err, "--task=t", "--search=anneal"), err);
+  SG_CHECK(sg_run_config_check(&c, &err) < 0);
+  SG_CHECK_CONTAINS(err.msg, "refine");
+  SG_CHECK_CONTAINS(err.msg, "exec");
+  sg_run_config_free(&c);
   /* Devices unset by a YAML null: the run would have none. */
   sg_run_config_init(&c);
   SG_CHECK_OK(ARGS(&c, &err, "--task=t"), err);

@@ -14,6 +14,7 @@
  */
 #include "common/sg_alloc.h"
 #include "core/sg_search.h"
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_search_exec.h"
 #include "sg_test.h"
 
@@ -74,7 +75,7 @@ static void test_hello_json_has_version_seed_and_limits(void) {
   SG_CHECK_EQ_INT(json_integer_value(json_object_get(j, "max_inspirations")),
                   SG_PROMPT_MAX_INSPIRATIONS);
   size_t len;
-  char *line = sg_search_exec_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   SG_CHECK(len == strlen(line) && line[len - 1] == '\n');
   SG_CHECK(memchr(line, '\n', len - 1) == NULL);
   free(line);

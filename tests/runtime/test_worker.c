@@ -17,6 +17,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_worker_proto.h"
 #include "sg_test.h"
 
@@ -100,7 +101,7 @@ static void w_send(wproc *w, const char *line) {
 }
 
 static void w_send_json(wproc *w, json_t *j) {
-  char *line = sg_worker_line(j, NULL);
+  char *line = sg_jsonl_line(j, NULL);
   json_decref(j);
   w_send(w, line);
   free(line);

@@ -2,6 +2,7 @@
  * every request and reply parsed and serialized, round trips, and every
  * malformed field rejected with a message naming it. */
 #include "common/sg_alloc.h"
+#include "runtime/sg_jsonl.h"
 #include "runtime/sg_worker.h"
 #include "runtime/sg_worker_proto.h"
 #include "sg_test.h"
@@ -105,7 +106,7 @@ static void test_request_round_trip(void) {
   a.timeout_s = 0.75;
   json_t *j = sg_worker_request_to_json(&a);
   size_t len;
-  char *line = sg_worker_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   SG_CHECK(len > 0 && line[len - 1] == '\n');
   SG_CHECK(memchr(line, '\n', len - 1) == NULL);
@@ -127,7 +128,7 @@ static void test_request_round_trip(void) {
   /* compile carries the same fields as validate */
   a.type = SG_WREQ_COMPILE;
   j = sg_worker_request_to_json(&a);
-  line = sg_worker_line(j, &len);
+  line = sg_jsonl_line(j, &len);
   json_decref(j);
   SG_CHECK_OK(sg_worker_request_parse(line, len - 1, &b, &err), err);
   SG_CHECK_EQ_INT(b.type, SG_WREQ_COMPILE);
@@ -146,7 +147,7 @@ static void test_request_round_trip(void) {
     c.type = (sg_worker_req_type)t;
     c.id = sg_strdup("x");
     j = sg_worker_request_to_json(&c);
-    line = sg_worker_line(j, &len);
+    line = sg_jsonl_line(j, &len);
     json_decref(j);
     SG_CHECK_OK(sg_worker_request_parse(line, len - 1, &b, &err), err);
     SG_CHECK_EQ_INT(b.type, t);
@@ -284,7 +285,7 @@ static void test_failed_parse_keeps_the_id(void) {
 static void round_trip_reply(sg_worker_reply *a, sg_worker_reply *b) {
   json_t *j = sg_worker_reply_to_json(a);
   size_t len;
-  char *line = sg_worker_line(j, &len);
+  char *line = sg_jsonl_line(j, &len);
   json_decref(j);
   SG_CHECK(line[len - 1] == '\n' && memchr(line, '\n', len - 1) == NULL);
   sg_err err;

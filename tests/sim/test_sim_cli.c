@@ -71,6 +71,13 @@ static void json_has_the_documented_fields(void) {
     SG_CHECK(json_integer_value(json_object_get(tok, "prompt")) > 0);
     SG_CHECK(json_integer_value(json_object_get(tok, "completion")) > 0);
     SG_CHECK(json_is_integer(json_object_get(tok, "cached")));
+    json_int_t pr = json_integer_value(json_object_get(tok, "prompt"));
+    json_int_t ca = json_integer_value(json_object_get(tok, "cached"));
+    json_int_t co = json_integer_value(json_object_get(tok, "completion"));
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(tok, "uncached")), pr - ca);
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(tok, "consumption")), pr - ca + co);
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(tok, "total")), pr + co);
+    SG_CHECK(json_is_number(json_object_get(c, "consumption_ratio_vs_baseline")));
     SG_CHECK(json_is_integer(json_object_get(c, "early_terminations")));
     SG_CHECK(json_is_number(json_object_get(c, "best_speedup")));
     double x = json_real_value(json_object_get(c, "e2e_speedup_vs_baseline"));
@@ -93,6 +100,39 @@ static void same_seed_same_output(void) {
   free(a);
   free(b);
   free(c);
+}
+
+/* --reproduce: every table's cells, each with the paper's value, the
+ * simulator's and their ratio; usage errors exit 2. */
+static void reproduce_prints_every_table(void) {
+  char *out;
+  SG_CHECK_EQ_INT(run(SMALL " --reproduce --json", &out, NULL), 0);
+  json_error_t je;
+  json_t *j = json_loads(out, 0, &je);
+  SG_CHECK_MSG(j != NULL, "not JSON: %s", je.text);
+  const char *tables[] = {"Table 4", "Table 5", "Table 7", "Table 8", "Table 9"};
+  for (size_t t = 0; t < 5; t++) {
+    size_t i, n = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(j, "cells"), i, c) {
+      if (strcmp(json_string_value(json_object_get(c, "table")), tables[t]) != 0)
+        continue;
+      n++;
+      double paper = json_number_value(json_object_get(c, "paper"));
+      json_t *sim = json_object_get(c, "sim"), *ratio = json_object_get(c, "ratio");
+      if (json_is_number(sim) && json_is_number(ratio) && paper != 0)
+        SG_CHECK_NEAR(json_number_value(ratio), json_number_value(sim) / paper, 1e-3);
+    }
+    SG_CHECK_MSG(n >= 3, "%s: %zu cells", tables[t], n);
+  }
+  json_decref(j);
+  free(out);
+  SG_CHECK_EQ_INT(run(SMALL " --reproduce", &out, NULL), 0);
+  SG_CHECK_CONTAINS(out, "Table 9");
+  SG_CHECK_CONTAINS(out, "+remote prefix cache");
+  free(out);
+  SG_CHECK_EQ_INT(run("--reproduce --configs full", &out, NULL), 2);
+  free(out);
 }
 
 static void table_and_config_subset(void) {
@@ -205,7 +245,7 @@ static void table_reports_faults(void) {
 }
 
 SG_TEST_MAIN(SG_TEST(shipped_examples_run), SG_TEST(table_reports_faults), SG_TEST(json_has_the_documented_fields), SG_TEST(same_seed_same_output),
-             SG_TEST(table_and_config_subset),
+             SG_TEST(table_and_config_subset), SG_TEST(reproduce_prints_every_table),
              SG_TEST(yaml_config_applies_and_flags_override),
              SG_TEST(bad_input_exits_2_naming_it), SG_TEST(bad_yaml_names_file_line_key),
              SG_TEST(help_and_list_params))

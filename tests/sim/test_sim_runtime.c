@@ -7,6 +7,7 @@
 #include "sim/sg_sim_params.h"
 #include "sim/sg_sim_report.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static sg_sim_params preset(const char *name) {
@@ -121,8 +122,10 @@ static void spec_configs_fork_and_end_early(void) {
   }
 }
 
+/* The constant model (no KV capacity): the remote cache's share applies. */
 static void remote_cache_serves_more_of_the_prefix(void) {
   sg_sim_params p = small();
+  p.llm_kv_capacity_tokens = 0;
   sg_sim_result a = run(&p, "spec+realloc+priority");
   sg_sim_result b = run(&p, "full");
   SG_CHECK((double)b.cached_tokens / (double)b.prompt_tokens >
@@ -145,10 +148,121 @@ static void synthetic_reasoning_triggers_only_where_planted(void) {
   SG_CHECK_EQ_INT(r.forks_idle, 0);
 }
 
+/* Event-driven streaming (chunk_s 0) and fixed chunks both hand the
+ * planted triggers to the scanner; the first needs far fewer events, and
+ * both campaigns come out alike (same generations, forks within a third). */
+static void streaming_modes_agree(void) {
+  sg_sim_params p = small();
+  p.gen_chunk_s = 0;
+  sg_sim_result ev = run(&p, "full");
+  check_invariants(&p, &ev);
+  p.gen_chunk_s = 2;
+  sg_sim_result ch = run(&p, "full");
+  check_invariants(&p, &ch);
+  SG_CHECK(ev.forks_trigger > 0 && ch.forks_trigger > 0);
+  SG_CHECK_MSG(ev.events * 2 < ch.events, "events %llu vs %llu",
+               (unsigned long long)ev.events, (unsigned long long)ch.events);
+  SG_CHECK(fabs((double)ev.forks - (double)ch.forks) < 0.34 * (double)ch.forks);
+  SG_CHECK(ev.e2e_s > 0.7 * ch.e2e_s && ev.e2e_s < 1.3 * ch.e2e_s);
+}
+
+/* The prefix-cache mechanism: a server whose working set overflows its
+ * KV keeps only part of a fork's prefix; the remote store restores more
+ * of the rest (counted as remote hits, with transfer time), and yields to
+ * evaluations when it is full. With room for everything, every fork's
+ * prompt is cached. */
+static void prefix_cache_mechanism(void) {
+  sg_sim_params p = small();
+  p.llm_kv_capacity_tokens = 20000;
+  p.kv_bytes_per_token = 1e5;
+  p.kv_remote_gb_per_device = 1;
+  p.kv_eval_gb = 1;
+  p.kv_transfer_gb_s = 10;
+  sg_sim_result a = run(&p, "spec+realloc+priority");
+  sg_sim_result b = run(&p, "full");
+  check_invariants(&p, &a);
+  check_invariants(&p, &b);
+  SG_CHECK(a.cache_miss_tokens > 0);
+  SG_CHECK(a.cache_remote_tokens == 0 && a.remote_yields == 0);
+  SG_CHECK(b.cache_remote_tokens > 0 && b.remote_transfer_s > 0);
+  SG_CHECK(b.remote_yields > 0); /* a full store, evaluations take it back */
+  SG_CHECK(b.cache_miss_tokens / (b.cache_miss_tokens + b.cache_local_tokens +
+                                  b.cache_remote_tokens) <
+           a.cache_miss_tokens / (a.cache_miss_tokens + a.cache_local_tokens +
+                                  a.cache_remote_tokens));
+  p.llm_kv_capacity_tokens = 1e12;
+  sg_sim_result c = run(&p, "spec+realloc+priority");
+  SG_CHECK(c.forks > 0);
+  SG_CHECK_NEAR(c.cache_miss_tokens, 0, 1e-6);
+  SG_CHECK(c.cache_local_tokens > 0);
+}
+
+/* Contention: extra streams (forks) slow the main generations down; with
+ * none, the calibrated rate holds at the reference load. */
+static void forks_slow_the_server_down(void) {
+  sg_sim_params p = small();
+  p.llm_contention = 0.2;
+  p.llm_ref_streams = 1;
+  sg_sim_result base = run(&p, "baseline");
+  sg_sim_result spec = run(&p, "spec");
+  double mb = base.main_gen_s / (double)base.main_gens_completed;
+  SG_CHECK(spec.llm_mean_streams > base.llm_mean_streams);
+  p.llm_contention = 0;
+  sg_sim_result base0 = run(&p, "baseline");
+  double m0 = base0.main_gen_s / (double)base0.main_gens_completed;
+  SG_CHECK_MSG(mb > 1.2 * m0, "%g vs %g", mb, m0); /* 3 workflows share a server */
+}
+
+/* The policies beyond the paper run through the real core's options and
+ * keep every invariant; work-conserving devices are busier, and gated
+ * forks are fewer than full's. */
+static void beyond_the_paper_configs(void) {
+  sg_sim_params p = small();
+  sg_sim_result full = run(&p, "full");
+  for (int i = SG_SIM_VARIANTS; i < SG_SIM_VARIANTS_ALL; i++) {
+    sg_sim_result r = run(&p, sg_sim_variant_name(i));
+    check_invariants(&p, &r);
+    SG_CHECK(r.forks > 0 && r.iterations == full.iterations);
+  }
+  sg_sim_result wc = run(&p, "full+wc");
+  sg_sim_result gate = run(&p, "full+gate");
+  SG_CHECK(wc.util_overall > full.util_overall);
+  SG_CHECK(gate.forks < full.forks);
+}
+
+/* task.table glm: workflow w is the paper's task w mod 10. T1 had no
+ * valid kernel without the reasoning prefix (Table 2), so before its useful
+ * prefix no fork of it is valid, whatever valid.no_prefix_p says; T2 had
+ * one. T4's kernels are of Table 6's scale (its best known: 57.72x). */
+static void paper_task_table(void) {
+  sg_sim_params p = small();
+  snprintf(p.task_table, sizeof p.task_table, "glm");
+  p.valid_no_prefix_p = 1.0;
+  p.valid_threshold_min = p.valid_threshold_max = 1.0; /* never past it */
+  p.workflows = 1;                                      /* T1 */
+  sg_sim_result r = run(&p, "full");
+  SG_CHECK(r.spec_validated > 5);
+  SG_CHECK_EQ_INT(r.spec_valid, 0);
+  p.workflows = 2;                                      /* T1 and T2 */
+  r = run(&p, "full");
+  SG_CHECK(r.spec_valid > 0);
+  p.workflows = 4;                                      /* T1-T4 */
+  p.valid_threshold_min = p.valid_threshold_max = 0.3;
+  r = run(&p, "full");
+  check_invariants(&p, &r);
+  SG_CHECK(r.best_speedup_mean > 5); /* T4 alone pulls the mean past 14/4 */
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK(sg_sim_params_set(&p, "task.table", "paper", &err) == 0);
+  SG_CHECK(sg_sim_params_validate(&p, &err) == SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "task.table");
+}
+
 static void fork_validity_follows_the_prefix_threshold(void) {
   sg_sim_params p = small();
   p.valid_spec_p = 1.0;
   p.valid_no_prefix_p = 0.0;
+  p.valid_prefix_useful_p = 1.0;
   /* Threshold at the end of the trace: no fork is ever past it. */
   p.valid_threshold_min = p.valid_threshold_max = 1.0;
   sg_sim_result r = run(&p, "full");
@@ -159,6 +273,11 @@ static void fork_validity_follows_the_prefix_threshold(void) {
   r = run(&p, "full");
   SG_CHECK(r.spec_validated > 20);
   SG_CHECK_EQ_INT(r.spec_valid, r.spec_validated);
+  /* No trace's prefix is useful: past the threshold or not, no fork is. */
+  p.valid_prefix_useful_p = 0.0;
+  r = run(&p, "full");
+  SG_CHECK(r.spec_validated > 20);
+  SG_CHECK_EQ_INT(r.spec_valid, 0);
 }
 
 static void baseline_calibration(const char *name, double gen_s, double valid) {
@@ -299,6 +418,9 @@ SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
              SG_TEST(remote_cache_serves_more_of_the_prefix),
              SG_TEST(synthetic_reasoning_triggers_only_where_planted),
              SG_TEST(fork_validity_follows_the_prefix_threshold),
+             SG_TEST(streaming_modes_agree), SG_TEST(beyond_the_paper_configs),
+             SG_TEST(paper_task_table), SG_TEST(prefix_cache_mechanism),
+             SG_TEST(forks_slow_the_server_down),
              SG_TEST(calibration_glm), SG_TEST(calibration_dsv4),
              SG_TEST(evaluation_times_hold_their_means),
              SG_TEST(faults_still_finish_every_workflow),

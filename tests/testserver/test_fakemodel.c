@@ -290,9 +290,11 @@ static void trace_reads_like_a_reasoning_model_writing_a_kernel(void) {
     char *t = sg_fakemodel_trace(m, 0, ctx, 0);
     SG_CHECK_CONTAINS(t, "diag_matmul");
     SG_CHECK_CONTAINS(t, "[512, 512]");      /* shape analysis */
-    SG_CHECK_CONTAINS(t, "```c\n");         /* a draft in a fenced block */
+    /* a draft in a fenced block, labelled or not */
+    SG_CHECK(strstr(t, "\n\n```c\n") != NULL || strstr(t, "\n\n```\n") != NULL);
     SG_CHECK(has_tile_size(t));              /* a tile decision, "64x64" */
-    SG_CHECK(icontains(t, "let me implement") || icontains(t, "let me write"));
+    SG_CHECK(icontains(t, "let me implement") || icontains(t, "let me write") ||
+             icontains(t, "i'll write") || icontains(t, "put it all together"));
     SG_CHECK(icontains(t, "plan:"));
     with_correction += icontains(t, "wait, ") || icontains(t, "actually no");
     with_noise_repeat += icontains(t, "Hmm.") || icontains(t, "to recap");
@@ -361,6 +363,73 @@ static void traces_fire_every_class_of_trigger(void) {
    * kernels, cut ones are not. */
   SG_CHECK_MSG(traces_with[SG_TRIGGER_KERNEL] >= n / 2, "%d traces with a kernel",
                traces_with[SG_TRIGGER_KERNEL]);
+  sg_fakemodel_free(m);
+}
+
+/* Whitespace-collapsed copies of the contents of the trace's blocks; the
+ * number of distinct ones. */
+static int distinct_blocks(const char *t, int *total) {
+  char *seen[64];
+  int n = 0;
+  *total = 0;
+  for (const char *p = strstr(t, "```"); p && n < 64;) {
+    const char *body = strchr(p, '\n');
+    const char *end = body ? strstr(body, "\n```") : NULL;
+    if (!end)
+      break;
+    sg_buf b;
+    sg_buf_init(&b, 0);
+    bool sp = false;
+    for (const char *q = body + 1; q < end; q++) {
+      if (isspace((unsigned char)*q)) {
+        sp = b.len > 0;
+        continue;
+      }
+      if (sp)
+        sg_buf_puts(&b, " ");
+      sp = false;
+      sg_buf_append(&b, q, 1);
+    }
+    char *s = sg_buf_steal(&b);
+    bool dup = false;
+    for (int i = 0; i < n && !dup; i++)
+      dup = strcmp(seen[i], s) == 0;
+    if (dup)
+      free(s);
+    else
+      seen[n++] = s;
+    (*total)++;
+    p = strstr(end + 4, "```");
+  }
+  for (int i = 0; i < n; i++)
+    free(seen[i]);
+  return n;
+}
+
+/* Real traces revise their kernels: the whole kernel again with one line
+ * changed and the same ending. Each revision is a new block, and the scanner
+ * reports a fence for every distinct block, no more. */
+static void traces_revise_drafts_and_each_revision_fires(void) {
+  sg_fakemodel *m = make_model(43, 0, 0);
+  int with_revision = 0;
+  for (int i = 0; i < 30; i++) {
+    char *ctx = context_for(i);
+    char *t = sg_fakemodel_trace(m, 0, ctx, 0);
+    int counts[SG_TRIGGER__COUNT] = {0};
+    sg_scanner *sc = sg_scanner_new(NULL);
+    sg_scanner_feed(sc, t, strlen(t), count_trigger, counts);
+    sg_scanner_finish(sc, count_trigger, counts);
+    sg_scanner_free(sc);
+    int total = 0, distinct = distinct_blocks(t, &total);
+    SG_CHECK_EQ_INT(counts[SG_TRIGGER_FENCE], distinct);
+    with_revision += icontains(t, "let me fix the code:") ||
+                     icontains(t, "here's the corrected kernel:") ||
+                     icontains(t, "let me rewrite it:") || icontains(t, "revised code:") ||
+                     icontains(t, "here's the updated version:");
+    free(t);
+    free(ctx);
+  }
+  SG_CHECK_MSG(with_revision >= 5, "%d traces with a revision", with_revision);
   sg_fakemodel_free(m);
 }
 
@@ -650,6 +719,7 @@ SG_TEST_MAIN(SG_TEST(tokenize_round_trips_any_text), SG_TEST(tokenize_cuts_at_wo
              SG_TEST(trace_length_follows_the_token_range),
              SG_TEST(trace_reads_like_a_reasoning_model_writing_a_kernel),
              SG_TEST(traces_fire_every_class_of_trigger),
+             SG_TEST(traces_revise_drafts_and_each_revision_fires),
              SG_TEST(answers_yield_a_candidate_to_extract),
              SG_TEST(thinking_answer_is_valid_about_38_percent_of_the_time),
              SG_TEST(thinking_off_without_the_prefix_is_rarely_valid),

@@ -1,5 +1,7 @@
-"""rejected example: remembers its result by the inputs' addresses, which
-looks fast when a benchmark calls it again with the same buffers."""
+"""numerical_error example: remembers its result by the inputs' addresses,
+which looks fast when a benchmark calls it again with the same buffers. The
+judge refills the same buffers with fresh values before every call, so the
+remembered result is wrong from the second trial on."""
 import torch
 import torch.nn as nn
 

@@ -1,0 +1,419 @@
+/* cmd_bench.c: `specgen bench`: whole sets of tasks in one command, spread
+ * over the devices, with a table at the end (docs/usage.md). */
+#include "cli/commands.h"
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_clock.h"
+#include "common/sg_file.h"
+#include "eval/sg_bench.h"
+#include "eval/sg_eval.h"
+#include "eval/sg_eval_prefetch.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: specgen bench TASKS... (--cands DIR | --examples LABELS) [options]\n"
+          "\n"
+          "Evaluates one candidate per task over whole sets of tasks, spread over the\n"
+          "devices, and prints a table (specgen's verdict and KernelBench's, speedup,\n"
+          "times) and a summary. Exit status: 0 when every evaluation completed,\n"
+          "whatever the candidates' statuses; 1 when specgen failed on one\n"
+          "(infra_error); 2 for bad usage or unknown tasks.\n"
+          "\n"
+          "TASKS, each one of:\n"
+          "  paper                   the paper's T1-T20 (the built-in cuda tasks)\n"
+          "  path/to/19_ReLU.py      a KernelBench file\n"
+          "  path/to/level1/         a folder of KernelBench files or task directories\n"
+          "  kernelbench:level1[/N]  a level (or one problem) of $SPECGEN_KERNELBENCH\n"
+          "  NAME | DIR              a built-in task or a task directory\n"
+          "\n"
+          "  --cands DIR       candidates: DIR/<task>.py|.cu|.c, or DIR/<N>_*.py for\n"
+          "                    KernelBench problem N; a run directory: its best/\n"
+          "  --examples LABELS the tasks' own examples, first of the comma-separated\n"
+          "                    labels found (e.g. ok-fast,ok-fused,ok-load_inline)\n"
+          "  --devices LIST    comma-separated, e.g. cuda:0,cuda:1 (default cuda:0; a cpu\n"
+          "                    task on cuda:N runs on cpu:N)\n"
+          "  --jobs N          compiles running ahead per device (default 4)\n"
+          "  --json            print one JSON object {rows, summary}\n"
+          "  --seed N, --trials N, --runs N, --warmups N, --timeout S, --strict\n"
+          "                    as for specgen eval\n"
+          "  -h, --help        this help\n");
+}
+
+static int bad_usage(const char *msg, const char *arg) {
+  fprintf(stderr, "specgen bench: %s%s\n\n", msg, arg ? arg : "");
+  usage(stderr);
+  return SG_EXIT_USAGE;
+}
+
+typedef struct worker {
+  pid_t pid;
+  int fd;
+  sg_buf in;
+  bool open;
+} worker;
+
+/* The device string for a task: a task whose evaluator runs on CPU cores
+ * takes core N on GPU N ("cuda:3" -> "cpu:3"). */
+static char *device_for(const sg_task *t, const char *dev) {
+  const sg_evaluator *ev = sg_evaluator_find(t->evaluator);
+  const char *colon = strchr(dev, ':');
+  if (ev && !ev->gpu && colon) {
+    const char *kind = sg_eval_device_kind(dev);
+    const sg_evaluator *other = NULL;
+    for (size_t i = 0; (other = sg_evaluator_at(i)) != NULL; i++)
+      if (kind && other->gpu && strcmp(other->device_kind, kind) == 0)
+        return sg_asprintf("%s%s", ev->device_kind, colon);
+  }
+  return sg_strdup(dev);
+}
+
+static void send_line(int fd, json_t *j) {
+  char *text = json_dumps(j, JSON_COMPACT);
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  sg_buf_puts(&b, text);
+  sg_buf_puts(&b, "\n");
+  size_t off = 0;
+  while (off < b.len) {
+    ssize_t w = write(fd, b.data + off, b.len - off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      break;
+    off += (size_t)w;
+  }
+  sg_buf_free(&b);
+  free(text);
+  json_decref(j);
+}
+
+/* A worker's life: the rows i with i % ndev == d, compiles running ahead. */
+static _Noreturn void work(sg_bench *b, const sg_eval_opts *base, const char *dev,
+                           int d, int ndev, int ahead, int fd) {
+  size_t *mine = sg_calloc(b->n + 1, sizeof *mine);
+  size_t n = 0;
+  for (size_t i = 0; i < b->n; i++)
+    if ((int)(i % (size_t)ndev) == d && b->rows[i].candidate)
+      mine[n++] = i;
+  sg_eval_pending *pend = sg_calloc(n + 1, sizeof *pend);
+  bool *started = sg_calloc(n + 1, sizeof *started);
+  char **srcs = sg_calloc(n + 1, sizeof *srcs);
+  size_t *lens = sg_calloc(n + 1, sizeof *lens);
+  char **errs = sg_calloc(n + 1, sizeof *errs);
+  size_t next = 0;
+  for (size_t k = 0; k < n; k++) {
+    while (next < n && next < k + (size_t)ahead) {
+      sg_bench_row *r = &b->rows[mine[next]];
+      sg_err e;
+      sg_err_clear(&e);
+      if (sg_file_read(r->candidate, 4u << 20, &srcs[next], &lens[next], &e) == 0) {
+        sg_eval_opts o = *base;
+        char *devs = device_for(r->task, dev);
+        o.device = devs;
+        started[next] = sg_eval_compile_start(r->task, srcs[next], lens[next], &o,
+                                              &pend[next], &e) == 0;
+        free(devs);
+      }
+      if (!started[next])
+        errs[next] = sg_strdup(e.msg);
+      next++;
+    }
+    sg_bench_row *r = &b->rows[mine[k]];
+    char *devs = device_for(r->task, dev);
+    sg_eval_opts o = *base;
+    o.device = devs;
+    sg_eval_build build;
+    memset(&build, 0, sizeof build);
+    sg_eval_result res;
+    sg_eval_result_init(&res);
+    sg_err e;
+    sg_err_clear(&e);
+    double t0 = sg_clock_now_s();
+    int rc = started[k] ? sg_eval_compile_finish(&pend[k], &build, &res, &e)
+                        : sg_err_set(&e, SG_EIO, "%s", errs[k] ? errs[k] : "not started");
+    double wall = isfinite(res.compile_s) ? res.compile_s : 0;
+    if (!rc && res.status == SG_EVAL_OK) {
+      rc = sg_eval_run(r->task, &build, &o, &res, &e);
+      wall += sg_clock_now_s() - t0;
+    }
+    json_t *j = json_pack("{s:I, s:i, s:s, s:f}", "row", (json_int_t)mine[k], "rc", rc,
+                          "error", e.msg, "wall_s", wall);
+    json_object_set_new(j, "result", sg_eval_result_to_json(&res));
+    send_line(fd, j);
+    sg_eval_result_free(&res);
+    sg_eval_build_free(&build);
+    free(devs);
+  }
+  _exit(0);
+}
+
+static void take_line(sg_bench *b, const char *line, size_t *done) {
+  json_error_t je;
+  json_t *j = json_loads(line, 0, &je);
+  if (!j)
+    return;
+  json_int_t row = json_integer_value(json_object_get(j, "row"));
+  if (row >= 0 && (size_t)row < b->n) {
+    sg_bench_row *r = &b->rows[row];
+    r->evaluated = true;
+    r->wall_s = json_number_value(json_object_get(j, "wall_s"));
+    int rc = (int)json_integer_value(json_object_get(j, "rc"));
+    sg_err e;
+    sg_eval_result_free(&r->result);
+    if (rc || sg_eval_result_from_json(json_object_get(j, "result"), &r->result, &e)) {
+      sg_eval_result_init(&r->result);
+      r->infra = true;
+      r->result.message = sg_strdup(json_string_value(json_object_get(j, "error")));
+    }
+    (*done)++;
+    fprintf(stderr, "[%zu/%zu] %s%s%s: %s", *done, b->n, r->label ? r->label : "",
+            r->label ? " " : "", r->task->name,
+            r->infra ? "infra_error" : sg_eval_status_name(r->result.status));
+    if (!r->infra && r->result.status == SG_EVAL_OK)
+      fprintf(stderr, " %.3gx", r->result.speedup);
+    if (!r->infra && r->result.kernelbench_status)
+      fprintf(stderr, " (KernelBench: %s)", r->result.kernelbench_status);
+    fprintf(stderr, ", %.1f s\n", r->wall_s);
+  }
+  json_decref(j);
+}
+
+/* Reads every worker's lines until all have ended. */
+static void collect(sg_bench *b, worker *w, int nw) {
+  size_t done = 0;
+  for (;;) {
+    struct pollfd p[64];
+    int map[64], np = 0;
+    for (int i = 0; i < nw; i++)
+      if (w[i].open) {
+        p[np] = (struct pollfd){w[i].fd, POLLIN, 0};
+        map[np++] = i;
+      }
+    if (np == 0)
+      break;
+    if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR)
+      break;
+    for (int k = 0; k < np; k++) {
+      if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      worker *x = &w[map[k]];
+      char chunk[8192];
+      ssize_t n = read(x->fd, chunk, sizeof chunk);
+      if (n <= 0) {
+        x->open = false;
+        close(x->fd);
+        continue;
+      }
+      sg_buf_append(&x->in, chunk, (size_t)n);
+      char *s = x->in.data, *nl;
+      size_t used = 0;
+      while ((nl = memchr(s + used, '\n', x->in.len - used))) {
+        *nl = 0;
+        take_line(b, s + used, &done);
+        used = (size_t)(nl - s) + 1;
+      }
+      if (used) {
+        memmove(x->in.data, x->in.data + used, x->in.len - used);
+        x->in.len -= used;
+      }
+    }
+  }
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || !end || *end || end == s || v < lo || v > hi)
+    return false;
+  *out = v;
+  return true;
+}
+
+typedef struct bench_args {
+  const char *cands, *examples, *devices;
+  long jobs;
+  bool json;
+  sg_eval_opts opts;
+} bench_args;
+
+/* Parses the options into a; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, bench_args *a) {
+  enum { O_CANDS = 1000, O_EXAMPLES, O_DEVICES, O_JOBS, O_JSON, O_SEED, O_TRIALS,
+         O_RUNS, O_WARMUPS, O_TIMEOUT, O_STRICT };
+  static const struct option longopts[] = {
+      {"cands", required_argument, NULL, O_CANDS},
+      {"examples", required_argument, NULL, O_EXAMPLES},
+      {"devices", required_argument, NULL, O_DEVICES},
+      {"jobs", required_argument, NULL, O_JOBS},
+      {"json", no_argument, NULL, O_JSON},
+      {"seed", required_argument, NULL, O_SEED},
+      {"trials", required_argument, NULL, O_TRIALS},
+      {"runs", required_argument, NULL, O_RUNS},
+      {"warmups", required_argument, NULL, O_WARMUPS},
+      {"timeout", required_argument, NULL, O_TIMEOUT},
+      {"strict", no_argument, NULL, O_STRICT},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  memset(a, 0, sizeof *a);
+  a->devices = "cuda:0";
+  a->jobs = 4;
+  sg_eval_opts_default(&a->opts);
+  a->opts.seed = 42;
+  long v = 0;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    switch (c) {
+    case O_CANDS: a->cands = optarg; break;
+    case O_EXAMPLES: a->examples = optarg; break;
+    case O_DEVICES: a->devices = optarg; break;
+    case O_JOBS:
+      if (!parse_int(optarg, 1, 64, &a->jobs))
+        return bad_usage("--jobs: expected 1..64, got ", optarg);
+      break;
+    case O_JSON: a->json = true; break;
+    case O_SEED:
+      if (!parse_int(optarg, 1, 0x7fffffffL, &v))
+        return bad_usage("--seed: expected a positive integer, got ", optarg);
+      a->opts.seed = (unsigned long long)v;
+      break;
+    case O_TRIALS:
+      if (!parse_int(optarg, 3, 1000, &v))
+        return bad_usage("--trials: expected 3..1000, got ", optarg);
+      a->opts.correctness_trials = (int)v;
+      break;
+    case O_RUNS:
+      if (!parse_int(optarg, 1, 100000, &v))
+        return bad_usage("--runs: expected 1..100000, got ", optarg);
+      a->opts.timed_runs = (int)v;
+      break;
+    case O_WARMUPS:
+      if (!parse_int(optarg, 0, 100000, &v))
+        return bad_usage("--warmups: expected 0..100000, got ", optarg);
+      a->opts.warmup_runs = (int)v;
+      break;
+    case O_TIMEOUT:
+      if (!parse_int(optarg, 1, 86400, &v))
+        return bad_usage("--timeout: expected seconds 1..86400, got ", optarg);
+      a->opts.run_timeout_s = (double)v;
+      break;
+    case O_STRICT: a->opts.strict = true; break;
+    case 'h': usage(stdout); return SG_EXIT_OK;
+    default: usage(stderr); return SG_EXIT_USAGE;
+    }
+  }
+  if (optind >= argc)
+    return bad_usage("no tasks named", NULL);
+  if (!a->cands == !a->examples)
+    return bad_usage("give exactly one of --cands DIR and --examples LABELS", NULL);
+  return -1;
+}
+
+/* One worker process per device; collects their results into b. */
+static void run_workers(sg_bench *b, const bench_args *a, char **devs, int ndev) {
+  fflush(NULL);
+  worker w[64];
+  memset(w, 0, sizeof w);
+  int nw = 0;
+  for (int d = 0; d < ndev; d++) {
+    int fds[2];
+    if (pipe(fds))
+      break;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      work(b, &a->opts, devs[d], d, ndev, (int)a->jobs, fds[1]);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+      close(fds[0]);
+      break;
+    }
+    w[nw].pid = pid;
+    w[nw].fd = fds[0];
+    w[nw].open = true;
+    sg_buf_init(&w[nw].in, 0);
+    nw++;
+  }
+  collect(b, w, nw);
+  for (int i = 0; i < nw; i++) {
+    int st;
+    waitpid(w[i].pid, &st, 0);
+    sg_buf_free(&w[i].in);
+  }
+}
+
+static void report(const sg_bench *b, bool json) {
+  if (json) {
+    json_t *j = sg_bench_json(b);
+    char *s = json_dumps(j, JSON_INDENT(2));
+    printf("%s\n", s);
+    free(s);
+    json_decref(j);
+    return;
+  }
+  sg_buf out;
+  sg_buf_init(&out, 0);
+  sg_bench_table(b, &out);
+  sg_buf_puts(&out, "\n");
+  sg_bench_summary(b, &out);
+  fputs(sg_buf_str(&out), stdout);
+  sg_buf_free(&out);
+}
+
+int sg_cmd_bench(int argc, char **argv) {
+  bench_args a;
+  int code = parse_args(argc, argv, &a);
+  if (code >= 0)
+    return code;
+  char *devlist = sg_strdup(a.devices);
+  char *devs[64];
+  int ndev = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(devlist, ",", &save); t && ndev < 64; t = strtok_r(NULL, ",", &save))
+    if (strncmp(t, "cuda:", 5) == 0 || strncmp(t, "cpu:", 4) == 0)
+      devs[ndev++] = t;
+    else {
+      fprintf(stderr, "specgen bench: --devices: %s is not cuda:N or cpu:N\n", t);
+      free(devlist);
+      return SG_EXIT_USAGE;
+    }
+  if (ndev == 0) {
+    free(devlist);
+    return bad_usage("--devices: empty", NULL);
+  }
+  sg_bench b = {NULL, 0};
+  sg_err err;
+  sg_err_clear(&err);
+  for (int i = optind; i < argc; i++)
+    if (sg_bench_add_tasks(&b, argv[i], &err)) {
+      fprintf(stderr, "specgen bench: %s: %s\n", argv[i], err.msg);
+      sg_bench_free(&b);
+      free(devlist);
+      return SG_EXIT_USAGE;
+    }
+  for (size_t i = 0; i < b.n; i++)
+    b.rows[i].candidate = a.cands ? sg_bench_find_candidate(b.rows[i].task, a.cands)
+                                  : sg_bench_find_example(b.rows[i].task, a.examples);
+  run_workers(&b, &a, devs, ndev);
+  code = SG_EXIT_OK;
+  for (size_t i = 0; i < b.n; i++)
+    if (b.rows[i].candidate && (!b.rows[i].evaluated || b.rows[i].infra))
+      code = SG_EXIT_FAILED;
+  report(&b, a.json);
+  sg_bench_free(&b);
+  free(devlist);
+  return code;
+}

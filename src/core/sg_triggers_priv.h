@@ -1,0 +1,281 @@
+/* sg_triggers_priv.h: the trigger scanner's state, shared by its files.
+ *
+ * The scanner is one state struct and several byte machines, one file each:
+ *   sg_triggers.c        lifecycle, emitting, sentences, the feeding loop
+ *   sg_triggers_match.c  the keyword automaton and the symbol normaliser
+ *   sg_triggers_code.c   C/CUDA kernels and fenced blocks
+ *   sg_triggers_py.c     Triton kernels (an @triton.jit-decorated def)
+ * Nothing here is part of the public API (sg_triggers.h).
+ */
+#ifndef SG_TRIGGERS_PRIV_H
+#define SG_TRIGGERS_PRIV_H
+
+#include "core/sg_triggers.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { KIND_DESIGN, KIND_PHRASE, KIND_SELFTALK };
+
+#define PAT_MAX 64          /* longest pattern after expansion, in symbols */
+#define PAT_FLAG_LB 1u      /* must start a word */
+#define PAT_FLAG_RB 2u      /* must end a word */
+#define PAT_FLAG_START 4u   /* must be the sentence's first word */
+
+typedef struct pattern {
+  unsigned char kind, flags, len;
+} pattern;
+
+
+enum { LINE_START, LINE_TICKS, LINE_INFO, LINE_CLOSE_WS, LINE_REST };
+enum { CODE_IDLE, CODE_SIG, CODE_BODY };
+enum {
+  LEX_CODE, LEX_SLASH, LEX_LINE_COMMENT, LEX_BLOCK_COMMENT, LEX_BLOCK_STAR,
+  LEX_STR, LEX_STR_ESC, LEX_CHR, LEX_CHR_ESC
+};
+
+#define FENCE_INDENT_MAX 16     /* LLMs indent fences inside lists */
+#define LANG_MAX 16
+#define IDENT_MAX 32
+#define SIG_MAX_BYTES 512       /* a signature longer than this is not one */
+#define BODY_MAX_BYTES 65536    /* a body longer than this is abandoned */
+#define BODY_DEPTH_MAX 256
+#define PAREN_DEPTH_MAX 16
+#define SYM_RING 64             /* >= PAT_MAX: lookback for word boundaries */
+#define SENT_RING 256           /* tail of the sentence, for long sentences */
+#define SENT_SEEN 64            /* sentences remembered for repetition */
+#define BLOCK_SEEN 128          /* fences and kernels remembered */
+#define SYM_OTHER 1             /* a byte no pattern uses */
+#define SYM_DIGIT '0'
+#define SYM_DIGIT2 '1'         /* a run's second digit */
+
+/* FNV-1a over "words": runs of non-whitespace joined by one separator,
+ * leading and trailing whitespace ignored, so re-indented or re-wrapped
+ * copies of a block (or sentence) hash alike. */
+typedef struct whash {
+  uint64_t h;
+  uint64_t n;        /* bytes hashed */
+  bool sep_pending;
+} whash;
+
+#define FNV_OFFSET 1469598103934665603ull
+#define FNV_PRIME 1099511628211ull
+
+static inline void whash_init(whash *w) {
+  w->h = FNV_OFFSET;
+  w->n = 0;
+  w->sep_pending = false;
+}
+
+static inline bool is_ws(unsigned char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
+         c == '\f';
+}
+
+static inline void whash_byte(whash *w, unsigned char c) {
+  if (is_ws(c)) {
+    if (w->n > 0)
+      w->sep_pending = true;
+    return;
+  }
+  if (w->sep_pending) {
+    w->h = (w->h ^ ' ') * FNV_PRIME;
+    w->sep_pending = false;
+  }
+  w->h = (w->h ^ c) * FNV_PRIME;
+  w->n++;
+}
+
+/* A bounded copy of text with whitespace runs collapsed to one space. */
+typedef struct textbuf {
+  char s[SG_TRIGGER_TEXT_MAX];
+  size_t len;
+  bool space_pending;
+} textbuf;
+
+static inline void textbuf_reset(textbuf *t) {
+  t->len = 0;
+  t->space_pending = false;
+}
+
+static inline void textbuf_byte(textbuf *t, unsigned char c) {
+  if (is_ws(c)) {
+    if (t->len > 0)
+      t->space_pending = true;
+    return;
+  }
+  if (t->space_pending && t->len + 1 < SG_TRIGGER_TEXT_MAX) {
+    t->s[t->len++] = ' ';
+  }
+  t->space_pending = false;
+  if (t->len + 1 < SG_TRIGGER_TEXT_MAX)
+    t->s[t->len++] = (char)c;
+}
+
+static inline void textbuf_puts(textbuf *t, const char *s) {
+  for (; *s; s++)
+    textbuf_byte(t, (unsigned char)*s);
+}
+
+typedef struct hash_ring {
+  uint64_t *h;
+  unsigned cap, n, next;
+} hash_ring;
+
+static inline bool hash_ring_seen_add(hash_ring *r, uint64_t h) {
+  for (unsigned i = 0; i < r->n; i++)
+    if (r->h[i] == h)
+      return true;
+  r->h[r->next] = h;
+  r->next = (r->next + 1) % r->cap;
+  if (r->n < r->cap)
+    r->n++;
+  return false;
+}
+
+/* The keyword automaton. Built once per process (pthread_once) and never
+ * written again, so every scanner shares it: building it costs about a
+ * millisecond, scanning a sentence microseconds. */
+typedef struct automaton {
+  unsigned char cls_of[256]; /* symbol -> alphabet class; 0: none */
+  unsigned nclass;
+  unsigned nnodes;
+  uint16_t *next;            /* nnodes * nclass */
+  uint16_t *out;             /* pattern ending at the node, or UINT16_MAX */
+  uint16_t *dict;            /* nearest proper suffix node with an output */
+  uint8_t *omask;            /* 1: a plain output on the chain, 2: an RB one */
+  pattern *pats;
+  unsigned npats;
+} automaton;
+
+
+/* Python (Triton) kernel machine, sg_triggers_py.c. */
+enum { PY_IDLE, PY_DECOR, PY_SIG, PY_BODY };
+enum { PYL_CODE, PYL_COMMENT, PYL_QOPEN, PYL_STR1, PYL_STR3 };
+#define PY_HEAD_MAX 24       /* bytes of a logical line kept to classify it */
+#define PY_DEPTH_MAX 64
+
+typedef struct py_machine {
+  int state;                 /* PY_* */
+  int lex;                   /* PYL_* */
+  unsigned char quote;       /* the open string's quote character */
+  unsigned qn;               /* quotes seen opening, or closing a triple */
+  bool esc;                  /* a backslash in a string */
+  bool cont;                 /* the physical line ended in a backslash */
+  bool bol;                  /* before the first non-blank of a line */
+  bool in_logical;           /* inside a logical line that was classified */
+  bool line_kernel;          /* the current logical line is part of the kernel */
+  bool line_body;            /* ... and is a body statement */
+  unsigned depth;            /* open brackets */
+  unsigned indent;           /* columns before the current line's first byte */
+  unsigned line_indent;      /* indentation of the current logical line */
+  unsigned def_indent;
+  bool saw_jit;              /* @triton.jit among the decorators */
+  unsigned char last_sig;    /* last byte outside comments, strings, blanks */
+  char head[PY_HEAD_MAX];
+  unsigned head_len;
+  uint64_t body_lines;
+  uint64_t body_end;         /* offset just past the body's last statement byte */
+  uint64_t bytes;            /* kernel bytes so far (bounded like C bodies) */
+  whash hash;
+  textbuf text;              /* the def line, for the trigger's text */
+} py_machine;
+
+struct sg_scanner {
+  sg_scanner_opts opts;
+  uint64_t off;              /* bytes fed so far */
+  bool emitted_any;
+  uint64_t last_emit;        /* offset of the last trigger reported */
+  sg_trigger_cb cb;          /* valid during one feed or finish call */
+  void *user;
+
+  const automaton *ac;       /* shared, read-only */
+
+  /* normaliser and automaton position */
+  unsigned char u8_pend;     /* 0, 0xC3, 0xE2 or 0x80 (after E2 80) */
+  unsigned char last_sym;
+  uint16_t node;
+  uint64_t nsym;
+  unsigned char sym_ring[SYM_RING];
+
+  /* line machine and fences */
+  int line;
+  unsigned indent;
+  unsigned char tick_char;
+  uint64_t tick_n;
+  uint64_t tick_end;         /* offset just past the line's last tick */
+  bool in_fence;
+  unsigned char fence_char;
+  uint64_t fence_n;
+  char lang[LANG_MAX];
+  unsigned lang_len;
+  bool lang_started, lang_done, lang_long;
+  bool fence_kernel;         /* a kernel was reported inside this block */
+  whash fence_hash;
+  textbuf fence_head;
+
+  /* C/CUDA code machine */
+  int code;
+  int lex;
+  char ident[IDENT_MAX];
+  unsigned ident_len;
+  bool ident_long;
+  bool in_ident;
+  bool after_device;         /* __device__/__host__ seen since the last ; { } */
+  unsigned char last_code;   /* last non-whitespace byte in the signature */
+  unsigned sig_idents;
+  unsigned paren;
+  bool sig_params;
+  unsigned depth;
+  uint64_t code_bytes;
+  whash kernel_hash;
+  textbuf kernel_text;
+
+  py_machine py;
+
+  /* sentence machine */
+  bool term_pending;         /* last byte was . ! ? : ; */
+  unsigned char term_char;   /* which one */
+  bool question;
+  bool sent_selftalk;
+  bool sent_code;            /* code machines were active during the sentence */
+  bool sent_match[2];        /* design, phrase */
+  bool sent_use_head[2];
+  textbuf sent_snap[2];
+  uint64_t sent_first_word;  /* symbol index of the first letter, or ~0 */
+  uint64_t sent_clen;        /* collapsed bytes in the sentence */
+  bool sent_space_pending;
+  textbuf sent_head;
+  char sent_tail[SENT_RING];
+  whash sent_hash;
+
+  hash_ring sent_seen;
+  hash_ring block_seen;
+};
+
+/* sg_triggers.c */
+void trig_emit_at(sg_scanner *s, sg_trigger_class cls, uint64_t at,
+                  const char *text, size_t len);
+void trig_sentence_reset(sg_scanner *s);
+void trig_sentence_match(sg_scanner *s, int k);
+
+/* sg_triggers_match.c */
+const automaton *trig_automaton(void);
+void trig_normalise(sg_scanner *s, unsigned char c);
+void trig_normalise_finish(sg_scanner *s);
+
+/* sg_triggers_code.c */
+void trig_code_reset(sg_scanner *s);
+void trig_code_byte(sg_scanner *s, unsigned char c);
+void trig_line_byte(sg_scanner *s, unsigned char c);
+void trig_fence_finish(sg_scanner *s);
+
+/* sg_triggers_py.c */
+void trig_py_reset(sg_scanner *s);
+void trig_py_byte(sg_scanner *s, unsigned char c);
+void trig_py_finish(sg_scanner *s);
+/* true while a Python kernel is being read (its text is code, not prose) */
+bool trig_py_active(const sg_scanner *s);
+
+#endif

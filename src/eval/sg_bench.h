@@ -1,0 +1,67 @@
+/* sg_bench.h: whole sets of tasks in one command (`specgen bench`,
+ * docs/usage.md "specgen bench"): which tasks, which candidate for each, and
+ * the table and summary at the end. The device work is sg_eval's; the
+ * command (src/cli/cmd_bench.c) spreads it over the devices.
+ */
+#ifndef SG_BENCH_H
+#define SG_BENCH_H
+
+#include "common/sg_buf.h"
+#include "common/sg_error.h"
+#include "eval/sg_eval.h"
+#include "eval/sg_task.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* One row: a task, its candidate (NULL: none found) and the outcome. */
+typedef struct sg_bench_row {
+  sg_task *task;          /* owned */
+  char *label;            /* "T7" in the paper suite, else NULL; owned */
+  char *candidate;        /* path; owned; NULL when missing */
+  bool evaluated;
+  bool infra;             /* specgen failed (the error is in result.message) */
+  sg_eval_result result;
+  double wall_s;          /* compile + run */
+} sg_bench_row;
+
+typedef struct sg_bench {
+  sg_bench_row *rows;
+  size_t n;
+} sg_bench;
+
+/* The tasks named by spec, appended to b in order: a suite ("paper": the
+ * twenty built-in cuda tasks as T1-T20), a KernelBench file, a folder of
+ * KernelBench files or of task directories, kernelbench:LEVEL or
+ * kernelbench:LEVEL/N, a task directory or a built-in name. */
+int sg_bench_add_tasks(sg_bench *b, const char *spec, sg_err *err);
+
+/* The paper's T1-T20: the built-in cuda tasks ordered by their KernelBench
+ * file ("kernelbench" key: level, then problem number); T1-T10 are level 1,
+ * T11-T20 levels 2 and 3. Returns the position (0-based) for a sort, or a
+ * large number for a task without the key. */
+long sg_bench_paper_rank(const sg_task *t);
+
+/* The candidate for task in dir: dir/NAME.EXT, else the first file of dir
+ * whose name starts with the task's problem number and '_' (KernelBench's
+ * "19_..."), else NULL. EXT by the task's language (py, cu, c). A run
+ * directory (summary.json and best/) stands for its best/ kernels. */
+char *sg_bench_find_candidate(const sg_task *task, const char *dir);
+
+/* The task's example whose label is one of the comma-separated labels
+ * ("ok-fast,ok-fused"), first match in that order; NULL if none. */
+char *sg_bench_find_example(const sg_task *task, const char *labels);
+
+/* The table (status, both verdicts, speedup, times) into out. */
+void sg_bench_table(const sg_bench *b, sg_buf *out);
+
+/* {"rows": [...], "summary": {...}}. */
+json_t *sg_bench_json(const sg_bench *b);
+
+/* The summary line(s) into out: counts by verdict, geometric mean speedup
+ * of the specgen-ok rows, total time. */
+void sg_bench_summary(const sg_bench *b, sg_buf *out);
+
+void sg_bench_free(sg_bench *b);
+
+#endif

@@ -1,0 +1,122 @@
+/* sg_sim_priv.h: the simulated runtime's state, shared by its event loop
+ * (sg_sim.c) and its models (sg_sim_models.c). Private to src/sim. */
+#ifndef SG_SIM_PRIV_H
+#define SG_SIM_PRIV_H
+
+#include "core/sg_controller.h"
+#include "core/sg_interp.h"
+#include "core/sg_scheduler.h"
+#include "core/sg_search.h"
+#include "core/sg_termination.h"
+#include "sim/sg_sim.h"
+#include "sim/sg_sim_llm.h"
+#include "sim/sg_sim_queue.h"
+#include "sim/sg_sim_rng.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+
+enum {
+  EV_CHUNK,       /* owner workflow, id gen: stream the next chunk */
+  EV_GEN_END,     /* owner workflow, id gen: finish or fail */
+  EV_COMPILE_END, /* id req */
+  EV_DEVICE_END,  /* id req */
+  EV_EVAL_FAIL,   /* owner workflow, id candidate, epoch phase: infra error */
+  EV_TICK,        /* owner workflow */
+};
+
+/* Streams of random numbers (sg_sim_rng_seed's stream argument). The task
+ * stream is shared by every configuration, so they face the same tasks. */
+enum { RNG_TASK = 1, RNG_WORKFLOW = 1000, RNG_DEVICE = 2000000 };
+#define RNG_MAIN (1ull << 62)
+
+typedef struct sim_gen {
+  bool used;
+  sg_gen_kind kind;
+  uint64_t epoch;       /* 0: ended; events carry it */
+  int64_t t0_us, end_us, reason_end_us;
+  bool fails;           /* ends in GEN_FAILED at end_us */
+  char *text;           /* main: the planned reasoning text */
+  uint64_t *trig_end;   /* main: byte offsets where planted triggers end */
+  int ntrig;
+  uint64_t reason_bytes, sent_bytes;
+  double reason_tokens, answer_tokens;
+  double prompt_tokens, cached_tokens;
+  double speedup;       /* the kernel it converges to */
+  bool valid;
+  bool prefix_useful;   /* main: forks past the threshold can be valid */
+  sg_eval_status fail_status;
+  double prefix_frac;   /* spec: fraction of the parent's trace */
+  int server;           /* its LLM server (sg_sim_llm) */
+  double rate;          /* its decode rate, tokens/s */
+  double own_tokens;    /* spec: tokens in the server's working set */
+} sim_gen;
+
+typedef struct sim_wf {
+  sg_controller *ctl;
+  sg_search *search;
+  sg_termination *term;
+  sg_sim_rng rng;
+  double threshold;     /* shortest useful prefix, fraction of the trace */
+  double task_speed;    /* median from-scratch speedup of this task */
+  double no_prefix_p;   /* a fork before the threshold is valid */
+  sim_gen *gens;
+  size_t ngens;
+  bool done;
+  int64_t done_us;
+  uint64_t main_gen;    /* the live main generation, 0: none */
+} sim_wf;
+
+typedef struct sim_req {
+  uint32_t workflow;
+  uint64_t candidate;
+  uint64_t gen;
+  sg_phase phase;
+  uint64_t epoch;       /* bumped on every start and on abort */
+  bool live;
+} sim_req;
+
+typedef struct sim {
+  const sg_sim_params *p;
+  const sg_sim_variant *v;
+  sg_sim_result *res;
+  sg_err *err;
+  sg_search_registry sreg;
+  sg_termination_registry treg;
+  sg_scheduler *sched;
+  sim_wf *wf;
+  sim_req *reqs;
+  size_t nreqs;
+  int64_t *dies_us;     /* per device; INT64_MAX: never */
+  sg_sim_queue q;
+  sg_interp *it;        /* executes the core's actions (sg_interp.h) */
+  int64_t now_us;
+  double bpt;           /* text bytes per token */
+  sg_sim_llm *llm;      /* servers and prefix caches */
+  void (*trace)(void *data, const char *line);
+  void *trace_data;
+} sim;
+
+#define GEN_ID_MAX (1u << 22)
+#define REQ_ID_MAX (1u << 26)
+
+/* Seconds to virtual microseconds, at least 1. */
+int64_t sim_s_to_us(double s);
+/* Schedules an event (never in the past). */
+void sim_push(sim *s, int64_t t_us, int type, uint32_t owner, uint64_t id,
+              uint64_t epoch);
+/* Generation id of workflow w (create: grow the table); NULL if unknown. */
+sim_gen *sim_gen_get(sim *s, uint32_t w, uint64_t id, bool create);
+/* Request record of a scheduler id (create: grow the table). */
+sim_req *sim_req_get(sim *s, sg_req_id id, bool create);
+
+/* The models (sg_sim_models.c): a main or speculative generation starts
+ * (draws its length, text, kernel and schedules its events), the completion
+ * tokens it has produced by now, and its ending. */
+int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a);
+int sim_start_spec(sim *s, uint32_t w, const sg_ctl_action *a);
+double sim_tokens_so_far(const sim *s, const sim_gen *g);
+void sim_end_gen(sim *s, sim_gen *g, double completion);
+
+#endif

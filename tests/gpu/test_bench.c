@@ -1,0 +1,195 @@
+/* test_bench.c: `specgen bench` (sg_bench.h and the command): the paper
+ * suite's order, finding candidates and examples, the table, the summary and
+ * the JSON, and a real run of the command over two devices (the cpu
+ * evaluator, so that it runs anywhere). */
+#include "common/sg_alloc.h"
+#include "common/sg_buf.h"
+#include "common/sg_file.h"
+#include "eval/sg_bench.h"
+#include "sg_test.h"
+#include "tmpfiles.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DATA SG_SOURCE_ROOT "/tests/eval/data"
+#define VADD DATA "/tasks/cpu/vector_add"
+
+static void test_paper_suite(void) {
+  setenv("SPECGEN_TASKS_DIR", SG_SOURCE_ROOT "/tasks", 1);
+  sg_bench b = {NULL, 0};
+  sg_err err;
+  SG_CHECK_OK(sg_bench_add_tasks(&b, "paper", &err), err);
+  SG_CHECK_EQ_INT(b.n, 20);
+  if (b.n == 20) {
+    SG_CHECK_STR_EQ(b.rows[0].label, "T1");
+    SG_CHECK_STR_EQ(b.rows[0].task->name, "tensor3d_matmul");   /* level1/10 */
+    SG_CHECK_STR_EQ(b.rows[9].task->name, "hinge_loss");        /* level1/100 */
+    SG_CHECK_STR_EQ(b.rows[10].label, "T11");
+    SG_CHECK_STR_EQ(b.rows[19].label, "T20");
+    SG_CHECK_STR_EQ(b.rows[19].task->name, "relu_self_attention"); /* level3/50 */
+    for (size_t i = 1; i < b.n; i++)
+      SG_CHECK(sg_bench_paper_rank(b.rows[i - 1].task) < sg_bench_paper_rank(b.rows[i].task));
+    for (size_t i = 0; i < b.n; i++) {
+      SG_CHECK_STR_EQ(b.rows[i].task->evaluator, "cuda");
+      char *ex = sg_bench_find_example(b.rows[i].task, "ok-fast,ok-fused");
+      SG_CHECK_MSG(ex != NULL, "%s has no ok-fast or ok-fused", b.rows[i].task->name);
+      free(ex);
+    }
+  }
+  sg_bench_free(&b);
+}
+
+static void test_find_candidate(void) {
+  char *d = tmp_dir("sg-bench");
+  sg_task *t = NULL;
+  sg_err err;
+  /* a KernelBench file as the task: 19_ReLU */
+  put_file(d, "19_ReLU.py", "class Model(nn.Module):\n  pass\ndef get_inputs():\n  return []\n"
+                       "def get_init_inputs():\n  return []\n");
+  char *cands = sg_asprintf("%s/cands", d);
+  SG_CHECK_OK(sg_mkdir_p(cands, &err), err);
+  char *task = sg_asprintf("%s/19_ReLU.py", d);
+  SG_CHECK_OK(sg_task_load(task, &t, &err), err);
+  SG_CHECK(sg_bench_find_candidate(t, cands) == NULL);
+  put_file(cands, "190_Other.py", "");
+  put_file(cands, "19_ReLU_v2.cu", "");
+  SG_CHECK(sg_bench_find_candidate(t, cands) == NULL);
+  put_file(cands, "19_new.py", "");
+  char *c = sg_bench_find_candidate(t, cands);
+  SG_CHECK(c && strstr(c, "/19_new.py"));
+  free(c);
+  put_file(cands, "19_ReLU.py", "");
+  c = sg_bench_find_candidate(t, cands);
+  SG_CHECK(c && strstr(c, "/19_ReLU.py"));
+  free(c);
+  sg_task_free(t);
+  SG_CHECK_OK(sg_task_load(VADD, &t, &err), err);
+  SG_CHECK(sg_bench_find_candidate(t, cands) == NULL);
+  put_file(cands, "vector_add.c", "");
+  c = sg_bench_find_candidate(t, cands);
+  SG_CHECK(c && strstr(c, "/vector_add.c"));
+  free(c);
+  /* a run directory's best kernels */
+  char *run = sg_asprintf("%s/run", d), *best = sg_asprintf("%s/run/best", d);
+  SG_CHECK_OK(sg_mkdir_p(best, &err), err);
+  put_file(best, "vector_add.c", "");
+  SG_CHECK(sg_bench_find_candidate(t, run) == NULL); /* no summary.json: not a run */
+  put_file(run, "summary.json", "{}");
+  c = sg_bench_find_candidate(t, run);
+  SG_CHECK(c && strstr(c, "/run/best/vector_add.c"));
+  free(c);
+  free(run);
+  free(best);
+  sg_task_free(t);
+  free(task);
+  free(cands);
+  sg_rm_rf(d, &err);
+  free(d);
+}
+
+static void test_table_and_summary(void) {
+  sg_bench b = {NULL, 0};
+  sg_err err;
+  SG_CHECK_OK(sg_bench_add_tasks(&b, VADD, &err), err);
+  SG_CHECK_OK(sg_bench_add_tasks(&b, VADD, &err), err);
+  SG_CHECK_OK(sg_bench_add_tasks(&b, VADD, &err), err);
+  SG_CHECK_EQ_INT(b.n, 3);
+  b.rows[0].candidate = sg_strdup("/x/a.c");
+  b.rows[0].evaluated = true;
+  b.rows[0].result.status = SG_EVAL_OK;
+  b.rows[0].result.speedup = 4.0;
+  b.rows[0].result.kernelbench_status = sg_strdup("ok");
+  b.rows[0].wall_s = 1.5;
+  b.rows[1].candidate = sg_strdup("/x/b.c");
+  b.rows[1].evaluated = true;
+  b.rows[1].result.status = SG_EVAL_NUMERICAL_ERROR;
+  b.rows[1].result.kernelbench_status = sg_strdup("ok");
+  b.rows[1].wall_s = 0.5;
+  sg_buf out;
+  sg_buf_init(&out, 0);
+  sg_bench_table(&b, &out);
+  sg_bench_summary(&b, &out);
+  const char *s = sg_buf_str(&out);
+  SG_CHECK_CONTAINS(s, "numerical_error");
+  SG_CHECK_CONTAINS(s, "missing");
+  SG_CHECK_CONTAINS(s, "4.000x");
+  SG_CHECK_CONTAINS(s, "3 tasks, 2 candidates evaluated (1 missing): 1 correct by "
+                       "specgen's check, 2 by KernelBench's");
+  SG_CHECK_CONTAINS(s, "geometric mean speedup of the correct ones 4.000x");
+  json_t *j = sg_bench_json(&b);
+  json_t *sum = json_object_get(j, "summary");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(sum, "ok")), 1);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(sum, "kernelbench_ok")), 2);
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(j, "rows")), 3);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(
+                      json_array_get(json_object_get(j, "rows"), 2), "status")),
+                  "missing");
+  json_decref(j);
+  sg_buf_free(&out);
+  sg_bench_free(&b);
+}
+
+/* The command for real: a folder of task directories, two devices, JSON. */
+static void test_command(void) {
+  char *d = tmp_dir("sg-bench");
+  sg_err err;
+  char *tasks = sg_asprintf("%s/tasks", d), *cands = sg_asprintf("%s/cands", d);
+  SG_CHECK_OK(sg_mkdir_p(tasks, &err), err);
+  SG_CHECK_OK(sg_mkdir_p(cands, &err), err);
+  char *cmd = sg_asprintf("cp -r %s %s/a && cp -r %s %s/b && sed -i "
+                          "'s/\"name\": \"vector_add\"/\"name\": \"other\"/' %s/b/task.json",
+                          VADD, tasks, VADD, tasks, tasks);
+  SG_CHECK(system(cmd) == 0);
+  free(cmd);
+  char *ref = NULL;
+  size_t len = 0;
+  SG_CHECK_OK(sg_file_read(VADD "/reference.c", 1 << 20, &ref, &len, &err), err);
+  put_file(cands, "vector_add.c", ref);
+  free(ref);
+  cmd = sg_asprintf("%s bench %s --cands %s --devices cpu:0,cpu:1 --json --runs 2 "
+                    "--warmups 0 2>/dev/null", SG_TEST_SPECGEN, tasks, cands);
+  FILE *p = popen(cmd, "r");
+  SG_CHECK(p != NULL);
+  sg_buf b;
+  sg_buf_init(&b, 1 << 20);
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+    sg_buf_append(&b, chunk, n);
+  int st = pclose(p);
+  SG_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %d", cmd, st);
+  json_error_t je;
+  json_t *j = json_loads(sg_buf_str(&b), 0, &je);
+  SG_CHECK_MSG(j != NULL, "not JSON: %s", sg_buf_str(&b));
+  json_t *rows = json_object_get(j, "rows");
+  SG_CHECK_EQ_INT(json_array_size(rows), 2);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(json_array_get(rows, 0), "status")), "ok");
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(json_array_get(rows, 1), "status")),
+                  "missing");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(j, "summary"), "ok")), 1);
+  json_decref(j);
+  sg_buf_free(&b);
+  free(cmd);
+  /* bad usage */
+  cmd = sg_asprintf("%s bench %s 2>/dev/null", SG_TEST_SPECGEN, tasks);
+  st = system(cmd);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+  free(cmd);
+  cmd = sg_asprintf("%s bench nosuchtask --cands %s 2>/dev/null", SG_TEST_SPECGEN, cands);
+  st = system(cmd);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+  free(cmd);
+  free(tasks);
+  free(cands);
+  sg_rm_rf(d, &err);
+  free(d);
+}
+
+SG_TEST_MAIN({"paper_suite", test_paper_suite},
+             {"find_candidate", test_find_candidate},
+             {"table_and_summary", test_table_and_summary},
+             {"command", test_command})
