@@ -228,11 +228,9 @@ static void paper_model(sg_sim_params *p) {
   p->valid_threshold_log = 1;
   p->spec_answer_tokens = 1000;
   /* Table 9's profiled kernels (forks valid past the useful prefix far
-   * more often than a whole reasoning answer) and Table 4's busy devices
-   * (an idle device gets a fork soon), Table 2's prefix-conditioned kernels
-   * close to the 100-iteration best of Table 6 (forks lose little). */
+   * more often than a whole reasoning answer), Table 2's prefix-conditioned
+   * kernels close to the 100-iteration best of Table 6 (forks lose little). */
   p->valid_spec_p = 0.7;
-  p->idle_min_new_tokens = 512;
   p->speed_spec_gap = 0.1;
   p->speed_spec_sigma = 0.05;
   p->kv_remote_gb_per_device = 100;
