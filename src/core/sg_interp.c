@@ -177,8 +177,12 @@ static int apply_sched(sg_interp *it) {
   void *d = it->o.data;
   for (size_t i = 0; i < n && !it->failed; i++) {
     const sg_sched_action *a = &acts[i];
-    trace(it, "sched %s %s", sact_names[a->type],
-          a->type == SG_SACT_START_DEVICE ? sg_phase_name(a->phase) : "");
+    if (a->type == SG_SACT_RESPLIT)
+      trace(it, "sched %s w%" PRIu32 " it%" PRIu32 " %dv/%dp", sact_names[a->type],
+            a->workflow, a->iteration, a->validate_devices, a->profile_devices);
+    else
+      trace(it, "sched %s %s", sact_names[a->type],
+            a->type == SG_SACT_START_DEVICE ? sg_phase_name(a->phase) : "");
     int rc = 0;
     switch (a->type) {
     case SG_SACT_START_COMPILE:

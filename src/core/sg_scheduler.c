@@ -433,10 +433,16 @@ static void part_counts(const sg_scheduler *s, int *nv, int *np) {
   *np = s->npart[SG_PHASE_PROFILE] + s->npart[PART_SHARED];
 }
 
-static void emit_resplit(sg_scheduler *s, sg_sched_actions *out) {
+/* The re-split is pool-wide, but the store keeps a decision under a
+ * workflow: the action names the workflow (and iteration) whose event
+ * caused it, which is live then, never a fixed one that may have ended. */
+static void emit_resplit(sg_scheduler *s, uint32_t workflow, uint32_t iteration,
+                         sg_sched_actions *out) {
   sg_sched_action a;
   memset(&a, 0, sizeof a);
   a.type = SG_SACT_RESPLIT;
+  a.workflow = workflow;
+  a.iteration = iteration;
   a.device = -1;
   part_counts(s, &a.validate_devices, &a.profile_devices);
   emit(out, &a);
@@ -772,7 +778,7 @@ int sg_scheduler_device_done(sg_scheduler *s, sg_req_id id, bool infra_failure,
     emit(out, &a);
     assign_parts(s);
     if (live_devices(s) > 0)
-      emit_resplit(s, out);
+      emit_resplit(s, r->r.workflow, r->r.iteration, out);
   }
   req_set_state(s, r, SG_REQ_DEVICE_WAIT);
   if (++r->retries > s->o.max_retries || live_devices(s) == 0) {
@@ -861,7 +867,7 @@ int sg_scheduler_iteration_boundary(sg_scheduler *s, uint32_t workflow_id,
       if (target != s->prof_target) {
         s->prof_target = target;
         assign_parts(s);
-        emit_resplit(s, out);
+        emit_resplit(s, workflow_id, next_iteration, out);
       }
     }
     for (int p = 0; p < SG_PHASE__COUNT; p++)

@@ -119,8 +119,10 @@ typedef enum sg_sched_action_type {
 typedef struct sg_sched_action {
   sg_sched_action_type type;
   sg_req_id req;           /* 0 for DEVICE_DEAD / RESPLIT */
-  uint32_t workflow;
-  uint32_t iteration;
+  uint32_t workflow;       /* RESPLIT: the live workflow whose iteration
+                              boundary (or whose request's infrastructure
+                              failure, killing a device) caused it */
+  uint32_t iteration;      /* RESPLIT: that workflow's current iteration */
   sg_phase phase;
   int device;              /* -1 when none */
   bool was_compiling;      /* ABORT only */

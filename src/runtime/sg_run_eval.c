@@ -288,13 +288,16 @@ static int op_device_dead(void *data, const sg_sched_action *a) {
   return 0;
 }
 
+/* The re-split is the pool's; it is kept under the workflow whose event
+ * caused it (the scheduler names that one, live at that moment). */
 static int op_resplit(void *data, const sg_sched_action *a) {
   run *r = data;
-  if (a->workflow < r->nwf && !r->wfs[a->workflow].done && r->wfs[a->workflow].store_id)
+  if (a->workflow < r->nwf && r->wfs[a->workflow].store_id)
     sg_run_record_decision(r, &r->wfs[a->workflow], "reallocate",
-                           json_pack("{s:i, s:i}", "validate_devices",
+                           json_pack("{s:i, s:i, s:i}", "validate_devices",
                                      a->validate_devices, "profile_devices",
-                                     a->profile_devices));
+                                     a->profile_devices, "iteration",
+                                     (int)a->iteration + 1));
   return 0;
 }
 

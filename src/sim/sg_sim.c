@@ -40,40 +40,89 @@ void sim_push(sim *s, int64_t t_us, int type, uint32_t owner, uint64_t id,
   sg_sim_queue_push(&s->q, ev);
 }
 
+/* Doubles workflow f's ring, keeping what the current iteration can reach.
+ * Two ids in distinct slots mod n stay distinct mod 2n: no collisions. */
+static void gens_grow(sim *s, sim_wf *f) {
+  size_t n = f->ngens ? 2 * f->ngens : 64;
+  if (n > s->res->gen_slots_max)
+    s->res->gen_slots_max = n;
+  sim_gen *v = sg_calloc(n, sizeof *v);
+  for (size_t i = 0; i < f->ngens; i++) {
+    sim_gen *g = &f->gens[i];
+    if (g->used && g->id >= f->keep_from)
+      v[g->id & (n - 1)] = *g;
+    else {
+      free(g->text);
+      free(g->trig_end);
+    }
+  }
+  free(f->gens);
+  f->gens = v;
+  f->ngens = n;
+}
+
 sim_gen *sim_gen_get(sim *s, uint32_t w, uint64_t id, bool create) {
   sim_wf *f = &s->wf[w];
   if (id == 0 || id >= GEN_ID_MAX)
     return NULL;
-  if (id >= f->ngens) {
+  if (f->ngens == 0) {
     if (!create)
       return NULL;
-    size_t n = f->ngens ? f->ngens : 64;
-    while (n <= id)
-      n *= 2;
-    f->gens = sg_realloc(f->gens, n * sizeof *f->gens);
-    memset(f->gens + f->ngens, 0, (n - f->ngens) * sizeof *f->gens);
-    f->ngens = n;
+    gens_grow(s, f);
   }
-  sim_gen *g = &f->gens[id];
-  if (!create && !g->used)
-    return NULL;
+  sim_gen *g = &f->gens[id & (f->ngens - 1)];
+  if (!create)
+    return g->used && g->id == id ? g : NULL;
+  while (g->used && g->id != id && g->id >= f->keep_from) {
+    gens_grow(s, f);
+    g = &f->gens[id & (f->ngens - 1)];
+  }
+  if (g->id != id) {
+    /* an ended iteration's: nothing refers to it any more */
+    free(g->text);
+    free(g->trig_end);
+    memset(g, 0, sizeof *g);
+    g->id = id;
+  }
   return g;
+}
+
+/* The request table is a ring too: a slot is reused once its request is
+ * no longer live (done, failed or aborted; events for it carry an epoch
+ * and a lookup by a stale id finds nothing). */
+static void reqs_grow(sim *s) {
+  size_t n = s->nreqs ? 2 * s->nreqs : 1024;
+  if (n > s->res->req_slots_max)
+    s->res->req_slots_max = n;
+  sim_req *v = sg_calloc(n, sizeof *v);
+  for (size_t i = 0; i < s->nreqs; i++)
+    if (s->reqs[i].live)
+      v[s->reqs[i].id & (n - 1)] = s->reqs[i];
+  free(s->reqs);
+  s->reqs = v;
+  s->nreqs = n;
 }
 
 sim_req *sim_req_get(sim *s, sg_req_id id, bool create) {
   if (id == 0 || id >= REQ_ID_MAX)
     return NULL;
-  if (id >= s->nreqs) {
+  if (s->nreqs == 0) {
     if (!create)
       return NULL;
-    size_t n = s->nreqs ? s->nreqs : 1024;
-    while (n <= id)
-      n *= 2;
-    s->reqs = sg_realloc(s->reqs, n * sizeof *s->reqs);
-    memset(s->reqs + s->nreqs, 0, (n - s->nreqs) * sizeof *s->reqs);
-    s->nreqs = n;
+    reqs_grow(s);
   }
-  return &s->reqs[id];
+  sim_req *q = &s->reqs[id & (s->nreqs - 1)];
+  if (!create)
+    return q->id == id ? q : NULL;
+  while (q->live && q->id != id) {
+    reqs_grow(s);
+    q = &s->reqs[id & (s->nreqs - 1)];
+  }
+  if (q->id != id) {
+    memset(q, 0, sizeof *q);
+    q->id = id;
+  }
+  return q;
 }
 
 /* ---- executing the core's actions (the interpreter's ops) ---- */

@@ -96,6 +96,9 @@ typedef struct sg_sim_result {
   uint64_t devices_retired;      /* taken out of service by the scheduler */
   uint64_t infra_failures, requests_failed, requests_aborted, resplits;
   uint64_t events;               /* events processed */
+  /* Peak slots of a workflow's generation ring and of the request ring:
+   * bounded by what one iteration keeps alive, not by the campaign. */
+  uint64_t gen_slots_max, req_slots_max;
   /* The LLM servers and prefix caches (sg_sim_llm.h), in tokens. */
   double cache_local_tokens;     /* prefix tokens found in a server's KV */
   double cache_remote_tokens;    /* restored from the remote store */

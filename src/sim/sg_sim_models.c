@@ -134,11 +134,19 @@ static void schedule_chunks(sim *s, uint32_t w, uint64_t id, const sim_gen *g) {
 int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   const sg_sim_params *p = s->p;
   sim_wf *f = &s->wf[w];
+  /* The first main generation of a new iteration: older ones are no
+   * longer reachable (see sim_wf). */
+  if (!f->keep_set || a->iteration != f->keep_iter) {
+    f->keep_set = true;
+    f->keep_iter = a->iteration;
+    f->keep_from = a->u.start.gen;
+  }
   sim_gen *g = sim_gen_get(s, w, a->u.start.gen, true);
   if (g == NULL || g->used)
     return sg_err_set(s->err, SG_EINVAL, "workflow %u: bad generation id %llu", w,
                       (unsigned long long)a->u.start.gen);
   memset(g, 0, sizeof *g);
+  g->id = a->u.start.gen;
   g->used = true;
   g->kind = SG_GEN_MAIN;
   g->epoch = 1;
@@ -225,6 +233,7 @@ int sim_start_spec(sim *s, uint32_t w, const sg_ctl_action *a) {
                       (unsigned long long)a->u.start.gen,
                       (unsigned long long)a->u.start.parent_gen);
   memset(g, 0, sizeof *g);
+  g->id = a->u.start.gen;
   g->used = true;
   g->kind = SG_GEN_SPEC;
   g->epoch = 1;

@@ -32,6 +32,7 @@ enum { RNG_TASK = 1, RNG_WORKFLOW = 1000, RNG_DEVICE = 2000000 };
 #define RNG_MAIN (1ull << 62)
 
 typedef struct sim_gen {
+  uint64_t id;          /* which generation holds this slot of the ring */
   bool used;
   sg_gen_kind kind;
   uint64_t epoch;       /* 0: ended; events carry it */
@@ -61,14 +62,23 @@ typedef struct sim_wf {
   double threshold;     /* shortest useful prefix, fraction of the trace */
   double task_speed;    /* median from-scratch speedup of this task */
   double no_prefix_p;   /* a fork before the threshold is valid */
+  /* Generations in a ring indexed by id mod ngens (a power of two): only
+   * the current iteration's can still be reached (the boundary aborts the
+   * ended iteration's requests, and its generations were cancelled), so
+   * older slots are reused and memory stays bounded by one iteration's
+   * forks, not the campaign's (a thousand workflows fork millions). */
   sim_gen *gens;
   size_t ngens;
+  uint64_t keep_from;   /* the current iteration's first generation id */
+  uint32_t keep_iter;
+  bool keep_set;
   bool done;
   int64_t done_us;
   uint64_t main_gen;    /* the live main generation, 0: none */
 } sim_wf;
 
 typedef struct sim_req {
+  sg_req_id id;         /* which request holds this slot of the ring */
   uint32_t workflow;
   uint64_t candidate;
   uint64_t gen;

@@ -88,6 +88,7 @@ typedef struct world {
   bool done[MAX_WF];
   int fault_gen, fault_infra, fault_compile; /* percent */
   uint64_t steps, forks, early, dead, aborted;
+  uint64_t resplits, resplits_after_first_done;
   uint64_t trace; /* a hash of every action, in order */
 } world;
 
@@ -304,6 +305,13 @@ static void run_sched_actions(world *w) {
       break;
     case SG_SACT_RESPLIT:
       SG_CHECK(a->validate_devices >= 1 && a->profile_devices >= 1);
+      /* kept under the workflow that caused it: one still live */
+      SG_CHECK((int)a->workflow < w->nwf);
+      SG_CHECK_MSG(!w->done[a->workflow], "a re-split names workflow %u, which is done",
+                   a->workflow);
+      w->resplits++;
+      if (w->done[0])
+        w->resplits_after_first_done++;
       break;
     }
   }
@@ -533,15 +541,17 @@ static void run_seed(uint64_t seed, int fault_gen, int fault_infra,
 static world the_world; /* large: keep it off the stack */
 
 static void test_props_many_seeds(void) {
-  uint64_t forks = 0, early = 0;
+  uint64_t forks = 0, early = 0, late_resplits = 0;
   for (uint64_t seed = 1; seed <= 300; seed++) {
     run_seed(seed, 5, 2, 8, &the_world);
     forks += the_world.forks;
     early += the_world.early;
+    late_resplits += the_world.resplits_after_first_done;
   }
   /* the driver reaches the interesting paths, or it proves nothing */
   SG_CHECK(forks > 100);
   SG_CHECK(early > 10);
+  SG_CHECK(late_resplits > 0); /* re-splits after workflow 0 ended */
 }
 
 static void test_props_with_faults(void) {

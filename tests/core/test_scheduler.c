@@ -173,6 +173,43 @@ static void test_resplit_from_peak_queues(void) {
   fx_free(&f);
 }
 
+/* A re-split is the pool's, but a run keeps it as a decision of a
+ * workflow: the action names the workflow whose event caused it (and that
+ * workflow's iteration), never a fixed workflow 0 that may have ended. */
+static void test_resplit_names_the_live_workflow(void) {
+  fx f;
+  fx_init(&f, 8, NULL);
+  boundary(&f, 0, 1);
+  sg_sched_actions_clear(&f.a);
+  SG_CHECK_OK(sg_scheduler_workflow_done(f.s, 0, ++f.now, &f.a, &f.err), f.err);
+  for (int i = 0; i < 12; i++)
+    sub(&f, 2, 4, SG_PHASE_VALIDATE, false);
+  sub(&f, 2, 4, SG_PHASE_PROFILE, false);
+  boundary(&f, 2, 5);
+  const sg_sched_action *rs = act(&f, SG_SACT_RESPLIT, 0);
+  SG_CHECK(rs != NULL);
+  SG_CHECK_EQ_INT(rs->workflow, 2);
+  SG_CHECK_EQ_INT(rs->iteration, 5);
+  fx_free(&f);
+
+  /* a device killed by a request's infrastructure failures: the re-split
+   * names that request's workflow */
+  fx_init(&f, 3, NULL);
+  sg_req_id q = sub(&f, 5, 1, SG_PHASE_VALIDATE, false);
+  const sg_sched_action *dead = NULL;
+  for (int i = 0; i < 3 && dead == NULL; i++) {
+    sg_sched_actions_clear(&f.a);
+    SG_CHECK_OK(sg_scheduler_device_done(f.s, q, true, ++f.now, &f.a, &f.err), f.err);
+    dead = act(&f, SG_SACT_DEVICE_DEAD, 0);
+  }
+  SG_CHECK(dead != NULL);
+  rs = act(&f, SG_SACT_RESPLIT, 0);
+  SG_CHECK(rs != NULL);
+  SG_CHECK_EQ_INT(rs->workflow, 5);
+  SG_CHECK_EQ_INT(rs->iteration, 1);
+  fx_free(&f);
+}
+
 static void no_elastic(sg_sched_opts *o) {
   o->elastic = false;
   o->static_profile_devices = 1;
@@ -710,6 +747,7 @@ SG_TEST_MAIN(SG_TEST(test_split_formula_edges),
              SG_TEST(test_bad_options_are_named),
              SG_TEST(test_initial_split_is_even),
              SG_TEST(test_resplit_from_peak_queues),
+             SG_TEST(test_resplit_names_the_live_workflow),
              SG_TEST(test_static_split_never_moves),
              SG_TEST(test_busy_device_switches_after_its_run),
              SG_TEST(test_validation_is_lifo_profiling_fifo),

@@ -4,6 +4,7 @@
 #include "sg_test.h"
 #include "sim/sg_sim_params.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -33,6 +34,10 @@ static void presets_hold_the_papers_characterization(void) {
   SG_CHECK_NEAR(d.val_mean_s, 59.0, 1e-9);
   SG_CHECK_NEAR(d.prof_mean_s, 26.6, 1e-9);
   SG_CHECK_NEAR(d.valid_main_p, 0.407, 1e-9);
+  /* Table 2: no valid kernel in 100 forks without the reasoning prefix on
+   * 8 of 10 tasks (GLM), 4 of 10 (DSv4) */
+  SG_CHECK_NEAR(pow(1 - p.valid_no_prefix_p, 100), 0.8, 0.02);
+  SG_CHECK_NEAR(pow(1 - d.valid_no_prefix_p, 100), 0.4, 0.02);
   SG_CHECK_OK(sg_sim_params_validate(&p, &err), err);
   SG_CHECK_OK(sg_sim_params_validate(&d, &err), err);
   SG_CHECK_EQ_INT(sg_sim_params_preset(&d, "paper-gpt", &err), SG_ENOENT);

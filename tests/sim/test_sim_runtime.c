@@ -97,6 +97,23 @@ static void check_invariants(const sg_sim_params *p, const sg_sim_result *r) {
   SG_CHECK(r->best_speedup_geomean > 0 && isfinite(r->best_speedup_geomean));
 }
 
+/* A long campaign keeps only what an iteration can reach: the generation
+ * and request rings stay far smaller than the ids the campaign used, and
+ * the results are what the seed gives (checked byte for byte above). */
+static void memory_is_bounded_by_an_iteration(void) {
+  sg_sim_params p = small();
+  p.workflows = 2;
+  p.iterations = 200;
+  sg_sim_result r = run(&p, "full");
+  check_invariants(&p, &r);
+  SG_CHECK_MSG(r.gen_slots_max > 0 && r.gen_slots_max * 8 < r.forks / 2,
+               "%llu generation slots for %llu forks per workflow",
+               (unsigned long long)r.gen_slots_max, (unsigned long long)(r.forks / 2));
+  SG_CHECK_MSG(r.req_slots_max > 0 && r.req_slots_max * 4 < r.candidates,
+               "%llu request slots for %llu candidates",
+               (unsigned long long)r.req_slots_max, (unsigned long long)r.candidates);
+}
+
 static void baseline_never_forks(void) {
   sg_sim_params p = small();
   sg_sim_result r = run(&p, "baseline");
@@ -415,6 +432,7 @@ static void wall_budget_ends_workflows(void) {
 
 SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
              SG_TEST(baseline_never_forks), SG_TEST(spec_configs_fork_and_end_early),
+             SG_TEST(memory_is_bounded_by_an_iteration),
              SG_TEST(remote_cache_serves_more_of_the_prefix),
              SG_TEST(synthetic_reasoning_triggers_only_where_planted),
              SG_TEST(fork_validity_follows_the_prefix_threshold),
