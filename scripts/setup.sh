@@ -13,6 +13,7 @@ packages=(
   libseccomp-dev                               # the sandbox's seccomp filters
   libjs-chart.js                               # charts inlined into `specgen report` pages
   chromium                                     # headless browser for the report's tests
+  libhiredis-dev redis-server                  # remote workers through Redis (docs/remote.md)
 )
 
 missing=()

@@ -403,6 +403,18 @@ static void proc_write_failed(proc *pr, int rc) {
     pr->t_noticed = sg_clock_now_s();
 }
 
+void sg_pool_remote_stored(proc *pr, const char *wire) {
+  if (pr->in_closed || pr->eof || pr->exited || pr->write_failed)
+    return; /* unacknowledged: a later proxy's reads ignore its result */
+  json_t *j = json_pack("{s:s, s:s}", "type", "ping", "id", wire);
+  size_t len;
+  char *line = sg_jsonl_line(j, &len);
+  json_decref(j);
+  int rc = proc_write(pr, line, len, false);
+  if (rc < 0)
+    proc_write_failed(pr, rc);
+}
+
 void sg_pool_device_told(worker *w, bool busy) {
   sg_pool *p = w->p;
   if (w->slot < 0 || w->told_busy == busy || p->closing)

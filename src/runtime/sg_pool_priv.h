@@ -128,6 +128,9 @@ void sg_pool_worker_pump(worker *w);
 /* Tells the caller a device slot's busy state changed (on_device). */
 void sg_pool_device_told(worker *w, bool busy);
 void sg_pool_worker_spawn(worker *w);
+/* Tells a slot proxy (docs/remote.md) that the result of its request wire
+ * is stored, so it may acknowledge the request in Redis. */
+void sg_pool_remote_stored(proc *pr, const char *wire);
 int sg_pool_worker_spawn_proc(worker *w, sg_err *err);
 
 #endif

@@ -250,5 +250,6 @@ void sg_run_free(run *r) {
   sg_llm_server_stop(r->server);
   free(r->base_url);
   free(r->build_cache);
+  free(r->remote_env);
   free(r->end_think);
 }

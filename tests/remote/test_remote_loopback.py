@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Remote workers through a real redis-server on loopback, with a password
+(docs/remote.md): worker hosts and slot proxies as separate processes.
+
+- a request travels proxy -> Redis -> worker host -> its local worker and
+  back; it stays pending in the group until the pool's ping says the result
+  is stored, then it is acknowledged and deleted;
+- the password is never in a process's command line nor in any log; a wrong
+  one is refused with the server's reason;
+- a worker host killed mid-evaluation: infra_error naming its host, and the
+  next request goes to the other host;
+- a worker host stopped (a partition) past its heartbeat: infra_error, and
+  its result, once it comes back, is ignored and logged;
+- a request of another run: the worker answers why and stops;
+- Redis restarted (without persistence) mid-evaluation: one result, none lost;
+- `specgen run --remote 2` schedules onto two worker hosts next to its local
+  device, and stores nothing of the URL.
+Exits 77 (skip) only when redis-server is not installed."""
+import glob
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from remote_harness import (SPECGEN, WAIT, Host, Proxy, Redis, example,  # noqa: E402
+                            have_redis, wait_for)
+
+RUN = "looprun"
+
+
+def pending(redis, kind="cpu", run=RUN):
+    out = redis.cli("XPENDING", "specgen:%s:req:%s" % (run, kind), "workers")
+    first = out.splitlines()[0] if out else "0"
+    return int(first) if first.isdigit() else 0
+
+
+class Loopback(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="sg-remote-")
+        self.dir = self.tmp.name
+        self.redis = Redis(self.dir)
+        self.hosts = []
+        self.proxies = []
+
+    def tearDown(self):
+        for p in self.proxies:
+            p.close()
+        for h in self.hosts:
+            h.stop()
+        self.redis.stop()
+        self.tmp.cleanup()
+
+    def host(self, name, **kw):
+        h = Host(self.redis.url(), kw.pop("run", RUN), name, self.dir, **kw)
+        self.hosts.append(h)
+        return h
+
+    def proxy(self, **kw):
+        p = Proxy(self.redis, kw.pop("run", RUN), **kw)
+        self.proxies.append(p)
+        p.expect(lambda r: r["type"] == "hello", "hello")
+        return p
+
+    def test_request_round_trip_acknowledged_only_once_stored(self):
+        h = self.host("hostA")
+        h.wait_ready()
+        p = self.proxy()
+        p.validate("1.1", example("ok-fast.c"))
+        started = p.expect(lambda r: r["type"] == "started", "started")
+        self.assertEqual(started["id"], "1.1")
+        r = p.result("1.1")
+        self.assertEqual((r["type"], r["status"]), ("result", "ok"), r)
+        # delivered, not yet stored: still pending in the group
+        self.assertEqual(pending(self.redis), 1)
+        p.send({"type": "ping", "id": "1.1"})
+        p.expect(lambda r: r["type"] == "pong", "pong")
+        wait_for(lambda: pending(self.redis) == 0, "the request acknowledged")
+        wait_for(lambda: self.redis.cli("XLEN", "specgen:%s:req:cpu" % RUN) == "0",
+                 "the request entry deleted")
+        # the worker registered itself, and heartbeats
+        self.assertIn("hostA/cpu:0/", self.redis.cli("HKEYS", "specgen:%s:workers" % RUN))
+        self.assertIn("hostA", self.redis.cli("KEYS", "specgen:%s:hb:*" % RUN))
+        # the password shows nowhere: not in a command line, not in a log
+        for pid in [h.p.pid, p.p.pid]:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                self.assertNotIn(self.redis.password.encode(), f.read())
+        self.assertNotIn(self.redis.password, h.log() + p.stderr_text())
+
+    def test_wrong_password_refused_with_the_reason(self):
+        bad = self.redis.url().replace(self.redis.password, "not-the-password")
+        h = Host(bad, RUN, "hostBad", self.dir)
+        self.hosts.append(h)
+        wait_for(lambda: "authentication refused" in h.log(), "the refusal")
+        self.assertNotIn("not-the-password", h.log())
+        self.assertNotIn("up (requests connection)", h.log())
+
+    def test_host_killed_mid_evaluation_is_reported_and_the_next_goes_elsewhere(self):
+        a, b = self.host("hostA", hb=3), self.host("hostB", hb=3)
+        a.wait_ready()
+        b.wait_ready()
+        p = self.proxy()
+        p.validate("1.1", example("timeout-unstarted_workers.c"), timeout_s=30)
+        p.expect(lambda r: r["type"] == "started", "started")
+        consumer = wait_for(lambda: self.redis.cli(
+            "XPENDING", "specgen:%s:req:cpu" % RUN, "workers", "-", "+", "1").splitlines(),
+            "the pending entry")[1]
+        victim, other = (a, b) if consumer.startswith("hostA/") else (b, a)
+        t0 = time.monotonic()
+        victim.signal(signal.SIGKILL)
+        r = p.result("1.1", limit=60)
+        self.assertEqual(r["status"], "infra_error", r)
+        self.assertIn("remote worker %s/" % victim.name, r["message"])
+        self.assertIn("heartbeat expired while validating", r["message"])
+        self.assertLess(time.monotonic() - t0, 60)
+        # the entry is closed: nobody takes it again
+        wait_for(lambda: pending(self.redis) == 0, "the lost request acknowledged")
+        p.validate("2.1", example("ok-fast.c"))
+        r = p.result("2.1")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertIn("local started", other.log())
+
+    def test_partitioned_host_late_result_ignored_and_logged(self):
+        a = self.host("hostA", hb=2)
+        a.wait_ready()
+        p = self.proxy()
+        # slow enough to outlast the heartbeat, short enough for the test
+        p.validate("1.1", example("timeout-unstarted_workers.c"), timeout_s=8)
+        p.expect(lambda r: r["type"] == "started", "started")
+        a.signal(signal.SIGSTOP)  # its local worker goes on evaluating
+        r = p.result("1.1", limit=60)
+        self.assertEqual(r["status"], "infra_error", r)
+        self.assertIn("hostA/", r["message"])
+        a.signal(signal.SIGCONT)
+        wait_for(lambda: "late result for request" in p.stderr_text(),
+                 "the late result logged")
+        # and never delivered: no second reply for 1.1
+        p.send({"type": "ping"})
+        p.expect(lambda r: r["type"] == "pong", "pong")
+        self.assertEqual([x for x in p.replies if x.get("id") == "1.1" and
+                          x["type"] in ("result", "error")], [r])
+        # the host serves again
+        p.validate("2.1", example("ok-fast.c"))
+        self.assertEqual(p.result("2.1")["status"], "ok")
+
+    def test_request_of_another_run_refused_with_the_reason(self):
+        h = self.host("hostA", run="otherrun")
+        h.wait_ready()
+        p = self.proxy(run="otherrun")
+        # a request on the run's stream that claims another run
+        self.redis.cli("XADD", "specgen:otherrun:req:cpu", "*", "id", "x.1", "run",
+                       "looprun", "protocol", "1", "version", "0", "reply",
+                       "specgen:otherrun:res:redis:cpu/0", "body", "{}")
+        wait_for(lambda: h.p.poll() is not None, "the worker to stop", limit=60)
+        self.assertEqual(h.p.returncode, 1)
+        self.assertIn("request of run 'looprun', this worker serves run 'otherrun'", h.log())
+        wait_for(lambda: "late result for request x.1" in p.stderr_text(),
+                 "the refusal reaching the proxy (not its request: ignored)")
+
+    def test_redis_restart_mid_evaluation_loses_nothing(self):
+        a, b = self.host("hostA", hb=4), self.host("hostB", hb=4)
+        a.wait_ready()
+        b.wait_ready()
+        p = self.proxy()
+        p.validate("1.1", example("timeout-unstarted_workers.c"), timeout_s=5)
+        p.expect(lambda r: r["type"] == "started", "started")
+        self.redis.stop()
+        time.sleep(6)  # the evaluation ends while Redis is away
+        self.redis.start()
+        r = p.result("1.1", limit=90)
+        self.assertEqual(r["status"], "timeout", r)
+        p.send({"type": "ping", "id": "1.1"})
+        p.expect(lambda r: r["type"] == "pong", "pong")
+        # a second evaluation may run (the request was added again): its
+        # result is dropped by id, never delivered
+        time.sleep(2)
+        p.send({"type": "ping"})
+        p.expect(lambda r: r["type"] == "pong", "pong")
+        self.assertEqual(len([x for x in p.replies if x.get("id") == "1.1" and
+                              x["type"] == "result"]), 1)
+        p.validate("2.1", example("ok-fast.c"))
+        self.assertEqual(p.result("2.1")["status"], "ok")
+
+    def test_run_schedules_onto_remote_hosts_and_stores_no_url(self):
+        out = os.path.join(self.dir, "runs", RUN)
+        a, b = self.host("hostA"), self.host("hostB")
+        a.wait_ready()
+        b.wait_ready()
+        r = subprocess.run([SPECGEN, "run", "--task", "hinge_loss", "--devices", "cpu:0",
+                            "--remote", "2", "--iterations", "2", "--server-speed", "3000",
+                            "--eval-timeout", "10", "--out", out,
+                            "--redis", self.redis.url()],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        db = sqlite3.connect(os.path.join(out, "run.db"))
+        devs = {d for (d,) in db.execute("SELECT device FROM evaluations WHERE device IS NOT NULL")}
+        self.assertTrue(any(d.startswith("redis:cpu/") for d in devs), devs)
+        n_remote = db.execute("SELECT count(*) FROM evaluations WHERE device LIKE 'redis:%'"
+                              " AND status IS NOT NULL").fetchone()[0]
+        db.close()
+        served = a.log().count("local started") + b.log().count("local started")
+        self.assertGreaterEqual(served, 2)
+        self.assertGreaterEqual(n_remote, 1)
+        for f in glob.glob(os.path.join(out, "**"), recursive=True):
+            if os.path.isfile(f):
+                with open(f, "rb") as fh:
+                    self.assertNotIn(self.redis.password.encode(), fh.read(), f)
+        self.assertNotIn(self.redis.password, r.stdout + r.stderr)
+        # every request acknowledged once its result was stored
+        try:
+            wait_for(lambda: pending(self.redis) == 0, "no request left pending", limit=30)
+        except AssertionError:
+            with open(os.path.join(out, "workers.log")) as f:
+                raise AssertionError("left pending: %s\n%s\n%s\n%s" % (
+                    self.redis.cli("XPENDING", "specgen:%s:req:cpu" % RUN, "workers", "-", "+", "9"),
+                    self.redis.cli("XRANGE", "specgen:%s:req:cpu" % RUN, "-", "+"),
+                    f.read()[-3000:], r.stdout[-3000:]))
+
+
+if __name__ == "__main__":
+    if not SPECGEN:
+        print("SG_SPECGEN is not set", file=sys.stderr)
+        sys.exit(1)
+    if not have_redis():
+        print("SKIP: redis-server/redis-cli are not installed (scripts/setup.sh installs them)")
+        sys.exit(77)
+    unittest.main(verbosity=2)
