@@ -4,7 +4,8 @@
  * each request through Redis:
  *
  * - a request from the pool is XADDed to the run's stream for KIND under a
- *   request id of its own (this proxy's start, pid and the pool's wire id);
+ *   request id of its own (this proxy's start and pid, a count of its
+ *   requests and the pool's wire id);
  * - replies are read from this slot's reply stream; only those of the
  *   current request id reach the pool (with the pool's id back): results
  *   are applied once, by id, and a late or duplicate one is logged and
@@ -63,7 +64,7 @@ typedef struct px {
   bool shut, finishing;
   double t_finish;
   /* the request out; gen tells a stale callback from a current one */
-  uint64_t gen;
+  uint64_t gen, seq;
   char *wire, *req_id, *body, *entry, *consumer;
   const char *doing;
   bool adding, checking, started_fwd;
@@ -417,7 +418,9 @@ static void request_in(px *x, const char *line, size_t len) {
                       "a request is already out (one at a time)"));
   } else {
     x->wire = sg_strdup(req.id);
-    x->req_id = sg_asprintf("%s.%s", x->prefix, req.id);
+    /* unique per submission: the pool may send a retried request under
+     * the wire id of the one lost, whose late result must not match it */
+    x->req_id = sg_asprintf("%s.%llu.%s", x->prefix, (unsigned long long)++x->seq, req.id);
     x->doing = req.type == SG_WREQ_VALIDATE  ? "validating"
                : req.type == SG_WREQ_PROFILE ? "profiling"
                                              : "compiling";

@@ -220,3 +220,13 @@ class Host:
 
 def have_redis():
     return shutil.which("redis-server") and shutil.which("redis-cli")
+
+
+def stop_all(t):
+    """A test's end: its proxies, hosts and Redis stopped, its scratch gone."""
+    for p in t.proxies:
+        p.close()
+    for h in t.hosts:
+        h.stop()
+    t.redis.stop()
+    t.tmp.cleanup()

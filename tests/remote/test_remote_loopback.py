@@ -28,7 +28,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from remote_harness import (SPECGEN, WAIT, Host, Proxy, Redis, example,  # noqa: E402
-                            have_redis, wait_for)
+                            have_redis, stop_all, wait_for)
 
 RUN = "looprun"
 
@@ -48,12 +48,7 @@ class Loopback(unittest.TestCase):
         self.proxies = []
 
     def tearDown(self):
-        for p in self.proxies:
-            p.close()
-        for h in self.hosts:
-            h.stop()
-        self.redis.stop()
-        self.tmp.cleanup()
+        stop_all(self)
 
     def host(self, name, **kw):
         h = Host(self.redis.url(), kw.pop("run", RUN), name, self.dir, **kw)
