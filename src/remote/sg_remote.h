@@ -42,6 +42,9 @@ char *sg_remote_key_requests(const char *run, const char *kind);
 char *sg_remote_key_replies(const char *run, const char *slot_device);
 char *sg_remote_key_heartbeat(const char *run, const char *consumer);
 char *sg_remote_key_workers(const char *run);
+/* A worker's control list: request ids the controller aborted (LPUSH by the
+ * proxy, BLPOP by the worker while it evaluates). */
+char *sg_remote_key_control(const char *run, const char *consumer);
 #define SG_REMOTE_GROUP "workers"
 
 typedef struct sg_remote_worker_opts {

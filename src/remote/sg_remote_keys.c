@@ -38,6 +38,10 @@ char *sg_remote_key_heartbeat(const char *run, const char *consumer) {
   return sg_asprintf("specgen:%s:hb:%s", run, consumer);
 }
 
+char *sg_remote_key_control(const char *run, const char *consumer) {
+  return sg_asprintf("specgen:%s:ctl:%s", run, consumer);
+}
+
 char *sg_remote_key_workers(const char *run) {
   return sg_asprintf("specgen:%s:workers", run);
 }

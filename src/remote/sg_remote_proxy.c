@@ -408,6 +408,14 @@ static void request_in(px *x, const char *line, size_t len) {
     cur_clear(x);
   } else if (req.type == SG_WREQ_ABORT) {
     if (x->wire && strcmp(x->wire, req.id) == 0) {
+      if (x->consumer) { /* taken: its worker stops evaluating it */
+        char *ctl = sg_remote_key_control(x->o->run_id, x->consumer);
+        const char *push[] = {"LPUSH", ctl, x->req_id};
+        const char *expire[] = {"PEXPIRE", ctl, "60000"};
+        sg_redis_cmdv(x->cmd, 3, push);
+        sg_redis_cmdv(x->cmd, 3, expire);
+        free(ctl);
+      }
       if (x->entry)
         entry_close(x, x->entry);
       emit_result(x, SG_EVAL_ABORTED, "aborted by the client");

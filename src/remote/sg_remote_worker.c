@@ -47,7 +47,7 @@ typedef struct rw {
   char where[300];
   sg_redis *cmd, *blk;
   sg_pool *pool;
-  char *consumer, *kind, *req_key, *hb_key, *workers_key, *cache_dir;
+  char *consumer, *kind, *req_key, *hb_key, *workers_key, *ctl_key, *cache_dir;
   double ttl_s;
   bool reading, busy, stopping, group_asked;
   /* refused a request: leaves once its replies are written (or after
@@ -56,6 +56,7 @@ typedef struct rw {
   double t_leave;
   uint64_t ticket;
   char *job_id, *job_reply;
+  uint64_t job_ticket;
   outmsg *out;
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
@@ -245,6 +246,7 @@ static void take(rw *w, const sg_redis_entry *e) {
     send_error(w, reply, id, err.msg);
   } else {
     w->busy = true;
+    w->job_ticket = pr.ticket;
     w->job_id = sg_strdup(id);
     w->job_reply = sg_strdup(reply);
   }
@@ -285,10 +287,36 @@ static void on_read(redisAsyncContext *ac, void *rv, void *priv) {
   maybe_read(w);
 }
 
-static void maybe_read(rw *w) {
-  if (w->stopping || w->leaving || w->busy || w->reading || w->group_asked ||
-      !sg_redis_up(w->blk))
+/* While it evaluates, the request connection waits on the control list:
+ * an abort of the current request stops its evaluation (the proxy has
+ * answered the pool already; no reply follows). */
+static void on_control(redisAsyncContext *ac, void *rv, void *priv) {
+  (void)ac;
+  rw *w = priv;
+  redisReply *r = rv;
+  w->reading = false;
+  if (!r || w->stopping)
     return;
+  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && w->busy && w->job_id &&
+      r->element[1]->type == REDIS_REPLY_STRING &&
+      strcmp(r->element[1]->str, w->job_id) == 0) {
+    logf_(w, "request %s aborted by the controller%s", w->job_id, NULL);
+    sg_pool_abort(w->pool, w->job_ticket);
+    job_end(w);
+    return;
+  }
+  maybe_read(w);
+}
+
+static void maybe_read(rw *w) {
+  if (w->stopping || w->leaving || w->reading || w->group_asked || !sg_redis_up(w->blk))
+    return;
+  if (w->busy) {
+    const char *argv[] = {"BLPOP", w->ctl_key, "0.2"}; /* short: the next request waits on it */
+    if (sg_redis_cmd(w->blk, on_control, w, 3, argv, NULL) == 0)
+      w->reading = true;
+    return;
+  }
   const char *argv[] = {"XREADGROUP", "GROUP", SG_REMOTE_GROUP, w->consumer,
                         "COUNT", "1", "BLOCK", READ_BLOCK_MS, "STREAMS",
                         w->req_key, ">"};
@@ -399,6 +427,7 @@ static void rw_free(rw *w) {
   free(w->req_key);
   free(w->hb_key);
   free(w->workers_key);
+  free(w->ctl_key);
   free(w->job_id);
   free(w->job_reply);
   sg_redis_url_free(&w->url);
@@ -422,6 +451,7 @@ int sg_remote_worker_serve(const sg_remote_worker_opts *o, sg_err *err) {
   w.req_key = sg_remote_key_requests(o->run_id, w.kind);
   w.hb_key = sg_remote_key_heartbeat(o->run_id, w.consumer);
   w.workers_key = sg_remote_key_workers(o->run_id);
+  w.ctl_key = sg_remote_key_control(o->run_id, w.consumer);
   w.ttl_s = o->heartbeat_ttl_s > 0 ? o->heartbeat_ttl_s : 6;
   char *own_cache = NULL;
   if (o->build_cache) {

@@ -12,6 +12,7 @@
 - a worker host stopped (a partition) past its heartbeat: infra_error, and
   its result, once it comes back, is ignored and logged;
 - a request of another run: the worker answers why and stops;
+- an abort reaches the worker host, which stops the evaluation;
 - Redis restarted (without persistence) mid-evaluation: one result, none lost;
 - `specgen run --remote 2` schedules onto two worker hosts next to its local
   device, and stores nothing of the URL.
@@ -141,6 +142,22 @@ class Loopback(unittest.TestCase):
         # the host serves again
         p.validate("2.1", example("ok-fast.c"))
         self.assertEqual(p.result("2.1")["status"], "ok")
+
+    def test_abort_stops_the_remote_evaluation(self):
+        h = self.host("hostA")
+        h.wait_ready()
+        p = self.proxy()
+        p.validate("1.1", example("timeout-unstarted_workers.c"), timeout_s=90)
+        p.expect(lambda r: r["type"] == "started", "started")
+        p.send({"type": "abort", "id": "1.1"})
+        self.assertEqual(p.result("1.1")["status"], "aborted")
+        wait_for(lambda: "aborted by the controller" in h.log(), "the host to stop it")
+        # the one host is free again long before the 90 s evaluation would end
+        t0 = time.monotonic()
+        p.validate("2.1", example("ok-fast.c"))
+        self.assertEqual(p.result("2.1", limit=60)["status"], "ok")
+        self.assertLess(time.monotonic() - t0, 60)
+        wait_for(lambda: pending(self.redis) == 1, "only 2.1 pending (1.1 closed)")
 
     def test_request_of_another_run_refused_with_the_reason(self):
         h = self.host("hostA", run="otherrun")
