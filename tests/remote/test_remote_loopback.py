@@ -15,7 +15,8 @@
 - an abort reaches the worker host, which stops the evaluation;
 - Redis restarted (without persistence) mid-evaluation: one result, none lost;
 - `specgen run --remote 2` schedules onto two worker hosts next to its local
-  device, and stores nothing of the URL.
+  device, and stores nothing of the URL; `--resume` with the URL again
+  goes on with the same hosts.
 Exits 77 (skip) only when redis-server is not installed."""
 import glob
 import os
@@ -142,6 +143,37 @@ class Loopback(unittest.TestCase):
         # the host serves again
         p.validate("2.1", example("ok-fast.c"))
         self.assertEqual(p.result("2.1")["status"], "ok")
+
+    def test_resume_continues_with_the_same_hosts(self):
+        out = os.path.join(self.dir, "runs", RUN)
+        h = self.host("hostA")
+        h.wait_ready()
+        base = [SPECGEN, "run", "--redis", self.redis.url()]
+        first = subprocess.run(base + ["--task", "hinge_loss", "--devices", "cpu:0",
+                                       "--remote", "1", "--iterations", "1",
+                                       "--server-speed", "3000", "--eval-timeout", "10",
+                                       "--out", out], capture_output=True, text=True,
+                               timeout=600)
+        self.assertEqual(first.returncode, 0, first.stderr[-3000:])
+        db = os.path.join(out, "run.db")
+
+        def evals():
+            c = sqlite3.connect(db)
+            n = c.execute("SELECT count(*) FROM evaluations").fetchone()[0]
+            c.close()
+            return n
+        before = evals()
+        # the URL again (it was never stored); --remote comes from the run
+        second = subprocess.run(base + ["--resume", out, "--iterations", "3"],
+                                capture_output=True, text=True, timeout=600)
+        self.assertEqual(second.returncode, 0, second.stderr[-3000:])
+        self.assertGreater(evals(), before)
+        c = sqlite3.connect(db)
+        remote = c.execute("SELECT count(*) FROM evaluations WHERE id > ? AND device LIKE "
+                           "'redis:%' AND status IS NOT NULL", (before,)).fetchone()[0]
+        c.close()
+        self.assertGreaterEqual(remote, 1)
+        wait_for(lambda: pending(self.redis) == 0, "no request left pending", limit=30)
 
     def test_abort_stops_the_remote_evaluation(self):
         h = self.host("hostA")
