@@ -138,6 +138,48 @@ static int remote_host(const char *url, const char *run_id, const char *device,
   return SG_EXIT_OK;
 }
 
+/* The worker of a local pool, on stdin/stdout. */
+static int local_worker(const char *device, bool compile_only, const char *build_cache,
+                        const char *work_dir, bool json) {
+  if (compile_only && device)
+    return fail(json, SG_EXIT_USAGE,
+                "--compile-only and --device exclude each other: a compile "
+                "worker holds no device");
+  if (!device && !compile_only)
+    return fail(json, SG_EXIT_USAGE,
+                "--device is required (or --compile-only)");
+  if (build_cache && !*build_cache)
+    return fail(json, SG_EXIT_USAGE, "--build-cache: empty directory name");
+  sg_err err;
+  sg_err_clear(&err);
+  const char *kind;
+  if (!compile_only && sg_worker_device_check(device, &kind, &err) != 0) {
+    char *msg = sg_asprintf("--device: %s", err.msg);
+    int rc = fail(json, SG_EXIT_USAGE, msg);
+    free(msg);
+    return rc;
+  }
+  sg_worker_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.device = device;
+  cfg.in_fd = STDIN_FILENO;
+  cfg.out_fd = STDOUT_FILENO;
+  cfg.version = SG_VERSION;
+  cfg.scratch_root = work_dir;
+  cfg.compile_only = compile_only;
+  cfg.build_cache = build_cache;
+  /* A worker serves the process that started it: when that process dies
+   * (even by SIGKILL), the worker gets SIGTERM, which it handles like a
+   * shutdown (its evaluation aborted, its scratch removed), so no worker
+   * outlives its runtime, even one whose stdin another process holds. */
+  if (!follow_parent())
+    return SG_EXIT_OK; /* the parent died before the request took effect */
+  fflush(stdout);
+  if (sg_worker_serve(&cfg, &err) != 0)
+    return fail(json, SG_EXIT_FAILED, err.msg);
+  return SG_EXIT_OK;
+}
+
 int sg_cmd_worker(int argc, char **argv) {
   enum { O_DEVICE = 1000, O_WORKDIR, O_JSON_ERRORS, O_COMPILE_ONLY, O_BUILD_CACHE,
          O_REDIS, O_RUN, O_HOST, O_HB, O_SLOT };
@@ -205,41 +247,5 @@ int sg_cmd_worker(int argc, char **argv) {
     redis = getenv(SG_REMOTE_ENV_URL);
   if (redis)
     return remote_host(redis, run_id, device, host, hb, build_cache, work_dir, json_errors);
-  if (compile_only && device)
-    return fail(json_errors, SG_EXIT_USAGE,
-                "--compile-only and --device exclude each other: a compile "
-                "worker holds no device");
-  if (!device && !compile_only)
-    return fail(json_errors, SG_EXIT_USAGE,
-                "--device is required (or --compile-only)");
-  if (build_cache && !*build_cache)
-    return fail(json_errors, SG_EXIT_USAGE, "--build-cache: empty directory name");
-  sg_err err;
-  sg_err_clear(&err);
-  const char *kind;
-  if (!compile_only && sg_worker_device_check(device, &kind, &err) != 0) {
-    char *msg = sg_asprintf("--device: %s", err.msg);
-    int rc = fail(json_errors, SG_EXIT_USAGE, msg);
-    free(msg);
-    return rc;
-  }
-  sg_worker_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.device = device;
-  cfg.in_fd = STDIN_FILENO;
-  cfg.out_fd = STDOUT_FILENO;
-  cfg.version = SG_VERSION;
-  cfg.scratch_root = work_dir;
-  cfg.compile_only = compile_only;
-  cfg.build_cache = build_cache;
-  /* A worker serves the process that started it: when that process dies
-   * (even by SIGKILL), the worker gets SIGTERM, which it handles like a
-   * shutdown (its evaluation aborted, its scratch removed), so no worker
-   * outlives its runtime, even one whose stdin another process holds. */
-  if (!follow_parent())
-    return SG_EXIT_OK; /* the parent died before the request took effect */
-  fflush(stdout);
-  if (sg_worker_serve(&cfg, &err) != 0)
-    return fail(json_errors, SG_EXIT_FAILED, err.msg);
-  return SG_EXIT_OK;
+  return local_worker(device, compile_only, build_cache, work_dir, json_errors);
 }

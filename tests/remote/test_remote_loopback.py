@@ -88,6 +88,31 @@ class Loopback(unittest.TestCase):
                 self.assertNotIn(self.redis.password.encode(), f.read())
         self.assertNotIn(self.redis.password, h.log() + p.stderr_text())
 
+    def test_bad_usage_exits_2_naming_the_flag(self):
+        cases = [
+            (["--redis", "redis://:pw-secret@h", "--device", "cpu:0"], "--run ID"),
+            (["--redis", "redis://:pw-secret@h", "--run", "r"], "--device"),
+            (["--redis", "redis://:pw-secret@h:0", "--run", "r", "--device", "cpu:0"],
+             "--redis: Redis URL: the port"),
+            (["--redis", "redis://:pw-secret@h", "--run", "a/b", "--device", "cpu:0"],
+             "--run: run id"),
+            (["--redis", "redis://:pw-secret@h", "--run", "r", "--device", "cpu:0",
+              "--heartbeat-timeout", "0"], "--heartbeat-timeout"),
+        ]
+        for args, says in cases:
+            r = subprocess.run([SPECGEN, "worker"] + args, capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn(says, r.stderr)
+            self.assertNotIn("pw-secret", r.stderr + r.stdout)
+        r = subprocess.run([SPECGEN, "run", "--task", "hinge_loss", "--remote", "1",
+                            "--out", os.path.join(self.dir, "x")],
+                           capture_output=True, text=True, timeout=60,
+                           env={k: v for k, v in os.environ.items()
+                                if k != "SPECGEN_REDIS_URL"})
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--remote 1: no Redis", r.stderr)
+
     def test_wrong_password_refused_with_the_reason(self):
         bad = self.redis.url().replace(self.redis.password, "not-the-password")
         h = Host(bad, RUN, "hostBad", self.dir)
