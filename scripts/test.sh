@@ -17,6 +17,13 @@ if [ "${1:-}" = "--sanitize" ]; then
 fi
 scripts/build.sh "$dir" "${opts[@]}"
 
+# llama.cpp's servers and a small real model for the real-server tests:
+# built once per version and kept in the user's cache (a second run only
+# checks the stamp). Without network the tests skip and say why.
+if ! scripts/llama-server.sh build || ! scripts/llama-server.sh model smollm2 >/dev/null; then
+  echo "test.sh: llama.cpp's servers or the model could not be had; the real-server tests will skip" >&2
+fi
+
 status=0
 meson test -C "$dir" --print-errorlogs --num-processes 2 || status=$?
 

@@ -46,10 +46,25 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
              "profiling %.0f%%)\n",
           num(s, "e2e_s"), 100 * num(u, "overall"), 100 * num(u, "validation"),
           100 * num(u, "profiling"));
+  /* A count the server did not report is an estimate, and says so. */
+  char pe[64] = "", ce[64] = "";
+  if (num(t, "prompt_estimated") > 0)
+    snprintf(pe, sizeof pe, ", %.0f of them estimated", num(t, "prompt_estimated"));
+  if (num(t, "completion_estimated") > 0)
+    snprintf(ce, sizeof ce, " (%.0f estimated)", num(t, "completion_estimated"));
   fprintf(f, "  tokens: %.0f consumed (uncached prompt + completion); %.0f prompt "
-             "(%.0f cached, %.0f uncached), %.0f completion\n",
+             "(%.0f cached, %.0f uncached%s), %.0f completion%s\n",
           num(t, "consumption"), num(t, "prompt"), num(t, "cached"), num(t, "uncached"),
-          num(t, "completion"));
+          pe, num(t, "completion"), ce);
+  const json_t *g = json_object_get(s, "generations");
+  if (num(g, "failed") > 0) {
+    fprintf(f, "  generations: %.0f completed, %.0f failed:\n", num(g, "completed"),
+            num(g, "failed"));
+    const json_t *c;
+    size_t k;
+    json_array_foreach(json_object_get(g, "causes"), k, c)
+      fprintf(f, "    %5.0f x %s\n", num(c, "count"), str(c, "cause"));
+  }
   fprintf(f, "\n  %-28s %5s %9s %9s %6s %5s %6s  %s\n", "task", "iters", "best",
           "profiled", "early", "main", "forks", "best kernel");
   const json_t *w;
@@ -292,6 +307,9 @@ int sg_cmd_run(int argc0, char **argv0) {
     if (out.interrupted) {
       fprintf(stderr, "interrupted: `specgen run --resume %s` continues this run\n",
               out.dir);
+      exit_code = SG_EXIT_FAILED;
+    } else if (out.no_generation) {
+      fprintf(stderr, "specgen run: %s\n", out.no_generation);
       exit_code = SG_EXIT_FAILED;
     } else if (out.failed_workflows > 0) {
       exit_code = SG_EXIT_FAILED;

@@ -14,6 +14,8 @@
 #include "common/sg_clock.h"
 #include "llm/sg_llm_generate.h"
 
+#include <jansson.h>
+
 #include <curl/curl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +32,9 @@ static const char *const k_probe_names[SG_LLM_CHECK__COUNT] = {
     [SG_LLM_CHECK_CACHED_TOKENS] = "cached_tokens",
     [SG_LLM_CHECK_PREFIX_CACHE] = "prefix_cache",
     [SG_LLM_CHECK_CANCEL] = "cancel",
+    [SG_LLM_CHECK_SERVER] = "server",
+    [SG_LLM_CHECK_REQUEST_ID] = "request_id",
+    [SG_LLM_CHECK_TOKEN_LIMIT] = "token_limit",
 };
 
 const char *sg_llm_probe_status_name(sg_llm_probe_status s) {
@@ -127,8 +132,8 @@ static int generate(const ctx *x, const sg_llm_request *r, int cancel_after,
 /* A blocking request for the few non-streamed calls (abort probe, metrics).
  * Returns the HTTP status, or 0 when no answer came; body gets (capped) the
  * answer. */
-static long http_call(const char *url, const char *post_json, const ctx *x,
-                      sg_buf *body) {
+static long http_call(const char *url, const char *post_json, const char *header,
+                      const ctx *x, sg_buf *body) {
   CURL *e = curl_easy_init();
   if (e == NULL)
     return 0;
@@ -139,6 +144,8 @@ static long http_call(const char *url, const char *post_json, const ctx *x,
   char *auth = key && key[0] ? sg_asprintf("Authorization: Bearer %s", key) : NULL;
   if (auth)
     h = curl_slist_append(h, auth);
+  if (header)
+    h = curl_slist_append(h, header);
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -170,7 +177,7 @@ static double running_requests(const ctx *x) {
   char *url = sg_llm_root_url(x->o->base_url, "/metrics");
   sg_buf b;
   sg_buf_init(&b, 4u << 20);
-  long st = http_call(url, NULL, x, &b);
+  long st = http_call(url, NULL, NULL, x, &b);
   free(url);
   double sum = -1;
   if (st == 200) {
@@ -403,7 +410,203 @@ static void probe_prefix_cache(const ctx *x, sg_llm_check_report *r) {
   }
 }
 
-static void probe_cancel(const ctx *x, sg_llm_check_report *r) {
+
+/* GETs root + path; the parsed JSON body when the answer is 200 and JSON. */
+static json_t *get_json(const ctx *x, const char *path) {
+  char *url = sg_llm_root_url(x->o->base_url, path);
+  sg_buf b;
+  sg_buf_init(&b, 1u << 20);
+  long st = http_call(url, NULL, NULL, x, &b);
+  free(url);
+  json_t *j = st == 200 ? json_loadb(sg_buf_str(&b), b.len, 0, NULL) : NULL;
+  sg_buf_free(&b);
+  return j;
+}
+
+/* Which server answers, from the endpoints only it has. */
+static void probe_server(const ctx *x, sg_llm_check_report *r) {
+  json_t *j = get_json(x, "/props");
+  if (json_is_object(j) && (json_object_get(j, "default_generation_settings") ||
+                            json_object_get(j, "build_info"))) {
+    const char *build = json_string_value(json_object_get(j, "build_info"));
+    snprintf(r->server, sizeof r->server, "llama.cpp");
+    set_probe(r, SG_LLM_CHECK_SERVER, SG_LLM_PROBE_YES,
+              "llama.cpp's llama-server (/props: build %.60s, %lld slots)",
+              build ? build : "?",
+              (long long)json_integer_value(json_object_get(j, "total_slots")));
+    json_decref(j);
+    return;
+  }
+  json_decref(j);
+  j = get_json(x, "/openapi.json");
+  const char *title = json_string_value(json_object_get(json_object_get(j, "info"), "title"));
+  if (title && strstr(title, "llama.cpp Python")) {
+    const char *v = json_string_value(json_object_get(json_object_get(j, "info"), "version"));
+    snprintf(r->server, sizeof r->server, "llama-cpp-python");
+    set_probe(r, SG_LLM_CHECK_SERVER, SG_LLM_PROBE_YES,
+              "llama-cpp-python's server (/openapi.json: \"%.60s\" %.20s)", title,
+              v ? v : "");
+    json_decref(j);
+    return;
+  }
+  json_decref(j);
+  j = get_json(x, "/version");
+  const char *v = json_string_value(json_object_get(j, "version"));
+  if (v) {
+    snprintf(r->server, sizeof r->server, "vllm");
+    set_probe(r, SG_LLM_CHECK_SERVER, SG_LLM_PROBE_YES, "vLLM %.40s (/version)", v);
+    json_decref(j);
+    return;
+  }
+  json_decref(j);
+  j = get_json(x, "/get_server_info");
+  if (json_is_object(j)) {
+    snprintf(r->server, sizeof r->server, "sglang");
+    set_probe(r, SG_LLM_CHECK_SERVER, SG_LLM_PROBE_YES, "SGLang (/get_server_info)");
+    json_decref(j);
+    return;
+  }
+  json_decref(j);
+  set_probe(r, SG_LLM_CHECK_SERVER, SG_LLM_PROBE_NO,
+            "not recognised: none of /props (llama.cpp), /openapi.json "
+            "(llama-cpp-python), /version (vLLM), /get_server_info (SGLang) "
+            "answered as that server does");
+}
+
+/* A one-token chat request with an X-Request-Id; the HTTP status. */
+static long request_with_id(const ctx *x, const char *id) {
+  json_t *b = json_pack("{s:s, s:[{s:s, s:s}], s:i}", "model", x->o->model, "messages",
+                        "role", "user", "content", "Say OK.", "max_tokens", 1);
+  char *body = json_dumps(b, JSON_COMPACT);
+  json_decref(b);
+  char *url = sg_llm_endpoint_url(x->o->base_url, SG_LLM_ENDPOINT_CHAT);
+  char *hdr = sg_asprintf("X-Request-Id: %s", id);
+  long st = http_call(url, body, hdr, x, NULL);
+  free(hdr);
+  free(url);
+  free(body);
+  return st;
+}
+
+static void probe_request_id(const ctx *x, sg_llm_check_report *r) {
+  char uuid[37];
+  sg_llm_request_uuid("specgen-check-request-id", uuid);
+  long with_uuid = request_with_id(x, uuid);
+  long other = request_with_id(x, "specgen-check-1");
+  bool ok_uuid = with_uuid >= 200 && with_uuid < 300;
+  bool ok_other = other >= 200 && other < 300;
+  if (!ok_uuid)
+    set_probe(r, SG_LLM_CHECK_REQUEST_ID, SG_LLM_PROBE_NO,
+              "a UUID X-Request-Id was answered with HTTP %ld (another form: %ld)",
+              with_uuid, other);
+  else
+    set_probe(r, SG_LLM_CHECK_REQUEST_ID, SG_LLM_PROBE_YES,
+              "a UUID X-Request-Id is accepted (what specgen sends); another form "
+              "%s%.0ld",
+              ok_other ? "too" : "is refused with HTTP ", ok_other ? 0L : other);
+}
+
+/* Asks for 8 tokens under one field name; the completion count seen. */
+static int64_t limited_completion(const ctx *x, const char *profile, bool *estimated,
+                                  char *why, size_t cap) {
+  sg_llm_request q;
+  base_request(x, &q, sg_llm_provider_get(profile));
+  q.max_tokens = 8;
+  q.messages = k_short;
+  sg_llm_generation g;
+  generate(x, &q, 0, &g);
+  int64_t n = g.code == 0 ? g.usage.completion_tokens : -1;
+  *estimated = g.usage_estimated;
+  snprintf(why, cap, "%s", g.code ? g.message : "");
+  sg_llm_generation_free(&g);
+  return n;
+}
+
+static void probe_token_limit(const ctx *x, sg_llm_check_report *r) {
+  bool est_a = false, est_b = false;
+  char why_a[SG_ERR_MSG_MAX], why_b[SG_ERR_MSG_MAX];
+  int64_t a = limited_completion(x, "generic", &est_a, why_a, sizeof why_a);
+  int64_t b = limited_completion(x, "openai", &est_b, why_b, sizeof why_b);
+  bool ok_a = a >= 0 && a <= 8, ok_b = b >= 0 && b <= 8;
+  char da[SG_ERR_MSG_MAX + 64], db[SG_ERR_MSG_MAX + 64];
+  if (a < 0)
+    snprintf(da, sizeof da, "failed: %s", why_a);
+  else
+    snprintf(da, sizeof da, "%s (%lld tokens%s)", ok_a ? "honoured" : "ignored",
+             (long long)a, est_a ? ", counted here" : "");
+  if (b < 0)
+    snprintf(db, sizeof db, "failed: %s", why_b);
+  else
+    snprintf(db, sizeof db, "%s (%lld tokens%s)", ok_b ? "honoured" : "ignored",
+             (long long)b, est_b ? ", counted here" : "");
+  set_probe(r, SG_LLM_CHECK_TOKEN_LIMIT, ok_a || ok_b ? SG_LLM_PROBE_YES : SG_LLM_PROBE_NO,
+            "8 tokens asked: max_tokens %s; max_completion_tokens %s", da, db);
+}
+
+/* Seconds a 4-token request takes on the idle server (-1 if it fails). */
+static double short_request_s(const ctx *x) {
+  sg_llm_request q;
+  base_request(x, &q, x->profile);
+  q.max_tokens = 4;
+  sg_llm_generation g;
+  generate(x, &q, 0, &g);
+  double t = g.code == 0 ? g.elapsed_s : -1;
+  sg_llm_generation_free(&g);
+  return t;
+}
+
+/* llama.cpp's /slots: how many slots are processing; -1 without the
+ * endpoint. */
+static int busy_slots(const ctx *x) {
+  json_t *j = get_json(x, "/slots");
+  if (!json_is_array(j)) {
+    json_decref(j);
+    return -1;
+  }
+  int n = 0;
+  size_t i;
+  json_t *sl;
+  json_array_foreach(j, i, sl)
+    n += json_is_true(json_object_get(sl, "is_processing"));
+  json_decref(j);
+  return n;
+}
+
+/* After a cancel, without metrics: is the server free? A short request must
+ * come back about as fast as one on an idle server; a server still busy with
+ * the cancelled generation (one that ignores closed connections and serves
+ * one request at a time) answers late or not within the deadline. */
+static void cancel_by_timing(const ctx *x, sg_llm_check_report *r, double idle_s,
+                             const char *abort_note) {
+  int slots = busy_slots(x);
+  if (slots >= 0) {
+    for (int i = 0; i < 30 && slots > 0; i++) {
+      usleep(100000);
+      slots = busy_slots(x);
+    }
+    set_probe(r, SG_LLM_CHECK_CANCEL, slots == 0 ? SG_LLM_PROBE_YES : SG_LLM_PROBE_NO,
+              "cancelled after 5 deltas (connection closed%s); /slots: %d slot%s "
+              "still processing after it",
+              abort_note, slots, slots == 1 ? "" : "s");
+    return;
+  }
+  sg_llm_request q;
+  base_request(x, &q, x->profile);
+  q.max_tokens = 4;
+  q.deadline_s = 3 * idle_s + 5;
+  q.max_retries = -1;
+  sg_llm_generation g;
+  generate(x, &q, 0, &g);
+  double t = g.elapsed_s;
+  bool quick = g.code == 0 && t <= 3 * idle_s + 2;
+  set_probe(r, SG_LLM_CHECK_CANCEL, quick ? SG_LLM_PROBE_YES : SG_LLM_PROBE_NO,
+            "cancelled after 5 deltas (connection closed%s); a 4-token request "
+            "right after it took %.2f s (%.2f s on the idle server)%s%s",
+            abort_note, t, idle_s, g.code ? ": " : "", g.code ? g.message : "");
+  sg_llm_generation_free(&g);
+}
+
+static void probe_cancel(const ctx *x, sg_llm_check_report *r, double idle_s) {
   sg_llm_request q;
   base_request(x, &q, x->profile);
   q.max_tokens = 4096;
@@ -441,11 +644,14 @@ static void probe_cancel(const ctx *x, sg_llm_check_report *r) {
               abort_note, before, w.sampled, now);
     return;
   }
+  if (before < 0) {
+    cancel_by_timing(x, r, idle_s, abort_note);
+    return;
+  }
   set_probe(r, SG_LLM_CHECK_CANCEL, SG_LLM_PROBE_UNVERIFIED,
-            "cancelled after 5 deltas (connection closed%s); %s", abort_note,
-            before < 0 ? "the server has no /metrics to confirm the generation "
-                         "stopped"
-                       : "/metrics did not count the running request");
+            "cancelled after 5 deltas (connection closed%s); /metrics did not "
+            "count the running request",
+            abort_note);
 }
 
 int sg_llm_check_run(const sg_llm_check_opts *o, sg_llm_check_report *out,
@@ -490,14 +696,25 @@ int sg_llm_check_run(const sg_llm_check_opts *o, sg_llm_check_report *out,
   /* 2. reasoning field */
   snprintf(out->reasoning_field, sizeof out->reasoning_field, "%s",
            first.reasoning_field);
-  if (first.reasoning_field[0])
+  if (strncmp(first.reasoning_field, "content", 7) == 0)
+    set_probe(out, SG_LLM_CHECK_REASONING, SG_LLM_PROBE_YES,
+              "inline <think>...</think> in delta.content (%llu pieces), split out "
+              "as reasoning by specgen",
+              (unsigned long long)first.reasoning_chunks);
+  else if (first.reasoning_field[0])
     set_probe(out, SG_LLM_CHECK_REASONING, SG_LLM_PROBE_YES,
               "delta.%s (%llu chunks)", first.reasoning_field,
               (unsigned long long)first.reasoning_chunks);
   else
     set_probe(out, SG_LLM_CHECK_REASONING, SG_LLM_PROBE_NO,
-              "no reasoning text in delta.reasoning or delta.reasoning_content");
+              "no reasoning text in delta.reasoning, delta.reasoning_content or "
+              "a leading <think> block in delta.content");
   bool cached_seen = first.usage.cached_tokens >= 0;
+  /* What this server is, and the request id and limit field it takes. */
+  probe_server(&x, out);
+  probe_request_id(&x, out);
+  probe_token_limit(&x, out);
+  double first_s = short_request_s(&x);
   /* 3. thinking off */
   probe_think_off(&x, out);
   /* 4. token ids */
@@ -518,9 +735,13 @@ int sg_llm_check_run(const sg_llm_check_opts *o, sg_llm_check_report *out,
   const char *rec = "generic";
   if (out->probes[SG_LLM_CHECK_TOKEN_IDS].status == SG_LLM_PROBE_YES) {
     rec = "vllm";
+  } else if (strcmp(out->server, "llama.cpp") == 0) {
+    rec = "llamacpp";
+  } else if (strcmp(out->server, "llama-cpp-python") == 0) {
+    rec = "llamacpp-python";
   } else {
     char *url = sg_llm_root_url(o->base_url, "/abort_request");
-    long st = http_call(url, "{\"rid\":\"specgen-check-no-such-request\"}", &x, NULL);
+    long st = http_call(url, "{\"rid\":\"specgen-check-no-such-request\"}", NULL, &x, NULL);
     free(url);
     if (st >= 200 && st < 300)
       rec = "sglang";
@@ -535,7 +756,7 @@ int sg_llm_check_run(const sg_llm_check_opts *o, sg_llm_check_report *out,
   if (o->profile == NULL)
     x.profile = sg_llm_provider_get(rec);
   /* 7. cancellation, with the profile's abort */
-  probe_cancel(&x, out);
+  probe_cancel(&x, out, first_s);
   sg_llm_generation_free(&ids);
   sg_llm_generation_free(&first);
   return 0;

@@ -12,8 +12,19 @@
  *   prefix_cache  a second request sharing a long prefix is served from the
  *                 cache (cached tokens and TTFT of both)
  *   cancel        cancelling a stream stops the generation on the server
- *                 (confirmed through /metrics where the server has them, or
- *                 the SGLang abort call's answer; else "unverified")
+ *                 (confirmed through /metrics where the server has them,
+ *                 llama.cpp's /slots, or else by timing a short request sent
+ *                 right after the cancel: a server still busy with the
+ *                 cancelled one answers it late or not at all)
+ *   server        which server answers: llama.cpp's llama-server (/props),
+ *                 llama-cpp-python's (/openapi.json), vLLM (/version),
+ *                 SGLang (/get_server_info)
+ *   request_id    X-Request-Id forms the server accepts: a UUID (what specgen
+ *                 sends) and another form (llama-cpp-python refuses it)
+ *   token_limit   which of max_tokens and max_completion_tokens the server
+ *                 honours (each asked for 8 tokens)
+ * Reasoning written inline as <think>...</think> in content is found by the
+ * reasoning probe (the client splits it out: field "content <think>").
  */
 #ifndef SG_LLM_CHECK_H
 #define SG_LLM_CHECK_H
@@ -36,6 +47,9 @@ typedef enum sg_llm_probe_id {
   SG_LLM_CHECK_CACHED_TOKENS,
   SG_LLM_CHECK_PREFIX_CACHE,
   SG_LLM_CHECK_CANCEL,
+  SG_LLM_CHECK_SERVER,
+  SG_LLM_CHECK_REQUEST_ID,
+  SG_LLM_CHECK_TOKEN_LIMIT,
   SG_LLM_CHECK__COUNT
 } sg_llm_probe_id;
 
@@ -59,7 +73,9 @@ typedef struct sg_llm_check_report {
   bool usable;                /* streaming works */
   char reasoning_field[32];   /* "" when no reasoning came */
   char think_off_style[48];   /* "chat_template_kwargs", "thinking.type", "" */
-  char profile[16];           /* the profile to use */
+  char profile[24];           /* the profile to use */
+  char server[48];            /* "llama.cpp", "llama-cpp-python", "vllm",
+                                 "sglang", "" when not recognised */
   bool profile_given;
   double ttft_first_s, ttft_second_s; /* the prefix-cache pair */
   int64_t cached_first, cached_second, prompt_tokens_long;

@@ -265,3 +265,113 @@ int sg_llm_error_from_body(long http_status, const char *body, size_t len,
     snprintf(msg, sizeof msg, "(empty body)");
   return sg_err_set(err, code, "HTTP %ld: %s", http_status, msg);
 }
+
+/* ---- thinking inline in the content (see the header) ---- */
+
+enum { TS_START, TS_INSIDE, TS_CONTENT };
+
+static const char k_open_tag[] = "<think>";   /* 7 bytes */
+static const char k_close_tag[] = "</think>"; /* 8 bytes */
+#define OPEN_LEN (sizeof k_open_tag - 1)
+#define CLOSE_LEN (sizeof k_close_tag - 1)
+
+void sg_llm_think_init(sg_llm_think *t, sg_llm_think_mode mode) {
+  memset(t, 0, sizeof *t);
+  t->state = mode == SG_LLM_THINK_OPEN ? TS_INSIDE
+             : mode == SG_LLM_THINK_OFF ? TS_CONTENT
+                                         : TS_START;
+}
+
+bool sg_llm_think_inside(const sg_llm_think *t) { return t->state == TS_INSIDE; }
+
+static void put(sg_llm_think_emit emit, void *data, bool reasoning, const char *s,
+                size_t n) {
+  if (n > 0)
+    emit(data, reasoning, s, n);
+}
+
+/* Inside a block: reasoning until </think>. The held bytes are always a
+ * prefix of the closing tag, so on a mismatch they are re-emitted from the
+ * tag itself: the splitter never needs the earlier chunk's memory. */
+static void feed_inside(sg_llm_think *t, const char *s, size_t n,
+                        sg_llm_think_emit emit, void *data) {
+  size_t run = 0;
+  for (size_t j = 0; j < n; j++) {
+    char c = s[j];
+    if (c == k_close_tag[t->held]) {
+      if (t->held == 0)
+        put(emit, data, true, s + run, j - run);
+      if (++t->held == CLOSE_LEN) {
+        t->held = 0;
+        t->state = TS_CONTENT;
+        t->seen = true;
+        put(emit, data, false, s + j + 1, n - j - 1);
+        return;
+      }
+      run = j + 1;
+      continue;
+    }
+    if (t->held > 0) {
+      put(emit, data, true, k_close_tag, t->held); /* it was text after all */
+      t->held = 0;
+      if (c == k_close_tag[0]) {
+        t->held = 1;
+        run = j + 1;
+        continue;
+      }
+      run = j;
+    }
+  }
+  if (t->held == 0)
+    put(emit, data, true, s + run, n - run);
+}
+
+static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+void sg_llm_think_feed(sg_llm_think *t, const char *s, size_t n,
+                       sg_llm_think_emit emit, void *data) {
+  size_t i = 0;
+  while (t->state == TS_START && i < n) {
+    char c = s[i];
+    size_t k = t->held - t->ws; /* bytes of "<think>" matched */
+    bool ok = k == 0 ? (is_ws(c) && t->ws < SG_LLM_THINK_WS_MAX) || c == '<'
+                     : c == k_open_tag[k];
+    if (!ok) {
+      put(emit, data, false, t->hold, t->held);
+      t->held = t->ws = 0;
+      t->state = TS_CONTENT;
+      break;
+    }
+    t->hold[t->held++] = c;
+    if (k == 0 && c != '<')
+      t->ws++;
+    i++;
+    if (k + 1 == OPEN_LEN && c == '>') {
+      t->held = t->ws = 0;
+      t->state = TS_INSIDE;
+      t->seen = true;
+    }
+  }
+  if (i == n)
+    return;
+  if (t->state == TS_INSIDE)
+    feed_inside(t, s + i, n - i, emit, data);
+  else
+    put(emit, data, false, s + i, n - i);
+}
+
+void sg_llm_think_flush(sg_llm_think *t, sg_llm_think_emit emit, void *data) {
+  if (t->state == TS_START)
+    put(emit, data, false, t->hold, t->held);
+  else if (t->state == TS_INSIDE)
+    put(emit, data, true, k_close_tag, t->held);
+  t->held = t->ws = 0;
+}
+
+void sg_llm_think_stop(sg_llm_think *t, sg_llm_think_emit emit, void *data) {
+  if (t->state != TS_START)
+    return;
+  put(emit, data, false, t->hold, t->held);
+  t->held = t->ws = 0;
+  t->state = TS_CONTENT;
+}

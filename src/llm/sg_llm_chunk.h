@@ -79,4 +79,61 @@ void sg_llm_chunk_free(sg_llm_chunk *c);
 int sg_llm_error_from_body(long http_status, const char *body, size_t len,
                            int code, sg_err *err);
 
+/* ---- thinking inline in the content ----
+ *
+ * Models served without a reasoning parser (DeepSeek-R1 distills, Qwen3 and
+ * others on llama.cpp's servers without --reasoning-format, llama-cpp-python)
+ * write their reasoning into `content` between <think> and </think>. This
+ * splitter turns such content back into reasoning and content, so forks and
+ * triggers see reasoning whatever the server does with it. It is fed the
+ * content of each chunk as it comes; a tag may be split across chunks at any
+ * byte, so the bytes that could begin a tag are held back until the next
+ * chunk says what they are (at most the tag's length minus one, or the
+ * leading whitespace before an opening tag, capped at SG_LLM_THINK_WS_MAX).
+ *
+ * Modes:
+ *   DETECT  the block is reasoning only when the content opens with it
+ *           (after optional whitespace); any other content passes through
+ *           from its first byte on, untouched (the default);
+ *   OPEN    the chat template already opened the block in the prompt (newer
+ *           DeepSeek-R1 templates end the prompt with "<think>\n"): content
+ *           is reasoning until </think>;
+ *   OFF     content is content.
+ * After </think> everything is content; a second block is not parsed (none
+ * of these models writes one). Pure: no I/O, no allocation. */
+
+#define SG_LLM_THINK_WS_MAX 64
+
+typedef enum sg_llm_think_mode {
+  SG_LLM_THINK_DETECT = 0,
+  SG_LLM_THINK_OPEN,
+  SG_LLM_THINK_OFF
+} sg_llm_think_mode;
+
+typedef struct sg_llm_think {
+  int state;    /* private: start, inside, content */
+  size_t held;  /* start: bytes of whitespace and "<think>" matched; inside:
+                   bytes of "</think>" matched */
+  size_t ws;    /* start: how many of the held bytes are whitespace */
+  char hold[SG_LLM_THINK_WS_MAX + 8]; /* start: the held bytes themselves */
+  bool seen;    /* a think block was found (opened or, in OPEN, closed) */
+} sg_llm_think;
+
+/* What the splitter says about a piece of text: reasoning or content. */
+typedef void (*sg_llm_think_emit)(void *data, bool reasoning, const char *text,
+                                  size_t len);
+
+void sg_llm_think_init(sg_llm_think *t, sg_llm_think_mode mode);
+/* Feeds n content bytes; calls emit for each piece, in order, never with an
+ * empty piece. */
+void sg_llm_think_feed(sg_llm_think *t, const char *s, size_t n,
+                       sg_llm_think_emit emit, void *data);
+/* The stream ended: what was held back goes out as what it was. */
+void sg_llm_think_flush(sg_llm_think *t, sg_llm_think_emit emit, void *data);
+/* Ends detection: the content so far had no opening tag (a separate
+ * reasoning field came instead). Held bytes go out as content. */
+void sg_llm_think_stop(sg_llm_think *t, sg_llm_think_emit emit, void *data);
+/* True while the splitter is inside a think block. */
+bool sg_llm_think_inside(const sg_llm_think *t);
+
 #endif

@@ -94,6 +94,9 @@ struct sg_llm_stream {
   bool released;
   int64_t start_us, deadline_us, progress_us, first_delta_us;
   sg_sse sse;
+  sg_llm_think think;   /* splits inline <think> blocks out of content */
+  int think_mode;
+  uint64_t delta_chunks;/* chunks that carried reasoning or content */
   /* per attempt */
   long http_status;
   bool status_known;
@@ -387,7 +390,7 @@ static void fill_result(sg_llm_stream *s, int code, const char *msg,
     /* Cut before the usage chunk: count client-side (see the header). */
     r->usage.completion_tokens = s->n_completion_ids > 0
                                      ? (int64_t)s->n_completion_ids
-                                     : (int64_t)(s->reasoning_chunks + s->content_chunks);
+                                     : (int64_t)s->delta_chunks;
     r->usage_estimated = true;
   }
   if (r->usage.prompt_tokens < 0 && s->n_prompt_ids > 0)
@@ -464,8 +467,33 @@ static void watchdog_arm(sg_llm_stream *s) {
 
 /* ---- reading a reply ---- */
 
+/* Delivers one piece of reasoning or content text to the caller. */
+static void deliver_text(sg_llm_stream *s, bool reasoning, const char *text,
+                         size_t len, const char *field) {
+  if (s->cancelled || len == 0)
+    return;
+  if (reasoning) {
+    if (s->reasoning_field[0] == '\0')
+      snprintf(s->reasoning_field, sizeof s->reasoning_field, "%s", field);
+    s->reasoning_chunks++;
+  } else {
+    s->content_chunks++;
+  }
+  s->output_started = true;
+  if (s->first_delta_us == 0)
+    s->first_delta_us = sg_clock_now_us();
+  if (reasoning && s->cb.on_reasoning)
+    s->cb.on_reasoning(s, s->cb.data, text, len);
+  else if (!reasoning && s->cb.on_content)
+    s->cb.on_content(s, s->cb.data, text, len);
+}
+
+/* The splitter's pieces: reasoning written inline in content. */
+static void think_piece(void *data, bool reasoning, const char *text, size_t len) {
+  deliver_text(data, reasoning, text, len, "content <think>");
+}
+
 static void deliver_chunk(sg_llm_stream *s, const sg_llm_chunk *ch) {
-  bool progressed = false;
   if (ch->prompt_token_ids && s->n_prompt_ids == 0) {
     s->n_prompt_ids = ch->n_prompt_token_ids;
     if (s->cb.on_token_ids)
@@ -474,29 +502,19 @@ static void deliver_chunk(sg_llm_stream *s, const sg_llm_chunk *ch) {
     if (s->cancelled)
       return;
   }
+  if ((ch->reasoning && ch->reasoning_len > 0) || (ch->content && ch->content_len > 0))
+    s->delta_chunks++;
   if (ch->reasoning && ch->reasoning_len > 0) {
-    progressed = true;
-    if (s->reasoning_field[0] == '\0')
-      snprintf(s->reasoning_field, sizeof s->reasoning_field, "%s",
-               ch->reasoning_field);
-    s->reasoning_chunks++;
-    if (s->cb.on_reasoning)
-      s->cb.on_reasoning(s, s->cb.data, ch->reasoning, ch->reasoning_len);
+    /* The server parses reasoning itself: content is content. */
+    sg_llm_think_stop(&s->think, think_piece, s);
+    deliver_text(s, true, ch->reasoning, ch->reasoning_len, ch->reasoning_field);
     if (s->cancelled)
       return;
   }
   if (ch->content && ch->content_len > 0) {
-    progressed = true;
-    s->content_chunks++;
-    if (s->cb.on_content)
-      s->cb.on_content(s, s->cb.data, ch->content, ch->content_len);
+    sg_llm_think_feed(&s->think, ch->content, ch->content_len, think_piece, s);
     if (s->cancelled)
       return;
-  }
-  if (progressed) {
-    s->output_started = true;
-    if (s->first_delta_us == 0)
-      s->first_delta_us = sg_clock_now_us();
   }
   if (ch->token_ids && ch->n_token_ids > 0) {
     s->n_completion_ids += ch->n_token_ids;
@@ -594,6 +612,7 @@ static void start_attempt(sg_llm_stream *s) {
   sg_llm_client *c = s->c;
   assert(s->easy == NULL && s->state == ST_WAITING);
   sg_sse_reset(&s->sse);
+  sg_llm_think_init(&s->think, (sg_llm_think_mode)s->think_mode);
   sg_buf_reset(&s->err_body);
   s->http_status = 0;
   s->status_known = false;
@@ -713,6 +732,9 @@ static void attempt_done(sg_llm_stream *s, CURLcode res) {
     return;
   }
   if (s->got_done || s->finish_reason[0]) {
+    sg_llm_think_flush(&s->think, think_piece, s);
+    if (s->cancelled)
+      return; /* cancelled from the last piece's callback: already released */
     stream_end(s, 0, NULL);
     return;
   }
@@ -856,6 +878,7 @@ int sg_llm_stream_start(sg_llm_client *c, const sg_llm_request *r,
   json_decref(body);
   s->url = sg_llm_endpoint_url(r->base_url, r->endpoint);
   s->rid = sg_strdup(rid);
+  s->think_mode = r->think_mode;
   s->deadline_s = r->deadline_s > 0 ? r->deadline_s : DEFAULT_DEADLINE_S;
   s->idle_s = r->idle_timeout_s > 0 ? r->idle_timeout_s : DEFAULT_IDLE_S;
   s->connect_s = r->connect_timeout_s > 0 ? r->connect_timeout_s : DEFAULT_CONNECT_S;
@@ -869,9 +892,13 @@ int sg_llm_stream_start(sg_llm_client *c, const sg_llm_request *r,
   h = curl_slist_append(h, "Expect:");
   if (c->auth_header)
     h = curl_slist_append(h, c->auth_header);
-  char *line = header_line("X-Request-Id", s->rid);
-  h = curl_slist_append(h, line);
-  free(line);
+  if (p->request_id_header) {
+    char uuid[37];
+    sg_llm_request_uuid(s->rid, uuid);
+    char *line = header_line("X-Request-Id", uuid);
+    h = curl_slist_append(h, line);
+    free(line);
+  }
   for (size_t i = 0; i < r->n_headers; i++)
     h = curl_slist_append(h, r->headers[i]);
   s->headers = h;

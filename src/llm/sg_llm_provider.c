@@ -26,32 +26,78 @@
 #include "common/sg_alloc.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define THINK_TAGS .think_open = "<think>\n", .think_close = "\n</think>\n\n"
+
 static const sg_llm_provider k_providers[SG_LLM_PROVIDER__COUNT] = {
-    [SG_LLM_PROVIDER_GENERIC] = {SG_LLM_PROVIDER_GENERIC, "generic", "reasoning_content",
-                                 SG_LLM_THINK_OFF_TEMPLATE_KWARGS,
-                                 SG_LLM_PREFIX_CONTINUE_FINAL, false, false, false,
-                                 NULL, "max_tokens", "<think>\n", "\n</think>\n\n"},
-    [SG_LLM_PROVIDER_VLLM] = {SG_LLM_PROVIDER_VLLM, "vllm", "reasoning",
-                              SG_LLM_THINK_OFF_TEMPLATE_KWARGS,
-                              SG_LLM_PREFIX_CONTINUE_FINAL, true, false, true,
-                              "request_id", "max_tokens", "<think>\n",
-                              "\n</think>\n\n"},
-    [SG_LLM_PROVIDER_SGLANG] = {SG_LLM_PROVIDER_SGLANG, "sglang", "reasoning_content",
-                                SG_LLM_THINK_OFF_TEMPLATE_KWARGS,
-                                SG_LLM_PREFIX_CONTINUE_FINAL, false, true, true,
-                                "rid", "max_tokens", "<think>\n", "\n</think>\n\n"},
-    [SG_LLM_PROVIDER_DEEPSEEK] = {SG_LLM_PROVIDER_DEEPSEEK, "deepseek",
-                                  "reasoning_content", SG_LLM_THINK_OFF_DEEPSEEK,
-                                  SG_LLM_PREFIX_DEEPSEEK, false, false, false, NULL,
-                                  "max_tokens", NULL, NULL},
-    [SG_LLM_PROVIDER_OPENAI] = {SG_LLM_PROVIDER_OPENAI, "openai", "reasoning",
-                                SG_LLM_THINK_OFF_NONE, SG_LLM_PREFIX_NONE, false,
-                                false, false, NULL, "max_completion_tokens", NULL,
-                                NULL},
+    [SG_LLM_PROVIDER_GENERIC] = {.kind = SG_LLM_PROVIDER_GENERIC, .name = "generic",
+                                 .reasoning_field = "reasoning_content",
+                                 .think_off = SG_LLM_THINK_OFF_TEMPLATE_KWARGS,
+                                 .prefix = SG_LLM_PREFIX_CONTINUE_FINAL,
+                                 .max_tokens_field = "max_tokens", THINK_TAGS,
+                                 .request_id_header = true,
+                                 .cancel = SG_LLM_CANCEL_CLOSE,
+                                 .server = "an OpenAI-compatible server"},
+    [SG_LLM_PROVIDER_VLLM] = {.kind = SG_LLM_PROVIDER_VLLM, .name = "vllm",
+                              .reasoning_field = "reasoning",
+                              .think_off = SG_LLM_THINK_OFF_TEMPLATE_KWARGS,
+                              .prefix = SG_LLM_PREFIX_CONTINUE_FINAL, .token_ids = true,
+                              .body_request_id = true, .request_id_field = "request_id",
+                              .max_tokens_field = "max_tokens", THINK_TAGS,
+                              .request_id_header = true, .cancel = SG_LLM_CANCEL_CLOSE,
+                              .server = "vLLM"},
+    [SG_LLM_PROVIDER_SGLANG] = {.kind = SG_LLM_PROVIDER_SGLANG, .name = "sglang",
+                                .reasoning_field = "reasoning_content",
+                                .think_off = SG_LLM_THINK_OFF_TEMPLATE_KWARGS,
+                                .prefix = SG_LLM_PREFIX_CONTINUE_FINAL,
+                                .abort_endpoint = true, .body_request_id = true,
+                                .request_id_field = "rid", .max_tokens_field = "max_tokens",
+                                THINK_TAGS, .request_id_header = false,
+                                .cancel = SG_LLM_CANCEL_ENDPOINT, .server = "SGLang"},
+    [SG_LLM_PROVIDER_DEEPSEEK] = {.kind = SG_LLM_PROVIDER_DEEPSEEK, .name = "deepseek",
+                                  .reasoning_field = "reasoning_content",
+                                  .think_off = SG_LLM_THINK_OFF_DEEPSEEK,
+                                  .prefix = SG_LLM_PREFIX_DEEPSEEK,
+                                  .max_tokens_field = "max_tokens",
+                                  .cancel = SG_LLM_CANCEL_CLOSE,
+                                  .server = "DeepSeek's API"},
+    [SG_LLM_PROVIDER_OPENAI] = {.kind = SG_LLM_PROVIDER_OPENAI, .name = "openai",
+                                .reasoning_field = "reasoning",
+                                .think_off = SG_LLM_THINK_OFF_NONE,
+                                .prefix = SG_LLM_PREFIX_NONE,
+                                .max_tokens_field = "max_completion_tokens",
+                                .cancel = SG_LLM_CANCEL_CLOSE, .server = "OpenAI's API"},
+    /* llama.cpp's llama-server: reasoning_content with --reasoning-format
+     * (else inline <think>, which the chunk interpreter splits);
+     * chat_template_kwargs with --jinja; a last assistant message is
+     * continued; n_predict under the names max_tokens and
+     * max_completion_tokens; usage with include_usage; a closed connection
+     * cancels the task and frees its slot (measured: docs/llm.md). */
+    [SG_LLM_PROVIDER_LLAMACPP] = {.kind = SG_LLM_PROVIDER_LLAMACPP, .name = "llamacpp",
+                                  .reasoning_field = "reasoning_content",
+                                  .think_off = SG_LLM_THINK_OFF_TEMPLATE_KWARGS,
+                                  .prefix = SG_LLM_PREFIX_CONTINUE_FINAL,
+                                  .max_tokens_field = "max_tokens", THINK_TAGS,
+                                  .request_id_header = false,
+                                  .cancel = SG_LLM_CANCEL_CLOSE,
+                                  .server = "llama.cpp's llama-server"},
+    /* llama-cpp-python's server: X-Request-Id must be a UUID; max_tokens
+     * only (max_completion_tokens is ignored); no usage chunk when streaming;
+     * no reasoning parser; template kwargs and continue_final_message are
+     * ignored; nothing stops a generation whose client went away. */
+    [SG_LLM_PROVIDER_LLAMACPP_PY] = {.kind = SG_LLM_PROVIDER_LLAMACPP_PY,
+                                     .name = "llamacpp-python",
+                                     .reasoning_field = "content",
+                                     .think_off = SG_LLM_THINK_OFF_TEMPLATE_KWARGS,
+                                     .prefix = SG_LLM_PREFIX_CONTINUE_FINAL,
+                                     .max_tokens_field = "max_tokens", THINK_TAGS,
+                                     .request_id_header = true,
+                                     .cancel = SG_LLM_CANCEL_NONE,
+                                     .server = "llama-cpp-python's server"},
 };
 
 const sg_llm_provider *sg_llm_provider_by_kind(sg_llm_provider_kind kind) {
@@ -75,7 +121,7 @@ int sg_llm_provider_lookup(const char *name, const sg_llm_provider **out,
   if (*out == NULL)
     return sg_err_set(err, SG_EINVAL,
                       "unknown provider profile '%s' (known: vllm, sglang, "
-                      "deepseek, openai, generic)",
+                      "deepseek, openai, llamacpp, llamacpp-python, generic)",
                       name ? name : "(null)");
   return 0;
 }
@@ -248,6 +294,45 @@ int sg_llm_provider_body(const sg_llm_provider *p, const sg_llm_request *r,
 fail:
   json_decref(b);
   return rc;
+}
+
+bool sg_llm_is_uuid(const char *s) {
+  if (s == NULL || strlen(s) != 36)
+    return false;
+  for (int i = 0; i < 36; i++) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+      return false;
+  }
+  return true;
+}
+
+static uint64_t fnv1a(const char *s, uint64_t h) {
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 0x100000001b3ULL;
+  }
+  /* A final mix so names differing in their last byte differ everywhere. */
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+
+void sg_llm_request_uuid(const char *id, char out[37]) {
+  if (sg_llm_is_uuid(id)) {
+    memcpy(out, id, 37);
+    return;
+  }
+  const char *s = id ? id : "";
+  uint64_t hi = fnv1a(s, 0xcbf29ce484222325ULL);
+  uint64_t lo = fnv1a(s, 0x84222325cbf29ce4ULL ^ hi);
+  hi = (hi & ~0xf000ULL) | 0x4000ULL;                  /* version 4 */
+  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL; /* variant 10 */
+  snprintf(out, 37, "%08llx-%04llx-%04llx-%04llx-%012llx",
+           (unsigned long long)(hi >> 32), (unsigned long long)((hi >> 16) & 0xffff),
+           (unsigned long long)(hi & 0xffff), (unsigned long long)(lo >> 48),
+           (unsigned long long)(lo & 0xffffffffffffULL));
 }
 
 /* Where the path of a URL begins (at its '/', or at the end). */

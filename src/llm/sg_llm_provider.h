@@ -24,6 +24,8 @@ typedef enum sg_llm_provider_kind {
   SG_LLM_PROVIDER_SGLANG,
   SG_LLM_PROVIDER_DEEPSEEK,
   SG_LLM_PROVIDER_OPENAI,
+  SG_LLM_PROVIDER_LLAMACPP,    /* llama.cpp's own llama-server */
+  SG_LLM_PROVIDER_LLAMACPP_PY, /* llama-cpp-python's server */
   SG_LLM_PROVIDER__COUNT
 } sg_llm_provider_kind;
 
@@ -49,6 +51,16 @@ typedef enum sg_llm_prefix_style {
                                    reasoning_content */
 } sg_llm_prefix_style;
 
+/* How a cancelled generation is stopped on the server. */
+typedef enum sg_llm_cancel_style {
+  SG_LLM_CANCEL_CLOSE,    /* closing the connection stops it (vLLM aborts a
+                             request whose client went away; llama.cpp's
+                             llama-server frees the slot) */
+  SG_LLM_CANCEL_ENDPOINT, /* close, and POST /abort_request {"rid"} (SGLang) */
+  SG_LLM_CANCEL_NONE      /* nothing known stops it: the server may keep
+                             generating (llama-cpp-python); a run warns */
+} sg_llm_cancel_style;
+
 typedef struct sg_llm_provider {
   sg_llm_provider_kind kind;
   const char *name;            /* "vllm", "sglang", ... */
@@ -64,9 +76,17 @@ typedef struct sg_llm_provider {
   const char *think_open;      /* tags around reasoning in a continued
                                   assistant message */
   const char *think_close;
+  bool request_id_header;      /* send X-Request-Id (a UUID): where the
+                                  server uses it (vLLM's request id with
+                                  --enable-request-id-headers, logs of
+                                  llama-cpp-python, which refuses any other
+                                  form); llama.cpp ignores it */
+  sg_llm_cancel_style cancel;
+  const char *server;          /* the server's name, for messages */
 } sg_llm_provider;
 
-/* The profile called name (vllm, sglang, deepseek, openai, generic), or NULL. */
+/* The profile called name (vllm, sglang, deepseek, openai, llamacpp,
+ * llamacpp-python, generic), or NULL. */
 const sg_llm_provider *sg_llm_provider_get(const char *name);
 /* Same, with an error naming the unknown profile and listing the known. */
 int sg_llm_provider_lookup(const char *name, const sg_llm_provider **out,
@@ -106,8 +126,12 @@ typedef struct sg_llm_request {
   const char *extra_json;/* a JSON object merged into the body last */
   const char *const *headers; /* extra "Name: value" headers */
   size_t n_headers;
-  const char *request_id;/* X-Request-Id header; also "rid"/"request_id" in
-                            the body where the profile says so */
+  const char *request_id;/* the request's name: "rid"/"request_id" in the
+                            body where the profile says so; the X-Request-Id
+                            header carries it when it is a UUID, else a UUID
+                            made from it (sg_llm_request_uuid) */
+  int think_mode;        /* sg_llm_think_mode of the content (sg_llm_chunk.h):
+                            0 detects a leading <think> block */
   const sg_llm_provider *provider; /* NULL: generic */
   /* Client policy (sg_llm_client); 0 picks the default in brackets. */
   double deadline_s;     /* absolute, from start, retries included [1800] */
@@ -130,6 +154,14 @@ void sg_llm_request_init(sg_llm_request *r);
  * field. The caller json_decref()s *out. */
 int sg_llm_provider_body(const sg_llm_provider *p, const sg_llm_request *r,
                          json_t **out, sg_err *err);
+
+/* The X-Request-Id of a request named id: id itself when it is a UUID
+ * (8-4-4-4-12 hex digits), else a version-4-shaped UUID made from a hash of
+ * id, so the same name gives the same UUID (on every retry, in every run)
+ * and every server accepts it (llama-cpp-python answers any other form with
+ * HTTP 400). out holds 37 bytes. */
+void sg_llm_request_uuid(const char *id, char out[37]);
+bool sg_llm_is_uuid(const char *s);
 
 /* The URL of an endpoint: base + "/v1" + "/chat/completions" when the base
  * has no path, else base + "/chat/completions". The caller frees it. */

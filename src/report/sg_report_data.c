@@ -127,10 +127,12 @@ static int open_run(sg_report_src *s, sg_err *err) {
   sqlite3_finalize(st);
   if (rc != SQLITE_ROW)
     return sg_err_set(err, SG_EPARSE, "%s: no schema version (not a run store)", s->db_path);
-  if (version != 1)
+  /* Version 2 only added the generations' estimated-count flags, which the
+   * report does not read: both versions read alike. */
+  if (version != 1 && version != 2)
     return sg_err_set(err, SG_EUNSUPPORTED,
-                      "%s: schema version %d; this report reads version 1", s->db_path,
-                      version);
+                      "%s: schema version %d; this report reads versions 1 and 2",
+                      s->db_path, version);
   return 0;
 }
 

@@ -109,6 +109,8 @@ static int op_iteration_end(void *data, uint32_t w, const sg_ctl_action *a,
   const char *reason = sg_ctl_reason_name(a->u.end.reason);
   if (a->u.end.reason == SG_REASON_EARLY && !main_cancelled)
     reason = "accepted";
+  reason = sg_gen_iteration_reason(reason, f->iter_kernels);
+  f->iter_kernels = 0;
   sg_run_iteration_close(r, f, reason);
   sg_run_write_best(r, f);
   sg_run_emit(r, "iteration_end",
@@ -327,6 +329,7 @@ static void on_signal(uv_signal_t *h, int signum) {
 
 void sg_run_outcome_free(sg_run_outcome *o) {
   free(o->dir);
+  free(o->no_generation);
   json_decref(o->summary);
   memset(o, 0, sizeof *o);
 }
@@ -421,6 +424,11 @@ static void loop(run *r, sg_run_outcome *out, const char *token_warning) {
                  "tasks", (int)r->nwf, "search", cfg->search));
   if (token_warning)
     sg_run_emit(r, "warning", json_pack("{s:s}", "message", token_warning));
+  if (cfg->spec && r->provider && r->provider->cancel == SG_LLM_CANCEL_NONE) {
+    char w[512];
+    sg_gen_cancel_warning(r->provider->server, r->provider->name, w, sizeof w);
+    sg_run_emit(r, "warning", json_pack("{s:s}", "message", w));
+  }
   uint64_t tick_ms = (uint64_t)(cfg->tick * 1000);
   uv_timer_start(&r->tick, on_tick, tick_ms ? tick_ms : 1, tick_ms ? tick_ms : 1);
   r->last_progress_us = now_us();
@@ -451,6 +459,7 @@ static void conclude(run *r, sg_run_outcome *out) {
   json_t *s = sg_run_summary(r, &e);
   if (s) {
     sg_run_kv_report(r, s);
+    json_object_set_new(s, "generations", sg_gen_account_json(&r->acct));
     char *text = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
     char *path = sg_asprintf("%s/summary.json", r->dir);
     size_t len = strlen(text);
@@ -470,6 +479,9 @@ static void conclude(run *r, sg_run_outcome *out) {
   out->interrupted = r->interrupted;
   for (size_t i = 0; i < r->nwf; i++)
     out->failed_workflows += r->wfs[i].failed;
+  char why[SG_GEN_CAUSE_BYTES + 64];
+  if (!r->failed && sg_gen_account_nothing_generated(&r->acct, why, sizeof why))
+    out->no_generation = sg_strdup(why);
 }
 
 /* Closes what is open (whatever step failed) and frees the run. */

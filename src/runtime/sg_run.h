@@ -45,6 +45,8 @@ typedef struct sg_run_outcome {
   json_t *summary;       /* summary.json's object (owned), NULL if none */
   bool interrupted;      /* stopped by SIGINT/SIGTERM: resumable */
   int failed_workflows;  /* workflows that ended in state failed */
+  char *no_generation;   /* no generation succeeded: why (owned); the run
+                            failed even if every workflow ended */
   bool started;          /* the loop ran: an error before it is about the
                             input (a task, a directory, the configuration) */
 } sg_run_outcome;

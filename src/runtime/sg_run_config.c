@@ -56,9 +56,10 @@ static const sg_run_key keys[] = {
      .value_name = "NAME", .help = "model name on the server (required with llm)",
      .group = G_MODEL},
     {.name = "profile", .type = SG_KEY_STRING, .offset = OFF(profile),
-     .choices = "generic|vllm|sglang|deepseek|openai", .value_name = "NAME",
-     .help = "the server's dialect: generic, vllm, sglang, deepseek, openai "
-             "(generic)",
+     .choices = "generic|vllm|sglang|deepseek|openai|llamacpp|llamacpp-python",
+     .value_name = "NAME",
+     .help = "the server's dialect: generic, vllm, sglang, deepseek, openai, llamacpp, "
+             "llamacpp-python (generic)",
      .group = G_MODEL},
     {.name = "api-key-env", .type = SG_KEY_STRING, .offset = OFF(api_key_env),
      .value_name = "VAR",

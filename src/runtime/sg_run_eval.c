@@ -80,6 +80,7 @@ static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answe
     if (r->failed)
       return 0;
     idmap_set(&f->cand_store, cand, cid);
+    f->iter_kernels++;
     sg_run_emit(r, "candidate", json_pack("{s:s, s:I, s:s, s:b}", "task", f->task->name,
                                    "candidate", (json_int_t)cand, "origin",
                                    sg_gen_kind_name(k->origin), "duplicate", !is_new));

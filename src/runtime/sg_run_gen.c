@@ -52,13 +52,14 @@ static sg_finish_reason finish_reason_of(const char *s) {
   return SG_FINISH_OTHER;
 }
 
-static void gen_record_end(run *r, rgen *g, const sg_llm_usage *u,
+static void gen_record_end(run *r, rgen *g, const sg_llm_usage *u, bool client_counted,
                            const char *finish, sg_store_gen_outcome outcome) {
-  int64_t completion = u && u->present ? u->completion_tokens : (int64_t)g->chunks;
-  int64_t prompt = u && u->present ? u->prompt_tokens : 0;
-  int64_t cached = u && u->present ? u->cached_tokens : 0;
-  STORE(r, sg_store_generation_end(r->store, g->store_id, prompt, completion,
-                                   cached, finish, outcome, now_us(), err));
+  sg_gen_tokens t = sg_gen_tokens_of(&r->acct, u, client_counted, g->chunks, g->prompt_bytes);
+  STORE(r, sg_store_generation_end(r->store, g->store_id, t.prompt, t.completion,
+                                   t.cached, finish, outcome, now_us(), err));
+  if (t.prompt_estimated || t.completion_estimated)
+    STORE(r, sg_store_generation_estimated(r->store, g->store_id, t.prompt_estimated,
+                                           t.completion_estimated, err));
 }
 
 static void on_delta(rgen *g, bool reasoning, const char *text, size_t len) {
@@ -159,8 +160,28 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
   gen_unlink(f, g);
   gen_counts(f, g, -1);
   sg_llm_usage u = res->usage.present ? res->usage : g->usage;
-  gen_record_end(r, g, &u, res->finish_reason,
+  gen_record_end(r, g, &u, res->usage.present && res->usage_estimated, res->finish_reason,
                  ok ? SG_STORE_GEN_COMPLETED : SG_STORE_GEN_FAILED);
+  if (ok) {
+    sg_gen_account_completed(&r->acct);
+    if (g->kind == SG_GEN_MAIN && g->reasoning_bytes == 0 && r->cfg->spec &&
+        sg_gen_account_no_reasoning(&r->acct))
+      sg_run_emit(r, "warning",
+                  json_pack("{s:s, s:s}", "task", f->task->name, "message",
+                            "the model streamed no reasoning (no reasoning field, no "
+                            "leading <think> block in its content), so speculative "
+                            "forks have nothing to fork from: use a reasoning model, "
+                            "or a server that parses its reasoning"));
+  } else {
+    /* Each distinct cause once, in plain words, where a person reads it. */
+    const char *cause = sg_gen_account_failed(&r->acct, res->message);
+    if (cause) {
+      char msg[SG_GEN_CAUSE_BYTES + 300];
+      snprintf(msg, sizeof msg, "generation failed: %s (model server %s)", cause,
+               r->base_url);
+      sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", msg));
+    }
+  }
   sg_run_emit(r, "generation",
        json_pack("{s:s, s:i, s:s, s:s, s:I, s:s?}", "task", f->task->name,
                  "iteration", (int)f->iter_open + 1, "kind", sg_gen_kind_name(g->kind),
@@ -354,6 +375,8 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   g->gen = a->u.start.gen;
   g->kind = a->u.start.kind;
   g->store_id = store_id;
+  g->prompt_bytes = strlen(pt->system) + strlen(pt->user) +
+                    (spec ? (size_t)a->u.start.prefix_len : 0);
   idmap_set(&f->gen_store, g->gen, store_id);
   sg_llm_callbacks cb = {g, on_reasoning, on_content, q.return_token_ids ? on_token_ids : NULL,
                          on_usage, on_finish, on_error};
@@ -364,8 +387,10 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
     /* The request cannot be expressed (a profile without prefix
      * continuation, say): a failed generation, recorded, and reported to
      * the controller after this action list, as a stream error would be. */
-    gen_record_end(r, g, NULL, NULL, SG_STORE_GEN_FAILED);
-    sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", e.msg));
+    gen_record_end(r, g, NULL, false, NULL, SG_STORE_GEN_FAILED);
+    if (sg_gen_account_failed(&r->acct, e.msg))
+      sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message",
+                                          e.msg));
     sg_interp_gen_failed(r->it, w, g->gen, rc, e.msg);
     sg_run_gen_free(g);
     return 0;
@@ -393,7 +418,7 @@ static bool gen_cancel(run *r, uint32_t w, uint64_t gen) {
   gen_unlink(f, g);
   gen_counts(f, g, -1);
   bool main = g->kind == SG_GEN_MAIN;
-  gen_record_end(r, g, &g->usage, "cancelled", SG_STORE_GEN_CANCELLED);
+  gen_record_end(r, g, &g->usage, false, "cancelled", SG_STORE_GEN_CANCELLED);
   sg_run_gen_free(g);
   return main;
 }

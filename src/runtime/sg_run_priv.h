@@ -8,6 +8,7 @@
 #ifndef SG_RUN_PRIV_H
 #define SG_RUN_PRIV_H
 
+#include "runtime/sg_gen_account.h"
 #include "runtime/sg_run.h"
 
 #include "common/sg_alloc.h"
@@ -45,6 +46,7 @@ typedef struct rgen {
   int64_t store_id;
   sg_llm_stream *stream;   /* NULL once ended */
   uint64_t chunks;         /* deltas received: a token estimate */
+  size_t prompt_bytes;     /* what was sent: a token estimate */
   sg_llm_usage usage;      /* the latest the server sent */
   /* main, with token forks: the prompt's and the completion's token ids,
    * and after each chunk (reasoning bytes so far, completion ids so far),
@@ -101,6 +103,7 @@ typedef struct wf {
   char *best_file;         /* the best kernel's file, once written */
   double best_speedup;     /* NAN until a profiled kernel */
   int live_main, live_spec, in_flight;
+  uint64_t iter_kernels;   /* candidates this iteration produced */
 } wf;
 
 struct run {
@@ -119,6 +122,7 @@ struct run {
   char *base_url;
   const char *model;
   const sg_llm_provider *provider;
+  sg_gen_account acct;     /* generations: outcomes, causes, estimates */
   sg_llm_client *client;
   /* the pool */
   char **devices;

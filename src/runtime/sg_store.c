@@ -119,6 +119,12 @@ static const char *const migrations[SG_STORE_SCHEMA_VERSION] = {
     " evaluation_id INTEGER REFERENCES evaluations(id),"
     " started_us INTEGER NOT NULL,"
     " ended_us INTEGER NOT NULL CHECK (ended_us >= started_us));",
+    /* 1 -> 2: which token counts are estimates (the server sent no usage,
+     * or the stream was cut before it), so no one reads them as measured. */
+    "ALTER TABLE generations ADD COLUMN prompt_estimated INTEGER NOT NULL "
+    " DEFAULT 0 CHECK (prompt_estimated IN (0, 1));"
+    "ALTER TABLE generations ADD COLUMN completion_estimated INTEGER NOT NULL "
+    " DEFAULT 0 CHECK (completion_estimated IN (0, 1));",
 };
 
 /* ---- prepared statements ----------------------------------------------- */
@@ -160,6 +166,9 @@ static const stmt_def stmt_defs[ST__COUNT] = {
                     "completion_tokens = ?3, cached_tokens = ?4, "
                     "finish_reason = ?5, outcome = ?6, ended_us = ?7 "
                     "WHERE id = ?1 AND ended_us IS NULL"},
+    [ST_GEN_ESTIMATED] = {"generations",
+                          "UPDATE generations SET prompt_estimated = ?2, "
+                          "completion_estimated = ?3 WHERE id = ?1"},
     [ST_CAND_FIND] = {"candidates",
                       "SELECT c.id, c.source = ?3 FROM candidates c "
                       "JOIN generations g ON g.workflow_id = c.workflow_id "
@@ -713,6 +722,21 @@ int sg_store_generation_end(sg_store *s, int64_t generation_id,
                     "%s: table generations: no open generation %" PRId64
                     " (missing or already ended)",
                     s->path, generation_id);
+  return rc;
+}
+
+int sg_store_generation_estimated(sg_store *s, int64_t generation_id,
+                                  bool prompt, bool completion, sg_err *err) {
+  sqlite3_stmt *st = st_get(s, ST_GEN_ESTIMATED);
+  sqlite3_bind_int64(st, 1, generation_id);
+  sqlite3_bind_int(st, 2, prompt ? 1 : 0);
+  sqlite3_bind_int(st, 3, completion ? 1 : 0);
+  int changes = 0;
+  int rc = st_exec(s, ST_GEN_ESTIMATED, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = sg_err_set(err, SG_ESTATE,
+                    "%s: table generations: no generation %" PRId64, s->path,
+                    generation_id);
   return rc;
 }
 

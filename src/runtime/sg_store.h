@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 /* The latest schema version this build writes. */
-#define SG_STORE_SCHEMA_VERSION 1
+#define SG_STORE_SCHEMA_VERSION 2
 /* The database's name inside a run directory. */
 #define SG_STORE_FILE "run.db"
 /* Text columns from outside (evaluation messages) are cut to this. */
@@ -160,6 +160,11 @@ int sg_store_generation_end(sg_store *s, int64_t generation_id,
                             sg_store_gen_outcome outcome, int64_t ended_us,
                             sg_err *err);
 
+/* Marks which of a generation's token counts are estimates (the server
+ * reported none: docs/llm.md). */
+int sg_store_generation_estimated(sg_store *s, int64_t generation_id,
+                                  bool prompt, bool completion, sg_err *err);
+
 /* ---- candidates -------------------------------------------------------- */
 
 /* Records the candidate `source` extracted from a generation, keyed in its
@@ -263,7 +268,9 @@ int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
  *     "profiling_feedback", "early_terminations", "generations_main",
  *     "generations_spec"}], "utilization": {"validation", "profiling",
  *     "overall"}, "tokens": {"prompt", "completion", "cached", "uncached",
- *     "consumption"}} (common/sg_tokens.h defines the last two)
+ *     "consumption" (common/sg_tokens.h defines these two),
+ *     "prompt_estimated", "completion_estimated" (the part of each sum that
+ *     is an estimate)}}
  * Definitions (the simulator's): iterations = iterations ended;
  * best_speedup = the largest speedup of an ok evaluation (null: none);
  * profiling_feedback = candidates with an ok profile evaluation;

@@ -311,7 +311,11 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
     rc = query_each(s, "generations",
                     "SELECT coalesce(sum(prompt_tokens), 0) AS prompt,"
                     " coalesce(sum(completion_tokens), 0) AS completion,"
-                    " coalesce(sum(cached_tokens), 0) AS cached "
+                    " coalesce(sum(cached_tokens), 0) AS cached,"
+                    " coalesce(sum(CASE WHEN prompt_estimated THEN prompt_tokens"
+                    " END), 0) AS prompt_estimated,"
+                    " coalesce(sum(CASE WHEN completion_estimated THEN"
+                    " completion_tokens END), 0) AS completion_estimated "
                     "FROM generations",
                     0, collect_first, &tok, err);
   if (rc) {

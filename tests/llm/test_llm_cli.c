@@ -297,14 +297,21 @@ static void test_cli_check_reports_every_point_and_profile(void) {
   json_t *p = json_object_get(j, "probes");
   /* The test server serves vLLM's running-requests gauge in /metrics, so
    * the cancellation is confirmed too. */
-  const char *want_yes[] = {"stream",    "reasoning",     "think_off",    "prefix",
-                            "token_ids", "cached_tokens", "prefix_cache", "cancel"};
+  const char *want_yes[] = {"stream",        "reasoning",    "think_off", "prefix",
+                            "token_ids",     "cached_tokens", "prefix_cache", "cancel",
+                            "request_id",    "token_limit"};
   for (size_t i = 0; i < sizeof want_yes / sizeof want_yes[0]; i++) {
     json_t *pr = json_object_get(p, want_yes[i]);
     SG_CHECK_MSG(pr && strcmp(json_string_value(json_object_get(pr, "status")), "yes") == 0,
                  "probe %s: %s", want_yes[i], json_dumps(pr, 0));
   }
   SG_CHECK(json_object_get(p, "cancel") != NULL);
+  /* The test server is none of the servers the check knows by name. */
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(p, "server"), "status")),
+                  "no");
+  SG_CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(p, "token_limit"),
+                                                      "detail")),
+                    "max_tokens honoured");
   SG_CHECK_STR_EQ(json_string_value(json_object_get(j, "reasoning_field")),
                   "reasoning_content");
   SG_CHECK_STR_EQ(json_string_value(json_object_get(j, "profile")), "vllm");

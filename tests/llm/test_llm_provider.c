@@ -40,8 +40,9 @@ static const char *path_str(json_t *b, const char *a, const char *k) {
 }
 
 static void test_provider_lookup(void) {
-  const char *names[] = {"vllm", "sglang", "deepseek", "openai", "generic"};
-  for (int i = 0; i < 5; i++) {
+  const char *names[] = {"vllm",     "sglang",          "deepseek", "openai",
+                         "llamacpp", "llamacpp-python", "generic"};
+  for (int i = 0; i < 7; i++) {
     const sg_llm_provider *p = sg_llm_provider_get(names[i]);
     SG_CHECK(p != NULL);
     SG_CHECK_STR_EQ(p->name, names[i]);
@@ -292,6 +293,80 @@ static void test_fork_token_prompt_concatenates_exactly(void) {
   free(ids);
 }
 
+/* Each server's token-limit field: llama-cpp-python ignores
+ * max_completion_tokens (measured), llama.cpp takes both names, OpenAI wants
+ * max_completion_tokens. */
+static void test_provider_token_limit_field_per_server(void) {
+  const char *prof[] = {"llamacpp", "llamacpp-python", "openai", "vllm", "generic"};
+  const char *field[] = {"max_tokens", "max_tokens", "max_completion_tokens",
+                         "max_tokens", "max_tokens"};
+  for (int i = 0; i < 5; i++) {
+    sg_llm_request r;
+    base_req(&r);
+    r.max_tokens = 7;
+    json_t *b = build(prof[i], &r);
+    SG_CHECK_MSG(json_integer_value(json_object_get(b, field[i])) == 7,
+                 "%s: %s not set", prof[i], field[i]);
+    SG_CHECK_EQ_INT(json_object_size(b) > 0, 1);
+    const char *other = strcmp(field[i], "max_tokens") == 0 ? "max_completion_tokens"
+                                                             : "max_tokens";
+    SG_CHECK(json_object_get(b, other) == NULL);
+    json_decref(b);
+  }
+}
+
+static void test_request_uuid_shape_and_stability(void) {
+  char a[37], b[37], c[37];
+  sg_llm_request_uuid("specgen-1-w0-g1-1", a);
+  sg_llm_request_uuid("specgen-1-w0-g1-1", b);
+  sg_llm_request_uuid("specgen-1-w0-g1-2", c);
+  SG_CHECK(sg_llm_is_uuid(a));
+  SG_CHECK_STR_EQ(a, b);            /* the same on every retry */
+  SG_CHECK(strcmp(a, c) != 0);      /* another name, another id */
+  SG_CHECK_EQ_INT(a[14], '4');      /* version 4 */
+  SG_CHECK(strchr("89ab", a[19]) != NULL); /* RFC 4122 variant */
+  /* A UUID passes unchanged; NULL and "" give valid ids. */
+  sg_llm_request_uuid("123e4567-e89b-12d3-a456-426614174000", b);
+  SG_CHECK_STR_EQ(b, "123e4567-e89b-12d3-a456-426614174000");
+  sg_llm_request_uuid(NULL, b);
+  SG_CHECK(sg_llm_is_uuid(b));
+  sg_llm_request_uuid("", b);
+  SG_CHECK(sg_llm_is_uuid(b));
+  /* Distinct for many names (no collisions in 20,000). */
+  static char seen[20000][37];
+  for (int i = 0; i < 20000; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "sg-%d", i);
+    sg_llm_request_uuid(name, seen[i]);
+    SG_CHECK(sg_llm_is_uuid(seen[i]));
+  }
+  qsort(seen, 20000, 37, (int (*)(const void *, const void *))strcmp);
+  for (int i = 1; i < 20000; i++)
+    SG_CHECK(strcmp(seen[i - 1], seen[i]) != 0);
+  const char *bad[] = {"", "sg-1", "123e4567-e89b-12d3-a456-42661417400",
+                       "123e4567-e89b-12d3-a456-4266141740000",
+                       "123e4567xe89b-12d3-a456-426614174000",
+                       "123e4567-e89b-12d3-a456-42661417400g"};
+  for (int i = 0; i < 6; i++)
+    SG_CHECK(!sg_llm_is_uuid(bad[i]));
+  SG_CHECK(!sg_llm_is_uuid(NULL));
+}
+
+/* Cancellation and request-id policy are data of the profile. */
+static void test_provider_cancel_and_header_policy(void) {
+  SG_CHECK_EQ_INT(sg_llm_provider_get("llamacpp")->cancel, SG_LLM_CANCEL_CLOSE);
+  SG_CHECK_EQ_INT(sg_llm_provider_get("sglang")->cancel, SG_LLM_CANCEL_ENDPOINT);
+  SG_CHECK_EQ_INT(sg_llm_provider_get("llamacpp-python")->cancel, SG_LLM_CANCEL_NONE);
+  SG_CHECK(sg_llm_provider_get("llamacpp-python")->request_id_header);
+  SG_CHECK(!sg_llm_provider_get("llamacpp")->request_id_header);
+  for (int k = 0; k < SG_LLM_PROVIDER__COUNT; k++) {
+    const sg_llm_provider *p = sg_llm_provider_by_kind((sg_llm_provider_kind)k);
+    SG_CHECK(p->server && p->server[0]);
+    SG_CHECK(p->max_tokens_field && p->name);
+    SG_CHECK((p->cancel == SG_LLM_CANCEL_ENDPOINT) == p->abort_endpoint);
+  }
+}
+
 SG_TEST_MAIN(SG_TEST(test_provider_lookup), SG_TEST(test_provider_basic_chat_body),
              SG_TEST(test_provider_openai_uses_max_completion_tokens),
              SG_TEST(test_provider_thinking_off),
@@ -303,4 +378,7 @@ SG_TEST_MAIN(SG_TEST(test_provider_lookup), SG_TEST(test_provider_basic_chat_bod
              SG_TEST(test_provider_extra_json_merged_last),
              SG_TEST(test_provider_invalid_requests), SG_TEST(test_provider_urls),
              SG_TEST(test_provider_abort_body),
-             SG_TEST(test_fork_token_prompt_concatenates_exactly))
+             SG_TEST(test_fork_token_prompt_concatenates_exactly),
+             SG_TEST(test_provider_token_limit_field_per_server),
+             SG_TEST(test_request_uuid_shape_and_stability),
+             SG_TEST(test_provider_cancel_and_header_policy))

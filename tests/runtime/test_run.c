@@ -235,13 +235,14 @@ static void test_run_two_tasks_end_to_end(void) {
   char *out = sg_asprintf("%s/run", dir);
   /* What the model writes must not depend on the machine's load: without
    * forks the generations' ids, and so the seeds the built-in model draws
-   * from, are fixed, and with --seed 4 both tasks get a valid kernel (with
+   * from, are fixed (the X-Request-Id UUIDs too, which the built-in model
+   * draws from), and with --seed 3 both tasks get a valid kernel (with
    * forks, which and how many start depends on timing, and a loaded machine
    * could see none valid: "no valid kernel in the whole run"). Forks have
    * their own test (test_spec_on_forks). */
   const char *args[] = {"run", "--task", "hinge_loss", "--task", "diag_matmul",
                         "--devices", "cpu:0-1", "--iterations", "2", "--out", out,
-                        "--spec", "off", "--seed", "4", FAST, NULL};
+                        "--spec", "off", "--seed", "3", FAST, NULL};
   proc p;
   int rc = run_cmd(args, 240, &p);
   SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
@@ -262,8 +263,8 @@ static void test_run_two_tasks_end_to_end(void) {
   SG_CHECK(db_int(out, "SELECT count(*) FROM device_intervals") >= 1);
   long long ok = db_int(out, "SELECT count(*) FROM evaluations WHERE status = 'ok' "
                              "AND phase = 'validate'");
-  /* seed 4: a valid kernel for each task, and then a best kernel on disk */
-  SG_CHECK_MSG(ok >= 2, "%lld valid kernels, 2 expected for seed 4", ok);
+  /* seed 3: a valid kernel for each task, and then a best kernel on disk */
+  SG_CHECK_MSG(ok >= 2, "%lld valid kernels, 2 expected for seed 3", ok);
   long long best_files = 0;
   const json_t *w;
   size_t i;
@@ -424,8 +425,12 @@ static void test_llm_faults(void) {
                           faults[f], "--quiet", FAST, NULL};
     proc p;
     int rc = run_cmd(args, 180, &p);
-    SG_CHECK_MSG(rc == 0, "fault %s: exit %d; stderr:\n%s", faults[f], rc,
+    /* A fault on every attempt leaves nothing generated: the run fails with
+     * the cause; a fault that a retry overcomes does not. */
+    SG_CHECK_MSG(rc == (f == 1 ? 0 : 1), "fault %s: exit %d; stderr:\n%s", faults[f], rc,
                  sg_buf_str(&p.err));
+    if (f != 1)
+      SG_CHECK_CONTAINS(sg_buf_str(&p.err), "no generation succeeded");
     SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE ended_us IS NULL") == 0);
     SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NOT NULL") == 2);
     if (f != 1)

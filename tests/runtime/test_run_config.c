@@ -445,7 +445,7 @@ static void test_flag_errors(void) {
       {"--seed", "0", "--seed: expected an integer from 1 to 9223372036854775807"},
       {"--token-budget", "-1", "from 0 to 18446744073709551615"},
       {"--profile", "openia", "--profile: expected one of generic, vllm, sglang, "
-                              "deepseek, openai, got \"openia\""},
+                              "deepseek, openai, llamacpp, llamacpp-python, got \"openia\""},
       /* an on/off flag followed by a word that is not on or off: that word
        * is its bad value, not a stray argument */
       {"--spec", "maybe", "--spec: expected on, off, true, false, yes, no, 1 or 0, got \"maybe\""},
