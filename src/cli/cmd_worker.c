@@ -244,7 +244,10 @@ int sg_cmd_worker(int argc, char **argv) {
   if (slot)
     return remote_slot(slot, json_errors);
   if (!redis && getenv(SG_REMOTE_ENV_URL) && (run_id || host))
-    redis = getenv(SG_REMOTE_ENV_URL);
+    redis = sg_strdup(getenv(SG_REMOTE_ENV_URL));
+  /* out of the environment the local workers (and candidates) inherit */
+  if (redis)
+    unsetenv(SG_REMOTE_ENV_URL);
   if (redis)
     return remote_host(redis, run_id, device, host, hb, build_cache, work_dir, json_errors);
   return local_worker(device, compile_only, build_cache, work_dir, json_errors);

@@ -77,6 +77,10 @@ typedef struct sg_pool_opts {
   /* Extra environment for the workers ("NAME=value"), e.g. for tests. */
   const char *const *env;
   size_t n_env;
+  /* Extra environment for the remote slots' proxies only (over env): the
+   * Redis URL, which no other worker (nor a candidate) may see. */
+  const char *const *remote_env;
+  size_t n_remote_env;
   /* The workers' compile stage limit (the evaluator's, 60 s). Until its
    * "compiled" reply a request is hung after the larger of this and its
    * timeout_s, plus hang_grace_s; after it, after timeout_s plus the grace.

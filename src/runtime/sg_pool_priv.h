@@ -101,6 +101,7 @@ struct sg_pool {
   double hang_grace_s, restart_backoff_s, compile_limit_s;
   int max_restarts;
   char **env;       /* NULL: inherit ours */
+  char **env_remote; /* the slot proxies' (env and remote_env); NULL: env */
   int log_fd;       /* -1: stderr inherited */
   worker *workers;  /* devices first, then compile workers */
   size_t n_dev, n_comp, n_workers;

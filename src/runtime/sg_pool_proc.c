@@ -260,7 +260,8 @@ int sg_pool_worker_spawn_proc(worker *w, sg_err *err) {
   o.exit_cb = on_exit_cb;
   o.file = p->program;
   o.args = (char **)argv;
-  o.env = p->env;
+  o.env = w->device && sg_pool_device_remote(w->device) && p->env_remote ? p->env_remote
+                                                                         : p->env;
   o.flags = UV_PROCESS_DETACHED;
   o.stdio_count = 3;
   o.stdio = stdio;

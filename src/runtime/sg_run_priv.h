@@ -130,6 +130,7 @@ struct run {
   const char *device_kind; /* "cpu", "cuda" (sg_eval_device_kind) */
   char *remote_env;        /* "SPECGEN_REDIS_RUN=ID" for the slot proxies of
                               --remote (sg_run_remote.c); NULL: none */
+  char *remote_url_env;    /* "SPECGEN_REDIS_URL=..." for them only */
   char *build_cache;
   sg_pool *pool;
   struct sg_kvstore *kv;   /* --kv-store (sg_run_kv.c), NULL: none */

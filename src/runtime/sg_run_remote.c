@@ -14,9 +14,22 @@
 
 int sg_run_remote_devices(run *r, sg_err *err) {
   int n = r->cfg->remote;
-  if (n <= 0)
+  /* The URL leaves this process's environment at once: only the slot
+   * proxies get it (the pool's remote_env), not the local workers, the
+   * model's server or a candidate that reads /proc/self/environ. */
+  const char *got = getenv(SG_REMOTE_ENV_URL);
+  char *url = got ? sg_strdup(got) : NULL;
+  unsetenv(SG_REMOTE_ENV_URL);
+  if (n <= 0) {
+    free(url);
     return 0;
-  const char *url = getenv(SG_REMOTE_ENV_URL);
+  }
+  if (url) {
+    r->remote_url_env = sg_asprintf("%s=%s", SG_REMOTE_ENV_URL, url);
+    memset(url, 0, strlen(url));
+    free(url);
+    url = strchr(r->remote_url_env, '=') + 1;
+  }
   if (!url || !*url)
     return sg_err_set(err, SG_EINVAL,
                       "--remote %d: no Redis to reach the worker hosts through "

@@ -251,5 +251,8 @@ void sg_run_free(run *r) {
   free(r->base_url);
   free(r->build_cache);
   free(r->remote_env);
+  if (r->remote_url_env)
+    memset(r->remote_url_env, 0, strlen(r->remote_url_env));
+  free(r->remote_url_env);
   free(r->end_think);
 }

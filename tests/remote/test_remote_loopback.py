@@ -259,11 +259,39 @@ class Loopback(unittest.TestCase):
         a, b = self.host("hostA"), self.host("hostB")
         a.wait_ready()
         b.wait_ready()
-        r = subprocess.run([SPECGEN, "run", "--task", "hinge_loss", "--devices", "cpu:0",
-                            "--remote", "2", "--iterations", "2", "--server-speed", "3000",
-                            "--eval-timeout", "10", "--out", out,
-                            "--redis", self.redis.url()],
-                           capture_output=True, text=True, timeout=600)
+        proc = subprocess.Popen([SPECGEN, "run", "--task", "hinge_loss", "--devices", "cpu:0",
+                                 "--remote", "2", "--iterations", "2", "--server-speed", "3000",
+                                 "--eval-timeout", "10", "--out", out,
+                                 "--redis", self.redis.url()],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # while it runs: the URL is in its slot proxies' environment only,
+        # not in the local workers' (nor, so, a candidate's)
+        secret = self.redis.password.encode()
+        seen = {"proxy": 0, "local": 0}
+
+        def look():
+            for pid in os.listdir("/proc"):
+                try:
+                    with open("/proc/%s/cmdline" % pid, "rb") as f:
+                        cmd = f.read()
+                    with open("/proc/%s/environ" % pid, "rb") as f:
+                        env = f.read()
+                    with open("/proc/%s/stat" % pid) as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                if ppid != proc.pid:
+                    continue
+                if b"--remote-slot" in cmd:
+                    self.assertIn(secret, env)
+                    seen["proxy"] += 1
+                elif b"worker" in cmd:
+                    self.assertNotIn(secret, env, cmd)
+                    seen["local"] += 1
+            return seen["proxy"] and seen["local"]
+        wait_for(look, "the run's workers", limit=120, every=0.2)
+        stdout, stderr = proc.communicate(timeout=600)
+        r = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         db = sqlite3.connect(os.path.join(out, "run.db"))
         devs = {d for (d,) in db.execute("SELECT device FROM evaluations WHERE device IS NOT NULL")}
