@@ -79,6 +79,10 @@ static int fail(bool json, int code, const char *msg) {
   return code;
 }
 
+/* The Redis URL's copy (its argument's credentials are overwritten): held
+ * here for the process's life. */
+static char *g_url;
+
 /* A worker asks for SIGTERM when its parent dies: no worker outlives its
  * runtime. False when the parent died before the request took effect. */
 static bool follow_parent(void) {
@@ -214,7 +218,10 @@ int sg_cmd_worker(int argc, char **argv) {
     case O_JSON_ERRORS: json_errors = true; break;
     case O_COMPILE_ONLY: compile_only = true; break;
     case O_BUILD_CACHE: build_cache = optarg; break;
-    case O_REDIS: redis = sg_remote_url_hide(optarg); break;
+    case O_REDIS:
+      free(g_url);
+      redis = g_url = sg_remote_url_hide(optarg);
+      break;
     case O_RUN: run_id = optarg; break;
     case O_HOST: host = optarg; break;
     case O_SLOT: slot = optarg; break;
@@ -244,7 +251,7 @@ int sg_cmd_worker(int argc, char **argv) {
   if (slot)
     return remote_slot(slot, json_errors);
   if (!redis && getenv(SG_REMOTE_ENV_URL) && (run_id || host))
-    redis = sg_strdup(getenv(SG_REMOTE_ENV_URL));
+    redis = g_url = sg_strdup(getenv(SG_REMOTE_ENV_URL));
   /* out of the environment the local workers (and candidates) inherit */
   if (redis)
     unsetenv(SG_REMOTE_ENV_URL);
