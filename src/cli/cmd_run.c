@@ -2,6 +2,7 @@
  * (the summary of a run directory, finished or not). The loop itself is
  * src/runtime/sg_run.c; this file parses flags and prints. */
 #include "cli/commands.h"
+#include "remote/sg_remote.h"
 
 #include "common/sg_alloc.h"
 #include "report/sg_dashboard.h"
@@ -185,6 +186,9 @@ static void run_usage(FILE *f) {
              "Exit status: 0 the run completed; 1 it failed or was interrupted;\n"
              "2 bad usage or input.\n\n");
   sg_run_config_usage(f);
+  fprintf(f, "  --redis URL                    the Redis of --remote's worker hosts,\n"
+             "                                 redis://[USER:PASSWORD@]HOST[:PORT][/DB];\n"
+             "                                 never stored (or $SPECGEN_REDIS_URL)\n");
   fprintf(f, "  -h, --help                     this help\n");
 }
 
@@ -200,6 +204,32 @@ static char **dashboard_default(int argc, char **argv, int *n) {
   }
   *n = k;
   return v;
+}
+
+/* --redis URL is taken out of the arguments before the configuration sees
+ * them, so the URL (its password) is never stored in the run directory; it
+ * reaches the slot proxies through the environment (docs/remote.md).
+ * Returns -1 for a --redis without a value. */
+static int take_redis(int *argc, char **argv) {
+  int k = 0;
+  for (int i = 0; i < *argc; i++) {
+    if (strcmp(argv[i], "--redis") == 0) {
+      if (i + 1 == *argc)
+        return -1;
+      char *url = sg_remote_url_hide(argv[++i]);
+      setenv(SG_REMOTE_ENV_URL, url, 1);
+      free(url);
+    } else if (strncmp(argv[i], "--redis=", 8) == 0) {
+      char *url = sg_remote_url_hide(argv[i] + 8);
+      setenv(SG_REMOTE_ENV_URL, url, 1);
+      free(url);
+    } else {
+      argv[k++] = argv[i];
+    }
+  }
+  *argc = k;
+  argv[k] = NULL;
+  return 0;
 }
 
 /* The dashboard's address, checked before the run starts (bad usage). */
@@ -223,6 +253,11 @@ int sg_cmd_run(int argc0, char **argv0) {
     }
   int argc;
   char **argv = dashboard_default(argc0, argv0, &argc);
+  if (take_redis(&argc, argv) < 0) {
+    fprintf(stderr, "specgen run: --redis needs a URL (redis://[USER:PASSWORD@]HOST[:PORT])\n");
+    free(argv);
+    return SG_EXIT_USAGE;
+  }
   sg_run_config cfg;
   sg_run_config_init(&cfg);
   sg_err err;

@@ -8,6 +8,7 @@
 #include "runtime/sg_jsonl.h"
 #include "runtime/sg_worker.h"
 #include "runtime/sg_worker_proto.h"
+#include "remote/sg_remote.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -22,6 +23,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: specgen worker --device cpu:N|cuda:N [options]\n"
           "       specgen worker --compile-only --build-cache DIR [options]\n"
+          "       specgen worker --redis URL --run ID --device cpu:N|cuda:N [options]\n"
           "\n"
           "Serves evaluation requests for one device: reads JSON lines on stdin\n"
           "(validate, profile, compile, abort, ping, hello, shutdown) and writes\n"
@@ -38,6 +40,13 @@ static void usage(FILE *out) {
           "                     compile stores builds there, validate and\n"
           "                     profile use a stored build instead of compiling\n"
           "  --work-dir DIR     where scratch directories go (default $TMPDIR)\n"
+          "  --redis URL        serve run ID's requests through Redis instead of\n"
+          "                     stdin (docs/remote.md); URL is\n"
+          "                     redis://[USER:PASSWORD@]HOST[:PORT][/DB]\n"
+          "  --run ID           the run served (its run directory's name)\n"
+          "  --host NAME        this host's name in the run (gethostname)\n"
+          "  --heartbeat-timeout S  a silence this long means this worker is\n"
+          "                     lost (6)\n"
           "  --json-errors    also write a usage or startup error as one\n"
           "                   {\"type\":\"error\",\"fatal\":true,...} line on stdout,\n"
           "                   for a supervisor that reads only stdout\n"
@@ -70,62 +79,87 @@ static int fail(bool json, int code, const char *msg) {
   return code;
 }
 
-int sg_cmd_worker(int argc, char **argv) {
-  enum { O_DEVICE = 1000, O_WORKDIR, O_JSON_ERRORS, O_COMPILE_ONLY, O_BUILD_CACHE };
-  static const struct option longopts[] = {
-      {"device", required_argument, NULL, O_DEVICE},
-      {"work-dir", required_argument, NULL, O_WORKDIR},
-      {"json-errors", no_argument, NULL, O_JSON_ERRORS},
-      {"compile-only", no_argument, NULL, O_COMPILE_ONLY},
-      {"build-cache", required_argument, NULL, O_BUILD_CACHE},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
-  const char *device = NULL, *work_dir = NULL, *build_cache = NULL;
-  bool json_errors = false, compile_only = false;
-  /* --json-errors applies to errors in the flags before or after it */
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--json-errors") == 0)
-      json_errors = true;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-    switch (c) {
-    case O_DEVICE: device = optarg; break;
-    case O_WORKDIR: work_dir = optarg; break;
-    case O_JSON_ERRORS: json_errors = true; break;
-    case O_COMPILE_ONLY: compile_only = true; break;
-    case O_BUILD_CACHE: build_cache = optarg; break;
-    case 'h': usage(stdout); return SG_EXIT_OK;
-    default: {
-      char *msg = sg_asprintf("unknown or incomplete option '%s'", argv[optind - 1]);
-      int rc = fail(json_errors, SG_EXIT_USAGE, msg);
-      free(msg);
-      return rc;
-    }
-    }
-  }
-  if (optind < argc) {
-    char *msg = sg_asprintf("unexpected argument '%s'", argv[optind]);
-    int rc = fail(json_errors, SG_EXIT_USAGE, msg);
+/* The Redis URL's copy (its argument's credentials are overwritten): held
+ * here for the process's life. */
+static char *g_url;
+
+/* A worker asks for SIGTERM when its parent dies: no worker outlives its
+ * runtime. False when the parent died before the request took effect. */
+static bool follow_parent(void) {
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+  return getppid() == parent;
+}
+
+/* --remote-slot: the controller's pool started this process for a remote
+ * device slot; the URL and the run come in the environment. */
+static int remote_slot(const char *slot, bool json) {
+  sg_remote_proxy_opts o = {getenv(SG_REMOTE_ENV_URL), getenv(SG_REMOTE_ENV_RUN), slot,
+                            SG_VERSION};
+  if (!o.url || !o.run_id)
+    return fail(json, SG_EXIT_USAGE, "--remote-slot needs " SG_REMOTE_ENV_URL
+                " and " SG_REMOTE_ENV_RUN " in the environment");
+  if (!follow_parent())
+    return SG_EXIT_OK;
+  sg_err err;
+  sg_err_clear(&err);
+  if (sg_remote_proxy_serve(&o, &err) != 0)
+    return fail(json, SG_EXIT_FAILED, err.msg);
+  return SG_EXIT_OK;
+}
+
+/* --redis: a worker host serving one run through Redis. */
+static int remote_host(const char *url, const char *run_id, const char *device,
+                       const char *host, double hb, const char *build_cache,
+                       const char *work_dir, bool json) {
+  if (!run_id)
+    return fail(json, SG_EXIT_USAGE, "--redis needs --run ID (the run's directory name)");
+  if (!device)
+    return fail(json, SG_EXIT_USAGE, "--redis needs --device cpu:N or cuda:N");
+  sg_err err;
+  sg_err_clear(&err);
+  const char *kind;
+  if (sg_worker_device_check(device, &kind, &err) != 0) {
+    char *msg = sg_asprintf("--device: %s", err.msg);
+    int rc = fail(json, SG_EXIT_USAGE, msg);
     free(msg);
     return rc;
   }
+  char hostname[256] = "";
+  if (!host) {
+    gethostname(hostname, sizeof hostname - 1);
+    host = hostname;
+  }
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return fail(json, SG_EXIT_FAILED, "cannot find this program (/proc/self/exe)");
+  self[n] = '\0';
+  sg_remote_worker_opts o = {url, run_id, device, host, self, build_cache, work_dir,
+                             SG_VERSION, hb};
+  if (sg_remote_worker_serve(&o, &err) != 0)
+    return fail(json, err.code == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED, err.msg);
+  return SG_EXIT_OK;
+}
+
+/* The worker of a local pool, on stdin/stdout. */
+static int local_worker(const char *device, bool compile_only, const char *build_cache,
+                        const char *work_dir, bool json) {
   if (compile_only && device)
-    return fail(json_errors, SG_EXIT_USAGE,
+    return fail(json, SG_EXIT_USAGE,
                 "--compile-only and --device exclude each other: a compile "
                 "worker holds no device");
   if (!device && !compile_only)
-    return fail(json_errors, SG_EXIT_USAGE,
+    return fail(json, SG_EXIT_USAGE,
                 "--device is required (or --compile-only)");
   if (build_cache && !*build_cache)
-    return fail(json_errors, SG_EXIT_USAGE, "--build-cache: empty directory name");
+    return fail(json, SG_EXIT_USAGE, "--build-cache: empty directory name");
   sg_err err;
   sg_err_clear(&err);
   const char *kind;
   if (!compile_only && sg_worker_device_check(device, &kind, &err) != 0) {
     char *msg = sg_asprintf("--device: %s", err.msg);
-    int rc = fail(json_errors, SG_EXIT_USAGE, msg);
+    int rc = fail(json, SG_EXIT_USAGE, msg);
     free(msg);
     return rc;
   }
@@ -142,12 +176,86 @@ int sg_cmd_worker(int argc, char **argv) {
    * (even by SIGKILL), the worker gets SIGTERM, which it handles like a
    * shutdown (its evaluation aborted, its scratch removed), so no worker
    * outlives its runtime, even one whose stdin another process holds. */
-  pid_t parent = getppid();
-  prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
-  if (getppid() != parent)
+  if (!follow_parent())
     return SG_EXIT_OK; /* the parent died before the request took effect */
   fflush(stdout);
   if (sg_worker_serve(&cfg, &err) != 0)
-    return fail(json_errors, SG_EXIT_FAILED, err.msg);
+    return fail(json, SG_EXIT_FAILED, err.msg);
   return SG_EXIT_OK;
+}
+
+int sg_cmd_worker(int argc, char **argv) {
+  enum { O_DEVICE = 1000, O_WORKDIR, O_JSON_ERRORS, O_COMPILE_ONLY, O_BUILD_CACHE,
+         O_REDIS, O_RUN, O_HOST, O_HB, O_SLOT };
+  static const struct option longopts[] = {
+      {"device", required_argument, NULL, O_DEVICE},
+      {"work-dir", required_argument, NULL, O_WORKDIR},
+      {"json-errors", no_argument, NULL, O_JSON_ERRORS},
+      {"compile-only", no_argument, NULL, O_COMPILE_ONLY},
+      {"build-cache", required_argument, NULL, O_BUILD_CACHE},
+      {"redis", required_argument, NULL, O_REDIS},
+      {"run", required_argument, NULL, O_RUN},
+      {"host", required_argument, NULL, O_HOST},
+      {"heartbeat-timeout", required_argument, NULL, O_HB},
+      {"remote-slot", required_argument, NULL, O_SLOT},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *device = NULL, *work_dir = NULL, *build_cache = NULL;
+  const char *redis = NULL, *run_id = NULL, *host = NULL, *slot = NULL;
+  double hb = 0;
+  bool json_errors = false, compile_only = false;
+  /* --json-errors applies to errors in the flags before or after it */
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--json-errors") == 0)
+      json_errors = true;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    switch (c) {
+    case O_DEVICE: device = optarg; break;
+    case O_WORKDIR: work_dir = optarg; break;
+    case O_JSON_ERRORS: json_errors = true; break;
+    case O_COMPILE_ONLY: compile_only = true; break;
+    case O_BUILD_CACHE: build_cache = optarg; break;
+    case O_REDIS:
+      free(g_url);
+      redis = g_url = sg_remote_url_hide(optarg);
+      break;
+    case O_RUN: run_id = optarg; break;
+    case O_HOST: host = optarg; break;
+    case O_SLOT: slot = optarg; break;
+    case O_HB: {
+      char *end;
+      hb = strtod(optarg, &end);
+      if (*end || !(hb >= 0.3 && hb <= 3600))
+        return fail(json_errors, SG_EXIT_USAGE,
+                    "--heartbeat-timeout: seconds from 0.3 to 3600 expected");
+      break;
+    }
+    case 'h': usage(stdout); return SG_EXIT_OK;
+    default: {
+      char *msg = sg_asprintf("unknown or incomplete option '%s'", argv[optind - 1]);
+      int rc = fail(json_errors, SG_EXIT_USAGE, msg);
+      free(msg);
+      return rc;
+    }
+    }
+  }
+  if (optind < argc) {
+    char *msg = sg_asprintf("unexpected argument '%s'", argv[optind]);
+    int rc = fail(json_errors, SG_EXIT_USAGE, msg);
+    free(msg);
+    return rc;
+  }
+  if (slot)
+    return remote_slot(slot, json_errors);
+  if (!redis && getenv(SG_REMOTE_ENV_URL) && (run_id || host))
+    redis = g_url = sg_strdup(getenv(SG_REMOTE_ENV_URL));
+  /* out of the environment the local workers (and candidates) inherit */
+  if (redis)
+    unsetenv(SG_REMOTE_ENV_URL);
+  if (redis)
+    return remote_host(redis, run_id, device, host, hb, build_cache, work_dir, json_errors);
+  return local_worker(device, compile_only, build_cache, work_dir, json_errors);
 }

@@ -84,6 +84,16 @@ void sg_pool_opts_default(sg_pool_opts *o) {
 
 /* ---- handles and freeing ---- */
 
+static void free_env(char **env) {
+  if (!env)
+    return;
+  for (char **e = env; *e; e++) {
+    memset(*e, 0, strlen(*e)); /* it may hold a password */
+    free(*e);
+  }
+  free(env);
+}
+
 static void pool_maybe_free(sg_pool *p) {
   if (!p->closing || p->open_handles > 0)
     return;
@@ -93,11 +103,8 @@ static void pool_maybe_free(sg_pool *p) {
     free(p->workers[i].last_failure);
   }
   free(p->workers);
-  if (p->env) {
-    for (char **e = p->env; *e; e++)
-      free(*e);
-    free(p->env);
-  }
+  free_env(p->env);
+  free_env(p->env_remote);
   if (p->log_fd >= 0)
     close(p->log_fd);
   free(p->program);
@@ -403,6 +410,18 @@ static void proc_write_failed(proc *pr, int rc) {
     pr->t_noticed = sg_clock_now_s();
 }
 
+void sg_pool_remote_stored(proc *pr, const char *wire) {
+  if (pr->in_closed || pr->eof || pr->exited || pr->write_failed)
+    return; /* unacknowledged: a later proxy's reads ignore its result */
+  json_t *j = json_pack("{s:s, s:s}", "type", "ping", "id", wire);
+  size_t len;
+  char *line = sg_jsonl_line(j, &len);
+  json_decref(j);
+  int rc = proc_write(pr, line, len, false);
+  if (rc < 0)
+    proc_write_failed(pr, rc);
+}
+
 void sg_pool_device_told(worker *w, bool busy) {
   sg_pool *p = w->p;
   if (w->slot < 0 || w->told_busy == busy || p->closing)
@@ -558,25 +577,26 @@ void sg_pool_worker_fail(worker *w, const char *what, const char *reason) {
 
 /* ---- the public calls ---- */
 
-static char **build_env(const sg_pool_opts *o) {
+/* Our environment with the n variables of add ("NAME=value") set over it. */
+static char **build_env(const char *const *add, size_t n_add) {
   extern char **environ;
   size_t n = 0;
   for (char **e = environ; *e; e++)
     n++;
-  char **env = sg_calloc(n + o->n_env + 1, sizeof *env);
+  char **env = sg_calloc(n + n_add + 1, sizeof *env);
   size_t k = 0;
   for (char **e = environ; *e; e++) {
     const char *eq = strchr(*e, '=');
     size_t nl = eq ? (size_t)(eq - *e) : strlen(*e);
     bool overridden = false;
-    for (size_t i = 0; i < o->n_env; i++)
-      if (strncmp(o->env[i], *e, nl) == 0 && o->env[i][nl] == '=')
+    for (size_t i = 0; i < n_add; i++)
+      if (strncmp(add[i], *e, nl) == 0 && add[i][nl] == '=')
         overridden = true;
     if (!overridden)
       env[k++] = sg_strdup(*e);
   }
-  for (size_t i = 0; i < o->n_env; i++)
-    env[k++] = sg_strdup(o->env[i]);
+  for (size_t i = 0; i < n_add; i++)
+    env[k++] = sg_strdup(add[i]);
   env[k] = NULL;
   return env;
 }
@@ -637,6 +657,10 @@ static int check_opts(const sg_pool_opts *o, const sg_pool_callbacks *cb,
   for (size_t i = 0; i < o->n_env; i++)
     if (!o->env || !o->env[i] || !strchr(o->env[i], '=') || o->env[i][0] == '=')
       return sg_err_set(err, SG_EINVAL, "pool: env[%zu] is not NAME=value", i);
+  for (size_t i = 0; i < o->n_remote_env; i++)
+    if (!o->remote_env || !o->remote_env[i] || !strchr(o->remote_env[i], '=') ||
+        o->remote_env[i][0] == '=')
+      return sg_err_set(err, SG_EINVAL, "pool: remote_env[%zu] is not NAME=value", i);
   return 0;
 }
 
@@ -671,7 +695,17 @@ int sg_pool_new(uv_loop_t *loop, const sg_pool_opts *o,
   p->restart_backoff_s = o->restart_backoff_s;
   p->compile_limit_s = o->compile_limit_s;
   p->max_restarts = o->max_restarts;
-  p->env = o->n_env ? build_env(o) : NULL;
+  p->env = o->n_env ? build_env(o->env, o->n_env) : NULL;
+  if (o->n_remote_env) { /* the slot proxies': env, then remote_env */
+    size_t n = o->n_env + o->n_remote_env;
+    const char **all = sg_calloc(n, sizeof *all);
+    for (size_t i = 0; i < o->n_env; i++)
+      all[i] = o->env[i];
+    for (size_t i = 0; i < o->n_remote_env; i++)
+      all[o->n_env + i] = o->remote_env[i];
+    p->env_remote = build_env(all, n);
+    free(all);
+  }
   p->log_fd = log_fd;
   p->n_dev = o->n_devices;
   p->n_comp = (size_t)o->compile_workers;

@@ -33,9 +33,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <uv.h>
 
 typedef struct sg_pool sg_pool;
+
+/* A device named "redis:KIND/N" is a remote slot (docs/remote.md): its
+ * process is a slot proxy (`specgen worker --remote-slot DEVICE`) that
+ * carries the requests through Redis to worker hosts. The pool treats it as
+ * any worker, and after storing a result of one tells it so with a ping
+ * naming the request, so it acknowledges the request in Redis only then. */
+#define SG_POOL_REMOTE_PREFIX "redis:"
+static inline bool sg_pool_device_remote(const char *device) {
+  return device && strncmp(device, SG_POOL_REMOTE_PREFIX,
+                           sizeof SG_POOL_REMOTE_PREFIX - 1) == 0;
+}
 
 /* What a request asks for. */
 typedef enum sg_pool_kind {
@@ -65,6 +77,10 @@ typedef struct sg_pool_opts {
   /* Extra environment for the workers ("NAME=value"), e.g. for tests. */
   const char *const *env;
   size_t n_env;
+  /* Extra environment for the remote slots' proxies only (over env): the
+   * Redis URL, which no other worker (nor a candidate) may see. */
+  const char *const *remote_env;
+  size_t n_remote_env;
   /* The workers' compile stage limit (the evaluator's, 60 s). Until its
    * "compiled" reply a request is hung after the larger of this and its
    * timeout_s, plus hang_grace_s; after it, after timeout_s plus the grace.

@@ -101,6 +101,7 @@ struct sg_pool {
   double hang_grace_s, restart_backoff_s, compile_limit_s;
   int max_restarts;
   char **env;       /* NULL: inherit ours */
+  char **env_remote; /* the slot proxies' (env and remote_env); NULL: env */
   int log_fd;       /* -1: stderr inherited */
   worker *workers;  /* devices first, then compile workers */
   size_t n_dev, n_comp, n_workers;
@@ -128,6 +129,9 @@ void sg_pool_worker_pump(worker *w);
 /* Tells the caller a device slot's busy state changed (on_device). */
 void sg_pool_device_told(worker *w, bool busy);
 void sg_pool_worker_spawn(worker *w);
+/* Tells a slot proxy (docs/remote.md) that the result of its request wire
+ * is stored, so it may acknowledge the request in Redis. */
+void sg_pool_remote_stored(proc *pr, const char *wire);
 int sg_pool_worker_spawn_proc(worker *w, sg_err *err);
 
 #endif

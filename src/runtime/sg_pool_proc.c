@@ -104,6 +104,10 @@ static bool handle_reply(worker *w, proc *pr, const sg_worker_reply *r) {
       sg_pool_preq_free(q);
       break;
     }
+    /* a slot proxy acknowledges the request in Redis once the result is
+     * stored: the callbacks below store it before they return */
+    char *wire = w->device && sg_pool_device_remote(w->device) ? sg_strdup(q->wire_id)
+                                                              : NULL;
     if (refused) {
       char *msg = sg_asprintf("%s (pid %ld) refused the request: %s", w->name,
                               pr->pid, r->message ? r->message : "");
@@ -118,6 +122,12 @@ static bool handle_reply(worker *w, proc *pr, const sg_worker_reply *r) {
     } else {
       sg_pool_deliver(p, q, &r->result, NULL);
     }
+    /* pr, not w->pr: a close from inside the callback detached it, and
+     * its shutdown line is written already; the proxy reads on to its
+     * end of input, so this line still counts */
+    if (wire)
+      sg_pool_remote_stored(pr, wire);
+    free(wire);
     break;
   }
   default: /* hello again, pong, bye: nothing to do */
@@ -219,7 +229,11 @@ int sg_pool_worker_spawn_proc(worker *w, sg_err *err) {
   int n = 0;
   argv[n++] = p->program;
   argv[n++] = "worker";
-  if (w->device) {
+  if (w->device && sg_pool_device_remote(w->device)) {
+    /* a slot proxy carrying requests through Redis (docs/remote.md) */
+    argv[n++] = "--remote-slot";
+    argv[n++] = w->device;
+  } else if (w->device) {
     argv[n++] = "--device";
     argv[n++] = w->device;
   } else {
@@ -246,7 +260,8 @@ int sg_pool_worker_spawn_proc(worker *w, sg_err *err) {
   o.exit_cb = on_exit_cb;
   o.file = p->program;
   o.args = (char **)argv;
-  o.env = p->env;
+  o.env = w->device && sg_pool_device_remote(w->device) && p->env_remote ? p->env_remote
+                                                                         : p->env;
   o.flags = UV_PROCESS_DETACHED;
   o.stdio_count = 3;
   o.stdio = stdio;

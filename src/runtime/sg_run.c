@@ -356,6 +356,8 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
   out->dir = sg_strdup(r->dir);
   if (cfg->resume && access(cfg->resume, F_OK) != 0)
     return sg_err_set(err, SG_ENOENT, "--resume %s: no such directory", cfg->resume);
+  if ((rc = sg_run_remote_devices(r, err)) < 0)
+    return rc;
   if ((rc = sg_run_load_workflows(r, err)) < 0)
     return rc;
   if ((rc = sg_prompt_templates_load(cfg->prompts, &r->templates, err)) < 0)

@@ -119,6 +119,12 @@ static const sg_run_key keys[] = {
              "iteration (on)",
      .group = G_EVAL},
 
+    {.name = "remote", .type = SG_KEY_INT, .offset = OFF(remote), .min = 0,
+     .max = 4096, .value_name = "N",
+     .help = "device slots of the run's kind on worker hosts, through the Redis "
+             "of --redis URL or $SPECGEN_REDIS_URL (docs/remote.md) (0)",
+     .group = G_EVAL},
+
     {.name = "kv-store", .type = SG_KEY_BOOL, .offset = OFF(kv_store),
      .help = "keep the LLM server's prefixes in the devices' spare memory: "
              "start an lm:// KV store for LMCache (off)",

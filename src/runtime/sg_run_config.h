@@ -53,6 +53,8 @@ typedef struct sg_run_config {
   double eval_timeout;     /* eval-timeout: s, device stage (60) */
   double hang_grace;       /* hang-grace: s beyond eval-timeout (30) */
   bool elastic;            /* elastic: re-split devices per iteration (on) */
+  int remote;              /* remote: device slots on worker hosts, through
+                              Redis (docs/remote.md) (0) */
   /* the KV store (docs/kvstore.md) */
   bool kv_store;           /* kv-store: start it (off) */
   char *kv_store_listen;   /* kv-store-listen: HOST:PORT (127.0.0.1:0) */

@@ -397,6 +397,11 @@ int sg_run_start_pool(run *r, const char *program, sg_err *err) {
   po.build_cache = r->build_cache;
   po.log_path = log;
   po.hang_grace_s = r->cfg->hang_grace;
+  const char *env[] = {r->remote_env, r->remote_url_env};
+  if (r->remote_env && r->remote_url_env) {
+    po.remote_env = env;
+    po.n_remote_env = 2;
+  }
   sg_pool_callbacks cb = {r, NULL, on_pool_result, on_pool_worker,
                           sg_run_kv_on_device};
   rc = sg_pool_new(&r->loop, &po, &cb, &r->pool, err);

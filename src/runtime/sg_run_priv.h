@@ -128,6 +128,9 @@ struct run {
   char **devices;
   size_t ndevices;
   const char *device_kind; /* "cpu", "cuda" (sg_eval_device_kind) */
+  char *remote_env;        /* "SPECGEN_REDIS_RUN=ID" for the slot proxies of
+                              --remote (sg_run_remote.c); NULL: none */
+  char *remote_url_env;    /* "SPECGEN_REDIS_URL=..." for them only */
   char *build_cache;
   sg_pool *pool;
   struct sg_kvstore *kv;   /* --kv-store (sg_run_kv.c), NULL: none */
@@ -229,6 +232,8 @@ void sg_run_feedback_of(const sg_eval_result *res, sg_phase phase, char **messag
  * the scheduler's actions. */
 void sg_run_eval_ops(sg_interp_ops *ops);
 int sg_run_start_pool(run *r, const char *program, sg_err *err);
+/* Appends the --remote device slots to the run's devices (sg_run_remote.c). */
+int sg_run_remote_devices(run *r, sg_err *err);
 /* sg_run_kv.c: the KV store of --kv-store (docs/kvstore.md). start does
  * nothing without it; close keeps its counters for report, which adds them
  * to the summary and writes kv_store.json. */

@@ -250,5 +250,9 @@ void sg_run_free(run *r) {
   sg_llm_server_stop(r->server);
   free(r->base_url);
   free(r->build_cache);
+  free(r->remote_env);
+  if (r->remote_url_env)
+    memset(r->remote_url_env, 0, strlen(r->remote_url_env));
+  free(r->remote_url_env);
   free(r->end_think);
 }

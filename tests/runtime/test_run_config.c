@@ -43,6 +43,7 @@ static const key_case cases[] = {
     {"eval-timeout", "1e-3", "0.001", "-1"},
     {"hang-grace", "3600", "3600.0", "3600.0001"},
     {"elastic", "off", "false", "maybe"},
+    {"remote", "4096", "4096", "4097"},
     {"kv-store", "on", "true", "onn"},
     {"kv-store-listen", "0.0.0.0:65432", "\"0.0.0.0:65432\"", ""},
     {"kv-store-memory", "16G", "\"16G\"", ""},

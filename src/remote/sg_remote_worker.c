@@ -1,0 +1,501 @@
+/* sg_remote_worker.c: `specgen worker --redis URL --run ID --device D`, a
+ * worker host (docs/remote.md).
+ *
+ * It takes one request at a time from its run's stream for its device kind
+ * (XREADGROUP, only while its device is idle), evaluates it with a local
+ * pool of one `specgen worker --device D` (so restarts, hang deadlines and
+ * the build cache of this host behave as in a local run) and XADDs the
+ * replies to the stream the request names. A reply stays in memory until
+ * its XADD was answered, across reconnects: a Redis restart loses none.
+ * It never XACKs a request: the controller does, once the result is stored.
+ *
+ * Two connections: one for the blocking XREADGROUP, one for everything else
+ * (a blocked connection answers nothing else until its BLOCK ends).
+ */
+#include "remote/sg_remote.h"
+#include "remote/sg_redis.h"
+
+#include "common/sg_alloc.h"
+#include "common/sg_clock.h"
+#include "common/sg_file.h"
+#include "runtime/sg_jsonl.h"
+#include "runtime/sg_pool.h"
+#include "runtime/sg_worker_proto.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READ_BLOCK_MS "1000"
+#define REPLIES_MAXLEN "10000"
+#define LEAVE_S 3.0
+
+typedef struct outmsg {
+  char *key, *id, *body;
+  bool sending;
+  struct outmsg *next;
+} outmsg;
+
+typedef struct rw {
+  uv_loop_t loop;
+  const sg_remote_worker_opts *o;
+  sg_redis_url url;
+  char where[300];
+  sg_redis *cmd, *blk;
+  sg_pool *pool;
+  char *consumer, *kind, *req_key, *hb_key, *workers_key, *ctl_key, *cache_dir;
+  double ttl_s;
+  bool reading, busy, stopping, group_asked;
+  /* refused a request: leaves once its replies are written (or after
+   * LEAVE_S), so the refusal reaches the controller */
+  bool leaving;
+  double t_leave;
+  uint64_t ticket;
+  char *job_id, *job_reply;
+  uint64_t job_ticket;
+  outmsg *out;
+  uv_timer_t tick;
+  uv_signal_t sigterm, sigint;
+  int exit_code;
+  char exit_msg[512];
+} rw;
+
+static void maybe_read(rw *w);
+static void flush_out(rw *w);
+static void stop(rw *w, int code, const char *msg);
+
+static void logf_(rw *w, const char *fmt, const char *a, const char *b) {
+  fprintf(stderr, "specgen worker %s: ", w->consumer);
+  fprintf(stderr, fmt, a ? a : "", b ? b : "");
+  fputc('\n', stderr);
+}
+
+/* ---- replies out ----------------------------------------------------------- */
+
+static void on_xadd(redisAsyncContext *ac, void *rv, void *priv) {
+  (void)ac;
+  outmsg *m = priv;
+  redisReply *r = rv;
+  m->sending = false;
+  if (!r)
+    return; /* the connection went down: sent again once it is up */
+  m->key[0] = '\0'; /* written (or refused for good): swept by flush_out */
+  if (r->type == REDIS_REPLY_ERROR)
+    fprintf(stderr, "specgen worker: a reply could not be written: %s\n", r->str);
+}
+
+static void flush_out(rw *w) {
+  outmsg **pp = &w->out;
+  while (*pp) {
+    outmsg *m = *pp;
+    if (!m->key[0]) {
+      *pp = m->next;
+      free(m->key);
+      free(m->id);
+      free(m->body);
+      free(m);
+      continue;
+    }
+    if (!m->sending) {
+      const char *argv[] = {"XADD", m->key, "MAXLEN", "~", REPLIES_MAXLEN, "*",
+                            "id", m->id, "worker", w->consumer, "body", m->body};
+      if (sg_redis_cmd(w->cmd, on_xadd, m, 12, argv, NULL) == 0)
+        m->sending = true;
+    }
+    pp = &m->next;
+  }
+}
+
+static void send_reply(rw *w, const char *key, const char *id, json_t *body) {
+  outmsg *m = sg_calloc(1, sizeof *m);
+  m->key = sg_strdup(key);
+  m->id = sg_strdup(id);
+  size_t len;
+  m->body = sg_jsonl_line(body, &len);
+  if (len && m->body[len - 1] == '\n')
+    m->body[len - 1] = '\0';
+  json_decref(body);
+  outmsg **pp = &w->out;
+  while (*pp)
+    pp = &(*pp)->next;
+  *pp = m;
+  flush_out(w);
+}
+
+static void send_error(rw *w, const char *key, const char *id, const char *msg) {
+  send_reply(w, key, id, json_pack("{s:s, s:s, s:s}", "type", "error", "id", id,
+                                   "message", msg));
+}
+
+/* ---- the local pool ------------------------------------------------------- */
+
+static void job_end(rw *w) {
+  free(w->job_id);
+  free(w->job_reply);
+  w->job_id = w->job_reply = NULL;
+  w->busy = false;
+  maybe_read(w);
+}
+
+static void on_started(sg_pool *p, void *data, uint64_t ticket) {
+  (void)p;
+  (void)ticket;
+  rw *w = data;
+  if (w->job_id)
+    send_reply(w, w->job_reply, w->job_id,
+               json_pack("{s:s, s:s}", "type", "started", "id", w->job_id));
+}
+
+static void on_result(sg_pool *p, void *data, uint64_t ticket, const sg_eval_result *r) {
+  (void)p;
+  (void)ticket;
+  rw *w = data;
+  if (!w->job_id)
+    return;
+  sg_worker_reply rep;
+  sg_worker_reply_init(&rep, SG_WREP_RESULT);
+  rep.id = sg_strdup(w->job_id);
+  rep.result = *r; /* borrowed for the serialization */
+  json_t *j = sg_worker_reply_to_json(&rep);
+  sg_eval_result_init(&rep.result);
+  sg_worker_reply_free(&rep);
+  send_reply(w, w->job_reply, w->job_id, j);
+  job_end(w);
+}
+
+static void on_worker(sg_pool *p, void *data, int slot, const char *what,
+                      const char *message) {
+  (void)p;
+  (void)slot;
+  rw *w = data;
+  logf_(w, "local %s: %s", what, message);
+}
+
+/* ---- requests in ---------------------------------------------------------- */
+
+static bool check_peer(rw *w, const sg_redis_entry *e, char *why, size_t n) {
+  const char *run = sg_redis_field(e, "run", NULL);
+  const char *proto = sg_redis_field(e, "protocol", NULL);
+  const char *ver = sg_redis_field(e, "version", NULL);
+  char mine[16];
+  snprintf(mine, sizeof mine, "%d", SG_WORKER_PROTOCOL);
+  if (!run || strcmp(run, w->o->run_id) != 0)
+    snprintf(why, n, "request of run '%.64s', this worker serves run '%s'",
+             run ? run : "?", w->o->run_id);
+  else if (!proto || strcmp(proto, mine) != 0)
+    snprintf(why, n, "request of protocol %.16s, this worker speaks protocol %s",
+             proto ? proto : "?", mine);
+  else if (!ver || strcmp(ver, w->o->version) != 0)
+    snprintf(why, n, "request of specgen %.32s, this worker is specgen %s",
+             ver ? ver : "?", w->o->version);
+  else
+    return true;
+  return false;
+}
+
+static void take(rw *w, const sg_redis_entry *e) {
+  const char *id = sg_redis_field(e, "id", NULL);
+  const char *reply = sg_redis_field(e, "reply", NULL);
+  size_t blen = 0;
+  const char *body = sg_redis_field(e, "body", &blen);
+  if (!id || !reply || !body || strlen(id) > SG_WORKER_ID_MAX) {
+    logf_(w, "entry %s without id, reply or body: skipped%s", e->id, NULL);
+    return;
+  }
+  char why[400];
+  if (!check_peer(w, e, why, sizeof why)) {
+    send_error(w, reply, id, why);
+    /* a worker of the wrong run or version would take every request of
+     * the stream: it leaves instead, so a matching worker gets them */
+    snprintf(w->exit_msg, sizeof w->exit_msg, "refused a request (%s); stopping", why);
+    logf_(w, "%s%s", w->exit_msg, NULL);
+    w->leaving = true;
+    w->t_leave = sg_clock_now_s();
+    return;
+  }
+  sg_worker_request req;
+  sg_worker_request_init(&req);
+  sg_err err;
+  sg_err_clear(&err);
+  if (sg_worker_request_parse(body, blen, &req, &err) != 0 ||
+      (req.type != SG_WREQ_VALIDATE && req.type != SG_WREQ_PROFILE &&
+       req.type != SG_WREQ_COMPILE)) {
+    send_error(w, reply, id, err.msg[0] ? err.msg : "not an evaluation request");
+    sg_worker_request_free(&req);
+    return;
+  }
+  sg_pool_request pr;
+  memset(&pr, 0, sizeof pr);
+  pr.ticket = ++w->ticket;
+  pr.kind = req.type == SG_WREQ_COMPILE    ? SG_POOL_COMPILE
+            : req.type == SG_WREQ_VALIDATE ? SG_POOL_VALIDATE
+                                           : SG_POOL_PROFILE;
+  pr.task = req.task;
+  pr.source = req.source;
+  pr.source_len = req.source_len;
+  pr.seed = req.seed;
+  pr.trials = req.trials;
+  pr.runs = req.runs;
+  pr.warmups = req.warmups;
+  pr.timeout_s = req.timeout_s;
+  if (sg_pool_submit(w->pool, &pr, &err) != 0) {
+    send_error(w, reply, id, err.msg);
+  } else {
+    w->busy = true;
+    w->job_ticket = pr.ticket;
+    w->job_id = sg_strdup(id);
+    w->job_reply = sg_strdup(reply);
+  }
+  sg_worker_request_free(&req);
+}
+
+static void on_group(redisAsyncContext *ac, void *rv, void *priv) {
+  (void)ac;
+  (void)rv;
+  rw *w = priv;
+  w->group_asked = false;
+  maybe_read(w);
+}
+
+static void on_read(redisAsyncContext *ac, void *rv, void *priv) {
+  (void)ac;
+  rw *w = priv;
+  redisReply *r = rv;
+  w->reading = false;
+  if (!r || w->stopping)
+    return;
+  if (r->type == REDIS_REPLY_ERROR) {
+    if (strncmp(r->str, "NOGROUP", 7) == 0 && !w->group_asked) {
+      /* a new stream, or a server that restarted without its data */
+      const char *argv[] = {"XGROUP", "CREATE", w->req_key, SG_REMOTE_GROUP, "0",
+                            "MKSTREAM"};
+      if (sg_redis_cmd(w->blk, on_group, w, 6, argv, NULL) == 0)
+        w->group_asked = true;
+    } else if (strncmp(r->str, "NOGROUP", 7) != 0) {
+      logf_(w, "XREADGROUP failed: %s%s", r->str, NULL);
+    }
+    return; /* the tick tries again */
+  }
+  sg_redis_entry e[1];
+  int n = sg_redis_entries(r, e, 1);
+  if (n > 0)
+    take(w, &e[0]);
+  maybe_read(w);
+}
+
+/* While it evaluates, the request connection waits on the control list:
+ * an abort of the current request stops its evaluation (the proxy has
+ * answered the pool already; no reply follows). */
+static void on_control(redisAsyncContext *ac, void *rv, void *priv) {
+  (void)ac;
+  rw *w = priv;
+  redisReply *r = rv;
+  w->reading = false;
+  if (!r || w->stopping)
+    return;
+  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && w->busy && w->job_id &&
+      r->element[1]->type == REDIS_REPLY_STRING &&
+      strcmp(r->element[1]->str, w->job_id) == 0) {
+    logf_(w, "request %s aborted by the controller%s", w->job_id, NULL);
+    sg_pool_abort(w->pool, w->job_ticket);
+    job_end(w);
+    return;
+  }
+  maybe_read(w);
+}
+
+static void maybe_read(rw *w) {
+  if (w->stopping || w->leaving || w->reading || w->group_asked || !sg_redis_up(w->blk))
+    return;
+  if (w->busy) {
+    const char *argv[] = {"BLPOP", w->ctl_key, "0.2"}; /* short: the next request waits on it */
+    if (sg_redis_cmd(w->blk, on_control, w, 3, argv, NULL) == 0)
+      w->reading = true;
+    return;
+  }
+  const char *argv[] = {"XREADGROUP", "GROUP", SG_REMOTE_GROUP, w->consumer,
+                        "COUNT", "1", "BLOCK", READ_BLOCK_MS, "STREAMS",
+                        w->req_key, ">"};
+  if (sg_redis_cmd(w->blk, on_read, w, 11, argv, NULL) == 0)
+    w->reading = true;
+}
+
+/* ---- heartbeat, state, signals ---------------------------------------------- */
+
+static void heartbeat(rw *w) {
+  char ms[32], now[32];
+  snprintf(ms, sizeof ms, "%lld", (long long)(w->ttl_s * 1000));
+  snprintf(now, sizeof now, "%.3f", sg_clock_wall_s());
+  const char *argv[] = {"SET", w->hb_key, now, "PX", ms};
+  sg_redis_cmdv(w->cmd, 5, argv);
+}
+
+static void on_tick(uv_timer_t *t) {
+  rw *w = t->data;
+  if (w->leaving && (!w->out || sg_clock_now_s() - w->t_leave > LEAVE_S)) {
+    stop(w, 1, NULL);
+    return;
+  }
+  heartbeat(w);
+  flush_out(w);
+  maybe_read(w);
+}
+
+static void on_state(sg_redis *c, void *data, bool up, const char *why) {
+  rw *w = data;
+  const char *which = c == w->cmd ? "commands" : "requests";
+  if (!up) {
+    if (c == w->blk) {
+      w->reading = false;
+      w->group_asked = false;
+    }
+    fprintf(stderr, "specgen worker %s: Redis %s (%s connection): %s\n", w->consumer,
+            w->where, which, why ? why : "down");
+    return;
+  }
+  fprintf(stderr, "specgen worker %s: Redis %s up (%s connection)\n", w->consumer,
+          w->where, which);
+  if (c == w->cmd) {
+    json_t *info = json_pack("{s:s, s:s, s:s, s:i, s:I}", "host", w->o->host,
+                             "device", w->o->device, "version", w->o->version,
+                             "protocol", SG_WORKER_PROTOCOL, "pid", (json_int_t)getpid());
+    char *line = sg_jsonl_line(info, NULL);
+    line[strcspn(line, "\n")] = '\0';
+    json_decref(info);
+    const char *argv[] = {"HSET", w->workers_key, w->consumer, line};
+    sg_redis_cmdv(w->cmd, 4, argv);
+    free(line);
+    heartbeat(w);
+    flush_out(w);
+  } else {
+    maybe_read(w);
+  }
+}
+
+static void on_closed(uv_handle_t *h) { (void)h; }
+
+static void stop(rw *w, int code, const char *msg) {
+  if (w->stopping)
+    return;
+  w->stopping = true;
+  w->exit_code = code;
+  if (msg)
+    snprintf(w->exit_msg, sizeof w->exit_msg, "%s", msg);
+  sg_pool_close(w->pool, 5);
+  sg_redis_close(w->cmd);
+  sg_redis_close(w->blk);
+  w->cmd = w->blk = NULL;
+  uv_close((uv_handle_t *)&w->tick, on_closed);
+  uv_close((uv_handle_t *)&w->sigterm, on_closed);
+  uv_close((uv_handle_t *)&w->sigint, on_closed);
+}
+
+static void on_signal(uv_signal_t *s, int signum) {
+  (void)signum;
+  stop(s->data, 0, NULL);
+}
+
+static int start_pool(rw *w, sg_err *err) {
+  const char *devices[] = {w->o->device};
+  sg_pool_opts po;
+  sg_pool_opts_default(&po);
+  po.program = w->o->program;
+  po.devices = devices;
+  po.n_devices = 1;
+  po.compile_workers = 1;
+  po.build_cache = w->cache_dir;
+  po.work_dir = w->o->work_dir;
+  sg_pool_callbacks cb = {w, on_started, on_result, on_worker, NULL};
+  return sg_pool_new(&w->loop, &po, &cb, &w->pool, err);
+}
+
+static void rw_free(rw *w) {
+  while (w->out) {
+    outmsg *m = w->out;
+    w->out = m->next;
+    free(m->key);
+    free(m->id);
+    free(m->body);
+    free(m);
+  }
+  free(w->consumer);
+  free(w->kind);
+  free(w->req_key);
+  free(w->hb_key);
+  free(w->workers_key);
+  free(w->ctl_key);
+  free(w->job_id);
+  free(w->job_reply);
+  sg_redis_url_free(&w->url);
+}
+
+int sg_remote_worker_serve(const sg_remote_worker_opts *o, sg_err *err) {
+  rw w;
+  memset(&w, 0, sizeof w);
+  w.o = o;
+  int rc;
+  if ((rc = sg_redis_url_parse(o->url, &w.url, err)) < 0)
+    return sg_err_prefix(err, "--redis");
+  if ((rc = sg_remote_run_id_check(o->run_id, err)) < 0) {
+    sg_redis_url_free(&w.url);
+    return sg_err_prefix(err, "--run");
+  }
+  sg_redis_url_where(&w.url, w.where, sizeof w.where);
+  const char *colon = strchr(o->device, ':');
+  w.kind = sg_strndup(o->device, colon ? (size_t)(colon - o->device) : strlen(o->device));
+  w.consumer = sg_asprintf("%s/%s/%ld", o->host, o->device, (long)getpid());
+  w.req_key = sg_remote_key_requests(o->run_id, w.kind);
+  w.hb_key = sg_remote_key_heartbeat(o->run_id, w.consumer);
+  w.workers_key = sg_remote_key_workers(o->run_id);
+  w.ctl_key = sg_remote_key_control(o->run_id, w.consumer);
+  w.ttl_s = o->heartbeat_ttl_s > 0 ? o->heartbeat_ttl_s : 6;
+  char *own_cache = NULL;
+  if (o->build_cache) {
+    w.cache_dir = (char *)o->build_cache;
+  } else {
+    const char *tmp = o->work_dir ? o->work_dir : getenv("TMPDIR");
+    own_cache = sg_asprintf("%s/specgen-remote-cache-%ld", tmp && *tmp ? tmp : "/tmp",
+                            (long)getpid());
+    w.cache_dir = own_cache;
+  }
+  if ((rc = sg_mkdir_p(w.cache_dir, err)) < 0) {
+    free(own_cache);
+    rw_free(&w);
+    return rc;
+  }
+  uv_loop_init(&w.loop);
+  if ((rc = start_pool(&w, err)) < 0) {
+    uv_run(&w.loop, UV_RUN_DEFAULT);
+    uv_loop_close(&w.loop);
+    free(own_cache);
+    rw_free(&w);
+    return rc;
+  }
+  w.cmd = sg_redis_new(&w.loop, &w.url, "commands", on_state, &w);
+  w.blk = sg_redis_new(&w.loop, &w.url, "requests", on_state, &w);
+  uv_timer_init(&w.loop, &w.tick);
+  w.tick.data = &w;
+  uint64_t every = (uint64_t)(w.ttl_s * 1000 / 3);
+  uv_timer_start(&w.tick, on_tick, every, every ? every : 1);
+  uv_signal_init(&w.loop, &w.sigterm);
+  uv_signal_init(&w.loop, &w.sigint);
+  w.sigterm.data = w.sigint.data = &w;
+  uv_signal_start(&w.sigterm, on_signal, SIGTERM);
+  uv_signal_start(&w.sigint, on_signal, SIGINT);
+  fprintf(stderr, "specgen worker %s: serving run %s through Redis %s\n", w.consumer,
+          o->run_id, w.where);
+  uv_run(&w.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&w.loop);
+  if (own_cache) {
+    sg_err e;
+    sg_rm_rf(own_cache, &e);
+    free(own_cache);
+  }
+  rc = w.exit_code ? sg_err_set(err, SG_ESTATE, "%s", w.exit_msg) : 0;
+  rw_free(&w);
+  return rc;
+}
