@@ -50,16 +50,24 @@ fetch_source() {
 
 build_native() {
   [ -x "$bld/bin/llama-server" ] && [ -f "$bld/bin/libllama.so" ] && return 0
-  # Only what the servers need: shared libraries (for the Python server)
-  # and the llama-server target; no tests, examples, web UI download,
-  # HTTPS or curl (the machine may be offline).
-  cmake -S "$src/vendor/llama.cpp" -B "$bld" -DCMAKE_BUILD_TYPE=Release \
+  # Only what the servers need: the llama-server target (it pulls in llama,
+  # ggml, common and mtmd, which the server links), as shared libraries
+  # that the Python server loads too; no tests, examples, web UI download,
+  # HTTPS or curl (the machine may be offline). Ninja where there is one
+  # (meson needs it anyway): its log keeps each file's compile time.
+  # Plain flags: a sanitizer build of specgen must not reach llama.cpp
+  # (scripts/test.sh --sanitize reuses this build).
+  local gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  env -u CFLAGS -u CXXFLAGS -u LDFLAGS -u CPPFLAGS \
+    cmake -S "$src/vendor/llama.cpp" -B "$bld" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF \
     -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
     -DGGML_NATIVE=ON >"$dir/cmake.log" 2>&1 \
     || { tail -30 "$dir/cmake.log" >&2; die "cmake configure failed ($dir/cmake.log)"; }
-  cmake --build "$bld" --target llama-server llama mtmd \
+  env -u CFLAGS -u CXXFLAGS -u LDFLAGS -u CPPFLAGS \
+    cmake --build "$bld" --target llama-server \
     -j "${SPECGEN_LLAMA_JOBS:-$(nproc)}" >"$dir/build.log" 2>&1 \
     || { tail -30 "$dir/build.log" >&2; die "build failed ($dir/build.log)"; }
 }
