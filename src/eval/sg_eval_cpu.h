@@ -1,10 +1,11 @@
 /* sg_eval_cpu.h: internals of the CPU evaluator, exposed for its tests and
  * its benchmark (not a contract for other modules; sg_eval.h is).
  *
- * The pure parts (sg_eval_cpu_check.c): the seeded random number generator
- * and the input distributions, NaN poisoning and the allclose comparison,
- * median and mean, the ELF dynamic symbol reader and the symbol rules, the
- * cut of compiler diagnostics, the names of signals. The I/O parts
+ * The pure parts: the seeded random number generator, the input
+ * distributions and their per-call refresh, NaN poisoning and the allclose
+ * comparison (sg_eval_cpu_values.c); the ELF dynamic symbol reader and the
+ * symbol rules, the cut of compiler diagnostics, the names of signals
+ * (sg_eval_cpu_check.c). The I/O parts
  * (sg_eval_cpu.c): compile, run, and a run variant that hands back the
  * child's own log (the order and count of timed calls, phase times).
  */
