@@ -23,6 +23,7 @@
  */
 #include "eval/sg_eval_cpu_worker.h"
 
+#include "eval/sg_sandbox.h"
 #include "eval/sg_sandbox_filter.h"
 
 #include <dlfcn.h>
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 const char sg_eval_cpu_worker_name[] = SG_EVAL_WORKER_NAME;
@@ -58,9 +60,32 @@ static void put(int fd, char c) {
     ;
 }
 
+#ifdef SG_ASAN
+/* A sanitized build: the sandbox could not set RLIMIT_AS from outside
+ * (sg_sandbox.h), so the bound it passed is set here, above what this
+ * process already holds (mostly AddressSanitizer's reserved shadow). */
+static void asan_limit_address_space(void) {
+  const char *v = getenv(SG_SANDBOX_ASAN_AS_VAR);
+  unsigned long long bound = v ? strtoull(v, NULL, 10) : 0, pages = 0;
+  FILE *f = bound ? fopen("/proc/self/statm", "re") : NULL;
+  if (!f)
+    return;
+  if (fscanf(f, "%llu", &pages) != 1)
+    pages = 0;
+  fclose(f);
+  struct rlimit rl;
+  rl.rlim_cur = rl.rlim_max = (rlim_t)(pages * (unsigned long long)sysconf(_SC_PAGESIZE) + bound);
+  if (pages && setrlimit(RLIMIT_AS, &rl) != 0)
+    die("RLIMIT_AS", strerror(errno));
+}
+#endif
+
 static int worker_main(int argc, char **argv) {
   if (argc < 4)
     die("bad arguments", NULL);
+#ifdef SG_ASAN
+  asan_limit_address_space();
+#endif
   const char *so = argv[1];
   size_t in_bytes = strtoull(argv[2], NULL, 10);
   size_t out_bytes = strtoull(argv[3], NULL, 10);

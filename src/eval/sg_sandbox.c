@@ -507,20 +507,48 @@ static char *resolve_program(const char *argv0) {
 
 extern char **environ;
 
-/* The program's environment, with SG_RESULT_FD set, built before the fork
- * (no allocation between fork and exec); fdvar holds the variable. */
-static char **build_env(const sg_sandbox_limits *lim, char *fdvar, size_t cap) {
+#ifdef SG_ASAN
+/* A sanitized build execs a sanitized program, which gets no RLIMIT_AS (see
+ * set_limits): the bound travels in SG_SANDBOX_ASAN_AS_VAR instead (see
+ * sg_sandbox.h). Leak checking (which stops the world through ptrace) and
+ * symbolizing (which starts a process) are system calls the filter refuses:
+ * off; so is its catching of fatal signals, so that a crash ends as it does
+ * in a plain build; a report aborts, as a failed assert does. Only sanitized builds
+ * add these variables; a plain build's program gets exactly the environment
+ * it is given. */
+static void asan_env(const sg_sandbox_limits *lim, char *opts, char *as, size_t cap) {
+  snprintf(opts, cap, "ASAN_OPTIONS=detect_leaks=0:symbolize=0:color=never:"
+                      "abort_on_error=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0");
+  snprintf(as, cap, "%s=%llu", SG_SANDBOX_ASAN_AS_VAR,
+           (unsigned long long)lim->address_space_bytes);
+}
+#endif
+
+/* The program's environment, with SG_RESULT_FD set (and, in a sanitized
+ * build, the variables of asan_env), built before the fork (no allocation
+ * between fork and exec); vars holds the variables (3 x cap bytes). */
+static char **build_env(const sg_sandbox_limits *lim, char *vars, size_t cap) {
   char *const *src = lim->env ? lim->env : environ;
   size_t n = 0;
   while (src && src[n])
     n++;
-  char **envp = sg_calloc(n + 2, sizeof *envp);
+  char **envp = sg_calloc(n + 4, sizeof *envp);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (strncmp(src[i], "SG_RESULT_FD=", 13) != 0)
+    if (strncmp(src[i], "SG_RESULT_FD=", 13) != 0
+#ifdef SG_ASAN
+        && strncmp(src[i], "ASAN_OPTIONS=", 13) != 0 &&
+        strncmp(src[i], SG_SANDBOX_ASAN_AS_VAR "=", sizeof SG_SANDBOX_ASAN_AS_VAR) != 0
+#endif
+    )
       envp[k++] = src[i];
-  snprintf(fdvar, cap, "SG_RESULT_FD=%d", SG_RESULT_FD);
-  envp[k++] = fdvar;
+  snprintf(vars, cap, "SG_RESULT_FD=%d", SG_RESULT_FD);
+  envp[k++] = vars;
+#ifdef SG_ASAN
+  asan_env(lim, vars + cap, vars + 2 * cap, cap);
+  envp[k++] = vars + cap;
+  envp[k++] = vars + 2 * cap;
+#endif
   envp[k] = NULL;
   return envp;
 }
@@ -535,8 +563,8 @@ static int exec_program(const sg_sandbox_limits *lim, char *const argv[], bool s
   if (!path)
     return sg_err_set(err, SG_ENOENT, "sandbox: %s: program not found in PATH",
                       argv[0]);
-  char fdvar[32];
-  char **envp = build_env(lim, fdvar, sizeof fdvar);
+  char vars[3][160];
+  char **envp = build_env(lim, vars[0], sizeof vars[0]);
   spawn_spec spec = {.path = path, .argv = argv, .envp = envp};
   int rc = out ? run_child(lim, &spec, out, err) : start(lim, &spec, handle, err);
   free(envp);

@@ -11,6 +11,21 @@
 #ifndef SG_SANDBOX_H
 #define SG_SANDBOX_H
 
+/* SG_ASAN: built with AddressSanitizer. Its shadow memory is terabytes of
+ * address space, so RLIMIT_AS cannot bound a sanitized program from outside:
+ * a sanitized build passes the bound in SG_SANDBOX_ASAN_AS_VAR (bytes) to the
+ * programs it execs, and a sanitized program of ours that runs untrusted
+ * code (the cpu evaluator's worker) sets RLIMIT_AS itself, to what it holds
+ * plus that bound. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SG_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SG_ASAN 1
+#endif
+#endif
+#define SG_SANDBOX_ASAN_AS_VAR "SG_ASAN_ADDRESS_SPACE"
+
 #include "common/sg_error.h"
 
 #include <stdbool.h>

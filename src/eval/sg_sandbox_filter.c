@@ -104,7 +104,7 @@ int sg_sandbox_filter_nospawn(uint64_t allowed_exec, pid_t self) {
                           SCMP_A0(SCMP_CMP_MASKED_EQ, LOW32, me));
   if (rc == 0 && allowed_exec)
     rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(execve), 1,
-                          SCMP_A0(SCMP_CMP_EQ, allowed_exec));
+                          SCMP_A0(SCMP_CMP_EQ, allowed_exec, 0));
   return finish(ctx, rc);
 }
 

@@ -7,14 +7,6 @@
 
 #include <sys/types.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SG_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SG_ASAN 1
-#endif
-#endif
-
 /* The child's result descriptor after setup (0, 1 and 2 are stdio), then
  * the setup channel (a socket pair: the parent answers on it). */
 #define SG_RESULT_FD 3

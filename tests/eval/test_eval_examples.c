@@ -85,6 +85,14 @@ static void finish(job *j) {
   const char *nl = strchr(text, '\n');
   char *got = nl ? sg_strndup(text, (size_t)(nl - text)) : sg_strdup("crashed");
   bool ok = strcmp(got, j->ex->expected_status) == 0;
+#if defined(__SANITIZE_ADDRESS__)
+  /* A sanitized build: AddressSanitizer in the worker catches the memory
+   * error first, and its report needs a system call the filter refuses
+   * (sg_sandbox.h), so the kernel ends as rejected: still a failure. */
+  if (!ok && strcmp(j->ex->expected_status, "runtime_error") == 0 &&
+      strcmp(got, "rejected") == 0 && nl && strstr(nl, "AddressSanitizer"))
+    ok = true;
+#endif
   const char *base = strrchr(j->ex->path, '/') + 1;
   printf("%s %d - %s/%s: %s\n", ok ? "ok" : "not ok", ++done, j->task->name,
          base, got);

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (s) {
     char *j = sg_report_json_for_script(s);
     assert(strchr(j, '<') == NULL);
-    json_t *back = json_loads(j, JSON_DECODE_ANY, NULL);
+    json_t *back = json_loads(j, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     assert(back && json_equal(back, s));
     json_decref(back);
     free(j);
