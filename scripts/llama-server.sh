@@ -21,7 +21,7 @@
 #
 # Cache: ${SPECGEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/specgen}/llama-cpp-python-VERSION
 # A finished build leaves a `done` stamp there; a second run only checks it.
-# Environment: SPECGEN_LLAMA_JOBS (default: number of cores) bounds make -j;
+# Environment: SPECGEN_LLAMA_JOBS (default: number of cores) bounds the build's -j;
 # SPECGEN_MODEL_NO_FETCH=1 makes `model` fail instead of downloading (tests).
 set -euo pipefail
 
@@ -164,7 +164,12 @@ PY
 case "${1:-}" in
   build) cmd_build;;
   native) [ -x "$bld/bin/llama-server" ] || die "not built (run: $0 build)"; echo "$bld/bin/llama-server";;
-  python) [ -x "$venv/bin/python" ] || die "not built (run: $0 build)"; echo "$venv/bin/python";;
+  python)
+    # Built means importable: a pip install that failed half-way leaves a
+    # venv without the server, and the test then skips instead of failing.
+    [ -x "$venv/bin/python" ] && LLAMA_CPP_LIB_PATH="$bld/bin" "$venv/bin/python" \
+      -c 'import llama_cpp.server' 2>/dev/null || die "not built (run: $0 build)"
+    echo "$venv/bin/python";;
   env) echo "LLAMA_CPP_LIB_PATH=$bld/bin";;
   model) shift; cmd_model "$@";;
   *) sed -n '2,25p' "$0" >&2; exit 2;;
