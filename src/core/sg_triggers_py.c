@@ -75,7 +75,13 @@ static void end_body(sg_scanner *s) {
   if (p->state == PY_BODY && p->body_lines > 0) {
     uint64_t h = p->hash.h ^ (uint64_t)SG_TRIGGER_KERNEL;
     if (!hash_ring_seen_add(&s->block_seen, h)) {
-      trig_emit_at(s, SG_TRIGGER_KERNEL, p->body_end, p->text.s, p->text.len);
+      /* The dedent that shows the body is over comes after its end, and
+       * another class may have been reported in between: positions stay in
+       * order, so the kernel is then placed at that report. */
+      uint64_t at = p->body_end;
+      if (s->emitted_any && at < s->last_emit)
+        at = s->last_emit;
+      trig_emit_at(s, SG_TRIGGER_KERNEL, at, p->text.s, p->text.len);
       s->fence_kernel = s->in_fence;
     }
   }
