@@ -23,9 +23,15 @@ typedef struct sg_test_case {
 } sg_test_case;
 
 #define SG_TEST_SKIP_CODE 77
-/* Seconds a single test may take before it is killed and failed. */
+/* Seconds a single test may take before it is killed and failed. A
+ * sanitized build runs every process several times slower, and on a busy
+ * machine a whole run under it once took longer than 240 s. */
 #ifndef SG_TEST_TIMEOUT_S
+#if defined(__SANITIZE_ADDRESS__)
+#define SG_TEST_TIMEOUT_S 480
+#else
 #define SG_TEST_TIMEOUT_S 240
+#endif
 #endif
 
 #define SG_FAIL(...)                                            \
