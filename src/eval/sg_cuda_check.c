@@ -142,23 +142,6 @@ void sg_cuda_compare(sg_dtype dtype, const void *ref, const void *cand,
   }
 }
 
-const char *sg_cuda_index_str(const sg_task_arg *a, int64_t flat, char *buf,
-                              size_t len) {
-  int64_t idx[SG_TASK_MAX_DIMS];
-  for (int d = a->ndims - 1; d >= 0; d--) {
-    idx[d] = flat % a->shape[d];
-    flat /= a->shape[d];
-  }
-  size_t off = 0;
-  off += (size_t)snprintf(buf + off, len - off, "[");
-  for (int d = 0; d < a->ndims && off < len; d++)
-    off += (size_t)snprintf(buf + off, len - off, "%s%lld", d ? ", " : "",
-                            (long long)idx[d]);
-  if (off < len)
-    snprintf(buf + off, len - off, "]");
-  return buf;
-}
-
 /* ---- candidate rules ------------------------------------------------------ */
 
 /* The source with comments replaced by spaces (string literals kept: a

@@ -54,9 +54,6 @@ typedef struct sg_cuda_cmp {
 void sg_cuda_compare(sg_dtype dtype, const void *ref, const void *cand,
                      int64_t n, double atol, double rtol, sg_cuda_cmp *out);
 
-/* "[12, 3]" for a flat index into shape; into buf of size len. */
-const char *sg_cuda_index_str(const sg_task_arg *a, int64_t flat, char *buf,
-                              size_t len);
 
 /* The candidate rules: returns true when the source (comments removed)
  * uses something forbidden, with the rule broken in why (size len). Forbidden:

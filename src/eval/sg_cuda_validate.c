@@ -299,7 +299,7 @@ static int report_numerical(judge *j, size_t i, const sg_judge_stats *s, double 
   }
   char idx[128] = "?";
   if (b.first_bad >= 0) {
-    sg_cuda_index_str(a, b.first_bad, idx, sizeof idx);
+    sg_task_index_str(a, b.first_bad, idx, sizeof idx);
     j->first_bad = b.first_bad;
   }
   snprintf(msg, len,

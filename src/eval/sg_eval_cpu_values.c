@@ -578,27 +578,12 @@ void sg_eval_compare_poison(sg_dtype d, void *cand, const void *ref, int64_t n,
   compare_blocks(d, cand, ref, n, atol, rtol, true, c);
 }
 
-/* "[i, j, k]" for a flat index of a's shape. */
-static void index_text(const sg_task_arg *a, int64_t flat, char *out, size_t cap) {
-  int64_t idx[SG_TASK_MAX_DIMS];
-  for (int d = a->ndims - 1; d >= 0; d--) {
-    idx[d] = flat % a->shape[d];
-    flat /= a->shape[d];
-  }
-  size_t k = 0;
-  k += (size_t)snprintf(out + k, cap - k, "[");
-  for (int d = 0; d < a->ndims && k < cap; d++)
-    k += (size_t)snprintf(out + k, cap - k, "%s%" PRId64, d ? ", " : "", idx[d]);
-  if (k < cap)
-    snprintf(out + k, cap - k, "]");
-}
-
 char *sg_eval_cmp_message(const sg_task_arg *a, const sg_eval_cmp *c,
                           double atol, double rtol) {
   if (c->first_bad < 0)
     return sg_strdup("");
   char where[160];
-  index_text(a, c->first_bad, where, sizeof where);
+  sg_task_index_str(a, c->first_bad, where, sizeof where);
   sg_buf b;
   sg_buf_init(&b, 0);
   sg_buf_printf(&b, "output %s: element %" PRId64 " (index %s of shape ", a->name,

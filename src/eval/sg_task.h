@@ -101,4 +101,8 @@ int sg_task_examples(const sg_task *task, sg_task_example **out, size_t *n,
                      sg_err *err);
 void sg_task_examples_free(sg_task_example *ex, size_t n);
 
+/* "[12, 3]" for a flat index into a's shape; into buf of size len. */
+const char *sg_task_index_str(const sg_task_arg *a, int64_t flat, char *buf,
+                              size_t len);
+
 #endif

@@ -140,9 +140,9 @@ static void test_index_and_stats(void) {
   a.shape[1] = 3;
   a.shape[2] = 4;
   char buf[64];
-  SG_CHECK_STR_EQ(sg_cuda_index_str(&a, 0, buf, sizeof buf), "[0, 0, 0]");
-  SG_CHECK_STR_EQ(sg_cuda_index_str(&a, 23, buf, sizeof buf), "[1, 2, 3]");
-  SG_CHECK_STR_EQ(sg_cuda_index_str(&a, 13, buf, sizeof buf), "[1, 0, 1]");
+  SG_CHECK_STR_EQ(sg_task_index_str(&a, 0, buf, sizeof buf), "[0, 0, 0]");
+  SG_CHECK_STR_EQ(sg_task_index_str(&a, 23, buf, sizeof buf), "[1, 2, 3]");
+  SG_CHECK_STR_EQ(sg_task_index_str(&a, 13, buf, sizeof buf), "[1, 0, 1]");
   double v[5] = {5, 1, 4, 2, 3};
   SG_CHECK_NEAR(sg_stats_mean(v, 5), 3, 0);
   SG_CHECK_NEAR(sg_stats_median(v, 5), 3, 0);
