@@ -42,9 +42,17 @@
 #include <time.h>
 #include <unistd.h>
 
-/* CPU a worker may use between two of its calls (answering and waiting
- * for the next command take microseconds). */
+/* CPU a worker may use between two of its calls: answering and waiting for
+ * the next command take microseconds, but a kernel without IRQ time
+ * accounting charges an interrupt burst (softirqs run up to 2 ms at a time)
+ * to whichever task is current, so on a busy machine one gap now and then
+ * comes out over 2 ms for an honest worker. A kernel that works between its
+ * calls does so on every call: rejected after GAP_REPEATS gaps over
+ * GAP_MAX_S, or one over GAP_ALONE_S. Either way the time is charged to
+ * the call it follows. */
 #define GAP_MAX_S 0.002
+#define GAP_REPEATS 2
+#define GAP_ALONE_S 0.020
 #define ALIGN 64
 
 enum { REF, CAND };
@@ -75,6 +83,7 @@ typedef struct judge {
   double deadline;        /* for the reference and the setup */
   double max_abs, max_rel;
   int64_t max_gap_ns;
+  int gaps_over;         /* the candidate's gaps over GAP_MAX_S so far */
   bool cand_poisoned;     /* the last comparison poisoned the kernel's outputs */
   /* where we are, for messages */
   const char *phase;
@@ -574,6 +583,11 @@ typedef struct run_log {
   json_t *phases;
 } run_log;
 
+static bool gap_rejected(const judge *j, int64_t gap_ns) {
+  return (double)gap_ns > GAP_MAX_S * 1e9 &&
+         (j->gaps_over >= GAP_REPEATS || (double)gap_ns > GAP_ALONE_S * 1e9);
+}
+
 /* One step: fresh inputs, poisoned outputs, the reference, the kernel, the
  * comparison. Returns 0 when all is well; else 1, with r and msg filled. */
 static int step(judge *j, uint64_t set, bool fresh, bool check_ref, int64_t ns[2],
@@ -585,7 +599,9 @@ static int step(judge *j, uint64_t set, bool fresh, bool check_ref, int64_t ns[2
     call_end e = call(j, k, &ns[k], &gap);
     if (gap > j->max_gap_ns)
       j->max_gap_ns = gap;
-    if (e == CALL_OK && k == CAND && (double)gap > GAP_MAX_S * 1e9) {
+    if (k == CAND && (double)gap > GAP_MAX_S * 1e9)
+      j->gaps_over++;
+    if (e == CALL_OK && k == CAND && gap_rejected(j, gap)) {
       r->status = SG_EVAL_REJECTED;
       char *at = where(j);
       sg_buf_printf(msg, "rejected: the kernel kept running after its call had "
@@ -639,7 +655,9 @@ static int run_protocol(judge *j, const sg_eval_cpu_judge_opts *jo, sg_eval_resu
   json_object_set_new(lg->phases, "timing", json_real(sg_clock_now_s() - t));
   /* the last call's gap: what it did after its last answer, while we compared */
   int64_t last_gap = j->s[CAND].cpu_mark ? cpu_ns(&j->s[CAND]) - j->s[CAND].cpu_mark : 0;
-  if ((double)last_gap > GAP_MAX_S * 1e9) {
+  if ((double)last_gap > GAP_MAX_S * 1e9)
+    j->gaps_over++;
+  if (gap_rejected(j, last_gap)) {
     r->status = SG_EVAL_REJECTED;
     sg_buf_printf(msg, "rejected: the kernel kept running after its last call had "
                   "returned (%.3g ms of CPU time)", (double)last_gap / 1e6);

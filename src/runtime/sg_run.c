@@ -112,7 +112,7 @@ static int op_iteration_end(void *data, uint32_t w, const sg_ctl_action *a,
   reason = sg_gen_iteration_reason(reason, f->iter_kernels);
   f->iter_kernels = 0;
   sg_run_iteration_close(r, f, reason);
-  sg_run_write_best(r, f);
+  STORE(r, sg_run_write_best(r, f, true, err));
   sg_run_emit(r, "iteration_end",
               json_pack("{s:s, s:i, s:s, s:o, s:o}", "task", f->task->name, "iteration",
                         (int)a->iteration + 1, "reason", reason, "iteration_best",
@@ -126,7 +126,7 @@ static int op_workflow_done(void *data, uint32_t w, const sg_ctl_action *a) {
   wf *f = wf_of(r, w);
   sg_run_iteration_close(r, f, sg_ctl_reason_name(a->u.done.reason));
   f->done = true;
-  sg_run_write_best(r, f);
+  STORE(r, sg_run_write_best(r, f, true, err));
   bool failed = a->u.done.reason == SG_REASON_SEARCH_FAILED;
   f->failed = failed;
   STORE(r, sg_store_workflow_set_state(r->store, f->store_id,

@@ -101,7 +101,8 @@ typedef struct wf {
   idmap cand_store;        /* store candidate id by controller candidate id */
   bool done, failed;
   char *best_file;         /* the best kernel's file, once written */
-  double best_speedup;     /* NAN until a profiled kernel */
+  double best_speedup;     /* NAN until a kernel passed */
+  int64_t best_candidate;  /* its store id, 0 until then */
   int live_main, live_spec, in_flight;
   uint64_t iter_kernels;   /* candidates this iteration produced */
 } wf;
@@ -249,8 +250,7 @@ int sg_run_begin_or_resume(run *r, sg_err *err);
 /* ---- sg_run_setup.c: setting up, the best kernels, the summary, tearing down - */
 
 const char *sg_run_source_ext(const sg_task *t);
-uint64_t sg_run_best_kernel(const sg_history *h);
-void sg_run_write_best(run *r, wf *f);
+int sg_run_write_best(run *r, wf *f, bool write, sg_err *err);
 int sg_run_load_workflows(run *r, sg_err *err);
 int sg_run_start_model(run *r, sg_err *err);
 json_t *sg_run_summary(run *r, sg_err *err);

@@ -113,15 +113,8 @@ static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
   int rc = restore_candidates(r, f, err);
   if (rc < 0)
     return rc;
-  uint64_t best = sg_run_best_kernel(sg_controller_history(f->ctl));
-  if (best) {
-    f->best_speedup = sg_history_get(sg_controller_history(f->ctl), best)->speedup;
-    char *path = sg_asprintf("%s/best/%s.%s", r->dir, f->task->name, sg_run_source_ext(f->task));
-    if (access(path, R_OK) == 0)
-      f->best_file = path;
-    else
-      free(path);
-  }
+  if ((rc = sg_run_write_best(r, f, false, err)) < 0)
+    return rc;
 
   json_t *u = NULL;
   if ((rc = sg_store_workflow_usage_json(r->store, f->store_id, &u, err)) < 0)

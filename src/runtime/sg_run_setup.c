@@ -23,43 +23,42 @@ const char *sg_run_source_ext(const sg_task *t) {
   return "c";
 }
 
-/* The workflow's best kernel: the fastest that passed validation (its latest
- * measured speedup, the profile's when it has one), so the file on disk is
- * the kernel the summary's best_speedup speaks of. 0 when none passed. */
-uint64_t sg_run_best_kernel(const sg_history *h) {
-  uint64_t best = 0;
-  double sp = -1;
-  for (size_t i = 0; i < h->n; i++) {
-    const sg_kernel *k = &h->v[i];
-    if (k->validated && k->validate_status == SG_EVAL_OK && k->source &&
-        isfinite(k->speedup) && k->speedup > sp) {
-      sp = k->speedup;
-      best = k->id;
+/* The workflow's best kernel is the store's (sg_store_workflow_best_json):
+ * one figure per kernel, by the rule the summary uses, so best/<task>.<ext>
+ * is the kernel whose speedup the summary reports, even when one source
+ * came up twice and was measured twice. Writes the file when the best
+ * changed; on resume (`write` false) only takes the figure and the file
+ * left behind. */
+int sg_run_write_best(run *r, wf *f, bool write, sg_err *err) {
+  json_t *b = NULL;
+  int rc = sg_store_workflow_best_json(r->store, f->store_id, &b, err);
+  if (rc < 0 || b == NULL)
+    return rc;
+  int64_t cid = json_integer_value(json_object_get(b, "candidate_id"));
+  double sp = json_number_value(json_object_get(b, "speedup"));
+  const char *src = json_string_value(json_object_get(b, "source"));
+  char *path = sg_asprintf("%s/best/%s.%s", r->dir, f->task->name, sg_run_source_ext(f->task));
+  if (!write) {
+    f->best_candidate = cid;
+    f->best_speedup = sp;
+    if (f->best_file == NULL && access(path, R_OK) == 0)
+      f->best_file = sg_strdup(path);
+  } else if (src && (f->best_file == NULL || cid != f->best_candidate ||
+                     sp != f->best_speedup)) {
+    char *dir = sg_asprintf("%s/best", r->dir);
+    if (sg_mkdir_p(dir, err) < 0 || sg_file_write(path, src, strlen(src), err) < 0) {
+      rc = -1;
+    } else {
+      free(f->best_file);
+      f->best_file = sg_strdup(path);
+      f->best_candidate = cid;
+      f->best_speedup = sp;
     }
+    free(dir);
   }
-  return best;
-}
-
-/* Writes best/<task>.<ext> when the best kernel changed. */
-void sg_run_write_best(run *r, wf *f) {
-  const sg_history *h = sg_controller_history(f->ctl);
-  uint64_t id = sg_run_best_kernel(h);
-  const sg_kernel *k = id ? sg_history_get(h, id) : NULL;
-  if (k == NULL || (f->best_file && k->speedup == f->best_speedup))
-    return;
-  sg_err e;
-  sg_err_clear(&e);
-  char *dir = sg_asprintf("%s/best", r->dir);
-  char *path = sg_asprintf("%s/%s.%s", dir, f->task->name, sg_run_source_ext(f->task));
-  if (sg_mkdir_p(dir, &e) < 0 || sg_file_write(path, k->source, k->source_len, &e) < 0) {
-    sg_run_fail(r, &e);
-    free(path);
-  } else {
-    free(f->best_file);
-    f->best_file = path;
-    f->best_speedup = k->speedup;
-  }
-  free(dir);
+  free(path);
+  json_decref(b);
+  return rc;
 }
 
 static bool is_dir(const char *p) {
@@ -178,6 +177,11 @@ int sg_run_start_model(run *r, sg_err *err) {
 }
 
 json_t *sg_run_summary(run *r, sg_err *err) {
+  /* An interrupted iteration's kernels count too: the files follow the
+   * summary's figures. */
+  for (size_t i = 0; i < r->nwf; i++)
+    if (r->wfs[i].store_id && sg_run_write_best(r, &r->wfs[i], true, err) < 0)
+      return NULL;
   json_t *s = NULL;
   if (sg_store_summary_json(r->store, &s, err) < 0)
     return NULL;

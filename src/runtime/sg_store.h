@@ -258,6 +258,14 @@ int sg_store_resume_json(sg_store *s, json_t **out, sg_err *err);
 int sg_store_workflow_candidates_json(sg_store *s, int64_t workflow_id,
                                       json_t **out, sg_err *err);
 
+/* A workflow's best kernel: {"candidate_id", "source", "speedup"} of the
+ * candidate with the highest figure (SG_STORE_FIGURE_SQL: the latest
+ * profile's speedup, else the latest validation's), the earliest on a tie;
+ * *out NULL when no candidate passed. The summary's best_speedup is its
+ * speedup. */
+int sg_store_workflow_best_json(sg_store *s, int64_t workflow_id, json_t **out,
+                                sg_err *err);
+
 /* What a workflow's generations spent: {"prompt", "completion", "cached",
  * "last_us" (the latest start or end recorded, 0 if none)}. */
 int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,

@@ -275,15 +275,8 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
       "SELECT w.task AS task,"
       " (SELECT count(*) FROM iterations i WHERE i.workflow_id = w.id"
       "  AND i.ended_us IS NOT NULL) AS iterations,"
-      /* one figure per kernel (the loop's rule): its profile's speedup
-       * when the profile measured one, else its validation's */
-      " (SELECT max(coalesce("
-      "   (SELECT p.speedup FROM evaluations p WHERE p.candidate_id = c.id"
-      "    AND p.phase = 'profile' AND p.status = 'ok'"
-      "    AND p.speedup IS NOT NULL ORDER BY p.id DESC LIMIT 1),"
-      "   (SELECT v.speedup FROM evaluations v WHERE v.candidate_id = c.id"
-      "    AND v.phase = 'validate' AND v.status = 'ok'"
-      "    ORDER BY v.id DESC LIMIT 1)))"
+      /* one figure per kernel, as the run's best kernel has it */
+      " (SELECT max(" SG_STORE_FIGURE_SQL ")"
       "  FROM candidates c WHERE c.workflow_id = w.id) AS best_speedup,"
       " (SELECT count(DISTINCT e.candidate_id) FROM evaluations e"
       "  JOIN candidates c ON c.id = e.candidate_id"
@@ -356,6 +349,19 @@ int sg_store_workflow_candidates_json(sg_store *s, int64_t workflow_id,
   }
   *out = a;
   return rc;
+}
+
+int sg_store_workflow_best_json(sg_store *s, int64_t workflow_id, json_t **out,
+                                sg_err *err) {
+  *out = NULL;
+  /* ties go to the earlier kernel, so the best changes only on a gain */
+  return query_each(s, "candidates",
+                    "SELECT * FROM (SELECT c.id AS candidate_id, c.source AS source, "
+                    SG_STORE_FIGURE_SQL " AS speedup FROM candidates c"
+                    " WHERE c.workflow_id = ?1)"
+                    " WHERE speedup IS NOT NULL ORDER BY speedup DESC, candidate_id"
+                    " LIMIT 1",
+                    workflow_id, collect_first, out, err);
 }
 
 int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,

@@ -99,6 +99,8 @@ static void finish(job *j) {
   if (!ok) {
     failed++;
     printf("# %s\n", nl ? nl + 1 : text);
+    /* also on stderr: a test runner's failure log shows that stream */
+    fprintf(stderr, "%s/%s: %s\n%s\n", j->task->name, base, got, nl ? nl + 1 : text);
   }
   fflush(stdout);
   free(got);

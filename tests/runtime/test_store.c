@@ -831,6 +831,54 @@ static void summary_best_is_each_kernels_one_figure(void) {
   wj = json_array_get(json_object_get(sum, "workflows"), 0);
   SG_CHECK_NEAR(jnum(wj, "best_speedup"), 3.0, 1e-12);
   json_decref(sum);
+  json_t *best = NULL;
+  SG_CHECK_OK(sg_store_workflow_best_json(s, w, &best, &err), err);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(best, "candidate_id")), c2);
+  SG_CHECK_STR_EQ(jstr(best, "source"), "k2");
+  SG_CHECK_NEAR(jnum(best, "speedup"), 3.0, 1e-12);
+  json_decref(best);
+
+  /* One source that came up twice is one kernel with one figure. k3 is
+   * validated at 5.0; its first profile is withdrawn (its iteration ended),
+   * a later kernel with the same source is profiled at 2.5: k3 is a 2.5
+   * kernel, not a 5.0 one, and k2 stays the best. */
+  int64_t c3, again;
+  bool is_new = false;
+  SG_CHECK_OK(sg_store_candidate_add(s, g, "k3", 6 * S1, &c3, NULL, &err), err);
+  SG_CHECK_OK(sg_store_eval_queue(s, c3, SG_STORE_VALIDATE, 6 * S1, &ev, &err), err);
+  finish_ok(s, ev, 5.0, 7 * S1);
+  SG_CHECK_OK(sg_store_eval_queue(s, c3, SG_STORE_PROFILE, 7 * S1, &ev, &err), err);
+  finish_status(s, ev, SG_EVAL_ABORTED, 8 * S1);
+  SG_CHECK_OK(sg_store_workflow_best_json(s, w, &best, &err), err);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(best, "candidate_id")), c3);
+  json_decref(best);
+  SG_CHECK_OK(sg_store_candidate_add(s, g, "k3", 9 * S1, &again, &is_new, &err), err);
+  SG_CHECK(!is_new && again == c3);
+  SG_CHECK_OK(sg_store_eval_queue(s, c3, SG_STORE_PROFILE, 9 * S1, &ev, &err), err);
+  finish_ok(s, ev, 2.5, 10 * S1);
+  SG_CHECK_OK(sg_store_workflow_best_json(s, w, &best, &err), err);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(best, "candidate_id")), c2);
+  SG_CHECK_NEAR(jnum(best, "speedup"), 3.0, 1e-12);
+  json_decref(best);
+  SG_CHECK_OK(sg_store_summary_json(s, &sum, &err), err);
+  wj = json_array_get(json_object_get(sum, "workflows"), 0);
+  SG_CHECK_NEAR(jnum(wj, "best_speedup"), 3.0, 1e-12);
+  json_decref(sum);
+
+  /* A tie keeps the earlier kernel; a workflow with nothing passed has none. */
+  int64_t c4;
+  SG_CHECK_OK(sg_store_candidate_add(s, g, "k4", 11 * S1, &c4, NULL, &err), err);
+  SG_CHECK_OK(sg_store_eval_queue(s, c4, SG_STORE_VALIDATE, 11 * S1, &ev, &err), err);
+  finish_ok(s, ev, 3.0, 12 * S1);
+  SG_CHECK_OK(sg_store_workflow_best_json(s, w, &best, &err), err);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(best, "candidate_id")), c2);
+  json_decref(best);
+  sg_store_workflow wb = {.task = "u", .started_us = 12 * S1};
+  int64_t w2;
+  SG_CHECK_OK(sg_store_workflow_add(s, &wb, &w2, &err), err);
+  best = json_true();
+  SG_CHECK_OK(sg_store_workflow_best_json(s, w2, &best, &err), err);
+  SG_CHECK(best == NULL);
   sg_store_close(s);
   rm_dir(dir);
 }
