@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <uv.h>
 
 /* The environment through which the pool hands the URL and the run id to
  * its slot proxies (never their command line: `ps` would show it). */
@@ -60,8 +61,47 @@ typedef struct sg_remote_worker_opts {
 } sg_remote_worker_opts;
 
 /* Serves until SIGTERM or SIGINT. Returns 0 then, negative when it could not
- * start (a bad URL, run id or device). */
+ * start (a bad URL, run id or device) or when it left (it refused a request
+ * of another run or version, or its local worker was given up: SG_ESTATE,
+ * the reason in err). */
 int sg_remote_worker_serve(const sg_remote_worker_opts *o, sg_err *err);
+
+/* The remote worker without its process: takes requests through Redis and
+ * hands each to an evaluator. `specgen worker --redis` is a process around
+ * one whose evaluator is a local pool (sg_remote_host.c); bench_redis runs
+ * a thousand on one loop with evaluators that only wait. The consumer name
+ * is HOST/DEVICE/PID: workers sharing a process need hosts or devices of
+ * their own. */
+typedef struct sg_remote_worker sg_remote_worker;
+typedef struct sg_remote_evaluator {
+  void *data;
+  /* Starts an evaluation (the worker sends one at a time); its "started"
+   * and result come back through sg_remote_worker_started/_result with the
+   * request's ticket. An error answers the request with err's message;
+   * SG_ESTATE (the evaluator can take none again) makes the worker leave. */
+  int (*submit)(void *data, const sg_pool_request *r, sg_err *err);
+  /* The controller aborted it: no result is expected any more. */
+  void (*abort)(void *data, uint64_t ticket);
+  /* The worker stopped by itself (after sg_remote_worker_leave, or after it
+   * refused a request of another run); why says why. It frees itself. May
+   * be NULL. */
+  void (*stopped)(void *data, const char *why);
+} sg_remote_evaluator;
+
+/* The opts' strings are borrowed for the worker's life. */
+int sg_remote_worker_new(uv_loop_t *loop, const sg_remote_worker_opts *o,
+                         const sg_remote_evaluator *ev, sg_remote_worker **w,
+                         sg_err *err);
+void sg_remote_worker_started(sg_remote_worker *w, uint64_t ticket);
+/* r is borrowed for the call. */
+void sg_remote_worker_result(sg_remote_worker *w, uint64_t ticket,
+                             const sg_eval_result *r);
+/* Takes no more requests and stops once its replies are written (3 s at
+ * most), then says so through the evaluator's stopped. */
+void sg_remote_worker_leave(sg_remote_worker *w, const char *why);
+/* Stops now (no stopped callback); freed once its handles are closed (run
+ * the loop). NULL is fine. */
+void sg_remote_worker_close(sg_remote_worker *w);
 
 typedef struct sg_remote_proxy_opts {
   const char *url;
@@ -73,5 +113,24 @@ typedef struct sg_remote_proxy_opts {
 /* Serves the worker protocol on stdin/stdout until shutdown or the end of
  * stdin. Negative when it could not start. */
 int sg_remote_proxy_serve(const sg_remote_proxy_opts *o, sg_err *err);
+
+/* The slot proxy without its process: one remote slot on a caller's loop,
+ * speaking the worker protocol through a function call each way instead
+ * of stdin/stdout. `specgen worker --remote-slot` is a process around one;
+ * bench_redis runs a thousand on one loop. The opts' strings are borrowed
+ * for the slot's life. Lines out (the replies a pool would read: hello,
+ * started, result, pong, ...) go to out, each ending in '\n'. */
+typedef struct sg_remote_slot sg_remote_slot;
+typedef void (*sg_remote_slot_out_fn)(void *data, const char *line, size_t len);
+int sg_remote_slot_new(uv_loop_t *loop, const sg_remote_proxy_opts *o,
+                       sg_remote_slot_out_fn out, void *out_data,
+                       sg_remote_slot **slot, sg_err *err);
+/* One request line from the pool (without its '\n'). */
+void sg_remote_slot_line(sg_remote_slot *s, const char *line, size_t len);
+/* The pool is gone (the end of stdin): the slot stops, and frees itself,
+ * once its acknowledgements went out (2 s at most). */
+void sg_remote_slot_finish(sg_remote_slot *s);
+/* Stops now; freed once its handles are closed (run the loop). NULL is fine. */
+void sg_remote_slot_close(sg_remote_slot *s);
 
 #endif

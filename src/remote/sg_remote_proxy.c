@@ -22,6 +22,10 @@
  * The pool bounds everything: a proxy that cannot reach Redis holds its
  * request past the pool's hang deadline and is restarted, the request
  * reported as infra_error.
+ *
+ * The slot itself (sg_remote_slot) takes lines and gives lines through
+ * calls, on its owner's loop; the process (sg_remote_proxy_serve, at the
+ * end) connects it to stdin and stdout.
  */
 #include "remote/sg_remote.h"
 #include "remote/sg_redis.h"
@@ -33,6 +37,7 @@
 #include "runtime/sg_worker_proto.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +47,7 @@
 #define TICK_MS 250
 #define READ_BLOCK_MS "1000"
 #define FINISH_S 2.0
+#define CHECK_EVERY_S 1.0
 
 typedef struct ack {
   char *wire, *entry;
@@ -49,20 +55,21 @@ typedef struct ack {
   struct ack *next;
 } ack;
 
-typedef struct px {
-  uv_loop_t loop;
+struct sg_remote_slot {
+  uv_loop_t *loop;
+  sg_remote_proxy_opts opts; /* strings borrowed from the caller */
   const sg_remote_proxy_opts *o;
+  sg_remote_slot_out_fn out;
+  void *out_data;
   sg_redis_url url;
   char where[300];
   sg_redis *cmd, *blk;
   char *kind, *req_key, *res_key, *prefix;
-  uv_pipe_t in;
-  sg_buf inbuf;
   bool hello_sent, stopping, reading;
   /* shutdown came: stdin is read on to its end for the pool's last pings,
    * then the acknowledgements are given up to FINISH_S to go out */
   bool shut, finishing;
-  double t_finish;
+  double t_finish, t_check;
   /* the request out; gen tells a stale callback from a current one */
   uint64_t gen, seq;
   char *wire, *req_id, *body, *entry, *consumer;
@@ -71,25 +78,16 @@ typedef struct px {
   char last[64];
   ack *acks;
   uv_timer_t tick;
-} px;
+};
+typedef struct sg_remote_slot px;
 
 static void stop(px *x);
 
 static void emit(px *x, json_t *j) {
-  (void)x;
   size_t len;
   char *line = sg_jsonl_line(j, &len);
-
   json_decref(j);
-  size_t off = 0;
-  while (off < len) {
-    ssize_t n = write(STDOUT_FILENO, line + off, len - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break; /* the pool is gone: the end of stdin follows */
-    off += (size_t)n;
-  }
+  x->out(x->out_data, line, len);
   free(line);
 }
 
@@ -385,7 +383,9 @@ static void stored(px *x, const char *wire) {
   flush_acks(x);
 }
 
-static void request_in(px *x, const char *line, size_t len) {
+void sg_remote_slot_line(sg_remote_slot *x, const char *line, size_t len) {
+  if (x->stopping)
+    return;
   sg_worker_request req;
   sg_worker_request_init(&req);
   sg_err err;
@@ -444,34 +444,6 @@ static void request_in(px *x, const char *line, size_t len) {
   sg_worker_request_free(&req);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)h;
-  buf->base = sg_malloc(suggested);
-  buf->len = suggested;
-}
-
-static void on_stdin(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
-  px *x = s->data;
-  if (n < 0) {
-    free(buf->base);
-    uv_read_stop(s);
-    x->finishing = true;
-    x->t_finish = sg_clock_now_s();
-    flush_acks(x);
-    return;
-  }
-  sg_buf_append(&x->inbuf, buf->base, (size_t)n);
-  free(buf->base);
-  char *nl;
-  while (!x->stopping && x->inbuf.data && (nl = memchr(x->inbuf.data, '\n', x->inbuf.len))) {
-    size_t len = (size_t)(nl - x->inbuf.data);
-    char *line = sg_strndup(x->inbuf.data, len);
-    sg_buf_consume(&x->inbuf, len + 1);
-    request_in(x, line, len);
-    free(line);
-  }
-}
-
 /* ---- state ---------------------------------------------------------------- */
 
 static bool acks_pending(const px *x) {
@@ -488,7 +460,14 @@ static void on_tick(uv_timer_t *t) {
     return;
   }
   add_request(x);
-  check_request(x);
+  /* the holder's heartbeat is checked once a second, not every tick: a
+   * thousand slots would otherwise send 8,000 commands a second for it
+   * (bench_redis --pool), and a heartbeat lives 6 s by default */
+  double now = sg_clock_now_s();
+  if (now - x->t_check >= CHECK_EVERY_S) {
+    x->t_check = now;
+    check_request(x);
+  }
   flush_acks(x);
   maybe_read(x);
 }
@@ -521,70 +500,159 @@ static void on_state(sg_redis *c, void *data, bool up, const char *why) {
   add_request(x);
 }
 
-static void on_closed(uv_handle_t *h) { (void)h; }
-
-static void stop(px *x) {
-  if (x->stopping)
-    return;
-
-  x->stopping = true;
-  sg_redis_close(x->cmd);
-  sg_redis_close(x->blk);
-  x->cmd = x->blk = NULL;
-  uv_close((uv_handle_t *)&x->in, on_closed);
-  uv_close((uv_handle_t *)&x->tick, on_closed);
-}
-
-int sg_remote_proxy_serve(const sg_remote_proxy_opts *o, sg_err *err) {
-  px x;
-  memset(&x, 0, sizeof x);
-  x.o = o;
-  int rc;
-  if ((rc = sg_redis_url_parse(o->url, &x.url, err)) < 0)
-    return sg_err_prefix(err, "%s", SG_REMOTE_ENV_URL);
-  if ((rc = sg_remote_run_id_check(o->run_id, err)) < 0) {
-    sg_redis_url_free(&x.url);
-    return sg_err_prefix(err, "%s", SG_REMOTE_ENV_RUN);
-  }
-  const char *kind = o->device + strlen(SG_REMOTE_DEVICE_PREFIX);
-  const char *slash = strchr(kind, '/');
-  if (!sg_remote_is_device(o->device) || !slash || slash == kind) {
-    sg_redis_url_free(&x.url);
-    return sg_err_set(err, SG_EINVAL, "--remote-slot %s: expected redis:KIND/N",
-                      o->device);
-  }
-  sg_redis_url_where(&x.url, x.where, sizeof x.where);
-  x.kind = sg_strndup(kind, (size_t)(slash - kind));
-  x.req_key = sg_remote_key_requests(o->run_id, x.kind);
-  x.res_key = sg_remote_key_replies(o->run_id, o->device);
-  x.prefix = sg_asprintf("%lld.%ld", (long long)sg_clock_now_us(), (long)getpid());
-  snprintf(x.last, sizeof x.last, "0");
-  sg_buf_init(&x.inbuf, SG_WORKER_LINE_MAX);
-  uv_loop_init(&x.loop);
-  uv_pipe_init(&x.loop, &x.in, 0);
-  x.in.data = &x;
-  uv_pipe_open(&x.in, STDIN_FILENO);
-  uv_read_start((uv_stream_t *)&x.in, on_alloc, on_stdin);
-  x.cmd = sg_redis_new(&x.loop, &x.url, "commands", on_state, &x);
-  x.blk = sg_redis_new(&x.loop, &x.url, "replies", on_state, &x);
-  uv_timer_init(&x.loop, &x.tick);
-  x.tick.data = &x;
-  uv_timer_start(&x.tick, on_tick, TICK_MS, TICK_MS);
-  uv_run(&x.loop, UV_RUN_DEFAULT);
-  uv_loop_close(&x.loop);
-  cur_clear(&x);
-  while (x.acks) {
-    ack *k = x.acks;
-    x.acks = k->next;
+static void slot_free(px *x) {
+  cur_clear(x);
+  while (x->acks) {
+    ack *k = x->acks;
+    x->acks = k->next;
     free(k->wire);
     free(k->entry);
     free(k);
   }
-  sg_buf_free(&x.inbuf);
-  free(x.kind);
-  free(x.req_key);
-  free(x.res_key);
-  free(x.prefix);
-  sg_redis_url_free(&x.url);
+  free(x->kind);
+  free(x->req_key);
+  free(x->res_key);
+  free(x->prefix);
+  sg_redis_url_free(&x->url);
+  free(x);
+}
+
+/* The tick is the slot's last handle: the slot is freed once it is closed
+ * (the connections free themselves). */
+static void on_tick_closed(uv_handle_t *h) { slot_free(h->data); }
+
+static void stop(px *x) {
+  if (x->stopping)
+    return;
+  x->stopping = true;
+  sg_redis_close(x->cmd);
+  sg_redis_close(x->blk);
+  x->cmd = x->blk = NULL;
+  uv_close((uv_handle_t *)&x->tick, on_tick_closed);
+}
+
+int sg_remote_slot_new(uv_loop_t *loop, const sg_remote_proxy_opts *o,
+                       sg_remote_slot_out_fn out, void *out_data,
+                       sg_remote_slot **slot, sg_err *err) {
+  *slot = NULL;
+  px *x = sg_calloc(1, sizeof *x);
+  x->loop = loop;
+  x->opts = *o;
+  x->o = &x->opts;
+  x->out = out;
+  x->out_data = out_data;
+  if (sg_redis_url_parse(o->url, &x->url, err) < 0) {
+    free(x);
+    return sg_err_prefix(err, "%s", SG_REMOTE_ENV_URL);
+  }
+  if (sg_remote_run_id_check(o->run_id, err) < 0) {
+    sg_redis_url_free(&x->url);
+    free(x);
+    return sg_err_prefix(err, "%s", SG_REMOTE_ENV_RUN);
+  }
+  const char *kind = o->device + strlen(SG_REMOTE_DEVICE_PREFIX);
+  const char *slash = sg_remote_is_device(o->device) ? strchr(kind, '/') : NULL;
+  if (!slash || slash == kind) {
+    sg_redis_url_free(&x->url);
+    free(x);
+    return sg_err_set(err, SG_EINVAL, "--remote-slot %s: expected redis:KIND/N",
+                      o->device);
+  }
+  sg_redis_url_where(&x->url, x->where, sizeof x->where);
+  x->kind = sg_strndup(kind, (size_t)(slash - kind));
+  x->req_key = sg_remote_key_requests(o->run_id, x->kind);
+  x->res_key = sg_remote_key_replies(o->run_id, o->device);
+  /* the slot's address keeps the ids of slots sharing a process apart */
+  x->prefix = sg_asprintf("%lld.%ld.%llx", (long long)sg_clock_now_us(), (long)getpid(),
+                          (unsigned long long)(uintptr_t)x);
+  snprintf(x->last, sizeof x->last, "0");
+  x->cmd = sg_redis_new(loop, &x->url, "commands", on_state, x);
+  x->blk = sg_redis_new(loop, &x->url, "replies", on_state, x);
+  uv_timer_init(loop, &x->tick);
+  x->tick.data = x;
+  uv_timer_start(&x->tick, on_tick, TICK_MS, TICK_MS);
+  *slot = x;
+  return 0;
+}
+
+void sg_remote_slot_finish(sg_remote_slot *x) {
+  if (x->finishing || x->stopping)
+    return;
+  x->finishing = true;
+  x->t_finish = sg_clock_now_s();
+  flush_acks(x);
+}
+
+void sg_remote_slot_close(sg_remote_slot *x) {
+  if (x)
+    stop(x);
+}
+
+/* ---- the process: stdin/stdout -------------------------------------------- */
+
+typedef struct shell {
+  sg_remote_slot *slot;
+  uv_pipe_t in;
+  sg_buf inbuf;
+} shell;
+
+static void out_stdout(void *data, const char *line, size_t len) {
+  (void)data;
+  size_t off = 0;
+  while (off < len) {
+    ssize_t n = write(STDOUT_FILENO, line + off, len - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break; /* the pool is gone: the end of stdin follows */
+    off += (size_t)n;
+  }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)h;
+  buf->base = sg_malloc(suggested);
+  buf->len = suggested;
+}
+
+static void on_stdin(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  shell *x = s->data;
+  if (n < 0) {
+    free(buf->base);
+    uv_read_stop(s);
+    uv_close((uv_handle_t *)s, NULL);
+    sg_remote_slot_finish(x->slot); /* it stops once its acks went out */
+    return;
+  }
+  sg_buf_append(&x->inbuf, buf->base, (size_t)n);
+  free(buf->base);
+  char *nl;
+  while (x->inbuf.data && (nl = memchr(x->inbuf.data, '\n', x->inbuf.len))) {
+    size_t len = (size_t)(nl - x->inbuf.data);
+    char *line = sg_strndup(x->inbuf.data, len);
+    sg_buf_consume(&x->inbuf, len + 1);
+    sg_remote_slot_line(x->slot, line, len);
+    free(line);
+  }
+}
+
+int sg_remote_proxy_serve(const sg_remote_proxy_opts *o, sg_err *err) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  shell sh;
+  memset(&sh, 0, sizeof sh);
+  int rc = sg_remote_slot_new(&loop, o, out_stdout, NULL, &sh.slot, err);
+  if (rc < 0) {
+    uv_loop_close(&loop);
+    return rc;
+  }
+  sg_buf_init(&sh.inbuf, SG_WORKER_LINE_MAX);
+  uv_pipe_init(&loop, &sh.in, 0);
+  sh.in.data = &sh;
+  uv_pipe_open(&sh.in, STDIN_FILENO);
+  uv_read_start((uv_stream_t *)&sh.in, on_alloc, on_stdin);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  sg_buf_free(&sh.inbuf);
   return 0;
 }

@@ -1,13 +1,13 @@
-/* sg_remote_worker.c: `specgen worker --redis URL --run ID --device D`, a
- * worker host (docs/remote.md).
+/* sg_remote_worker.c: a remote worker, the Redis side of `specgen worker
+ * --redis URL --run ID --device D` (docs/remote.md; the process around it,
+ * with its local pool, is sg_remote_host.c).
  *
  * It takes one request at a time from its run's stream for its device kind
- * (XREADGROUP, only while its device is idle), evaluates it with a local
- * pool of one `specgen worker --device D` (so restarts, hang deadlines and
- * the build cache of this host behave as in a local run) and XADDs the
- * replies to the stream the request names. A reply stays in memory until
- * its XADD was answered, across reconnects: a Redis restart loses none.
- * It never XACKs a request: the controller does, once the result is stored.
+ * (XREADGROUP, only while its device is idle), hands it to its evaluator
+ * (the host's local pool) and XADDs the replies to the stream the request
+ * names. A reply stays in memory until its XADD was answered, across
+ * reconnects: a Redis restart loses none. It never XACKs a request: the
+ * controller does, once the result is stored.
  *
  * Two connections: one for the blocking XREADGROUP, one for everything else
  * (a blocked connection answers nothing else until its BLOCK ends).
@@ -17,14 +17,12 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
-#include "common/sg_file.h"
 #include "runtime/sg_jsonl.h"
 #include "runtime/sg_pool.h"
 #include "runtime/sg_worker_proto.h"
 
 #include <errno.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,16 +38,18 @@ typedef struct outmsg {
   struct outmsg *next;
 } outmsg;
 
-typedef struct rw {
-  uv_loop_t loop;
+struct sg_remote_worker {
+  uv_loop_t *loop;
+  sg_remote_worker_opts opts; /* strings borrowed from the caller */
   const sg_remote_worker_opts *o;
+  sg_remote_evaluator ev;
   sg_redis_url url;
   char where[300];
   sg_redis *cmd, *blk;
-  sg_pool *pool;
-  char *consumer, *kind, *req_key, *hb_key, *workers_key, *ctl_key, *cache_dir;
+  char *consumer, *kind, *req_key, *hb_key, *workers_key, *ctl_key;
   double ttl_s;
   bool reading, busy, stopping, group_asked;
+  bool on_ctl; /* the blocking command out is the control list's BLPOP */
   /* refused a request: leaves once its replies are written (or after
    * LEAVE_S), so the refusal reaches the controller */
   bool leaving;
@@ -59,14 +59,13 @@ typedef struct rw {
   uint64_t job_ticket;
   outmsg *out;
   uv_timer_t tick;
-  uv_signal_t sigterm, sigint;
-  int exit_code;
   char exit_msg[512];
-} rw;
+};
+typedef struct sg_remote_worker rw;
 
 static void maybe_read(rw *w);
 static void flush_out(rw *w);
-static void stop(rw *w, int code, const char *msg);
+static void stop(rw *w, bool told);
 
 static void logf_(rw *w, const char *fmt, const char *a, const char *b) {
   fprintf(stderr, "specgen worker %s: ", w->consumer);
@@ -133,28 +132,36 @@ static void send_error(rw *w, const char *key, const char *id, const char *msg) 
 
 /* ---- the local pool ------------------------------------------------------- */
 
+/* A wake-up on the control list: no request id, so it aborts nothing. */
+#define WAKE ""
+
 static void job_end(rw *w) {
   free(w->job_id);
   free(w->job_reply);
   w->job_id = w->job_reply = NULL;
   w->busy = false;
+  if (w->reading && w->on_ctl) {
+    /* the control list's BLPOP would hold the next XREADGROUP back for up
+     * to its timeout: wake it, so the device takes its next request at
+     * once (a wake that comes after the BLPOP ended is taken by the next
+     * one, which then waits again: harmless) */
+    const char *push[] = {"LPUSH", w->ctl_key, WAKE};
+    const char *expire[] = {"PEXPIRE", w->ctl_key, "60000"};
+    sg_redis_cmdv(w->cmd, 3, push);
+    sg_redis_cmdv(w->cmd, 3, expire);
+  }
   maybe_read(w);
 }
 
-static void on_started(sg_pool *p, void *data, uint64_t ticket) {
-  (void)p;
-  (void)ticket;
-  rw *w = data;
-  if (w->job_id)
+void sg_remote_worker_started(sg_remote_worker *w, uint64_t ticket) {
+  if (w->job_id && ticket == w->job_ticket && !w->stopping)
     send_reply(w, w->job_reply, w->job_id,
                json_pack("{s:s, s:s}", "type", "started", "id", w->job_id));
 }
 
-static void on_result(sg_pool *p, void *data, uint64_t ticket, const sg_eval_result *r) {
-  (void)p;
-  (void)ticket;
-  rw *w = data;
-  if (!w->job_id)
+void sg_remote_worker_result(sg_remote_worker *w, uint64_t ticket,
+                             const sg_eval_result *r) {
+  if (!w->job_id || ticket != w->job_ticket || w->stopping)
     return;
   sg_worker_reply rep;
   sg_worker_reply_init(&rep, SG_WREP_RESULT);
@@ -167,13 +174,6 @@ static void on_result(sg_pool *p, void *data, uint64_t ticket, const sg_eval_res
   job_end(w);
 }
 
-static void on_worker(sg_pool *p, void *data, int slot, const char *what,
-                      const char *message) {
-  (void)p;
-  (void)slot;
-  rw *w = data;
-  logf_(w, "local %s: %s", what, message);
-}
 
 /* ---- requests in ---------------------------------------------------------- */
 
@@ -211,10 +211,9 @@ static void take(rw *w, const sg_redis_entry *e) {
     send_error(w, reply, id, why);
     /* a worker of the wrong run or version would take every request of
      * the stream: it leaves instead, so a matching worker gets them */
-    snprintf(w->exit_msg, sizeof w->exit_msg, "refused a request (%s); stopping", why);
-    logf_(w, "%s%s", w->exit_msg, NULL);
-    w->leaving = true;
-    w->t_leave = sg_clock_now_s();
+    char *msg = sg_asprintf("refused a request (%s); stopping", why);
+    sg_remote_worker_leave(w, msg);
+    free(msg);
     return;
   }
   sg_worker_request req;
@@ -242,13 +241,19 @@ static void take(rw *w, const sg_redis_entry *e) {
   pr.runs = req.runs;
   pr.warmups = req.warmups;
   pr.timeout_s = req.timeout_s;
-  if (sg_pool_submit(w->pool, &pr, &err) != 0) {
+  /* the job is set before the submit: an evaluator may answer from inside it */
+  w->busy = true;
+  w->job_ticket = pr.ticket;
+  w->job_id = sg_strdup(id);
+  w->job_reply = sg_strdup(reply);
+  if (w->ev.submit(w->ev.data, &pr, &err) != 0) {
     send_error(w, reply, id, err.msg);
-  } else {
-    w->busy = true;
-    w->job_ticket = pr.ticket;
-    w->job_id = sg_strdup(id);
-    w->job_reply = sg_strdup(reply);
+    free(w->job_id);
+    free(w->job_reply);
+    w->job_id = w->job_reply = NULL;
+    w->busy = false;
+    if (err.code == SG_ESTATE) /* the evaluator can take no request again */
+      sg_remote_worker_leave(w, err.msg);
   }
   sg_worker_request_free(&req);
 }
@@ -295,13 +300,14 @@ static void on_control(redisAsyncContext *ac, void *rv, void *priv) {
   rw *w = priv;
   redisReply *r = rv;
   w->reading = false;
+  w->on_ctl = false;
   if (!r || w->stopping)
     return;
   if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && w->busy && w->job_id &&
       r->element[1]->type == REDIS_REPLY_STRING &&
       strcmp(r->element[1]->str, w->job_id) == 0) {
     logf_(w, "request %s aborted by the controller%s", w->job_id, NULL);
-    sg_pool_abort(w->pool, w->job_ticket);
+    w->ev.abort(w->ev.data, w->job_ticket);
     job_end(w);
     return;
   }
@@ -312,9 +318,11 @@ static void maybe_read(rw *w) {
   if (w->stopping || w->leaving || w->reading || w->group_asked || !sg_redis_up(w->blk))
     return;
   if (w->busy) {
-    const char *argv[] = {"BLPOP", w->ctl_key, "0.2"}; /* short: the next request waits on it */
+    /* as long as the XREADGROUP's block: job_end wakes it when the
+     * evaluation ends, so the next request need not wait for its timeout */
+    const char *argv[] = {"BLPOP", w->ctl_key, "1"};
     if (sg_redis_cmd(w->blk, on_control, w, 3, argv, NULL) == 0)
-      w->reading = true;
+      w->reading = w->on_ctl = true;
     return;
   }
   const char *argv[] = {"XREADGROUP", "GROUP", SG_REMOTE_GROUP, w->consumer,
@@ -337,7 +345,7 @@ static void heartbeat(rw *w) {
 static void on_tick(uv_timer_t *t) {
   rw *w = t->data;
   if (w->leaving && (!w->out || sg_clock_now_s() - w->t_leave > LEAVE_S)) {
-    stop(w, 1, NULL);
+    stop(w, false);
     return;
   }
   heartbeat(w);
@@ -350,7 +358,7 @@ static void on_state(sg_redis *c, void *data, bool up, const char *why) {
   const char *which = c == w->cmd ? "commands" : "requests";
   if (!up) {
     if (c == w->blk) {
-      w->reading = false;
+      w->reading = w->on_ctl = false;
       w->group_asked = false;
     }
     fprintf(stderr, "specgen worker %s: Redis %s (%s connection): %s\n", w->consumer,
@@ -376,44 +384,8 @@ static void on_state(sg_redis *c, void *data, bool up, const char *why) {
   }
 }
 
-static void on_closed(uv_handle_t *h) { (void)h; }
-
-static void stop(rw *w, int code, const char *msg) {
-  if (w->stopping)
-    return;
-  w->stopping = true;
-  w->exit_code = code;
-  if (msg)
-    snprintf(w->exit_msg, sizeof w->exit_msg, "%s", msg);
-  sg_pool_close(w->pool, 5);
-  sg_redis_close(w->cmd);
-  sg_redis_close(w->blk);
-  w->cmd = w->blk = NULL;
-  uv_close((uv_handle_t *)&w->tick, on_closed);
-  uv_close((uv_handle_t *)&w->sigterm, on_closed);
-  uv_close((uv_handle_t *)&w->sigint, on_closed);
-}
-
-static void on_signal(uv_signal_t *s, int signum) {
-  (void)signum;
-  stop(s->data, 0, NULL);
-}
-
-static int start_pool(rw *w, sg_err *err) {
-  const char *devices[] = {w->o->device};
-  sg_pool_opts po;
-  sg_pool_opts_default(&po);
-  po.program = w->o->program;
-  po.devices = devices;
-  po.n_devices = 1;
-  po.compile_workers = 1;
-  po.build_cache = w->cache_dir;
-  po.work_dir = w->o->work_dir;
-  sg_pool_callbacks cb = {w, on_started, on_result, on_worker, NULL};
-  return sg_pool_new(&w->loop, &po, &cb, &w->pool, err);
-}
-
-static void rw_free(rw *w) {
+static void on_tick_closed(uv_handle_t *h) {
+  rw *w = h->data;
   while (w->out) {
     outmsg *m = w->out;
     w->out = m->next;
@@ -431,71 +403,72 @@ static void rw_free(rw *w) {
   free(w->job_id);
   free(w->job_reply);
   sg_redis_url_free(&w->url);
+  free(w);
 }
 
-int sg_remote_worker_serve(const sg_remote_worker_opts *o, sg_err *err) {
-  rw w;
-  memset(&w, 0, sizeof w);
-  w.o = o;
-  int rc;
-  if ((rc = sg_redis_url_parse(o->url, &w.url, err)) < 0)
+/* told: the owner closes it (no stopped callback). The tick is the last
+ * handle: w is freed once it is closed. */
+static void stop(rw *w, bool told) {
+  if (w->stopping)
+    return;
+  w->stopping = true;
+  sg_redis_close(w->cmd);
+  sg_redis_close(w->blk);
+  w->cmd = w->blk = NULL;
+  uv_close((uv_handle_t *)&w->tick, on_tick_closed);
+  if (!told && w->ev.stopped)
+    w->ev.stopped(w->ev.data, w->exit_msg);
+}
+
+void sg_remote_worker_leave(sg_remote_worker *w, const char *why) {
+  if (w->leaving || w->stopping)
+    return;
+  snprintf(w->exit_msg, sizeof w->exit_msg, "%s", why);
+  logf_(w, "%s%s", w->exit_msg, NULL);
+  w->leaving = true;
+  w->t_leave = sg_clock_now_s();
+}
+
+void sg_remote_worker_close(sg_remote_worker *w) {
+  if (w)
+    stop(w, true);
+}
+
+int sg_remote_worker_new(uv_loop_t *loop, const sg_remote_worker_opts *o,
+                         const sg_remote_evaluator *ev, sg_remote_worker **out,
+                         sg_err *err) {
+  *out = NULL;
+  rw *w = sg_calloc(1, sizeof *w);
+  w->loop = loop;
+  w->opts = *o;
+  w->o = &w->opts;
+  w->ev = *ev;
+  if (sg_redis_url_parse(o->url, &w->url, err) < 0) {
+    free(w);
     return sg_err_prefix(err, "--redis");
-  if ((rc = sg_remote_run_id_check(o->run_id, err)) < 0) {
-    sg_redis_url_free(&w.url);
+  }
+  if (sg_remote_run_id_check(o->run_id, err) < 0) {
+    sg_redis_url_free(&w->url);
+    free(w);
     return sg_err_prefix(err, "--run");
   }
-  sg_redis_url_where(&w.url, w.where, sizeof w.where);
+  sg_redis_url_where(&w->url, w->where, sizeof w->where);
   const char *colon = strchr(o->device, ':');
-  w.kind = sg_strndup(o->device, colon ? (size_t)(colon - o->device) : strlen(o->device));
-  w.consumer = sg_asprintf("%s/%s/%ld", o->host, o->device, (long)getpid());
-  w.req_key = sg_remote_key_requests(o->run_id, w.kind);
-  w.hb_key = sg_remote_key_heartbeat(o->run_id, w.consumer);
-  w.workers_key = sg_remote_key_workers(o->run_id);
-  w.ctl_key = sg_remote_key_control(o->run_id, w.consumer);
-  w.ttl_s = o->heartbeat_ttl_s > 0 ? o->heartbeat_ttl_s : 6;
-  char *own_cache = NULL;
-  if (o->build_cache) {
-    w.cache_dir = (char *)o->build_cache;
-  } else {
-    const char *tmp = o->work_dir ? o->work_dir : getenv("TMPDIR");
-    own_cache = sg_asprintf("%s/specgen-remote-cache-%ld", tmp && *tmp ? tmp : "/tmp",
-                            (long)getpid());
-    w.cache_dir = own_cache;
-  }
-  if ((rc = sg_mkdir_p(w.cache_dir, err)) < 0) {
-    free(own_cache);
-    rw_free(&w);
-    return rc;
-  }
-  uv_loop_init(&w.loop);
-  if ((rc = start_pool(&w, err)) < 0) {
-    uv_run(&w.loop, UV_RUN_DEFAULT);
-    uv_loop_close(&w.loop);
-    free(own_cache);
-    rw_free(&w);
-    return rc;
-  }
-  w.cmd = sg_redis_new(&w.loop, &w.url, "commands", on_state, &w);
-  w.blk = sg_redis_new(&w.loop, &w.url, "requests", on_state, &w);
-  uv_timer_init(&w.loop, &w.tick);
-  w.tick.data = &w;
-  uint64_t every = (uint64_t)(w.ttl_s * 1000 / 3);
-  uv_timer_start(&w.tick, on_tick, every, every ? every : 1);
-  uv_signal_init(&w.loop, &w.sigterm);
-  uv_signal_init(&w.loop, &w.sigint);
-  w.sigterm.data = w.sigint.data = &w;
-  uv_signal_start(&w.sigterm, on_signal, SIGTERM);
-  uv_signal_start(&w.sigint, on_signal, SIGINT);
-  fprintf(stderr, "specgen worker %s: serving run %s through Redis %s\n", w.consumer,
-          o->run_id, w.where);
-  uv_run(&w.loop, UV_RUN_DEFAULT);
-  uv_loop_close(&w.loop);
-  if (own_cache) {
-    sg_err e;
-    sg_rm_rf(own_cache, &e);
-    free(own_cache);
-  }
-  rc = w.exit_code ? sg_err_set(err, SG_ESTATE, "%s", w.exit_msg) : 0;
-  rw_free(&w);
-  return rc;
+  w->kind = sg_strndup(o->device, colon ? (size_t)(colon - o->device) : strlen(o->device));
+  w->consumer = sg_asprintf("%s/%s/%ld", o->host, o->device, (long)getpid());
+  w->req_key = sg_remote_key_requests(o->run_id, w->kind);
+  w->hb_key = sg_remote_key_heartbeat(o->run_id, w->consumer);
+  w->workers_key = sg_remote_key_workers(o->run_id);
+  w->ctl_key = sg_remote_key_control(o->run_id, w->consumer);
+  w->ttl_s = o->heartbeat_ttl_s > 0 ? o->heartbeat_ttl_s : 6;
+  w->cmd = sg_redis_new(loop, &w->url, "commands", on_state, w);
+  w->blk = sg_redis_new(loop, &w->url, "requests", on_state, w);
+  uv_timer_init(loop, &w->tick);
+  w->tick.data = w;
+  uint64_t every = (uint64_t)(w->ttl_s * 1000 / 3);
+  uv_timer_start(&w->tick, on_tick, every ? every : 1, every ? every : 1);
+  fprintf(stderr, "specgen worker %s: serving run %s through Redis %s\n", w->consumer,
+          o->run_id, w->where);
+  *out = w;
+  return 0;
 }

@@ -12,6 +12,8 @@
 - a worker host stopped (a partition) past its heartbeat: infra_error, and
   its result, once it comes back, is ignored and logged;
 - a request of another run: the worker answers why and stops;
+- a worker host whose local worker was given up leaves (exit 1, the reason
+  logged) instead of answering every request with an error;
 - an abort reaches the worker host, which stops the evaluation;
 - Redis restarted (without persistence) mid-evaluation: one result, none lost;
 - `specgen run --remote 2` schedules onto two worker hosts next to its local
@@ -239,6 +241,45 @@ class Loopback(unittest.TestCase):
         self.assertIn("request of run 'looprun', this worker serves run 'otherrun'", h.log())
         wait_for(lambda: "late result for request x.1" in p.stderr_text(),
                  "the refusal reaching the proxy (not its request: ignored)")
+
+    def test_host_whose_local_worker_was_given_up_leaves(self):
+        a, b = self.host("hostA"), self.host("hostB")
+        a.wait_ready()
+        b.wait_ready()
+
+        def device_worker():
+            """The pid of hostA's local device worker (its child with --device)."""
+            for d in os.listdir("/proc"):
+                try:
+                    with open("/proc/%s/stat" % d) as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                    with open("/proc/%s/cmdline" % d, "rb") as f:
+                        args = f.read().split(b"\0")
+                except (OSError, ValueError, IndexError):
+                    continue
+                if ppid == a.p.pid and b"--device" in args:
+                    return int(d)
+            return None
+
+        # its device worker dies more often in a row than the pool restarts
+        # it (5): bounded in kills and time
+        killed, end = set(), time.monotonic() + 120
+        while a.p.poll() is None and len(killed) < 20 and time.monotonic() < end:
+            pid = device_worker()
+            if pid and pid not in killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            time.sleep(0.05)
+        wait_for(lambda: a.p.poll() is not None, "hostA to leave", limit=60)
+        self.assertEqual(a.p.returncode, 1, a.log())
+        self.assertIn("the local device worker was given up", a.log())
+        self.assertIn("leaving", a.log())
+        self.assertGreaterEqual(len(killed), 6)
+        # the run's requests go to the host that can evaluate them
+        p = self.proxy()
+        p.validate("1.1", example("ok-fast.c"))
+        self.assertEqual(p.result("1.1")["status"], "ok")
+        self.assertIn("local started", b.log())
 
     def test_redis_restart_mid_evaluation_loses_nothing(self):
         a, b = self.host("hostA", hb=4), self.host("hostB", hb=4)

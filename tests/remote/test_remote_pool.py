@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""The simulated pool of bench_redis (`--pool`, docs/benchmarks.md) end to
+end, small: 20 fake devices through a real redis-server, each a real slot
+proxy and a real remote worker (the code of `specgen run --redis` and
+`specgen worker --redis`) that answers after the paper's latencies divided
+by 1000 (about 25 ms).
+
+- every result comes back as the fake device gave it (the bench counts any
+  other reply, and any lost worker or late result in the log, as a failure);
+- the broker adds little next to the service time: the median overhead is
+  under 4x the mean service time (about 1 ms here; a worker that held its
+  next request back behind its 0.2 s control-list wait, as before the wake
+  on the end of an evaluation, added about 200 ms);
+- the devices are busy for most of the window (over a quarter of it; about
+  90% here).
+Bounds are ratios with room for a busy 2-core machine. Exits 77 (skip) only
+when redis-server is not installed."""
+import os
+import shutil
+import subprocess
+import sys
+
+BENCH = os.environ["SG_BENCH_REDIS"]
+MEAN_SERVICE_MS = (22.9 + 26.5) / 2  # the paper's means, divided by 1000
+
+
+def main():
+    if not shutil.which("redis-server"):
+        print("SKIP: redis-server is not installed")
+        return 77
+    p = subprocess.run([BENCH, "--pool", "20", "--seconds", "3", "--scale", "1000"],
+                       capture_output=True, text=True, timeout=300)
+    print(p.stdout)
+    print(p.stderr, file=sys.stderr)
+    assert p.returncode == 0, "bench_redis --pool failed (%d)" % p.returncode
+    rows = [ln.split() for ln in p.stdout.splitlines() if ln.split()[:1] == ["20"]]
+    assert len(rows) == 1, "no row for 20 devices"
+    r = rows[0]
+    offered, got = float(r[1]), float(r[2])
+    busy, p50 = float(r[3].rstrip("%")), float(r[4])
+    bad = int(r[-1])
+    assert abs(offered - 20 / (MEAN_SERVICE_MS / 1000)) < 1, r
+    assert got > 0 and bad == 0, r
+    assert p50 < 4 * MEAN_SERVICE_MS, "the broker added %.1f ms (median)" % p50
+    assert busy > 25, "devices busy %.1f%% of the window" % busy
+    assert "warnings in the slots' and workers' log (lost, late, failed): 0" in p.stdout
+    print("ok: %.0f results/s of %.0f offered, median overhead %.2f ms" % (got, offered, p50))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
