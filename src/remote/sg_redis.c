@@ -17,6 +17,9 @@
 #define BACKOFF_MIN_S 0.1
 #define BACKOFF_MAX_S 2.0
 #define CONNECT_LIMIT_S 3.0
+/* A PING goes out on a connection silent this long: any reply says the
+ * server is there (a pool of a thousand devices has four thousand
+ * connections; a PING each per second was most of its broker's work). */
 #define PING_EVERY_S 1.0
 /* A PING unanswered this long means the server is unreachable. Longer than
  * the longest BLOCK the owners use (1 s), which delays replies behind it. */
@@ -131,6 +134,7 @@ struct sg_redis {
   redisAsyncContext *ac;
   bool up, closing, ping_out;
   double backoff, t_connect, t_ping;
+  double t_heard; /* the last reply of any command */
   uv_timer_t timer;
 };
 
@@ -184,7 +188,7 @@ static void on_tick(uv_timer_t *t) {
     drop(c, "the server stopped answering");
     return;
   }
-  if (!c->ping_out && now - c->t_ping >= PING_EVERY_S) {
+  if (!c->ping_out && now - c->t_ping >= PING_EVERY_S && now - c->t_heard >= PING_EVERY_S) {
     c->ping_out = true;
     c->t_ping = now;
     redisAsyncCommand(c->ac, on_ping, c, "PING");
@@ -309,11 +313,33 @@ sg_redis *sg_redis_new(uv_loop_t *loop, const sg_redis_url *u, const char *name,
 
 bool sg_redis_up(const sg_redis *c) { return c && c->up && c->ac; }
 
+/* A command's callback, behind one that notes the reply's time. */
+typedef struct heard {
+  sg_redis *c;
+  redisCallbackFn *fn;
+  void *priv;
+} heard;
+
+static void on_heard(redisAsyncContext *ac, void *r, void *priv) {
+  heard h = *(heard *)priv;
+  free(priv);
+  if (r && h.c->ac == ac)
+    h.c->t_heard = now_s(h.c);
+  if (h.fn)
+    h.fn(ac, r, h.priv);
+}
+
 int sg_redis_cmd(sg_redis *c, redisCallbackFn *fn, void *priv, int argc,
                  const char **argv, const size_t *lens) {
   if (!sg_redis_up(c))
     return -1;
-  return redisAsyncCommandArgv(c->ac, fn, priv, argc, argv, lens) == REDIS_OK ? 0 : -1;
+  heard *h = sg_malloc(sizeof *h);
+  *h = (heard){c, fn, priv};
+  if (redisAsyncCommandArgv(c->ac, on_heard, h, argc, argv, lens) != REDIS_OK) {
+    free(h);
+    return -1;
+  }
+  return 0;
 }
 
 int sg_redis_cmdv(sg_redis *c, int argc, const char **argv) {
