@@ -8,9 +8,10 @@ by 1000 (about 25 ms).
 - every result comes back as the fake device gave it (the bench counts any
   other reply, and any lost worker or late result in the log, as a failure);
 - the broker adds little next to the service time: the median overhead is
-  under 4x the mean service time (about 1 ms here; a worker that held its
-  next request back behind its 0.2 s control-list wait, as before the wake
-  on the end of an evaluation, added about 200 ms);
+  under 4x the mean service time (a few ms here; a worker that holds its
+  next request back until its control-list wait times out, as before the
+  wake at the end of an evaluation, adds 200 ms with the old 0.2 s wait and
+  about 1,000 ms with today's 1 s one);
 - the devices are busy for most of the window (over a quarter of it; about
   90% here).
 Bounds are ratios with room for a busy 2-core machine. Exits 77 (skip) only
