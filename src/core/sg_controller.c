@@ -43,27 +43,32 @@ typedef enum cand_state {
   CAND_DROPPED,     /* its iteration ended first */
 } cand_state;
 
+/* Layout: what a fork's events read (id, kind, live, candidate, usage,
+ * prefix) in the first cache line; the main generation's text and scanner
+ * after. */
 typedef struct gen {
   uint64_t id;
   sg_gen_kind kind;
-  size_t prompt_index;
-  uint64_t parent;           /* spec: the main generation */
-  uint64_t prefix_len;       /* spec: where it was forked */
   bool live;                 /* still generating */
   bool failed;
   uint64_t candidate;        /* after it finished: its kernel, 0 none */
-  sg_buf reasoning;          /* main only */
+  uint64_t provisional;      /* completion tokens counted from chunks */
+  uint64_t prefix_len;       /* spec: where it was forked */
+  uint64_t parent;           /* spec: the main generation */
+  size_t prompt_index;
   sg_buf content;
+  sg_buf reasoning;          /* main only */
   sg_scanner *scanner;       /* main only */
   uint64_t last_fork_prefix; /* main: prefix of the last fork, 0 none */
-  uint64_t provisional;      /* completion tokens counted from chunks */
 } gen;
 
+/* Layout: what every event reads (state, the generations, the capacity,
+ * the token count, the candidates) first and together; the plan (5 KB of
+ * prompts, read once per iteration) last. A thousand workflows' controllers
+ * do not fit the caches, so each cache line an event touches is a miss. */
 struct sg_controller {
-  sg_ctl_opts o;
   sg_ctl_state state;
   uint32_t iteration;
-  sg_search_plan plan;
   gen *gens;                 /* this iteration's generations, by id: the
                                 mains first (start_iteration), then the
                                 forks, ids consecutive (see find_gen) */
@@ -84,7 +89,9 @@ struct sg_controller {
   sg_sched_capacity cap;
   uint64_t tokens;           /* spent, provisional included */
   int64_t restored_wall_us;  /* wall time spent before a resume */
+  sg_ctl_opts o;
   sg_ctl_stats st;
+  sg_search_plan plan;
 };
 
 const char *sg_ctl_state_name(sg_ctl_state s) {
