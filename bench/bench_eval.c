@@ -26,7 +26,8 @@
  * worker program, which exits at once), median of 40; the same with the
  * specgen program of the build tree exec'd as the worker (the fallback when
  * the worker program is not found: specgen loads forty shared libraries);
- * and the worker program without `isolate`.
+ * and the worker program without `isolate`. Then two isolated workers,
+ * their sandboxes set up in turn and side by side (the judge's way).
  * Usage: bench_eval [REPS] [TASK...]
  *
  * bench_eval checks [TASK...]: the judge's own work per call, for each
@@ -149,8 +150,10 @@ static int bench_task(const sg_task *t, int reps) {
   return 0;
 }
 
-/* Setup and teardown of one worker's sandbox, in ms. */
-static double sandbox_once(bool isolate, const char *prog, const char *dir) {
+/* Setup and teardown of n (1 or 2) workers' sandboxes, in ms: set up in
+ * turn (the judge's way before) or side by side (as it does now). */
+static double sandbox_once(bool isolate, const char *prog, const char *dir, int n,
+                           bool side_by_side) {
   sg_sandbox_limits lim;
   sg_sandbox_limits_default(&lim);
   lim.isolate = isolate;
@@ -161,42 +164,53 @@ static double sandbox_once(bool isolate, const char *prog, const char *dir) {
   lim.program = prog; /* a worker given no arguments exits at once */
   char *argv[] = {SG_EVAL_WORKER_NAME, NULL};
   double t0 = sg_clock_now_s();
-  sg_sandbox *s = NULL;
+  sg_sandbox *s[2] = {NULL, NULL};
   sg_err err;
   sg_sandbox_outcome o;
-  if (sg_sandbox_spawn(&lim, argv, false, &s, &err) != 0) {
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++)
+    rc = side_by_side ? sg_sandbox_spawn_begin(&lim, argv, false, &s[i], &err)
+                      : sg_sandbox_spawn(&lim, argv, false, &s[i], &err);
+  if (rc == 0 && side_by_side)
+    rc = sg_sandbox_spawn_wait(s, (size_t)n, NULL, &err);
+  if (rc != 0)
     fprintf(stderr, "sandbox: %s\n", err.msg);
-    return NAN;
-  }
-  sg_sandbox_wait(s, -1, 5);
-  sg_sandbox_finish(s, false, &o, &err);
-  double ms = 1000 * (sg_clock_now_s() - t0);
-  sg_sandbox_outcome_free(&o);
-  return ms;
+  for (int i = 0; i < n; i++)
+    if (s[i])
+      sg_sandbox_kill(s[i]);
+  for (int i = 0; i < n; i++)
+    if (s[i] && sg_sandbox_finish(s[i], false, &o, &err) == 0)
+      sg_sandbox_outcome_free(&o);
+  return rc ? NAN : 1000 * (sg_clock_now_s() - t0);
 }
 
 /* Medians of n of each: isolated with the worker program, isolated with
- * specgen as the worker, not isolated with the worker program; in turns (a
- * busy machine's load then weighs on all alike). */
-static void sandbox_ms(int n, double ms[3]) {
-  double *x[3];
-  for (int v = 0; v < 3; v++)
+ * specgen as the worker, not isolated with the worker program, and two
+ * isolated workers set up in turn and side by side; in turns (a busy
+ * machine's load then weighs on all alike). */
+enum { SB_KINDS = 5 };
+static void sandbox_ms(int n, double ms[SB_KINDS]) {
+  double *x[SB_KINDS];
+  for (int v = 0; v < SB_KINDS; v++)
     x[v] = sg_calloc((size_t)n, sizeof *x[v]);
   char dir[] = "/tmp/sg_bench_sandbox_XXXXXX";
   const char *prog = sg_eval_cpu_worker_program();
   if (!mkdtemp(dir) || !prog) {
     fprintf(stderr, "bench_eval: %s\n", prog ? "mkdtemp failed" : "no worker program");
-    ms[0] = ms[1] = ms[2] = NAN;
+    for (int v = 0; v < SB_KINDS; v++)
+      ms[v] = NAN;
     return;
   }
   for (int i = 0; i < n; i++) {
-    x[0][i] = sandbox_once(true, prog, dir);
-    x[1][i] = sandbox_once(true, SG_WORKER_BUILD_ROOT "/src/cli/specgen", dir);
-    x[2][i] = sandbox_once(false, prog, dir);
+    x[0][i] = sandbox_once(true, prog, dir, 1, false);
+    x[1][i] = sandbox_once(true, SG_WORKER_BUILD_ROOT "/src/cli/specgen", dir, 1, false);
+    x[2][i] = sandbox_once(false, prog, dir, 1, false);
+    x[3][i] = sandbox_once(true, prog, dir, 2, false);
+    x[4][i] = sandbox_once(true, prog, dir, 2, true);
   }
   sg_err ignore;
   sg_rm_rf(dir, &ignore);
-  for (int v = 0; v < 3; v++) {
+  for (int v = 0; v < SB_KINDS; v++) {
     ms[v] = sg_stats_median(x[v], (size_t)n);
     free(x[v]);
   }
@@ -314,11 +328,13 @@ int main(int argc, char **argv) {
   /* a real reference, so the worker is linked in */
   if (!((const volatile char *)sg_eval_cpu_worker_name)[0])
     return 1;
-  double sb[3];
+  double sb[SB_KINDS];
   sandbox_ms(40, sb);
   printf("# sandbox setup+teardown of one worker (exec, exits at once), medians of 40, "
          "in turns: isolated %.2f ms (specgen as the worker: %.2f ms), "
          "not isolated %.2f ms\n", sb[0], sb[1], sb[2]);
+  printf("# two isolated workers, setup+teardown: set up in turn %.2f ms, side by side "
+         "%.2f ms (%.2fx)\n", sb[3], sb[4], sb[4] / sb[3]);
   printf("# cpu evaluator cost per evaluation, medians of %d (seconds unless _ms)\n", reps);
   printf("%-24s %6s %6s %8s %8s %8s %7s %7s %6s %6s %9s %9s %7s\n", "task",
          "cold_s", "warm_s", "spawn_ms", "setup_ms", "tear_ms", "correct", "timing",

@@ -238,7 +238,8 @@ const char *sg_eval_cpu_worker_program(void) {
   return prog;
 }
 
-/* Starts the worker of side k on so_path. */
+/* Starts the worker of side k on so_path; its sandbox's setup goes on
+ * (start_sides waits for both). */
 static int start_side(judge *j, int k, const char *so_path,
                       const sg_eval_cpu_judge_opts *jo, sg_err *err) {
   side *s = &j->s[k];
@@ -308,7 +309,7 @@ static int start_side(judge *j, int k, const char *so_path,
     argv[4 + i] = sg_asprintf("%c:%zu", kind == SG_ARG_OUTPUT ? 'O'
                                         : kind == SG_ARG_SCALAR ? 'S' : 'I', j->off[i]);
   }
-  int rc = sg_sandbox_spawn(&lim, argv, prog == NULL, &s->sb, err);
+  int rc = sg_sandbox_spawn_begin(&lim, argv, prog == NULL, &s->sb, err);
   for (size_t i = 0; i < nargs + 4; i++)
     free(argv[i]);
   free(argv);
@@ -322,7 +323,24 @@ static int start_side(judge *j, int k, const char *so_path,
   }
   s->cmd_w = cmd[1];
   s->reply_r = reply[0];
-  s->have_clk = clock_getcpuclockid(sg_sandbox_pid(s->sb), &s->clk) == 0;
+  return 0;
+}
+
+/* Both workers, their sandboxes set up side by side (each setup is a few
+ * system calls and waits for this process to map its user namespace, so
+ * two in turn took about twice as long). */
+static int start_sides(judge *j, const sg_eval_cpu_judge_opts *jo, sg_err *err) {
+  int rc = 0;
+  for (int k = 0; k < 2 && rc == 0; k++)
+    rc = start_side(j, k, k == REF ? jo->ref_so : jo->cand_so, jo, err);
+  if (rc)
+    return rc;
+  sg_sandbox *sbs[2] = {j->s[REF].sb, j->s[CAND].sb};
+  size_t failed = 0;
+  if ((rc = sg_sandbox_spawn_wait(sbs, 2, &failed, err)) != 0)
+    return sg_err_prefix(err, "starting the %s's worker", j->s[failed].who);
+  for (int k = 0; k < 2; k++)
+    j->s[k].have_clk = clock_getcpuclockid(sg_sandbox_pid(j->s[k].sb), &j->s[k].clk) == 0;
   return 0;
 }
 
@@ -768,8 +786,8 @@ int sg_eval_cpu_judge(const sg_task *task, const sg_eval_cpu_judge_opts *jo,
   int rc = layout(&j, err);
   /* both workers start, then both must say they are loaded */
   j.phase = "load";
-  for (int k = 0; k < 2 && rc == 0; k++)
-    rc = start_side(&j, k, k == REF ? jo->ref_so : jo->cand_so, jo, err);
+  if (rc == 0)
+    rc = start_sides(&j, jo, err);
   json_object_set_new(lg.phases, "spawn", json_real(sg_clock_now_s() - t_start));
   bool failed = false;
   for (int k = 0; k < 2 && rc == 0 && !failed; k++) {

@@ -27,6 +27,7 @@
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 
+#include "eval/sg_sandbox_filter.h"
 #include "eval/sg_sandbox_impl.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -140,7 +142,7 @@ struct sg_sandbox {
   bool got_setup;
   char exec_error[480];
   bool exited;
-  const sg_sandbox_limits *lim;
+  double deadline;      /* for the setup: bounded, whatever the wall-clock limit */
   double wall_s;
   double setup_s;
 };
@@ -276,8 +278,9 @@ static void close_all(int *fds, int n) {
       close(fds[i]);
 }
 
-/* Forks the child and waits until its setup is done; *out is the handle. */
-static int start(const sg_sandbox_limits *lim, const spawn_spec *spec,
+/* Forks the child; its setup goes on while the caller starts others. *out
+ * is the handle. */
+static int fork_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
                  sg_sandbox **out, sg_err *err) {
   *out = NULL;
   int p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_res[2] = {-1, -1},
@@ -299,6 +302,13 @@ static int start(const sg_sandbox_limits *lim, const spawn_spec *spec,
   /* nobody must be able to write its scratch directory */
   if (lim->isolate && lim->work_dir && geteuid() == 0)
     (void)chown(lim->work_dir, 65534, 65534);
+  /* The filter, built here once for all children alike (the program's
+   * path at its interned address, the PID namespace's first pid); a child
+   * elsewhere builds its own. */
+  uint64_t allowed_exec = spec->fn ? 0 : (uint64_t)(uintptr_t)spec->path;
+  const struct sock_fprog *prebuilt = NULL;
+  if (lim->forbid_spawn && lim->isolate)
+    (void)sg_sandbox_filter_nospawn_prog(allowed_exec, SG_SANDBOX_NS_PID, &prebuilt);
   fflush(NULL); /* or buffered parent output is written twice */
   double t0 = sg_clock_now_s();
   pid_t pid = fork();
@@ -310,8 +320,8 @@ static int start(const sg_sandbox_limits *lim, const spawn_spec *spec,
     return rc;
   }
   if (pid == 0) {
-    sg_sandbox_child_setup(lim, p_out[1], p_err[1], p_res[1], p_setup[1],
-                           spec->fn ? 0 : (uint64_t)(uintptr_t)spec->path);
+    sg_sandbox_child_setup(lim, p_out[1], p_err[1], p_res[1], p_setup[1], allowed_exec,
+                           prebuilt, SG_SANDBOX_NS_PID);
 #ifdef SG_ASAN
     in_sandbox_child = 1;
 #endif
@@ -339,7 +349,6 @@ static int start(const sg_sandbox_limits *lim, const spawn_spec *spec,
   sg_sandbox *s = sg_calloc(1, sizeof *s);
   s->pid = pid;
   s->t0 = t0;
-  s->lim = lim;
   size_t caps[NR] = {lim->output_cap_bytes ? lim->output_cap_bytes : 65536,
                      lim->output_cap_bytes ? lim->output_cap_bytes : 65536,
                      lim->result_cap_bytes ? lim->result_cap_bytes : (1u << 20),
@@ -350,13 +359,73 @@ static int start(const sg_sandbox_limits *lim, const spawn_spec *spec,
     s->pr[i] = (pipe_reader){fds[i], &s->bufs[i]};
   }
   s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-  /* the setup: bounded, whatever the wall-clock limit */
-  double deadline = t0 + (lim->wall_s > 0 ? fmin(lim->wall_s, 30.0) : 30.0);
-  while (!s->got_setup && !s->exited && sg_clock_now_s() < deadline)
-    poll_once(s, -1, fmax(deadline - sg_clock_now_s(), 0));
-  s->setup_s = sg_clock_now_s() - t0;
+  s->deadline = t0 + (lim->wall_s > 0 ? fmin(lim->wall_s, 30.0) : 30.0);
   *out = s;
   return 0;
+}
+
+static bool setting_up(const sg_sandbox *s, double now) {
+  return !s->got_setup && !s->exited && now < s->deadline;
+}
+
+/* Waits until every child's setup is done, it ended, or its setup deadline
+ * passed, answering their setup messages (the user namespace maps among
+ * them) as they come: children started together set up side by side. */
+static void await_setup(sg_sandbox *const *s, size_t n) {
+  enum { MAX = SG_SANDBOX_SPAWN_MAX };
+  for (;;) {
+    double now = sg_clock_now_s(), until = INFINITY;
+    struct pollfd pfd[2 * MAX];
+    sg_sandbox *owner[2 * MAX];
+    nfds_t np = 0;
+    bool ticking = false; /* a child without a pidfd is looked at every 10 ms */
+    for (size_t i = 0; i < n && i < MAX; i++) {
+      if (!setting_up(s[i], now))
+        continue;
+      until = fmin(until, s[i]->deadline);
+      if (s[i]->pr[R_SETUP].fd >= 0) {
+        pfd[np] = (struct pollfd){.fd = s[i]->pr[R_SETUP].fd, .events = POLLIN};
+        owner[np++] = s[i];
+      }
+      if (s[i]->pidfd >= 0) {
+        pfd[np] = (struct pollfd){.fd = s[i]->pidfd, .events = POLLIN};
+        owner[np++] = s[i];
+      } else {
+        ticking = true;
+      }
+    }
+    if (isinf(until))
+      break;
+    double wait_s = fmax(until - now, 0);
+    if (ticking)
+      wait_s = fmin(wait_s, 0.01);
+    int rc = poll(pfd, np, (int)ceil(wait_s * 1000.0));
+    for (nfds_t k = 0; rc > 0 && k < np; k++)
+      if ((pfd[k].revents & (POLLIN | POLLHUP | POLLERR)) &&
+          pfd[k].fd == owner[k]->pr[R_SETUP].fd)
+        drain(&owner[k]->pr[R_SETUP]);
+    for (size_t i = 0; i < n && i < MAX; i++) {
+      take_setup(s[i]);
+      siginfo_t si;
+      memset(&si, 0, sizeof si);
+      if (!s[i]->exited &&
+          waitid(P_PID, (id_t)s[i]->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          si.si_pid == s[i]->pid)
+        s[i]->exited = true;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (s[i]->setup_s == 0)
+      s[i]->setup_s = sg_clock_now_s() - s[i]->t0;
+}
+
+/* Forks the child and waits until its setup is done; *out is the handle. */
+static int start(const sg_sandbox_limits *lim, const spawn_spec *spec,
+                 sg_sandbox **out, sg_err *err) {
+  int rc = fork_child(lim, spec, out, err);
+  if (rc == 0)
+    await_setup(out, 1);
+  return rc;
 }
 
 static void drain_rest(sg_sandbox *s) {
@@ -387,6 +456,23 @@ void sg_sandbox_kill(sg_sandbox *s) {
    * be reused yet */
   kill(-s->pid, SIGKILL);
   kill(s->pid, SIGKILL);
+}
+
+/* Why s's setup failed, in err (timed_out: it ran out of time); 0 when it
+ * did not. */
+static int setup_failure(const sg_sandbox *s, bool timed_out, sg_err *err) {
+  if (s->exec_error[0])
+    return sg_err_set(err, SG_ECHILD, "%s", s->exec_error);
+  if (s->got_setup && !s->setup.ok)
+    return sg_err_set(err, SG_ECHILD, "%s", s->setup.text);
+  if (!s->got_setup && timed_out)
+    return sg_err_set(err, SG_ETIMEDOUT,
+                      "sandbox: the child's setup did not finish in %.1f s",
+                      s->setup_s);
+  if (!s->got_setup)
+    return sg_err_set(err, SG_ECHILD,
+                      "sandbox: the child ended before its setup was done");
+  return 0;
 }
 
 int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
@@ -430,7 +516,6 @@ int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
   out->result = sg_buf_steal(&s->bufs[R_RES]);
   sg_buf_free(&s->bufs[R_SETUP]);
 
-  int rc = 0;
   const sg_setup_msg *m = &s->setup;
   bool ok = s->got_setup && m->ok;
   unsigned iso = ok ? m->iso : 0;
@@ -442,17 +527,7 @@ int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
   out->unprivileged = iso & SG_ISO_UNPRIV;
   if (ok && m->text[0])
     out->note = sg_strdup(m->text);
-  if (s->exec_error[0])
-    rc = sg_err_set(err, SG_ECHILD, "%s", s->exec_error);
-  else if (s->got_setup && !m->ok)
-    rc = sg_err_set(err, SG_ECHILD, "%s", m->text);
-  else if (!s->got_setup && s->setup_s >= 30.0 - 1e-3)
-    rc = sg_err_set(err, SG_ETIMEDOUT,
-                    "sandbox: the child's setup did not finish in %.1f s",
-                    s->setup_s);
-  else if (!s->got_setup)
-    rc = sg_err_set(err, SG_ECHILD,
-                    "sandbox: the child ended before its setup was done");
+  int rc = setup_failure(s, !s->got_setup && s->setup_s >= 30.0 - 1e-3, err);
   free(s);
   if (rc)
     sg_sandbox_outcome_free(out);
@@ -560,35 +635,76 @@ static char **build_env(const sg_sandbox_limits *lim, char *vars, size_t cap) {
   return envp;
 }
 
+/* Programs' resolved paths, kept at one address each for the process's
+ * life: the filter lets execve through for that pointer only, so an
+ * interned path lets one built filter serve every child of a program. */
+enum { PATHS_MAX = 16 };
+static char *paths[PATHS_MAX];
+static int npaths;
+static pthread_mutex_t paths_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* p's interned copy (p freed), or p itself when the table is full. */
+static char *intern(char *p) {
+  if (!p)
+    return NULL;
+  pthread_mutex_lock(&paths_lock);
+  char *out = p;
+  int i = 0;
+  while (i < npaths && strcmp(paths[i], p) != 0)
+    i++;
+  if (i < npaths) {
+    out = paths[i];
+    free(p);
+  } else if (npaths < PATHS_MAX) {
+    out = paths[npaths++] = p;
+  }
+  pthread_mutex_unlock(&paths_lock);
+  return out;
+}
+
+static bool interned(const char *p) {
+  pthread_mutex_lock(&paths_lock);
+  bool found = false;
+  for (int i = 0; i < npaths && !found; i++)
+    found = paths[i] == p;
+  pthread_mutex_unlock(&paths_lock);
+  return found;
+}
+
 /* Runs argv (self: this executable) to its end (out != NULL) or hands back
  * the started child (*handle). */
 static int exec_program(const sg_sandbox_limits *lim, char *const argv[], bool self,
-                        sg_sandbox_outcome *out, sg_sandbox **handle, sg_err *err) {
+                        sg_sandbox_outcome *out, sg_sandbox **handle, bool wait_setup,
+                        sg_err *err) {
   if (!argv || !argv[0])
     return sg_err_set(err, SG_EINVAL, "sandbox: no program to run");
-  char *path = self           ? sg_strdup("/proc/self/exe")
-               : lim->program ? resolve_program(lim->program)
-                              : resolve_program(argv[0]);
+  char *path = intern(self           ? sg_strdup("/proc/self/exe")
+                      : lim->program ? resolve_program(lim->program)
+                                     : resolve_program(argv[0]));
   if (!path)
     return sg_err_set(err, SG_ENOENT, "sandbox: %s: program not found in PATH",
                       argv[0]);
   char vars[3][160];
   char **envp = build_env(lim, vars[0], sizeof vars[0]);
   spawn_spec spec = {.path = path, .argv = argv, .envp = envp};
-  int rc = out ? run_child(lim, &spec, out, err) : start(lim, &spec, handle, err);
+  int rc = out          ? run_child(lim, &spec, out, err)
+           : wait_setup ? start(lim, &spec, handle, err)
+                        : fork_child(lim, &spec, handle, err);
   free(envp);
-  free(path);
+  if (!interned(path))
+    free(path);
   return rc;
 }
+
 
 int sg_sandbox_spawn(const sg_sandbox_limits *lim, char *const argv[], bool self,
                      sg_sandbox **out, sg_err *err) {
   *out = NULL;
   sg_sandbox *s = NULL;
-  int rc = exec_program(lim, argv, self, NULL, &s, err);
+  int rc = exec_program(lim, argv, self, NULL, &s, true, err);
   if (rc)
     return rc;
-  if (!s->got_setup || !s->setup.ok || s->exec_error[0]) {
+  if (setup_failure(s, !s->exited, err) != 0) {
     sg_sandbox_outcome o;
     rc = sg_sandbox_finish(s, !s->got_setup && !s->exited, &o, err);
     if (rc == 0) {
@@ -601,10 +717,32 @@ int sg_sandbox_spawn(const sg_sandbox_limits *lim, char *const argv[], bool self
   return 0;
 }
 
+int sg_sandbox_spawn_begin(const sg_sandbox_limits *lim, char *const argv[], bool self,
+                           sg_sandbox **out, sg_err *err) {
+  *out = NULL;
+  return exec_program(lim, argv, self, NULL, out, false, err);
+}
+
+int sg_sandbox_spawn_wait(sg_sandbox *const s[], size_t n, size_t *failed, sg_err *err) {
+  if (n > SG_SANDBOX_SPAWN_MAX)
+    return sg_err_set(err, SG_EINVAL, "sandbox: %zu children set up at once, at most %d",
+                      n, SG_SANDBOX_SPAWN_MAX);
+  await_setup(s, n);
+  for (size_t i = 0; i < n; i++) {
+    int rc = setup_failure(s[i], !s[i]->exited, err);
+    if (rc) {
+      if (failed)
+        *failed = i;
+      return rc;
+    }
+  }
+  return 0;
+}
+
 int sg_sandbox_exec(const sg_sandbox_limits *lim, char *const argv[],
                     sg_sandbox_outcome *out, sg_err *err) {
   memset(out, 0, sizeof *out);
-  return exec_program(lim, argv, false, out, NULL, err);
+  return exec_program(lim, argv, false, out, NULL, true, err);
 }
 
 void sg_sandbox_sanitize(char *text, size_t len) {

@@ -133,6 +133,18 @@ typedef struct sg_sandbox sg_sandbox;
 int sg_sandbox_spawn(const sg_sandbox_limits *lim, char *const argv[], bool self,
                      sg_sandbox **out, sg_err *err);
 
+/* The same in two steps, so that several children set up side by side:
+ * sg_sandbox_spawn_begin forks the child and returns at once (its setup
+ * goes on); sg_sandbox_spawn_wait waits until the setup of each of s[0..n)
+ * (n at most SG_SANDBOX_SPAWN_MAX) is done, answering their requests as
+ * they come. It returns 0 when all succeeded, else the first failure's
+ * error, with its index in *failed. Either way each handle stays the
+ * caller's, to end with sg_sandbox_finish. */
+#define SG_SANDBOX_SPAWN_MAX 8
+int sg_sandbox_spawn_begin(const sg_sandbox_limits *lim, char *const argv[], bool self,
+                           sg_sandbox **out, sg_err *err);
+int sg_sandbox_spawn_wait(sg_sandbox *const s[], size_t n, size_t *failed, sg_err *err);
+
 /* The process that runs the program, as this process numbers it (for
  * clock_getcpuclockid). */
 int sg_sandbox_pid(const sg_sandbox *s);

@@ -318,7 +318,8 @@ static void set_limits(const sg_sandbox_limits *lim, sg_setup_msg *m, bool exec_
 }
 
 void sg_sandbox_child_setup(const sg_sandbox_limits *lim, int out_w, int err_w,
-                            int res_w, int setup_w, uint64_t allowed_exec) {
+                            int res_w, int setup_w, uint64_t allowed_exec,
+                            const struct sock_fprog *prebuilt, pid_t prebuilt_self) {
   sg_setup_msg m;
   memset(&m, 0, sizeof m);
   setpgid(0, 0);
@@ -371,7 +372,9 @@ void sg_sandbox_child_setup(const sg_sandbox_limits *lim, int out_w, int err_w,
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     child_fail(&m, "no_new_privs", errno);
   if (lim->forbid_spawn) {
-    int rc = sg_sandbox_filter_nospawn(allowed_exec, getpid());
+    pid_t self = getpid();
+    int rc = prebuilt && self == prebuilt_self ? sg_sandbox_filter_load_prog(prebuilt)
+                                               : sg_sandbox_filter_nospawn(allowed_exec, self);
     if (rc)
       child_fail(&m, "seccomp filter", -rc);
   }

@@ -17,6 +17,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stdbool.h>
@@ -25,6 +29,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define LOW32 UINT64_C(0xffffffff)
 
@@ -68,11 +74,8 @@ static bool special(const char *name) {
   return false;
 }
 
-int sg_sandbox_filter_nospawn(uint64_t allowed_exec, pid_t self) {
-  scmp_filter_ctx ctx;
-  int rc = new_ctx(&ctx, true);
-  if (rc)
-    return rc;
+static int nospawn_rules(scmp_filter_ctx ctx, uint64_t allowed_exec, pid_t self) {
+  int rc = 0;
   /* everything this kernel's table knows, but the special ones */
   uint32_t arch = seccomp_arch_native();
   for (int nr = 0; nr < 1024 && rc == 0; nr++) {
@@ -105,7 +108,95 @@ int sg_sandbox_filter_nospawn(uint64_t allowed_exec, pid_t self) {
   if (rc == 0 && allowed_exec)
     rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(execve), 1,
                           SCMP_A0(SCMP_CMP_EQ, allowed_exec, 0));
-  return finish(ctx, rc);
+  return rc;
+}
+
+int sg_sandbox_filter_nospawn(uint64_t allowed_exec, pid_t self) {
+  scmp_filter_ctx ctx;
+  int rc = new_ctx(&ctx, true);
+  if (rc)
+    return rc;
+  return finish(ctx, nospawn_rules(ctx, allowed_exec, self));
+}
+
+/* ---- the nospawn filter built once ------------------------------------------- */
+
+/* Building the nospawn filter (some 370 rules compiled into a tree) takes
+ * libseccomp several ms of CPU in every child, on the core the child is
+ * pinned to, where two workers of one evaluation set up side by side; a
+ * program built once is loaded with one system call. */
+enum { PROGS_MAX = 16 };
+static struct {
+  uint64_t allowed_exec;
+  pid_t self;
+  struct sock_fprog prog;
+} progs[PROGS_MAX];
+static int nprogs;
+static pthread_mutex_t progs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ctx's program, exported by libseccomp (2.5 writes it to a descriptor). */
+static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *out) {
+  int fd = memfd_create("sg-filter", MFD_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  int rc = seccomp_export_bpf(ctx, fd);
+  struct stat st;
+  if (rc == 0 && fstat(fd, &st) != 0)
+    rc = -errno;
+  size_t size = rc == 0 ? (size_t)st.st_size : 0;
+  if (rc == 0 && (size == 0 || size % sizeof(struct sock_filter) != 0 ||
+                  size / sizeof(struct sock_filter) > USHRT_MAX))
+    rc = -EINVAL;
+  struct sock_filter *f = rc == 0 ? malloc(size) : NULL;
+  if (rc == 0 && !f)
+    rc = -ENOMEM;
+  if (rc == 0 && pread(fd, f, size, 0) != (ssize_t)size)
+    rc = -EIO;
+  close(fd);
+  if (rc) {
+    free(f);
+    return rc;
+  }
+  out->len = (unsigned short)(size / sizeof(struct sock_filter));
+  out->filter = f;
+  return 0;
+}
+
+int sg_sandbox_filter_nospawn_prog(uint64_t allowed_exec, pid_t self,
+                                   const struct sock_fprog **out) {
+  *out = NULL;
+  pthread_mutex_lock(&progs_lock);
+  int rc = 0;
+  int i = 0;
+  while (i < nprogs && (progs[i].allowed_exec != allowed_exec || progs[i].self != self))
+    i++;
+  if (i == nprogs) {
+    scmp_filter_ctx ctx;
+    if (nprogs == PROGS_MAX)
+      rc = -ENOSPC;
+    else if ((rc = new_ctx(&ctx, false)) == 0) {
+      rc = nospawn_rules(ctx, allowed_exec, self);
+      if (rc == 0)
+        rc = export_prog(ctx, &progs[i].prog);
+      seccomp_release(ctx);
+      if (rc == 0) {
+        progs[i].allowed_exec = allowed_exec;
+        progs[i].self = self;
+        nprogs++;
+      }
+    }
+  }
+  if (rc == 0)
+    *out = &progs[i].prog;
+  pthread_mutex_unlock(&progs_lock);
+  return rc;
+}
+
+int sg_sandbox_filter_load_prog(const struct sock_fprog *prog) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) != 0)
+    return -errno;
+  return 0;
 }
 
 /* ---- compute only ------------------------------------------------------------ */

@@ -21,6 +21,17 @@
  * a negative errno. */
 int sg_sandbox_filter_nospawn(uint64_t allowed_exec, pid_t self);
 
+/* The same filter as a BPF program, built on the first call for these
+ * (allowed_exec, self) and kept for the process's life (at most 16 of
+ * them: then -ENOSPC, and the caller builds it where it installs it), so
+ * that a child after fork only loads it: sg_sandbox_filter_load_prog sets
+ * no_new_privs and installs prog (one system call, nothing allocated).
+ * Both return 0 or a negative errno. */
+struct sock_fprog;
+int sg_sandbox_filter_nospawn_prog(uint64_t allowed_exec, pid_t self,
+                                   const struct sock_fprog **out);
+int sg_sandbox_filter_load_prog(const struct sock_fprog *prog);
+
 /* The candidate's: compute and nothing else.
  *
  * Stage SG_FILTER_LOAD (installed before the kernel's shared object is

@@ -41,9 +41,17 @@ typedef struct sg_setup_reply {
  * process that is to run the candidate (with a PID namespace, a grandchild:
  * the forked child stays behind as its waiter and mirrors its end). fds: the
  * child ends of the stdout, stderr, result pipes and the setup socket.
- * allowed_exec: the one execve path pointer the filter lets through. */
+ * allowed_exec: the one execve path pointer the filter lets through;
+ * prebuilt (or NULL): that filter built by the parent for a process whose
+ * pid is prebuilt_self, loaded when the child's is. */
+struct sock_fprog;
 void sg_sandbox_child_setup(const sg_sandbox_limits *lim, int out_w, int err_w,
-                            int res_w, int setup_w, uint64_t allowed_exec);
+                            int res_w, int setup_w, uint64_t allowed_exec,
+                            const struct sock_fprog *prebuilt, pid_t prebuilt_self);
+
+/* The pid of the first process of a new PID namespace: the candidate's,
+ * where the sandbox made one. */
+#define SG_SANDBOX_NS_PID 1
 
 void sg_sandbox_write_all(int fd, const void *p, size_t n);
 

@@ -6,6 +6,7 @@
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
 #include "eval/sg_sandbox.h"
+#include "eval/sg_sandbox_filter.h"
 #include "sg_test.h"
 
 #include <arpa/inet.h>
@@ -232,6 +233,57 @@ static void test_signals_only_to_self(void) {
   SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
   SG_CHECK_EQ_INT(o.signal, SIGUSR1);
   sg_sandbox_outcome_free(&o);
+}
+
+static int fn_kill_next(void *arg, int fd) {
+  (void)arg;
+  (void)fd;
+  kill(getpid() + 1, 0);
+  return 0;
+}
+
+/* The no-processes filter holds alike where the parent built it once (a
+ * child that is the first process of its own PID namespace loads it) and
+ * where the child builds its own (no namespaces); the built programs are
+ * kept per (exec path, pid), and there is a bound on how many. */
+static void test_filter_built_once_holds_as_the_childs(void) {
+  char dir[] = "/tmp/sg_test_sandbox_XXXXXX";
+  SG_CHECK(mkdtemp(dir) != NULL);
+  for (int iso = 0; iso < 2; iso++) {
+    sg_sandbox_limits lim;
+    limits(&lim);
+    lim.isolate = iso;
+    lim.work_dir = dir;
+    sg_sandbox_outcome o;
+    sg_sandbox_fn forbidden[] = {fn_raw_fork, fn_exec, fn_kill_next};
+    for (size_t i = 0; i < 3; i++) {
+      run(&lim, forbidden[i], NULL, &o);
+      SG_CHECK_MSG(o.end == SG_SANDBOX_SIGNALED && o.signal == SIGSYS,
+                   "isolate %d, call %zu: end %d signal %d", iso, i, (int)o.end, o.signal);
+      sg_sandbox_outcome_free(&o);
+    }
+    run(&lim, fn_threads, NULL, &o);
+    SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+    SG_CHECK_STR_EQ(o.result, "thread ran");
+    if (iso)
+      SG_CHECK(o.pid_isolated);
+    sg_sandbox_outcome_free(&o);
+  }
+  const struct sock_fprog *a = NULL, *b = NULL, *c = NULL;
+  SG_CHECK_EQ_INT(sg_sandbox_filter_nospawn_prog(0, 1, &a), 0);
+  SG_CHECK_EQ_INT(sg_sandbox_filter_nospawn_prog(0, 1, &b), 0);
+  SG_CHECK_EQ_INT(sg_sandbox_filter_nospawn_prog(0, 2, &c), 0);
+  SG_CHECK(a != NULL && a == b && c != a);
+  SG_CHECK(a->len > 300); /* one rule per allowed system call, and more */
+  int rc = 0;
+  for (uint64_t i = 0; i < 32 && rc == 0; i++)
+    rc = sg_sandbox_filter_nospawn_prog(0x1000 + i, 1, &c);
+  SG_CHECK_EQ_INT(rc, -ENOSPC);
+  SG_CHECK(c == NULL);
+  SG_CHECK_EQ_INT(sg_sandbox_filter_nospawn_prog(0, 1, &b), 0); /* kept ones stay */
+  SG_CHECK(b == a);
+  sg_err err;
+  sg_rm_rf(dir, &err);
 }
 
 static int fn_hog(void *arg, int fd) {
@@ -609,6 +661,7 @@ SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
              SG_TEST(test_fork_bomb_is_killed_even_as_root),
              SG_TEST(test_raw_clone_and_exec_are_killed_threads_are_not),
              SG_TEST(test_signals_only_to_self),
+             SG_TEST(test_filter_built_once_holds_as_the_childs),
              SG_TEST(test_endless_allocation_hits_the_limit),
              SG_TEST(test_huge_file_gets_sigxfsz),
              SG_TEST(test_crashes_are_signals),

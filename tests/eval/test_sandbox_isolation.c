@@ -149,6 +149,61 @@ static void test_spawn_passes_descriptors_and_waits(void) {
   close(from[0]);
 }
 
+/* several children set up side by side: each answers on its own pipe; a
+ * setup that fails is named by its index, and every handle stays ours */
+static void test_spawn_side_by_side(void) {
+  enum { N = 3 };
+  int from[N][2];
+  sg_sandbox *s[N] = {0};
+  sg_err err;
+  char *bad = sg_asprintf("%s/no-such-dir", dir);
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < N; i++) {
+      SG_CHECK(pipe2(from[i], O_CLOEXEC) == 0);
+      sg_sandbox_limits lim;
+      limits(&lim);
+      lim.forbid_spawn = false;
+      if (pass == 1 && i == 1)
+        lim.work_dir = bad; /* its setup cannot enter it */
+      lim.pass_fds[0] = from[i][1];
+      lim.npass_fds = 1;
+      char word[16];
+      snprintf(word, sizeof word, "echo child%d >&5", i);
+      char *argv[] = {"sh", "-c", word, NULL};
+      SG_CHECK_OK(sg_sandbox_spawn_begin(&lim, argv, false, &s[i], &err), err);
+      close(from[i][1]);
+    }
+    size_t failed = 99;
+    int rc = sg_sandbox_spawn_wait(s, N, &failed, &err);
+    if (pass == 0) {
+      SG_CHECK_OK(rc, err);
+      for (int i = 0; i < N; i++) {
+        SG_CHECK_EQ_INT(sg_sandbox_wait(s[i], from[i][0], 5), 1);
+        char buf[32] = {0}, want[16];
+        SG_CHECK(read(from[i][0], buf, sizeof buf - 1) > 0);
+        snprintf(want, sizeof want, "child%d\n", i);
+        SG_CHECK_STR_EQ(buf, want);
+      }
+    } else {
+      SG_CHECK(rc < 0);
+      SG_CHECK_EQ_INT((int)failed, 1);
+      SG_CHECK_CONTAINS(err.msg, "no-such-dir");
+    }
+    for (int i = 0; i < N; i++) {
+      sg_sandbox_outcome o;
+      int frc = sg_sandbox_finish(s[i], false, &o, &err);
+      if (frc == 0)
+        sg_sandbox_outcome_free(&o);
+      SG_CHECK(pass == 1 && i == 1 ? frc < 0 : frc == 0);
+      close(from[i][0]);
+    }
+  }
+  sg_sandbox *many[SG_SANDBOX_SPAWN_MAX + 1] = {0};
+  SG_CHECK_EQ_INT(sg_sandbox_spawn_wait(many, SG_SANDBOX_SPAWN_MAX + 1, NULL, &err),
+                  SG_EINVAL);
+  free(bad);
+}
+
 /* ---- the compute filters ------------------------------------------------------ */
 
 static int stage_and_try;
@@ -325,6 +380,7 @@ static void test_isolation_all(void) {
   test_isolated_child_sees_little();
   test_exec_environment_is_exactly_given();
   test_spawn_passes_descriptors_and_waits();
+  test_spawn_side_by_side();
   test_program_dies_with_its_caller();
   test_compute_filters_allow_computing_only();
   test_sanitize();
