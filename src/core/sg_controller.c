@@ -43,29 +43,38 @@ typedef enum cand_state {
   CAND_DROPPED,     /* its iteration ended first */
 } cand_state;
 
+/* Layout: what a fork's events read (id, kind, live, candidate, usage,
+ * prefix) in the first cache line; the main generation's text and scanner
+ * after. */
 typedef struct gen {
   uint64_t id;
   sg_gen_kind kind;
-  size_t prompt_index;
-  uint64_t parent;           /* spec: the main generation */
-  uint64_t prefix_len;       /* spec: where it was forked */
   bool live;                 /* still generating */
   bool failed;
   uint64_t candidate;        /* after it finished: its kernel, 0 none */
-  sg_buf reasoning;          /* main only */
+  uint64_t provisional;      /* completion tokens counted from chunks */
+  uint64_t prefix_len;       /* spec: where it was forked */
+  uint64_t parent;           /* spec: the main generation */
+  size_t prompt_index;
   sg_buf content;
+  sg_buf reasoning;          /* main only */
   sg_scanner *scanner;       /* main only */
   uint64_t last_fork_prefix; /* main: prefix of the last fork, 0 none */
-  uint64_t provisional;      /* completion tokens counted from chunks */
 } gen;
 
+/* Layout: what every event reads (state, the generations, the capacity,
+ * the token count, the candidates) first and together; the plan (5 KB of
+ * prompts, read once per iteration) last. A thousand workflows' controllers
+ * do not fit the caches, so each cache line an event touches is a miss. */
 struct sg_controller {
-  sg_ctl_opts o;
   sg_ctl_state state;
   uint32_t iteration;
-  sg_search_plan plan;
-  gen *gens;                 /* this iteration's generations */
+  gen *gens;                 /* this iteration's generations, by id: the
+                                mains first (start_iteration), then the
+                                forks, ids consecutive (see find_gen) */
   size_t ngens, capgens;
+  size_t nmain;              /* gens[0..nmain) are the main generations */
+  int nlive_forks;           /* forks of gens[] still generating */
   uint64_t next_gen;
   size_t iter_first_kernel;  /* history index where this iteration began */
   int iter_forks;
@@ -75,10 +84,14 @@ struct sg_controller {
   sg_history hist;
   uint8_t *cand;             /* cand_state by kernel id - 1 */
   size_t capcand;
+  size_t nevaluating;        /* candidates VALIDATING or PROFILING (all of
+                                this iteration: its end drops them) */
   sg_sched_capacity cap;
   uint64_t tokens;           /* spent, provisional included */
   int64_t restored_wall_us;  /* wall time spent before a resume */
+  sg_ctl_opts o;
   sg_ctl_stats st;
+  sg_search_plan plan;
 };
 
 const char *sg_ctl_state_name(sg_ctl_state s) {
@@ -161,11 +174,30 @@ static sg_ctl_action *emit(sg_controller *c, sg_ctl_actions *out,
   return a;
 }
 
+/* O(1): new_gen gives consecutive ids and appends, and free_gens empties
+ * the array at each iteration's end, so this iteration's generation id sits
+ * at index id - gens[0].id. A fork decision starts K generations, K the
+ * pool's free capacity (hundreds in a pool of a thousand devices), and
+ * every one of their events looks its generation up: a scan here made an
+ * iteration cost O(K^2). */
 static gen *find_gen(sg_controller *c, uint64_t id) {
-  for (size_t i = 0; i < c->ngens; i++)
-    if (c->gens[i].id == id)
-      return &c->gens[i];
-  return NULL;
+  if (c->ngens == 0 || id < c->gens[0].id)
+    return NULL;
+  uint64_t i = id - c->gens[0].id;
+  if (i >= c->ngens)
+    return NULL;
+  assert(c->gens[i].id == id);
+  return &c->gens[i];
+}
+
+/* A generation stops generating (finished, failed or cancelled). */
+static void gen_stopped(sg_controller *c, gen *g) {
+  assert(g->live);
+  g->live = false;
+  if (g->kind == SG_GEN_SPEC) {
+    assert(c->nlive_forks > 0);
+    c->nlive_forks--;
+  }
 }
 
 static gen *new_gen(sg_controller *c, sg_gen_kind kind, size_t prompt_index) {
@@ -179,6 +211,12 @@ static gen *new_gen(sg_controller *c, sg_gen_kind kind, size_t prompt_index) {
   g->kind = kind;
   g->prompt_index = prompt_index;
   g->live = true;
+  if (kind == SG_GEN_MAIN) {
+    assert(c->nmain == c->ngens - 1); /* mains come first */
+    c->nmain++;
+  } else {
+    c->nlive_forks++;
+  }
   sg_buf_init(&g->content, c->o.max_text_bytes);
   if (kind == SG_GEN_MAIN) {
     sg_buf_init(&g->reasoning, c->o.max_text_bytes);
@@ -194,12 +232,18 @@ static void free_gens(sg_controller *c) {
     sg_scanner_free(c->gens[i].scanner);
   }
   c->ngens = 0;
+  c->nmain = 0;
+  c->nlive_forks = 0;
 }
 
 static cand_state cand_get(const sg_controller *c, uint64_t id) {
   if (id == 0 || id > c->hist.n)
     return CAND_NONE;
   return (cand_state)c->cand[id - 1];
+}
+
+static bool cand_evaluating(cand_state st) {
+  return st == CAND_VALIDATING || st == CAND_PROFILING;
 }
 
 static void cand_set(sg_controller *c, uint64_t id, cand_state st) {
@@ -210,15 +254,12 @@ static void cand_set(sg_controller *c, uint64_t id, cand_state st) {
     c->cand = sg_realloc(c->cand, c->capcand);
     memset(c->cand + old, CAND_NONE, c->capcand - old);
   }
+  c->nevaluating -= cand_evaluating((cand_state)c->cand[id - 1]);
+  c->nevaluating += cand_evaluating(st);
   c->cand[id - 1] = (uint8_t)st;
 }
 
-static int live_forks(const sg_controller *c) {
-  int n = 0;
-  for (size_t i = 0; i < c->ngens; i++)
-    n += c->gens[i].kind == SG_GEN_SPEC && c->gens[i].live;
-  return n;
-}
+static int live_forks(const sg_controller *c) { return c->nlive_forks; }
 
 /* A main generation is resolved once it can no longer change the iteration:
  * it failed or was cancelled, or it finished and its candidate (if any) has
@@ -294,7 +335,7 @@ static int end_iteration(sg_controller *c, int64_t now_us,
     if (!g->live)
       continue;
     main_running |= g->kind == SG_GEN_MAIN;
-    g->live = false;
+    gen_stopped(c, g);
     sg_ctl_action *a = emit(c, out, SG_CACT_CANCEL_GEN);
     a->u.cancel.gen = g->id;
   }
@@ -340,10 +381,11 @@ static int maybe_fallback(sg_controller *c, int64_t now_us,
   if (c->state != SG_CTL_GENERATING && c->state != SG_CTL_FALLBACK)
     return 0;
   bool all_finished = true, all_resolved = true;
-  for (size_t i = 0; i < c->ngens; i++) {
+  /* The mains only (gens[0..nmain)): this runs on every result, and an
+   * iteration may hold hundreds of forks. */
+  for (size_t i = 0; i < c->nmain; i++) {
     const gen *g = &c->gens[i];
-    if (g->kind != SG_GEN_MAIN)
-      continue;
+    assert(g->kind == SG_GEN_MAIN);
     all_finished &= !g->live;
     all_resolved &= main_resolved(c, g);
   }
@@ -410,11 +452,12 @@ static void fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
   d->u.decision.threshold_best = NAN;
   uint64_t parent = m->id;
   size_t prompt_index = m->prompt_index;
+  size_t mi = (size_t)(m - c->gens); /* new_gen may move gens[] */
   for (int i = 0; i < k; i++) {
-    gen *g = new_gen(c, SG_GEN_SPEC, prompt_index); /* may move m */
+    gen *g = new_gen(c, SG_GEN_SPEC, prompt_index);
     g->parent = parent;
     g->prefix_len = prefix_len;
-    gen *mm = find_gen(c, parent);
+    gen *mm = &c->gens[mi];
     sg_ctl_action *a = emit(c, out, SG_CACT_START_GEN);
     a->u.start.gen = g->id;
     a->u.start.kind = SG_GEN_SPEC;
@@ -512,7 +555,7 @@ static int on_finished(sg_controller *c, const sg_ctl_event *ev,
   gen *g = find_gen(c, ev->u.finished.gen);
   if (g == NULL || !g->live)
     return 0;
-  g->live = false;
+  gen_stopped(c, g);
   count_usage(c, g, &ev->u.finished.usage);
   const char *text = ev->u.finished.text;
   size_t len = ev->u.finished.len;
@@ -529,7 +572,7 @@ static int on_failed(sg_controller *c, const sg_ctl_event *ev,
   gen *g = find_gen(c, ev->u.failed.gen);
   if (g == NULL || !g->live)
     return 0;
-  g->live = false;
+  gen_stopped(c, g);
   g->failed = true;
   count_usage(c, g, &ev->u.failed.usage);
   return maybe_fallback(c, ev->now_us, out, err);
@@ -609,21 +652,18 @@ static bool past_cutoff(const sg_controller *c) {
   for (int i = 0; i < c->nvalid_prefix; i++)
     if (c->valid_prefix[i] > longest)
       longest = c->valid_prefix[i];
-  bool past = false;
-  for (size_t i = 0; i < c->ngens; i++) {
+  /* Counters, not scans: this runs at every tick, and an iteration may
+   * hold hundreds of forks and candidates. */
+  if (c->nlive_forks > 0)
+    return false; /* a fork is still writing: wait for it */
+  if (c->nevaluating > 0)
+    return false; /* a candidate is being evaluated: wait for it */
+  for (size_t i = 0; i < c->nmain; i++) {
     const gen *g = &c->gens[i];
-    if (g->kind == SG_GEN_SPEC && g->live)
-      return false; /* a fork is still writing: wait for it */
-    if (g->kind == SG_GEN_MAIN && g->live &&
-        (double)g->reasoning.len >= c->o.cutoff * (double)longest)
-      past = true;
+    if (g->live && (double)g->reasoning.len >= c->o.cutoff * (double)longest)
+      return true;
   }
-  for (size_t i = c->iter_first_kernel; i < c->hist.n; i++) {
-    cand_state cs = cand_get(c, c->hist.v[i].id);
-    if (cs == CAND_VALIDATING || cs == CAND_PROFILING)
-      return false; /* a candidate is being evaluated: wait for it */
-  }
-  return past;
+  return false;
 }
 
 static int on_tick(sg_controller *c, const sg_ctl_event *ev,
@@ -643,10 +683,11 @@ static void on_tick_forks(sg_controller *c, const sg_ctl_event *ev,
   /* Idle devices (Algorithm 1, step 3): fork from each main generation
    * whose reasoning grew enough since its last fork. Index loop: a fork
    * appends to gens. */
-  size_t n = c->ngens;
+  size_t n = c->nmain; /* the mains: gens[0..nmain) */
   for (size_t i = 0; i < n; i++) {
     gen *m = &c->gens[i];
-    if (m->kind != SG_GEN_MAIN || !m->live)
+    assert(m->kind == SG_GEN_MAIN);
+    if (!m->live)
       continue;
     uint64_t len = m->reasoning.len;
     if (len >= m->last_fork_prefix + c->o.idle_min_new_bytes && len > 0)

@@ -30,7 +30,9 @@
  * are kept, idle devices of each part and workflows with a non-empty queue
  * are bitmaps whose lowest set bit is found a word at a time (the same
  * order a scan by index would give), and a workflow id maps to its record
- * through a table.
+ * through a table. An iteration boundary reads the device array once
+ * (each device records its request's workflow), touching no request but
+ * the workflow's own.
  */
 #include "core/sg_scheduler.h"
 
@@ -102,6 +104,10 @@ typedef struct device {
   sg_device_state state;
   int part;                 /* sg_phase, or PART_SHARED */
   sg_req_id req;            /* while BUSY */
+  uint32_t workflow;        /* while BUSY: its request's workflow, so an
+                               iteration boundary finds the workflow's
+                               running requests without reading each
+                               device's request (abort_workflow) */
   int failures;             /* consecutive infra failures */
 } device;
 
@@ -539,6 +545,7 @@ static void start_on_device(sg_scheduler *s, int d, req *r,
   assert(w != NULL && !w->done && r->r.iteration == w->iteration);
   device_set_state(s, d, SG_DEVICE_BUSY);
   dv->req = r->id;
+  dv->workflow = r->r.workflow;
   r->device = d;
   req_set_state(s, r, SG_REQ_RUNNING);
   s->st.started[r->r.phase]++;
@@ -815,9 +822,11 @@ static void abort_one(sg_scheduler *s, req *r, sg_sched_actions *out) {
 static void abort_workflow(sg_scheduler *s, workflow *w,
                            sg_sched_actions *out) {
   for (int d = 0; d < s->o.devices; d++) {
+    if (s->dev[d].req == 0 || s->dev[d].workflow != w->id)
+      continue; /* a sequential read of the devices, no request touched */
     req *r = get_req(s, s->dev[d].req);
-    if (r != NULL && r->r.workflow == w->id)
-      abort_one(s, r, out);
+    assert(r != NULL && r->r.workflow == w->id);
+    abort_one(s, r, out);
   }
   for (int i = 0; i < s->o.compile_slots; i++) {
     req *r = get_req(s, s->slots[i]);

@@ -89,9 +89,9 @@ static inline void whash_byte(whash *w, unsigned char c) {
 
 /* A bounded copy of text with whitespace runs collapsed to one space. */
 typedef struct textbuf {
-  char s[SG_TRIGGER_TEXT_MAX];
-  size_t len;
+  size_t len;                /* before the text: a short one shares its line */
   bool space_pending;
+  char s[SG_TRIGGER_TEXT_MAX];
 } textbuf;
 
 static inline void textbuf_reset(textbuf *t) {
@@ -182,6 +182,10 @@ typedef struct py_machine {
   textbuf text;              /* the def line, for the trigger's text */
 } py_machine;
 
+/* Layout: the machines' scalar state, which every byte reads, first and
+ * together; the bounded buffers, of which a byte touches one position,
+ * after. A scanner is fed a few bytes at a time, a thousand workflows'
+ * scanners do not fit the caches, and each line a feed touches is a miss. */
 struct sg_scanner {
   sg_scanner_opts opts;
   uint64_t off;              /* bytes fed so far */
@@ -197,7 +201,6 @@ struct sg_scanner {
   unsigned char last_sym;
   uint16_t node;
   uint64_t nsym;
-  unsigned char sym_ring[SYM_RING];
 
   /* line machine and fences */
   int line;
@@ -208,17 +211,14 @@ struct sg_scanner {
   bool in_fence;
   unsigned char fence_char;
   uint64_t fence_n;
-  char lang[LANG_MAX];
   unsigned lang_len;
   bool lang_started, lang_done, lang_long;
   bool fence_kernel;         /* a kernel was reported inside this block */
   whash fence_hash;
-  textbuf fence_head;
 
   /* C/CUDA code machine */
   int code;
   int lex;
-  char ident[IDENT_MAX];
   unsigned ident_len;
   bool ident_long;
   bool in_ident;
@@ -230,9 +230,6 @@ struct sg_scanner {
   unsigned depth;
   uint64_t code_bytes;
   whash kernel_hash;
-  textbuf kernel_text;
-
-  py_machine py;
 
   /* sentence machine */
   bool term_pending;         /* last byte was . ! ? : ; */
@@ -242,16 +239,25 @@ struct sg_scanner {
   bool sent_code;            /* code machines were active during the sentence */
   bool sent_match[2];        /* design, phrase */
   bool sent_use_head[2];
-  textbuf sent_snap[2];
   uint64_t sent_first_word;  /* symbol index of the first letter, or ~0 */
   uint64_t sent_clen;        /* collapsed bytes in the sentence */
   bool sent_space_pending;
-  textbuf sent_head;
-  char sent_tail[SENT_RING];
   whash sent_hash;
 
   hash_ring sent_seen;
   hash_ring block_seen;
+
+  py_machine py;             /* its scalars first, its text last */
+
+  /* bounded buffers */
+  unsigned char sym_ring[SYM_RING];
+  char sent_tail[SENT_RING];
+  textbuf sent_head;
+  char lang[LANG_MAX];
+  char ident[IDENT_MAX];
+  textbuf sent_snap[2];
+  textbuf fence_head;
+  textbuf kernel_text;
 };
 
 /* sg_triggers.c */

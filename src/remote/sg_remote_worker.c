@@ -234,6 +234,7 @@ static void take(rw *w, const sg_redis_entry *e) {
             : req.type == SG_WREQ_VALIDATE ? SG_POOL_VALIDATE
                                            : SG_POOL_PROFILE;
   pr.task = req.task;
+  pr.task_files = req.task_files;
   pr.source = req.source;
   pr.source_len = req.source_len;
   pr.seed = req.seed;

@@ -258,6 +258,7 @@ void sg_pool_preq_free(preq *q) {
   if (!q)
     return;
   free(q->task);
+  json_decref(q->task_files);
   free(q->source);
   free(q->wire_id);
   free(q);
@@ -272,6 +273,7 @@ static json_t *preq_to_json(const preq *q, const char *id) {
   r.type = types[q->kind];
   r.id = (char *)id;
   r.task = q->task;
+  r.task_files = q->task_files;
   r.source = q->source;
   r.source_len = q->source_len;
   r.seed = q->seed;
@@ -815,6 +817,7 @@ int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err) {
   q->ticket = r->ticket;
   q->kind = r->kind;
   q->task = sg_strdup(r->task);
+  q->task_files = r->task_files ? json_incref((json_t *)r->task_files) : NULL;
   q->source = sg_strndup(r->source, r->source_len);
   q->source_len = r->source_len;
   q->seed = r->seed;

@@ -30,6 +30,7 @@
 #include "eval/sg_eval.h"
 #include "runtime/sg_worker_proto.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,6 +102,8 @@ typedef struct sg_pool_request {
                                worker takes it) */
   const char *task;         /* a task name or directory, as the worker
                                understands it */
+  const json_t *task_files; /* NULL, or the task's files (the protocol's
+                               "task_files"), referenced while queued */
   const char *source;
   size_t source_len;
   unsigned long long seed;  /* 0: the evaluator's default */

@@ -30,6 +30,7 @@ typedef struct preq {
   uint64_t ticket;
   sg_pool_kind kind;
   char *task;
+  json_t *task_files; /* NULL, or referenced */
   char *source;
   size_t source_len;
   unsigned long long seed;

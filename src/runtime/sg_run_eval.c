@@ -154,6 +154,7 @@ static int pool_send(run *r, sg_req_id id, rreq *q, bool compile, int device,
                 : SG_POOL_VALIDATE;
   pr.slot = device;
   pr.task = f->task_ref;
+  pr.task_files = f->task_files;
   pr.source = kernel_source(r, q, &pr.source_len);
   pr.seed = r->cfg->seed + id;
   pr.trials = r->cfg->trials;

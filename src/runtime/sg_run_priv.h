@@ -88,6 +88,7 @@ typedef struct wf {
   sg_task *task;
   const sg_evaluator *ev;  /* the task's evaluator */
   char *task_ref;          /* what workers are told: a name or a directory */
+  json_t *task_files;      /* and, for a task given as a path, its files */
   sg_search *search;
   sg_termination *term;
   sg_controller *ctl;      /* NULL for a workflow already done (resume) */

@@ -6,6 +6,7 @@
 #include "runtime/sg_run_priv.h"
 
 #include "common/sg_file.h"
+#include "runtime/sg_task_files.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -126,6 +127,13 @@ int sg_run_load_workflows(run *r, sg_err *err) {
       if (strcmp(r->wfs[j].task->dir, f->task->dir) == 0)
         return sg_err_set(err, SG_EINVAL, "--task %s: given twice", cfg->task[i]);
     f->task_ref = name ? name : task_ref(cfg->task[i], f->task);
+    /* a task the user has as a path goes to the workers as its files: a
+     * worker on another host has no copy of it (docs/remote.md) */
+    struct stat st;
+    if (!name && stat(cfg->task[i], &st) == 0 &&
+        (rc = sg_task_files_read(S_ISDIR(st.st_mode) ? f->task->dir : cfg->task[i],
+                                 &f->task_files, err)) < 0)
+      return sg_err_prefix(err, "--task %s", cfg->task[i]);
     if ((rc = sg_search_new(&r->sreg, cfg->search, cfg->seed + i, &f->search, err)) < 0)
       return sg_err_prefix(err, "--search %s", cfg->search);
     if ((rc = sg_termination_new(&r->treg, cfg->termination, &f->term, err)) < 0)
@@ -234,6 +242,7 @@ void sg_run_free(run *r) {
     sg_termination_free(f->term);
     sg_task_free(f->task);
     free(f->task_ref);
+    json_decref(f->task_files);
     free(f->gen_store.v);
     free(f->cand_store.v);
     free(f->best_file);

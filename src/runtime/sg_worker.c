@@ -39,6 +39,7 @@
 #include "eval/sg_task.h"
 #include "runtime/sg_build_cache.h"
 #include "runtime/sg_jsonl.h"
+#include "runtime/sg_task_files.h"
 #include "runtime/sg_worker_proto.h"
 
 #include <errno.h>
@@ -625,9 +626,23 @@ static void do_request(worker *w, long long line, const char *text, size_t len) 
       free(msg);
       break;
     }
+    /* a task sent as its files is loaded from them, written once under the
+     * host's build cache (whose keys then name the same directory for every
+     * worker of the host) or this worker's scratch directory */
+    char *from_files = NULL;
+    if (req.task_files &&
+        sg_task_files_materialize(req.task_files,
+                                  w->cfg->build_cache ? w->cfg->build_cache : w->root,
+                                  &from_files, &err) != 0) {
+      sg_err_prefix(&err, "field \"task_files\"");
+      send_error(w, line, req.id, err.msg);
+      break;
+    }
     sg_task *task = NULL;
-    if (load_task(w, req.task, &task, &err) != 0) {
-      sg_err_prefix(&err, "field \"task\"");
+    int trc = load_task(w, from_files ? from_files : req.task, &task, &err);
+    free(from_files);
+    if (trc != 0) {
+      sg_err_prefix(&err, req.task_files ? "field \"task_files\"" : "field \"task\"");
       send_error(w, line, req.id, err.msg);
       break;
     }

@@ -208,8 +208,57 @@ void sg_worker_request_free(sg_worker_request *req) {
     return;
   free(req->id);
   free(req->task);
+  json_decref(req->task_files);
   free(req->source);
   sg_worker_request_init(req);
+}
+
+bool sg_worker_task_file_name_ok(const char *name) {
+  size_t n = strlen(name);
+  if (n == 0 || n > 255 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '.' || c == '_' || c == '-'))
+      return false;
+  }
+  return true;
+}
+
+/* "task_files": absent or null, else an object of at most
+ * SG_WORKER_TASK_FILES_COUNT strings under safe flat names, together at
+ * most SG_WORKER_TASK_FILES_MAX bytes, none with a NUL. */
+static int get_task_files(const json_t *j, json_t **out, sg_err *err) {
+  json_t *v = json_object_get(j, "task_files");
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_object(v))
+    return sg_err_set(err, SG_EINVAL, "field \"task_files\": expected an object");
+  if (json_object_size(v) == 0 || json_object_size(v) > SG_WORKER_TASK_FILES_COUNT)
+    return sg_err_set(err, SG_EINVAL, "field \"task_files\": %zu files (1 to %d)",
+                      json_object_size(v), SG_WORKER_TASK_FILES_COUNT);
+  size_t total = 0;
+  const char *name;
+  json_t *f;
+  json_object_foreach(v, name, f) {
+    if (!sg_worker_task_file_name_ok(name))
+      return sg_err_set(err, SG_EINVAL,
+                        "field \"task_files\": \"%.64s\" is not a plain file name "
+                        "(letters, digits, '.', '_', '-')", name);
+    if (!json_is_string(f))
+      return sg_err_set(err, SG_EINVAL, "field \"task_files.%s\": expected a string", name);
+    size_t n = json_string_length(f);
+    if (memchr(json_string_value(f), '\0', n))
+      return sg_err_set(err, SG_EINVAL,
+                        "field \"task_files.%s\": contains a NUL character", name);
+    total += n;
+  }
+  if (total > SG_WORKER_TASK_FILES_MAX)
+    return sg_err_set(err, SG_EINVAL, "field \"task_files\": %zu bytes, more than %u",
+                      total, SG_WORKER_TASK_FILES_MAX);
+  *out = json_incref(v);
+  return 0;
 }
 
 int sg_worker_request_parse(const char *line, size_t len,
@@ -238,6 +287,8 @@ int sg_worker_request_parse(const char *line, size_t len,
     if ((rc = get_string(j, "task", SG_WORKER_TASK_MAX, false, &req->task,
                          NULL, err)))
       goto out;
+    if ((rc = get_task_files(j, &req->task_files, err)))
+      goto out;
     if ((rc = get_string(j, "source", SG_WORKER_SOURCE_MAX, false,
                          &req->source, &req->source_len, err)))
       goto out;
@@ -258,6 +309,8 @@ json_t *sg_worker_request_to_json(const sg_worker_request *req) {
   if (req->type == SG_WREQ_VALIDATE || req->type == SG_WREQ_PROFILE ||
       req->type == SG_WREQ_COMPILE) {
     json_object_set_new(j, "task", json_string(req->task ? req->task : ""));
+    if (req->task_files)
+      json_object_set(j, "task_files", req->task_files);
     json_object_set_new(j, "source",
                         json_stringn(req->source ? req->source : "",
                                      req->source ? req->source_len : 0));

@@ -4,8 +4,8 @@
  * A worker (`specgen worker`) owns one device and speaks JSON lines: one
  * request object per line in, one reply object per line out. Both directions
  * are here, so the worker and its clients (the runtime, tests, later a Redis
- * bridge) share one definition. Messages carry nothing local to a host except
- * the task name or directory the client gave: sources travel inline.
+ * bridge) share one definition. Messages carry nothing local to a host: sources
+ * travel inline, and a task the client has as a path travels as its files.
  *
  * Parse errors name the field that is wrong ("field \"opts.trials\": ...").
  * Unknown top-level keys are ignored, so a newer client can add fields an
@@ -30,6 +30,8 @@
 #define SG_WORKER_ID_MAX 128                /* bytes of a request id */
 #define SG_WORKER_TASK_MAX 4096             /* bytes of a task name or dir */
 #define SG_WORKER_SOURCE_MAX (4u << 20)     /* bytes of a candidate source */
+#define SG_WORKER_TASK_FILES_MAX (4u << 20) /* bytes of a task's files, together */
+#define SG_WORKER_TASK_FILES_COUNT 64       /* files of a task */
 #define SG_WORKER_LINE_MAX (16u << 20)      /* bytes of one line */
 
 /* ---- requests (client -> worker) ---------------------------------------- */
@@ -56,6 +58,12 @@ typedef struct sg_worker_request {
                           optional (NULL) for ping and hello */
   char *task;          /* validate, profile, compile: a task name or
                           directory; owned */
+  json_t *task_files;  /* validate, profile, compile: optional (NULL), the
+                          task's own files, {"name": "content"} (flat names:
+                          letters, digits, '.', '_', '-'), so that a task the
+                          client has as a directory or file reaches a worker
+                          on another host; the worker then loads the task
+                          from them, not from `task`'s path; owned */
   char *source;        /* validate, profile, compile: the candidate; owned */
   size_t source_len;
   /* opts: 0 means "not given" (the evaluator's default applies) */
@@ -65,6 +73,10 @@ typedef struct sg_worker_request {
   int warmups;              /* 0 .. 100000; -1: not given */
   double timeout_s;         /* (0, 86400] */
 } sg_worker_request;
+
+/* Whether name may name one of a task's files in "task_files": 1 to 255
+ * letters, digits, '.', '_' or '-', and neither "." nor "..". */
+bool sg_worker_task_file_name_ok(const char *name);
 
 /* An empty request (type hello, nothing given). */
 void sg_worker_request_init(sg_worker_request *req);

@@ -2,7 +2,7 @@
  * drives the real decision core (sg_controller per workflow, one shared
  * sg_scheduler) against stochastic models of the LLM and the evaluators.
  *
- * How it works. Virtual time is int64 microseconds; events sit in a binary
+ * How it works. Virtual time is int64 microseconds; events sit in a 4-ary
  * heap (sg_sim_queue) ordered by time, then by scheduling order, so a seed
  * replays a campaign byte for byte. The runtime never decides anything: it
  * executes the controller's actions (start or cancel a generation, submit a

@@ -31,27 +31,30 @@ enum {
 enum { RNG_TASK = 1, RNG_WORKFLOW = 1000, RNG_DEVICE = 2000000 };
 #define RNG_MAIN (1ull << 62)
 
+/* Layout: what every event of a generation reads (its identity, epoch,
+ * times, outcome and usage) first; a main generation's text after. A
+ * thousand workflows' rings do not fit the caches. */
 typedef struct sim_gen {
   uint64_t id;          /* which generation holds this slot of the ring */
   bool used;
+  bool fails;           /* ends in GEN_FAILED at end_us */
+  bool valid;
+  bool prefix_useful;   /* main: forks past the threshold can be valid */
   sg_gen_kind kind;
   uint64_t epoch;       /* 0: ended; events carry it */
   int64_t t0_us, end_us, reason_end_us;
-  bool fails;           /* ends in GEN_FAILED at end_us */
+  sg_eval_status fail_status;
+  int server;           /* its LLM server (sg_sim_llm) */
+  double speedup;       /* the kernel it converges to */
+  double rate;          /* its decode rate, tokens/s */
+  double reason_tokens, answer_tokens;
+  double prompt_tokens, cached_tokens;
+  double own_tokens;    /* spec: tokens in the server's working set */
+  double prefix_frac;   /* spec: fraction of the parent's trace */
   char *text;           /* main: the planned reasoning text */
   uint64_t *trig_end;   /* main: byte offsets where planted triggers end */
   int ntrig;
   uint64_t reason_bytes, sent_bytes;
-  double reason_tokens, answer_tokens;
-  double prompt_tokens, cached_tokens;
-  double speedup;       /* the kernel it converges to */
-  bool valid;
-  bool prefix_useful;   /* main: forks past the threshold can be valid */
-  sg_eval_status fail_status;
-  double prefix_frac;   /* spec: fraction of the parent's trace */
-  int server;           /* its LLM server (sg_sim_llm) */
-  double rate;          /* its decode rate, tokens/s */
-  double own_tokens;    /* spec: tokens in the server's working set */
 } sim_gen;
 
 typedef struct sim_wf {

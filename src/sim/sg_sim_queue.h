@@ -1,4 +1,4 @@
-/* sg_sim_queue.h: the simulator's event queue, a binary min-heap keyed by
+/* sg_sim_queue.h: the simulator's event queue, a 4-ary min-heap keyed by
  * virtual time in microseconds.
  *
  * Ties are broken by insertion order (a sequence number taken at push), so

@@ -420,6 +420,40 @@ static void test_boundary_aborts_only_that_workflow(void) {
   fx_free(&f);
 }
 
+/* A boundary aborts the running requests of its workflow on any device,
+ * and none of another workflow's, also on a device that earlier ran one of
+ * its own (each device records whose request it runs now). */
+static void test_boundary_aborts_running_by_workflow(void) {
+  fx f;
+  fx_init(&f, 6, NULL); /* 3 validation, 3 profiling devices */
+  sg_req_id a0 = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  sg_req_id b0 = sub(&f, 1, 0, SG_PHASE_VALIDATE, false);
+  sg_req_id a1 = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  sg_req_id p1 = sub(&f, 1, 0, SG_PHASE_PROFILE, false);
+  SG_CHECK(state(&f, a0) == SG_REQ_RUNNING && state(&f, b0) == SG_REQ_RUNNING &&
+           state(&f, a1) == SG_REQ_RUNNING && state(&f, p1) == SG_REQ_RUNNING);
+  /* workflow 0's first device now runs workflow 1's request */
+  done(&f, a0);
+  sg_req_id b1 = sub(&f, 1, 0, SG_PHASE_VALIDATE, false);
+  SG_CHECK(state(&f, b1) == SG_REQ_RUNNING);
+  boundary(&f, 0, 1);
+  SG_CHECK(state(&f, a0) == SG_REQ_DONE);
+  SG_CHECK(state(&f, a1) == SG_REQ_ABORTED);
+  SG_CHECK(state(&f, b0) == SG_REQ_RUNNING && state(&f, b1) == SG_REQ_RUNNING &&
+           state(&f, p1) == SG_REQ_RUNNING);
+  SG_CHECK_EQ_INT(act(&f, SG_SACT_ABORT, 0)->req, a1);
+  SG_CHECK(act(&f, SG_SACT_ABORT, 1) == NULL);
+  boundary(&f, 1, 1);
+  SG_CHECK(state(&f, b0) == SG_REQ_ABORTED && state(&f, b1) == SG_REQ_ABORTED &&
+           state(&f, p1) == SG_REQ_ABORTED);
+  /* abort order: by device index */
+  SG_CHECK_EQ_INT(act(&f, SG_SACT_ABORT, 0)->device < act(&f, SG_SACT_ABORT, 1)->device, 1);
+  SG_CHECK_EQ_INT(act(&f, SG_SACT_ABORT, 1)->device < act(&f, SG_SACT_ABORT, 2)->device, 1);
+  boundary(&f, 0, 2); /* nothing of its own left anywhere */
+  SG_CHECK(act(&f, SG_SACT_ABORT, 0) == NULL);
+  fx_free(&f);
+}
+
 static void test_ended_iteration_is_refused(void) {
   fx f;
   fx_init(&f, 2, NULL);
@@ -755,6 +789,7 @@ SG_TEST_MAIN(SG_TEST(test_split_formula_edges),
              SG_TEST(test_fairness_across_workflows),
              SG_TEST(test_compile_never_holds_a_device),
              SG_TEST(test_boundary_aborts_only_that_workflow),
+             SG_TEST(test_boundary_aborts_running_by_workflow),
              SG_TEST(test_ended_iteration_is_refused),
              SG_TEST(test_workflow_done_before_any_request),
              SG_TEST(test_dead_device_taken_out_of_service),

@@ -32,7 +32,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from remote_harness import (SPECGEN, WAIT, Host, Proxy, Redis, example,  # noqa: E402
+from remote_harness import (ROOT, SPECGEN, WAIT, Host, Proxy, Redis, example,  # noqa: E402
                             have_redis, stop_all, wait_for)
 
 RUN = "looprun"
@@ -90,6 +90,34 @@ class Loopback(unittest.TestCase):
             with open("/proc/%d/cmdline" % pid, "rb") as f:
                 self.assertNotIn(self.redis.password.encode(), f.read())
         self.assertNotIn(self.redis.password, h.log() + p.stderr_text())
+
+    def test_task_travels_as_its_files(self):
+        """A task the controller has as a directory reaches a worker host as
+        its files: the path it names exists nowhere, and the worker host
+        writes the files under its own build cache."""
+        h = self.host("hostA")
+        h.wait_ready()
+        p = self.proxy()
+        src = os.path.join(ROOT, "tasks", "cpu", "hinge_loss")
+        files = {}
+        for name in sorted(os.listdir(src)):
+            if os.path.isfile(os.path.join(src, name)):
+                with open(os.path.join(src, name)) as f:
+                    files[name] = f.read()
+        p.send({"type": "validate", "id": "9.1", "task": "/nowhere/on/any/host/my_task",
+                "task_files": files, "source": example("ok-fast.c"),
+                "opts": {"seed": 11, "trials": 3, "runs": 3, "warmups": 1}})
+        r = p.result("9.1")
+        self.assertEqual((r["type"], r["status"]), ("result", "ok"), r)
+        written = glob.glob(os.path.join(h.workdir, "**", "tasks", "*", "task.json"),
+                            recursive=True)
+        self.assertEqual(len(written), 1, (written, h.log()[-2000:]))
+        # without them the path is all there is, and this host has none
+        p.send({"type": "validate", "id": "9.2", "task": "/nowhere/on/any/host/my_task",
+                "source": example("ok-fast.c")})
+        r = p.result("9.2")
+        self.assertIn("nowhere", r["message"], r)
+        self.assertNotEqual(r["status"], "ok", r)
 
     def test_bad_usage_exits_2_naming_the_flag(self):
         cases = [

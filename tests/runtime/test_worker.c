@@ -19,6 +19,7 @@
 #include "common/sg_file.h"
 #include "runtime/sg_jsonl.h"
 #include "runtime/sg_worker_proto.h"
+#include "runtime/sg_task_files.h"
 #include "sg_test.h"
 
 #include <dirent.h>
@@ -780,6 +781,55 @@ static void test_compile_only_worker_fills_the_cache(void) {
   rm_cache(cache);
 }
 
+/* A task sent as its files: the worker loads it from them, not from the
+ * path the client named (which this host does not have), written once
+ * under the build cache, where a compile worker and a device worker of the
+ * host find the same directory (the build is shared). */
+static void test_task_travels_as_its_files(void) {
+  char *cache = new_cache();
+  json_t *files = NULL;
+  sg_err err;
+  char *dir = sg_asprintf("%s/tasks/cpu/hinge_loss", SG_SOURCE_ROOT);
+  SG_CHECK_OK(sg_task_files_read(dir, &files, &err), err);
+  free(dir);
+  wproc c, d;
+  start_compile_worker(&c, cache, false);
+  json_decref(w_expect(&c, "hello", NULL));
+  json_t *j = request("compile", "f-1", "ok-fast.c");
+  json_object_set_new(j, "task", json_string("/nowhere/on/this/host/hinge_loss"));
+  json_object_set(j, "task_files", files);
+  w_send_json(&c, j);
+  char *st = expect_evaluation(&c, "f-1", "ok", false);
+  SG_CHECK_STR_EQ(st, "ok");
+  free(st);
+  shutdown_ok(&c);
+  start_cached_device_worker(&d, cache, false);
+  json_decref(w_expect(&d, "hello", NULL));
+  j = validate("f-2", "ok-fast.c", 60);
+  json_object_set_new(j, "task", json_string("/nowhere/on/this/host/hinge_loss"));
+  json_object_set(j, "task_files", files);
+  w_send_json(&d, j);
+  st = expect_evaluation(&d, "f-2", "ok", true); /* the compile worker's build */
+  SG_CHECK_STR_EQ(st, "ok");
+  free(st);
+  /* files that make no task: an error naming the field, and it carries on */
+  j = validate("f-3", "ok-fast.c", 60);
+  json_object_set_new(j, "task_files", json_pack("{s:s, s:s}", "a.c", "x", "b.c", "y"));
+  w_send_json(&d, j);
+  json_t *e = w_expect(&d, "error", "f-3");
+  SG_CHECK_CONTAINS(str(e, "message"), "task_files");
+  SG_CHECK_CONTAINS(str(e, "message"), "task.json");
+  json_decref(e);
+  shutdown_ok(&d);
+  char *tasks = sg_asprintf("%s/tasks", cache);
+  int tmp = 0;
+  SG_CHECK_EQ_INT(cache_entries(tasks, &tmp, NULL), 1); /* one task, no leftovers */
+  SG_CHECK_EQ_INT(tmp, 0);
+  free(tasks);
+  json_decref(files);
+  rm_cache(cache);
+}
+
 static void test_compile_needs_a_build_cache(void) {
   wproc w;
   w_start(&w);
@@ -884,6 +934,7 @@ SG_TEST_MAIN(SG_TEST(test_hello_then_shutdown),
              SG_TEST(test_malformed_lines_get_errors_and_it_carries_on),
              SG_TEST(test_overlong_line_is_an_error),
              SG_TEST(test_profile_on_cpu_is_an_infra_error),
+             SG_TEST(test_task_travels_as_its_files),
              SG_TEST(test_end_of_input_mid_request_ends_the_worker),
              SG_TEST(test_sigterm_stops_like_shutdown),
              SG_TEST(test_sigkill_mid_request_is_seen_as_end_of_output),

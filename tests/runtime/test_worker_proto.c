@@ -209,6 +209,15 @@ static void test_malformed_requests_name_the_field(void) {
       {V ",\"opts\":{\"timeout_s\":86401}}", "field \"opts.timeout_s\""},
       {V ",\"opts\":{\"timeout_s\":\"5\"}}", "field \"opts.timeout_s\""},
       {V ",\"opts\":{\"trails\":5}}", "field \"opts.trails\": unknown option"},
+      {V ",\"task_files\":[]}", "field \"task_files\": expected an object"},
+      {V ",\"task_files\":{}}", "field \"task_files\": 0 files"},
+      {V ",\"task_files\":{\"../x\":\"a\"}}", "\"../x\" is not a plain file name"},
+      {V ",\"task_files\":{\"a/b\":\"a\"}}", "\"a/b\" is not a plain file name"},
+      {V ",\"task_files\":{\"..\":\"a\"}}", "\"..\" is not a plain file name"},
+      {V ",\"task_files\":{\"\":\"a\"}}", "is not a plain file name"},
+      {V ",\"task_files\":{\"a b\":\"a\"}}", "is not a plain file name"},
+      {V ",\"task_files\":{\"task.json\":1}}", "field \"task_files.task.json\": expected a string"},
+      {V ",\"task_files\":{\"t.c\":\"a\\u0000b\"}}", "field \"task_files.t.c\": contains a NUL"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     sg_worker_request req;
@@ -221,6 +230,62 @@ static void test_malformed_requests_name_the_field(void) {
                  cases[i].line, err.msg, cases[i].msg);
     sg_worker_request_free(&req);
   }
+}
+
+/* task_files: kept whole through a round trip; too many files, or too many
+ * bytes together, are refused */
+static void test_task_files(void) {
+  json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "type", "validate", "id",
+                        "r", "task", "/far/away/t", "source", "s", "task_files",
+                        "task.json", "{}", "reference.c", "int x;");
+  char *line = json_dumps(j, JSON_COMPACT);
+  sg_worker_request req;
+  sg_err err;
+  SG_CHECK_OK(parse_req(line, &req, &err), err);
+  SG_CHECK(req.task_files != NULL);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(req.task_files, "reference.c")),
+                  "int x;");
+  json_t *back = sg_worker_request_to_json(&req);
+  SG_CHECK(json_equal(json_object_get(back, "task_files"), json_object_get(j, "task_files")));
+  json_decref(back);
+  sg_worker_request_free(&req);
+  free(line);
+  /* a request without them has none */
+  json_object_del(j, "task_files");
+  line = json_dumps(j, JSON_COMPACT);
+  SG_CHECK_OK(parse_req(line, &req, &err), err);
+  SG_CHECK(req.task_files == NULL);
+  back = sg_worker_request_to_json(&req);
+  SG_CHECK(json_object_get(back, "task_files") == NULL);
+  json_decref(back);
+  sg_worker_request_free(&req);
+  free(line);
+
+  json_t *many = json_object();
+  for (int i = 0; i <= SG_WORKER_TASK_FILES_COUNT; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "f%d.c", i);
+    json_object_set_new(many, name, json_string("x"));
+  }
+  json_object_set_new(j, "task_files", many);
+  line = json_dumps(j, JSON_COMPACT);
+  SG_CHECK_EQ_INT(parse_req(line, &req, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "65 files");
+  sg_worker_request_free(&req);
+  free(line);
+
+  char *big = sg_malloc(SG_WORKER_TASK_FILES_MAX / 2 + 1);
+  memset(big, 'x', SG_WORKER_TASK_FILES_MAX / 2);
+  big[SG_WORKER_TASK_FILES_MAX / 2] = '\0';
+  json_object_set_new(j, "task_files", json_pack("{s:s, s:s, s:s}", "task.json", "{}",
+                                                 "a.c", big, "b.c", big));
+  free(big);
+  line = json_dumps(j, JSON_COMPACT);
+  SG_CHECK_EQ_INT(parse_req(line, &req, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "bytes, more than");
+  sg_worker_request_free(&req);
+  free(line);
+  json_decref(j);
 }
 
 static void test_oversized_fields_rejected(void) {
@@ -489,6 +554,7 @@ SG_TEST_MAIN(SG_TEST(test_request_types_parse),
              SG_TEST(test_request_round_trip),
              SG_TEST(test_malformed_requests_name_the_field),
              SG_TEST(test_oversized_fields_rejected),
+             SG_TEST(test_task_files),
              SG_TEST(test_failed_parse_keeps_the_id),
              SG_TEST(test_reply_hello_round_trip),
              SG_TEST(test_reply_progress_round_trip),
