@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -220,6 +221,17 @@ class Host:
 
 def have_redis():
     return shutil.which("redis-server") and shutil.which("redis-cli")
+
+
+def exit_unless_runnable():
+    """A test file's start: exit 1 without the specgen program to test,
+    77 (skipped, saying why) without Redis."""
+    if not SPECGEN:
+        print("SG_SPECGEN is not set", file=sys.stderr)
+        sys.exit(1)
+    if not have_redis():
+        print("SKIP: redis-server/redis-cli are not installed (scripts/setup.sh installs them)")
+        sys.exit(77)
 
 
 def stop_all(t):

@@ -32,8 +32,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from remote_harness import (ROOT, SPECGEN, WAIT, Host, Proxy, Redis, example,  # noqa: E402
-                            have_redis, stop_all, wait_for)
+from remote_harness import (Host, Proxy, ROOT, Redis, SPECGEN, example,  # noqa: E402
+                            exit_unless_runnable, stop_all, wait_for)
 
 RUN = "looprun"
 
@@ -398,10 +398,5 @@ class Loopback(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not SPECGEN:
-        print("SG_SPECGEN is not set", file=sys.stderr)
-        sys.exit(1)
-    if not have_redis():
-        print("SKIP: redis-server/redis-cli are not installed (scripts/setup.sh installs them)")
-        sys.exit(77)
+    exit_unless_runnable()
     unittest.main(verbosity=2)

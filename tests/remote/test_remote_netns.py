@@ -24,8 +24,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from remote_harness import (SPECGEN, Host, Proxy, Redis, example,  # noqa: E402
-                            have_redis, stop_all, wait_for)
+from remote_harness import (Host, Proxy, Redis, SPECGEN, example, exit_unless_runnable,  # noqa: E402
+                            stop_all, wait_for)
 
 TAG = "sgr%d" % (os.getpid() % 100000)
 NET = 200 + os.getpid() % 50  # 10.NET.K.0/24 for host K
@@ -249,12 +249,7 @@ class Namespaces(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not SPECGEN:
-        print("SG_SPECGEN is not set", file=sys.stderr)
-        sys.exit(1)
-    if not have_redis():
-        print("SKIP: redis-server/redis-cli are not installed (scripts/setup.sh installs them)")
-        sys.exit(77)
+    exit_unless_runnable()
     why = can_make_namespaces()
     if why:
         print("SKIP: network namespaces cannot be made here (%s)" % why)

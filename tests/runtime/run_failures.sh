@@ -13,15 +13,7 @@
 # failures; iterations say "no kernel", never "fallback". Speaks TAP.
 set -uo pipefail
 SPECGEN=$1
-n=0
-failed=0
-check() { # check NAME EXIT-CODE [diagnostics...]
-  local name=$1 rc=$2; shift 2
-  n=$((n + 1))
-  if [ "$rc" -eq 0 ]; then echo "ok $n - $name"; else
-    failed=$((failed + 1)); echo "not ok $n - $name"; for l in "$@"; do echo "# $l"; done
-  fi
-}
+. "$(dirname "$0")/../tap.sh"
 work=$(mktemp -d)
 srv=""
 cleanup() {
