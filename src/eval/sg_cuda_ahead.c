@@ -179,10 +179,12 @@ static int send_go(int fd, uint64_t seed, const char *cand_so) {
 /* Waits for cur to end (at most wall_s from now; <= 0: no limit). When it
  * says it is ready ('R' on the go channel: it has its servers, context,
  * buffers and reference), the next runner for key starts in next: its
- * start-up overlaps cur's run, but not cur's own start-up. Returns whether
- * cur timed out; *ready whether it said ready. */
+ * start-up overlaps cur's run, but not cur's own start-up. When it says it
+ * took its go ('G', before it loads the candidate), *took is set: what
+ * follows is the candidate's outcome. Returns whether cur timed out. */
 static bool wait_run(ahead *cur, ahead *next, const sg_cuda_ahead_key *key,
-                     const sg_sandbox_limits *lim, bool *ready) {
+                     const sg_sandbox_limits *lim, bool *took) {
+  bool ready = false;
   double end = sg_clock_now_s() + lim->wall_s;
   int fd = cur->go_fd;
   for (;;) {
@@ -198,8 +200,10 @@ static bool wait_run(ahead *cur, ahead *next, const sg_cuda_ahead_key *key,
     ssize_t n = read(fd, &c, 1);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n == 1 && c == 'R' && !*ready) {
-      *ready = true;
+    if (n == 1 && c == 'G')
+      *took = true;
+    if (n == 1 && c == 'R' && !ready) {
+      ready = true;
       sg_err e2;
       sg_err_clear(&e2);
       if (!next->sb && slot_start(next, key, lim, &e2) != 0) {
@@ -229,14 +233,14 @@ int sg_cuda_ahead_run(const sg_cuda_ahead_key *key, const char *cand_so, uint64_
     ahead cur = *a;
     memset(a, 0, sizeof *a);
     a->go_fd = -1;
-    bool ready = false;
-    bool timed_out = wait_run(&cur, a, key, lim, &ready);
+    bool took = false;
+    bool timed_out = wait_run(&cur, a, key, lim, &took);
     slot_end(&cur, out, timed_out);
     /* time from the go, not from the runner's start ahead */
     out->wall_s = sg_clock_now_s() - t_go;
-    if (match && !ready && !timed_out && attempt == 0) {
-      /* it ended before its go (its start failed while it waited, e.g. the
-       * device was reset): nothing of the candidate ran; once more, now */
+    if (match && !took && !timed_out && attempt == 0) {
+      /* it ended before it took its go (its start failed, or it was killed
+       * while it waited): nothing of the candidate ran; once more, now */
       sg_sandbox_outcome_free(out);
       if (a->sb) {
         sg_sandbox_kill(a->sb);

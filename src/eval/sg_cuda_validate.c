@@ -662,6 +662,10 @@ json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *given) {
       return finish(j, "infra_error", "go: the evaluator closed the channel");
     if (read_go(cfg->go_fd, &cfg->seed, go_path, sizeof go_path, msg, sizeof msg))
       return finish(j, "infra_error", "%s", msg);
+    /* "go taken": from here the outcome is the candidate's, never retried */
+    r = 'G';
+    if (write(cfg->go_fd, &r, 1) != 1)
+      return finish(j, "infra_error", "go: the evaluator closed the channel");
     t_go = sg_clock_now_s();
     cfg->cand_so = go_path;
     json_object_set_new(j->out, "ahead_s", json_real(tw - t0));
