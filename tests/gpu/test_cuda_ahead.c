@@ -125,6 +125,19 @@ static bool wait_log(const fixture *f, const char *word, int n) {
   return false;
 }
 
+/* Runs a first candidate of task /t/a and waits until the runner started
+ * ahead for the next one is up; returns that runner's pid. */
+static long first_then_ahead(fixture *f) {
+  bool ahead;
+  sg_sandbox_outcome o;
+  free(run(f, "/t/a", "/c/one.so", 1, &ahead, &o));
+  sg_sandbox_outcome_free(&o);
+  SG_CHECK(wait_log(f, "start", 2));
+  long pid = 0;
+  log_count(f, "start", &pid);
+  return pid;
+}
+
 static void test_next_candidate_gets_the_runner_started_ahead(void) {
   fixture f;
   setup(&f);
@@ -154,13 +167,9 @@ static void test_next_candidate_gets_the_runner_started_ahead(void) {
 static void test_other_task_ends_the_runner_ahead(void) {
   fixture f;
   setup(&f);
+  long stale = first_then_ahead(&f);
   bool ahead;
   sg_sandbox_outcome o;
-  free(run(&f, "/t/a", "/c/one.so", 1, &ahead, &o));
-  sg_sandbox_outcome_free(&o);
-  SG_CHECK(wait_log(&f, "start", 2));
-  long stale = 0;
-  log_count(&f, "start", &stale);
   char *res = run(&f, "/t/b", "/c/two.so", 2, &ahead, &o);
   SG_CHECK(!ahead);
   SG_CHECK(strstr(res, "ran 2 /c/two.so") != NULL);
@@ -173,13 +182,9 @@ static void test_other_task_ends_the_runner_ahead(void) {
 static void test_runner_dead_before_its_go_is_replaced(void) {
   fixture f;
   setup(&f);
+  long waiting = first_then_ahead(&f);
   bool ahead;
   sg_sandbox_outcome o;
-  free(run(&f, "/t/a", "/c/one.so", 1, &ahead, &o));
-  sg_sandbox_outcome_free(&o);
-  SG_CHECK(wait_log(&f, "start", 2));
-  long waiting = 0;
-  log_count(&f, "start", &waiting);
   /* killed while it waited (its 'R' is already on the channel) */
   SG_CHECK(kill((pid_t)waiting, SIGKILL) == 0);
   char *res = run(&f, "/t/a", "/c/two.so", 2, &ahead, &o);
@@ -194,10 +199,9 @@ static void test_runner_dead_before_its_go_is_replaced(void) {
 static void test_runner_dead_after_its_go_is_the_candidates(void) {
   fixture f;
   setup(&f);
+  first_then_ahead(&f);
   bool ahead;
   sg_sandbox_outcome o;
-  free(run(&f, "/t/a", "/c/one.so", 1, &ahead, &o));
-  sg_sandbox_outcome_free(&o);
   put_file(f.dir, "after", "die");
   char *res = run(&f, "/t/a", "/c/two.so", 2, &ahead, &o);
   SG_CHECK(ahead);
@@ -227,11 +231,9 @@ static void test_runner_that_never_gets_ready(void) {
 static void test_wall_limit_counts_from_the_go(void) {
   fixture f;
   setup(&f);
+  first_then_ahead(&f);
   bool ahead;
   sg_sandbox_outcome o;
-  free(run(&f, "/t/a", "/c/one.so", 1, &ahead, &o));
-  sg_sandbox_outcome_free(&o);
-  SG_CHECK(wait_log(&f, "start", 2));
   sleep(2); /* longer than the limit below, spent waiting: not counted */
   put_file(f.dir, "after", "hang");
   f.lim.wall_s = 1;
