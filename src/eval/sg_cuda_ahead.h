@@ -11,10 +11,11 @@
  * candidate still gets fresh processes of its own (the judge, both servers):
  * nothing a candidate did reaches the next one.
  *
- * The next runner is started when a candidate's go is sent, so its start-up
- * overlaps that candidate's run; it does no GPU work before its own go
- * (contexts, allocations and library loading only). One evaluation at a
- * time per process (not thread-safe), as the evaluators are.
+ * The next runner is started when the current one says it is ready, so
+ * its start-up (and its one warm-up call of the reference) overlaps the
+ * current candidate's run but not the current runner's own start-up. One
+ * evaluation at a time per process (not thread-safe), as the evaluators
+ * are.
  *
  * Off unless the process says it validates a sequence (sg_cuda_ahead_use):
  * a process that evaluates one candidate and exits would start a runner

@@ -35,6 +35,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -590,6 +591,46 @@ static int read_go(int fd, uint64_t *seed, char *path, size_t path_cap, char *ms
   return -1;
 }
 
+/* A runner started ahead (cfg->go_fd): everything so far overlapped the
+ * evaluator's previous candidate. Unless its go is already there, one call of
+ * the reference on inputs of its own (a seed no trial uses) warms it too
+ * (most references make their cuBLAS handle on their first call); then
+ * "ready" ('R': the evaluator starts the
+ * next runner only now, so that two start-ups never compete), the go line
+ * (the candidate's seed and library into cfg), and "go taken" ('G': from
+ * here the outcome is the candidate's, never retried). *t_go is when the
+ * candidate's own time starts. Returns NULL, or the finished outcome. */
+static json_t *take_go(judge *j, sg_cuda_harness_cfg *cfg, char *path, size_t cap,
+                       double t0, double *t_go) {
+  char msg[1536];
+  struct pollfd pending = {cfg->go_fd, POLLIN, 0};
+  if (poll(&pending, 1, 0) == 0) {
+    /* nobody waits yet (a go already sent: the first trial warms it) */
+    int rc = prepare(j, cfg->seed ^ UINT64_C(0x5741524d), 0);
+    if (rc)
+      return finish(j, "infra_error", "preparing inputs: %s", cuerr(j, rc));
+    double warm_ms = 0;
+    json_t *done = NULL;
+    if (call(j, false, &warm_ms, "in its warm-up call", &done))
+      return done;
+    json_object_set_new(j->out, "warm_up_ms", json_real(warm_ms));
+  }
+  double tw = sg_clock_now_s();
+  char r = 'R';
+  if (write(cfg->go_fd, &r, 1) != 1)
+    return finish(j, "infra_error", "go: the evaluator closed the channel");
+  if (read_go(cfg->go_fd, &cfg->seed, path, cap, msg, sizeof msg))
+    return finish(j, "infra_error", "%s", msg);
+  r = 'G';
+  if (write(cfg->go_fd, &r, 1) != 1)
+    return finish(j, "infra_error", "go: the evaluator closed the channel");
+  *t_go = sg_clock_now_s();
+  cfg->cand_so = path;
+  json_object_set_new(j->out, "ahead_s", json_real(tw - t0));
+  json_object_set_new(j->out, "go_wait_s", json_real(*t_go - tw));
+  return NULL;
+}
+
 json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *given) {
   sg_cuda_harness_cfg c = *given, *cfg = &c;
   char go_path[SG_CUDA_SERVER_PATH_MAX + 1];
@@ -652,24 +693,9 @@ json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *given) {
   if ((rc = sg_cuda_server_ready(&j->ref, 120, msg, sizeof msg)))
     return finish(j, "infra_error", "the reference's process: %s", msg);
   if (cfg->go_fd >= 0) {
-    /* Started ahead: everything above overlapped the evaluator's previous
-     * candidate; the candidate's own time starts at its go. */
-    double tw = sg_clock_now_s();
-    /* "ready": the evaluator starts the next runner only now, so that two
-     * start-ups never compete, and knows this one reached its go */
-    char r = 'R';
-    if (write(cfg->go_fd, &r, 1) != 1)
-      return finish(j, "infra_error", "go: the evaluator closed the channel");
-    if (read_go(cfg->go_fd, &cfg->seed, go_path, sizeof go_path, msg, sizeof msg))
-      return finish(j, "infra_error", "%s", msg);
-    /* "go taken": from here the outcome is the candidate's, never retried */
-    r = 'G';
-    if (write(cfg->go_fd, &r, 1) != 1)
-      return finish(j, "infra_error", "go: the evaluator closed the channel");
-    t_go = sg_clock_now_s();
-    cfg->cand_so = go_path;
-    json_object_set_new(j->out, "ahead_s", json_real(tw - t0));
-    json_object_set_new(j->out, "go_wait_s", json_real(t_go - tw));
+    json_t *failed = take_go(j, cfg, go_path, sizeof go_path, t0, &t_go);
+    if (failed)
+      return failed;
   }
   if (!cfg->cand_so)
     return finish(j, "infra_error", "no candidate library given");

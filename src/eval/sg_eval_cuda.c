@@ -458,7 +458,8 @@ void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
     if (r->status == SG_EVAL_OK && r->cand_ms > 0)
       r->speedup = r->ref_ms / r->cand_ms;
     static const char *const stage_keys[] = {"context_s", "ready_s", "correctness_s",
-                                             "timing_wall_s", "ahead_s", "go_wait_s"};
+                                             "timing_wall_s", "ahead_s", "go_wait_s",
+                                             "warm_up_ms"};
     for (size_t i = 0; i < sizeof stage_keys / sizeof *stage_keys; i++) {
       json_t *v = json_object_get(j, stage_keys[i]);
       if (!json_is_number(v) && !json_is_boolean(v))
