@@ -205,8 +205,10 @@ class Loopback(unittest.TestCase):
         h = self.host("hostA")
         h.wait_ready()
         base = [SPECGEN, "run", "--redis", self.redis.url()]
+        # two remote slots: with one, the pool's only other device is the
+        # profiling part's, which idles in a run whose kernels never validate
         first = subprocess.run(base + ["--task", "hinge_loss", "--devices", "cpu:0",
-                                       "--remote", "1", "--iterations", "1",
+                                       "--remote", "2", "--iterations", "1",
                                        "--server-speed", "3000", "--eval-timeout", "10",
                                        "--out", out], capture_output=True, text=True,
                                timeout=600)
