@@ -191,23 +191,6 @@ static void sentence_end(sg_scanner *s) {
   s->sent_selftalk = carry;
 }
 
-/* Collapsed sentence text: a head (first bytes) and a ring (last bytes). */
-static inline void sentence_byte(sg_scanner *s, unsigned char c) {
-  /* a loop that varies only case or spacing is still a loop */
-  whash_byte(&s->sent_hash, c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c);
-  textbuf_byte(&s->sent_head, c);
-  if (is_ws(c)) {
-    if (s->sent_clen > 0)
-      s->sent_space_pending = true;
-    return;
-  }
-  if (s->sent_space_pending) {
-    s->sent_tail[s->sent_clen++ % SENT_RING] = ' ';
-    s->sent_space_pending = false;
-  }
-  s->sent_tail[s->sent_clen++ % SENT_RING] = (char)c;
-}
-
 /* A design or phrase match: remembers where the text to report comes from. */
 void trig_sentence_match(sg_scanner *s, int k) {
   if (s->sent_match[k])
@@ -250,7 +233,7 @@ static inline void scan_byte(sg_scanner *s, unsigned char c) {
   /* The sentence's text takes the byte before the matcher sees it, so the
    * text reported for a match includes the match's last byte. */
   if (prose && !ends)
-    sentence_byte(s, c);
+    trig_sentence_byte(s, c);
   trig_normalise(s, c);
   if (!prose)
     return;
@@ -266,14 +249,33 @@ static inline void scan_byte(sg_scanner *s, unsigned char c) {
   }
 }
 
+/* Plain prose: outside fences, code and Python, mid-line, no UTF-8
+ * sequence pending. There a letter only extends the identifier, the
+ * sentence and the keyword automaton's walk (the line, code and Python
+ * machines ignore it, and it ends no sentence), and none of that leaves
+ * this state, so a run of letters takes trig_prose_letters' short path:
+ * most of a reasoning trace's bytes. */
+static inline bool prose_idle(const sg_scanner *s) {
+  return s->line == LINE_REST && !s->in_fence && s->code == CODE_IDLE &&
+         s->u8_pend == 0 && s->py.state == PY_IDLE && !s->py.in_logical &&
+         !s->py.bol;
+}
+
+void trig_scanner_set_reference(sg_scanner *s, bool on) { s->reference = on; }
+
 void sg_scanner_feed(sg_scanner *s, const char *data, size_t len,
                      sg_trigger_cb cb, void *user) {
   s->cb = cb;
   s->user = user;
   const unsigned char *p = (const unsigned char *)data;
-  for (size_t i = 0; i < len; i++) {
+  for (size_t i = 0; i < len;) {
+    if (trig_is_letter(p[i]) && !s->reference && prose_idle(s)) {
+      i += trig_prose_letters(s, p + i, len - i);
+      continue;
+    }
     scan_byte(s, p[i]);
     s->off++;
+    i++;
   }
   s->cb = NULL;
   s->user = NULL;
