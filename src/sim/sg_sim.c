@@ -37,7 +37,22 @@ void sim_push(sim *s, int64_t t_us, int type, uint32_t owner, uint64_t id,
   assert(t_us >= s->now_us);
   sg_sim_event ev = {.t_us = t_us, .type = type, .owner = owner, .id = id,
                      .epoch = epoch};
-  sg_sim_queue_push(&s->q, ev);
+  /* Ticks (every tick_s), compilations (compile_s) and events at "now"
+   * come in time order, each kind in a lane of its own (sg_sim_queue.h);
+   * the heap keeps the rest. */
+  switch (type) {
+  case EV_TICK:
+    sg_sim_queue_push_lane(&s->q, 0, ev);
+    break;
+  case EV_COMPILE_END:
+    sg_sim_queue_push_lane(&s->q, 1, ev);
+    break;
+  case EV_EVAL_FAIL:
+    sg_sim_queue_push_lane(&s->q, 2, ev);
+    break;
+  default:
+    sg_sim_queue_push(&s->q, ev);
+  }
 }
 
 /* Doubles workflow f's ring, keeping what the current iteration can reach.
