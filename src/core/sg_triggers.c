@@ -251,10 +251,10 @@ static inline void scan_byte(sg_scanner *s, unsigned char c) {
 
 /* Plain prose: outside fences, code and Python, mid-line, no UTF-8
  * sequence pending. There a letter only extends the identifier, the
- * sentence and the keyword automaton's walk (the line, code and Python
- * machines ignore it, and it ends no sentence), and none of that leaves
- * this state, so a run of letters takes trig_prose_letters' short path:
- * most of a reasoning trace's bytes. */
+ * sentence and the keyword automaton's walk (the line and Python machines
+ * ignore it, and it ends no sentence), and a space only ends the
+ * identifier besides (which may start a signature), so a run of them
+ * takes trig_prose_run's short path: most of a reasoning trace's bytes. */
 static inline bool prose_idle(const sg_scanner *s) {
   return s->line == LINE_REST && !s->in_fence && s->code == CODE_IDLE &&
          s->u8_pend == 0 && s->py.state == PY_IDLE && !s->py.in_logical &&
@@ -269,9 +269,11 @@ void sg_scanner_feed(sg_scanner *s, const char *data, size_t len,
   s->user = user;
   const unsigned char *p = (const unsigned char *)data;
   for (size_t i = 0; i < len;) {
-    if (trig_is_letter(p[i]) && !s->reference && prose_idle(s)) {
-      i += trig_prose_letters(s, p + i, len - i);
-      continue;
+    if ((trig_is_letter(p[i]) || p[i] == ' ') && !s->reference && prose_idle(s)) {
+      size_t k = trig_prose_run(s, p + i, len - i);
+      i += k;
+      if (k > 0)
+        continue;
     }
     scan_byte(s, p[i]);
     s->off++;

@@ -617,7 +617,9 @@ static inline void walk_outputs(sg_scanner *s, uint16_t edge, bool rb,
   }
 }
 
-static void symbol(sg_scanner *s, unsigned char sym) {
+/* Inlined: the prose fast path calls it for most bytes. */
+static inline __attribute__((always_inline)) void symbol(sg_scanner *s,
+                                                         unsigned char sym) {
   if (sym == ' ' && s->last_sym == ' ')
     return;
   if (sym == SYM_DIGIT && s->last_sym == SYM_DIGIT)
@@ -637,24 +639,39 @@ static void symbol(sg_scanner *s, unsigned char sym) {
   s->nsym++;
 }
 
-/* What scan_byte does for a letter in plain prose (sg_triggers.c,
- * prose_idle), in the same order: the identifier, the sentence's text, the
- * symbol; the sentence's terminator is cleared. Nothing a letter does there
- * reads the offset or leaves plain prose, so the run is taken at once. */
-size_t trig_prose_letters(sg_scanner *s, const unsigned char *p, size_t n) {
+/* What scan_byte does for letters and spaces in plain prose (sg_triggers.c,
+ * prose_idle), in the same order. A letter extends the identifier, the
+ * sentence's text and the keyword walk; a space (not after a sentence's
+ * terminator, where it would end the sentence) ends the identifier, which
+ * may start a signature: the run stops there. Nothing else here reads the
+ * offset or leaves plain prose; the sentence's terminator is cleared. */
+size_t trig_prose_run(sg_scanner *s, const unsigned char *p, size_t n) {
   size_t k = 0;
-  while (k < n && trig_is_letter(p[k])) {
+  while (k < n) {
     unsigned char c = p[k];
-    trig_ident_byte(s, c);
+    if (trig_is_letter(c)) {
+      trig_ident_byte(s, c);
+      trig_sentence_byte(s, c);
+      /* as trig_normalise: upper case folds; a lower-case letter no
+       * pattern uses is SYM_OTHER */
+      symbol(s, c <= 'Z' ? (unsigned char)(c + 32) : s->ac->cls_of[c] ? c : SYM_OTHER);
+      s->term_pending = false;
+      s->term_char = 0;
+      s->off++;
+      k++;
+      continue;
+    }
+    if (c != ' ' || s->term_pending)
+      break;
+    trig_code_byte(s, c);
     trig_sentence_byte(s, c);
-    /* as trig_normalise: upper case folds; a lower-case letter no pattern
-     * uses is SYM_OTHER */
-    symbol(s, c <= 'Z' ? (unsigned char)(c + 32) : s->ac->cls_of[c] ? c : SYM_OTHER);
+    symbol(s, ' ');
+    s->term_char = 0;
+    s->off++;
     k++;
+    if (s->code != CODE_IDLE)
+      break;
   }
-  s->term_pending = false;
-  s->term_char = 0;
-  s->off += k;
   return k;
 }
 

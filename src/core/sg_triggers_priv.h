@@ -309,10 +309,11 @@ void trig_sentence_match(sg_scanner *s, int k);
 
 /* sg_triggers_match.c */
 const automaton *trig_automaton(void);
-/* The prose fast path: p[0] is a letter and the scanner is in plain prose
- * (sg_triggers.c, prose_idle); takes the run of letters at p, at most n,
- * exactly as scan_byte would, and returns its length. */
-size_t trig_prose_letters(sg_scanner *s, const unsigned char *p, size_t n);
+/* The prose fast path, in plain prose (sg_triggers.c, prose_idle): takes
+ * the run of letters and spaces at p (at most n bytes; it stops before a
+ * space that may end a sentence and after one that starts a signature)
+ * exactly as scan_byte would, and returns its length (0: none). */
+size_t trig_prose_run(sg_scanner *s, const unsigned char *p, size_t n);
 /* Tests: on, every byte goes through the byte machines one by one (the
  * reference the fast path must equal). */
 void trig_scanner_set_reference(sg_scanner *s, bool on);
