@@ -61,15 +61,19 @@ static void gens_grow(sim *s, sim_wf *f) {
   size_t n = f->ngens ? 2 * f->ngens : 64;
   if (n > s->res->gen_slots_max)
     s->res->gen_slots_max = n;
-  sim_gen *v = sg_calloc(n, sizeof *v);
+  /* aligned to the slots' cache lines (sim_gen) */
+  sim_gen *v = aligned_alloc(_Alignof(sim_gen), n * sizeof *v);
+  if (v == NULL) {
+    fprintf(stderr, "specgen: out of memory (%zu generation slots)\n", n);
+    abort();
+  }
+  memset(v, 0, n * sizeof *v);
   for (size_t i = 0; i < f->ngens; i++) {
     sim_gen *g = &f->gens[i];
     if (g->used && g->id >= f->keep_from)
       v[g->id & (n - 1)] = *g;
-    else {
+    else
       free(g->text);
-      free(g->trig_end);
-    }
   }
   free(f->gens);
   f->gens = v;
@@ -95,7 +99,6 @@ sim_gen *sim_gen_get(sim *s, uint32_t w, uint64_t id, bool create) {
   if (g->id != id) {
     /* an ended iteration's: nothing refers to it any more */
     free(g->text);
-    free(g->trig_end);
     memset(g, 0, sizeof *g);
     g->id = id;
   }
@@ -643,10 +646,8 @@ static void teardown(sim *s) {
       sg_controller_free(f->ctl);
       sg_termination_free(f->term);
       sg_search_free(f->search);
-      for (size_t i = 0; i < f->ngens; i++) {
+      for (size_t i = 0; i < f->ngens; i++)
         free(f->gens[i].text);
-        free(f->gens[i].trig_end);
-      }
       free(f->gens);
     }
   free(s->wf);
