@@ -188,13 +188,17 @@ typedef struct py_machine {
 } py_machine;
 
 /* Layout: the machines' scalar state, which every byte reads, first and
- * together; the bounded buffers, of which a byte touches one position,
- * after. A scanner is fed a few bytes at a time, a thousand workflows'
- * scanners do not fit the caches, and each line a feed touches is a miss. */
+ * together (with the identifier, which every letter writes, and the
+ * Python machine's scalars, which the prose fast path reads); the bounded
+ * buffers, of which a byte touches one position, after. A scanner is fed
+ * a few bytes at a time, a thousand workflows' scanners do not fit the
+ * caches, and each line a feed touches is a miss; the struct starts a
+ * cache line (sg_scanner_new). */
 struct sg_scanner {
   sg_scanner_opts opts;
   uint64_t off;              /* bytes fed so far */
   bool emitted_any;
+  bool reference;            /* tests: every byte through scan_byte */
   uint64_t last_emit;        /* offset of the last trigger reported */
   sg_trigger_cb cb;          /* valid during one feed or finish call */
   void *user;
@@ -234,6 +238,7 @@ struct sg_scanner {
   bool sig_params;
   unsigned depth;
   uint64_t code_bytes;
+  char ident[IDENT_MAX];     /* with its length: every letter writes it */
   whash kernel_hash;
 
   /* sentence machine */
@@ -249,22 +254,19 @@ struct sg_scanner {
   bool sent_space_pending;
   whash sent_hash;
 
+  py_machine py;             /* its scalars first, its text last */
+
   hash_ring sent_seen;
   hash_ring block_seen;
 
-  py_machine py;             /* its scalars first, its text last */
-
   /* bounded buffers */
-  unsigned char sym_ring[SYM_RING];
+  _Alignas(64) unsigned char sym_ring[SYM_RING]; /* one line */
   char sent_tail[SENT_RING];
   textbuf sent_head;
   char lang[LANG_MAX];
-  char ident[IDENT_MAX];
   textbuf sent_snap[2];
   textbuf fence_head;
   textbuf kernel_text;
-
-  bool reference;            /* tests: every byte through scan_byte */
 };
 
 /* The code machine's identifier tracking (in the open and in signatures). */
