@@ -34,7 +34,6 @@
 #include "common/sg_alloc.h"
 
 #include <assert.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,12 +66,7 @@ void sg_scanner_opts_default(sg_scanner_opts *opts) {
 
 sg_scanner *sg_scanner_new(const sg_scanner_opts *opts) {
   /* on a cache line boundary, so the scalar state fills whole lines */
-  sg_scanner *s = aligned_alloc(64, (sizeof *s + 63) / 64 * 64);
-  if (s == NULL) {
-    fprintf(stderr, "specgen: out of memory (a trigger scanner)\n");
-    abort();
-  }
-  memset(s, 0, sizeof *s);
+  sg_scanner *s = sg_calloc_aligned(64, sizeof *s);
   if (opts)
     s->opts = *opts;
   else

@@ -62,12 +62,7 @@ static void gens_grow(sim *s, sim_wf *f) {
   if (n > s->res->gen_slots_max)
     s->res->gen_slots_max = n;
   /* aligned to the slots' cache lines (sim_gen) */
-  sim_gen *v = aligned_alloc(_Alignof(sim_gen), n * sizeof *v);
-  if (v == NULL) {
-    fprintf(stderr, "specgen: out of memory (%zu generation slots)\n", n);
-    abort();
-  }
-  memset(v, 0, n * sizeof *v);
+  sim_gen *v = sg_calloc_aligned(_Alignof(sim_gen), n * sizeof *v);
   for (size_t i = 0; i < f->ngens; i++) {
     sim_gen *g = &f->gens[i];
     if (g->used && g->id >= f->keep_from)
