@@ -31,7 +31,18 @@ typedef struct sg_cuda_harness_cfg {
   int trials, warmup, timed;
   uint64_t seed;
   bool strict;             /* atol and rtol divided by 10 */
+  /* Validate mode, a runner started ahead of its candidate: >= 0, the
+   * descriptor to read the go from, a line "SEED PATH\n" (cand_so and seed
+   * come from it) once the servers, the judge's context and buffers and
+   * the reference are ready; -1: start at once with cand_so and seed. */
+  int go_fd;
 } sg_cuda_harness_cfg;
+
+/* Parses a go line (without its newline): "SEED PATH", SEED a decimal
+ * unsigned 64-bit number, PATH the rest (absolute, at most path_cap - 1
+ * bytes). Returns 0, or -1 with the reason in msg. */
+int sg_cuda_go_parse(const char *line, size_t len, uint64_t *seed, char *path,
+                     size_t path_cap, char *msg, size_t msg_len);
 
 /* Runs and returns the outcome object (status, message, timings, errors);
  * never NULL. The caller owns it. */

@@ -4,6 +4,12 @@
  *   specgen-cuda-run --task DIR --cand CAND.so [--ref REF.so]
  *                    [--mode validate|profile] [--device N] [--trials N]
  *                    [--warmup N] [--timed N] [--seed N] [--strict]
+ *   specgen-cuda-run --task DIR --ref REF.so --go-fd FD [...]
+ *
+ * With --go-fd (validate mode) it is started ahead of its candidate: it
+ * makes its servers, contexts and buffers and loads the reference, then
+ * reads "SEED PATH\n" from FD and validates the candidate at PATH with that
+ * seed (sg_cuda_harness.h; docs/gpu.md, "Runners started ahead").
  *
  * It writes one JSON object (sg_cuda_harness.h) to the file descriptor named
  * by $SG_RESULT_FD (the sandbox's result pipe), or to stdout without it, and
@@ -20,7 +26,8 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: specgen-cuda-run --task DIR --cand CAND.so [--ref REF.so]\n"
              "         [--mode validate|profile] [--device N] [--trials N]\n"
-             "         [--warmup N] [--timed N] [--seed N] [--strict]\n");
+             "         [--warmup N] [--timed N] [--seed N] [--strict]\n"
+             "       specgen-cuda-run --task DIR --ref REF.so --go-fd FD [...]\n");
 }
 
 int main(int argc, char **argv) {
@@ -30,11 +37,13 @@ int main(int argc, char **argv) {
       {"device", required_argument, NULL, 'd'}, {"trials", required_argument, NULL, 'n'},
       {"warmup", required_argument, NULL, 'w'}, {"timed", required_argument, NULL, 'i'},
       {"seed", required_argument, NULL, 's'},  {"strict", no_argument, NULL, 'S'},
+      {"go-fd", required_argument, NULL, 'g'},
       {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
   };
   const char *task_dir = NULL;
   sg_cuda_harness_cfg cfg = {.mode = SG_CUDA_MODE_VALIDATE, .trials = 3,
-                             .warmup = 10, .timed = 40, .seed = 1};
+                             .warmup = 10, .timed = 40, .seed = 1,
+                             .go_fd = -1};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
@@ -57,12 +66,14 @@ int main(int argc, char **argv) {
     case 'i': cfg.timed = atoi(optarg); break;
     case 's': cfg.seed = strtoull(optarg, NULL, 0); break;
     case 'S': cfg.strict = true; break;
+    case 'g': cfg.go_fd = atoi(optarg); break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
-  if (!task_dir || !cfg.cand_so || cfg.trials < 1 || cfg.warmup < 0 ||
-      cfg.timed < 1) {
+  bool ahead = cfg.go_fd >= 0;
+  if (!task_dir || (!cfg.cand_so && !ahead) || cfg.trials < 1 || cfg.warmup < 0 ||
+      cfg.timed < 1 || (ahead && (cfg.mode != SG_CUDA_MODE_VALIDATE || !cfg.ref_so))) {
     usage(stderr);
     return 2;
   }

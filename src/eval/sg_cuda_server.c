@@ -5,7 +5,7 @@
  *   judge -> server: setup  {magic, nargs}, then per argument {kind, dtype,
  *                    handle[64], scalar[8]}
  *   server -> judge: opened {rc, msg[1024]}  (the buffers are mapped)
- *   judge -> server: 'L'    (load the library now)
+ *   judge -> server: 'L', {len}, the library's path (len bytes): load it now
  *   server -> judge: ready  {rc, msg[1024]}
  *   judge -> server: one byte per call: 'c' call, 'n' only synchronize,
  *                    'q' quit
@@ -91,7 +91,7 @@ static void close_others(int keep) {
  * judge's buffers, then, once the judge says so ('L', after it has made
  * itself unreadable to other processes), the library: the candidate's code
  * (its constructors included) runs only from then on. */
-static _Noreturn void serve(int fd, const char *so, int device) {
+static _Noreturn void serve(int fd, int device) {
   ready_msg ready;
   memset(&ready, 0, sizeof ready);
   sg_cuda_api api;
@@ -137,7 +137,12 @@ static _Noreturn void serve(int fd, const char *so, int device) {
   if (write_all(fd, &ready, sizeof ready) || ready.rc)
     _exit(ready.rc ? 4 : 3);
   char go;
-  if (read_all(fd, &go, 1) || go != 'L')
+  uint32_t len = 0;
+  if (read_all(fd, &go, 1) || go != 'L' || read_all(fd, &len, sizeof len) ||
+      len == 0 || len > SG_CUDA_SERVER_PATH_MAX)
+    _exit(0);
+  char *so = sg_calloc(1, (size_t)len + 1);
+  if (read_all(fd, so, len))
     _exit(0);
   void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (lib)
@@ -162,8 +167,8 @@ static _Noreturn void serve(int fd, const char *so, int device) {
   }
 }
 
-int sg_cuda_server_start(sg_cuda_server *s, const char *who, const char *so,
-                         int device, int keep_fd, char *msg, size_t msg_len) {
+int sg_cuda_server_start(sg_cuda_server *s, const char *who, int device, int keep_fd,
+                         char *msg, size_t msg_len) {
   memset(s, 0, sizeof *s);
   s->fd = -1;
   s->who = who;
@@ -187,7 +192,7 @@ int sg_cuda_server_start(sg_cuda_server *s, const char *who, const char *so,
     (void)keep_fd; /* closed below with every other descriptor */
     close_others(sv[1]);
     unsetenv("SG_RESULT_FD");
-    serve(sv[1], so, device);
+    serve(sv[1], device);
   }
   close(sv[1]);
   s->pid = pid;
@@ -272,9 +277,17 @@ int sg_cuda_server_ready(sg_cuda_server *s, double limit_s, char *msg,
   return 0;
 }
 
-int sg_cuda_server_load(sg_cuda_server *s, char *msg, size_t msg_len) {
+int sg_cuda_server_load(sg_cuda_server *s, const char *so, char *msg, size_t msg_len) {
   char go = 'L';
-  if (s->fd < 0 || write_all(s->fd, &go, 1)) {
+  size_t n = strlen(so);
+  if (n == 0 || n > SG_CUDA_SERVER_PATH_MAX) {
+    snprintf(msg, msg_len, "the %s's library path is empty or longer than %d bytes",
+             s->who, SG_CUDA_SERVER_PATH_MAX);
+    return -1;
+  }
+  uint32_t len = (uint32_t)n;
+  if (s->fd < 0 || write_all(s->fd, &go, 1) || write_all(s->fd, &len, sizeof len) ||
+      write_all(s->fd, so, n)) {
     snprintf(msg, msg_len, "the %s's process is gone before loading its library", s->who);
     return -3;
   }

@@ -31,12 +31,15 @@ typedef struct sg_cuda_server {
   const char *who;  /* "candidate" or "reference", for messages */
 } sg_cuda_server;
 
-/* Starts a server for so on device (fork; the child never returns). Call
- * before this process initializes CUDA. keep_fd is closed in the child
- * (the judge's result pipe): the server has no way to answer for the judge.
- * Returns 0, or -1 with the reason in msg. */
-int sg_cuda_server_start(sg_cuda_server *s, const char *who, const char *so,
-                         int device, int keep_fd, char *msg, size_t msg_len);
+/* Starts a server on device (fork; the child never returns). Call before
+ * this process initializes CUDA. The server makes its context and maps the
+ * judge's buffers at once; which library it runs is told only at
+ * sg_cuda_server_load, so a judge can start its servers before it knows the
+ * candidate (a runner started ahead, docs/gpu.md). keep_fd is closed in the
+ * child (the judge's result pipe): the server has no way to answer for the
+ * judge. Returns 0, or -1 with the reason in msg. */
+int sg_cuda_server_start(sg_cuda_server *s, const char *who, int device, int keep_fd,
+                         char *msg, size_t msg_len);
 
 /* Sends the argument table: for each task argument its IPC handle (inputs
  * and outputs) or its value (scalars, 8 bytes). */
@@ -52,8 +55,11 @@ int sg_cuda_server_setup(sg_cuda_server *s, const sg_task *task,
 int sg_cuda_server_ready(sg_cuda_server *s, double limit_s, char *msg,
                          size_t msg_len);
 
-/* Tells the server to load its library (its code runs from then on). */
-int sg_cuda_server_load(sg_cuda_server *s, char *msg, size_t msg_len);
+/* The longest library path a server takes. */
+#define SG_CUDA_SERVER_PATH_MAX 4096
+
+/* Tells the server to load the library so (its code runs from then on). */
+int sg_cuda_server_load(sg_cuda_server *s, const char *so, char *msg, size_t msg_len);
 
 typedef enum sg_cuda_call_end {
   SG_CALL_DONE,     /* answered; *cu_rc is the server's CUDA status */

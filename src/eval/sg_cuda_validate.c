@@ -34,6 +34,8 @@
 #include "eval/sg_cuda_server.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +43,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #define LEGACY_STREAM ((sg_CUstream)0)
 
@@ -536,7 +539,101 @@ static json_t *timing(judge *j) {
   return done;
 }
 
-json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *cfg) {
+int sg_cuda_go_parse(const char *line, size_t len, uint64_t *seed, char *path,
+                     size_t path_cap, char *msg, size_t msg_len) {
+  size_t i = 0;
+  uint64_t v = 0;
+  while (i < len && line[i] >= '0' && line[i] <= '9') {
+    unsigned d = (unsigned)(line[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) {
+      snprintf(msg, msg_len, "go: the seed is over 2^64");
+      return -1;
+    }
+    v = v * 10 + d;
+    i++;
+  }
+  if (i == 0 || i >= len || line[i] != ' ') {
+    snprintf(msg, msg_len, "go: expected \"SEED PATH\"");
+    return -1;
+  }
+  const char *p = line + i + 1;
+  size_t n = len - i - 1;
+  if (n == 0 || p[0] != '/' || n >= path_cap || memchr(p, '\0', n)) {
+    snprintf(msg, msg_len, "go: the path is not absolute, or empty, or too long");
+    return -1;
+  }
+  memcpy(path, p, n);
+  path[n] = '\0';
+  *seed = v;
+  return 0;
+}
+
+/* Reads the go line from fd (blocking: the evaluator sends it when its
+ * candidate is compiled). Returns 0, or -1 with the reason in msg (EOF:
+ * the evaluator let this runner go unused). */
+static int read_go(int fd, uint64_t *seed, char *path, size_t path_cap, char *msg,
+                   size_t msg_len) {
+  char line[SG_CUDA_SERVER_PATH_MAX + 64];
+  size_t n = 0;
+  while (n < sizeof line) {
+    ssize_t r = read(fd, line + n, 1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      snprintf(msg, msg_len, "go: the evaluator closed the channel");
+      return -1;
+    }
+    if (line[n] == '\n')
+      return sg_cuda_go_parse(line, n, seed, path, path_cap, msg, msg_len);
+    n++;
+  }
+  snprintf(msg, msg_len, "go: the line is longer than %zu bytes", sizeof line);
+  return -1;
+}
+
+/* A runner started ahead (cfg->go_fd): everything so far overlapped the
+ * evaluator's previous candidate. Unless its go is already there, one call of
+ * the reference on inputs of its own (a seed no trial uses) warms it too
+ * (most references make their cuBLAS handle on their first call); then
+ * "ready" ('R': the evaluator starts the
+ * next runner only now, so that two start-ups never compete), the go line
+ * (the candidate's seed and library into cfg), and "go taken" ('G': from
+ * here the outcome is the candidate's, never retried). *t_go is when the
+ * candidate's own time starts. Returns NULL, or the finished outcome. */
+static json_t *take_go(judge *j, sg_cuda_harness_cfg *cfg, char *path, size_t cap,
+                       double t0, double *t_go) {
+  char msg[1536];
+  struct pollfd pending = {cfg->go_fd, POLLIN, 0};
+  if (poll(&pending, 1, 0) == 0) {
+    /* nobody waits yet (a go already sent: the first trial warms it) */
+    int rc = prepare(j, cfg->seed ^ UINT64_C(0x5741524d), 0);
+    if (rc)
+      return finish(j, "infra_error", "preparing inputs: %s", cuerr(j, rc));
+    double warm_ms = 0;
+    json_t *done = NULL;
+    if (call(j, false, &warm_ms, "in its warm-up call", &done))
+      return done;
+    json_object_set_new(j->out, "warm_up_ms", json_real(warm_ms));
+  }
+  double tw = sg_clock_now_s();
+  char r = 'R';
+  if (write(cfg->go_fd, &r, 1) != 1)
+    return finish(j, "infra_error", "go: the evaluator closed the channel");
+  if (read_go(cfg->go_fd, &cfg->seed, path, cap, msg, sizeof msg))
+    return finish(j, "infra_error", "%s", msg);
+  r = 'G';
+  if (write(cfg->go_fd, &r, 1) != 1)
+    return finish(j, "infra_error", "go: the evaluator closed the channel");
+  *t_go = sg_clock_now_s();
+  cfg->cand_so = path;
+  json_object_set_new(j->out, "ahead_s", json_real(tw - t0));
+  json_object_set_new(j->out, "go_wait_s", json_real(*t_go - tw));
+  return NULL;
+}
+
+json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *given) {
+  sg_cuda_harness_cfg c = *given, *cfg = &c;
+  char go_path[SG_CUDA_SERVER_PATH_MAX + 1];
   judge jj, *j = &jj;
   memset(j, 0, sizeof *j);
   j->cfg = cfg;
@@ -558,14 +655,12 @@ json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *cfg) {
   const char *rfd = getenv("SG_RESULT_FD");
   int keep = rfd && *rfd ? atoi(rfd) : -1;
   char msg[1536];
-  double t0 = sg_clock_now_s();
+  double t0 = sg_clock_now_s(), t_go = t0;
   if (!cfg->ref_so)
     return finish(j, "infra_error", "validation needs the reference");
   /* Servers first: fork before this process touches CUDA. */
-  if (sg_cuda_server_start(&j->ref, "reference", cfg->ref_so, cfg->device, keep, msg,
-                           sizeof msg) ||
-      sg_cuda_server_start(&j->cand, "candidate", cfg->cand_so, cfg->device, keep, msg,
-                           sizeof msg))
+  if (sg_cuda_server_start(&j->ref, "reference", cfg->device, keep, msg, sizeof msg) ||
+      sg_cuda_server_start(&j->cand, "candidate", cfg->device, keep, msg, sizeof msg))
     return finish(j, "infra_error", "starting a server: %s", msg);
   sg_err err;
   sg_err_clear(&err);
@@ -593,11 +688,19 @@ json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *cfg) {
   /* From here the candidate's code runs (its library's constructors first):
    * no process of the same user may read or write the judge's memory. */
   prctl(PR_SET_DUMPABLE, 0);
-  if (sg_cuda_server_load(&j->ref, msg, sizeof msg) ||
-      sg_cuda_server_load(&j->cand, msg, sizeof msg))
+  if (sg_cuda_server_load(&j->ref, cfg->ref_so, msg, sizeof msg))
     return finish(j, "infra_error", "%s", msg);
   if ((rc = sg_cuda_server_ready(&j->ref, 120, msg, sizeof msg)))
     return finish(j, "infra_error", "the reference's process: %s", msg);
+  if (cfg->go_fd >= 0) {
+    json_t *failed = take_go(j, cfg, go_path, sizeof go_path, t0, &t_go);
+    if (failed)
+      return failed;
+  }
+  if (!cfg->cand_so)
+    return finish(j, "infra_error", "no candidate library given");
+  if (sg_cuda_server_load(&j->cand, cfg->cand_so, msg, sizeof msg))
+    return finish(j, "infra_error", "%s", msg);
   if ((rc = sg_cuda_server_ready(&j->cand, 120, msg, sizeof msg))) {
     bool vendor = strstr(msg, "cublas") || strstr(msg, "cudnn");
     const char *st = rc == -2   ? (vendor ? "rejected" : "runtime_error")
@@ -606,7 +709,9 @@ json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *cfg) {
                                 : "infra_error";
     return finish(j, st, "loading the candidate: %s", msg);
   }
-  json_object_set_new(j->out, "ready_s", json_real(sg_clock_now_s() - t0));
+  json_object_set_new(j->out, "ready_s", json_real(sg_clock_now_s() - t_go));
+  double tc = sg_clock_now_s();
   json_t *done = correctness(j);
+  json_object_set_new(j->out, "correctness_s", json_real(sg_clock_now_s() - tc));
   return done ? done : timing(j);
 }

@@ -54,9 +54,12 @@ void sg_eval_result_free(sg_eval_result *r) {
     json_decref(r->metrics);
   if (r->isolation)
     json_decref(r->isolation);
+  if (r->stages)
+    json_decref(r->stages);
   r->message = r->profile_text = NULL;
   r->metrics = NULL;
   r->isolation = NULL;
+  r->stages = NULL;
 }
 
 /* NaN and infinities have no JSON form: null. */
@@ -92,6 +95,8 @@ json_t *sg_eval_result_to_json(const sg_eval_result *r) {
   json_object_set_new(j, "kernelbench_status", r->kernelbench_status
                                                    ? json_string(r->kernelbench_status)
                                                    : json_null());
+  if (r->stages)
+    json_object_set(j, "stages", r->stages);
   return j;
 }
 
@@ -159,6 +164,9 @@ int sg_eval_result_from_json(const json_t *j, sg_eval_result *r, sg_err *err) {
   const json_t *kb = json_object_get(j, "kernelbench_status");
   if (json_is_string(kb) && sg_eval_status_parse(json_string_value(kb)) >= 0)
     r->kernelbench_status = sg_strdup(json_string_value(kb));
+  const json_t *stages = json_object_get(j, "stages");
+  if (json_is_object(stages))
+    r->stages = json_deep_copy(stages);
   return 0;
 }
 

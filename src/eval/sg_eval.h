@@ -57,6 +57,11 @@ typedef struct sg_eval_result {
    * beside specgen's stricter one in status: "ok", "numerical_error", ...;
    * NULL where the evaluator does not give it (cpu). Owned. */
   char *kernelbench_status;
+  /* Where the device stage's time went, by its own clock (cuda: context_s,
+   * ready_s, correctness_s, timing_wall_s, and started_ahead, ahead_s,
+   * go_wait_s, warm_up_ms for a runner started ahead; docs/gpu.md), or
+   * NULL. Owned. */
+  json_t *stages;
 } sg_eval_result;
 
 void sg_eval_result_init(sg_eval_result *r);

@@ -8,6 +8,7 @@
  * crashes, hangs or corrupts its context takes only that child with it.
  */
 #include "eval/sg_eval_cuda.h"
+
 #include "eval/sg_cuda_judge.h"
 
 #include "common/sg_alloc.h"
@@ -15,6 +16,7 @@
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
 #include "common/sg_hash.h"
+#include "eval/sg_cuda_ahead.h"
 #include "eval/sg_cuda_check.h"
 #include "eval/sg_ncu.h"
 #include "eval/sg_sandbox.h"
@@ -455,6 +457,17 @@ void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
       r->kernelbench_status = sg_strdup(kb);
     if (r->status == SG_EVAL_OK && r->cand_ms > 0)
       r->speedup = r->ref_ms / r->cand_ms;
+    static const char *const stage_keys[] = {"context_s", "ready_s", "correctness_s",
+                                             "timing_wall_s", "ahead_s", "go_wait_s",
+                                             "warm_up_ms"};
+    for (size_t i = 0; i < sizeof stage_keys / sizeof *stage_keys; i++) {
+      json_t *v = json_object_get(j, stage_keys[i]);
+      if (!json_is_number(v) && !json_is_boolean(v))
+        continue;
+      if (!r->stages)
+        r->stages = json_object();
+      json_object_set(r->stages, stage_keys[i], v);
+    }
   } else {
     /* No result: the candidate killed its process (a crash in host code, an
      * abort in the CUDA runtime) before the runner could answer. */
@@ -636,13 +649,24 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
   sg_sandbox_limits lim;
   sg_eval_cuda_runner_limits(build, wall, &lim);
   sg_sandbox_outcome o;
-  rc = sg_sandbox_exec(&lim, argv, &o, err);
+  bool ahead = false;
+  if (sg_cuda_ahead_enabled()) {
+    /* from the go: a runner started ahead spent its start-up before it */
+    sg_cuda_ahead_key key = {runner, task->dir, build->reference_artifact, dev,
+                             atoi(strials), atoi(swarm), atoi(stimed), opts->strict};
+    t0 = sg_clock_now_s();
+    rc = sg_cuda_ahead_run(&key, build->artifact, seed, &lim, &o, &ahead, err);
+  } else {
+    rc = sg_sandbox_exec(&lim, argv, &o, err);
+  }
   free(runner);
   if (rc)
     return rc;
   r->run_s = sg_clock_now_s() - t0;
   sg_eval_cuda_take_outcome(&o, wall, r);
   sg_sandbox_outcome_free(&o);
+  if (ahead && r->stages)
+    json_object_set_new(r->stages, "started_ahead", json_true());
   return 0;
 }
 

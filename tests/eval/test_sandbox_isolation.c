@@ -6,6 +6,7 @@
  * holds where the outcome says the namespace was made; on this project's
  * CI (root, Debian 12) all are. */
 #include "common/sg_alloc.h"
+#include "common/sg_clock.h"
 #include "common/sg_file.h"
 #include "eval/sg_sandbox.h"
 #include "eval/sg_sandbox_filter.h"
@@ -146,6 +147,35 @@ static void test_spawn_passes_descriptors_and_waits(void) {
   SG_CHECK_CONTAINS(o.out, "chatter");
   sg_sandbox_outcome_free(&o);
   close(to[1]);
+  close(from[0]);
+}
+
+/* a child that wrote and ended: the wait that saw its byte also saw its
+ * end, and the next wait says so at once (it used to sleep its whole
+ * timeout on nothing) */
+static void test_wait_after_the_end_returns_at_once(void) {
+  int from[2];
+  SG_CHECK(pipe2(from, O_CLOEXEC) == 0);
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.forbid_spawn = false;
+  lim.pass_fds[0] = from[1];
+  lim.npass_fds = 1;
+  char *argv[] = {"sh", "-c", "printf x >&5", NULL};
+  sg_sandbox *s = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_sandbox_spawn(&lim, argv, false, &s, &err), err);
+  close(from[1]);
+  usleep(500000); /* it has written and ended by now, all but always */
+  SG_CHECK_EQ_INT(sg_sandbox_wait(s, from[0], 30), 1);
+  char c = 0;
+  SG_CHECK(read(from[0], &c, 1) == 1 && c == 'x');
+  double t0 = sg_clock_now_s();
+  SG_CHECK_EQ_INT(sg_sandbox_wait(s, -1, 30), 2);
+  SG_CHECK(sg_clock_now_s() - t0 < 10);
+  sg_sandbox_outcome o;
+  SG_CHECK_OK(sg_sandbox_finish(s, false, &o, &err), err);
+  sg_sandbox_outcome_free(&o);
   close(from[0]);
 }
 
@@ -380,6 +410,7 @@ static void test_isolation_all(void) {
   test_isolated_child_sees_little();
   test_exec_environment_is_exactly_given();
   test_spawn_passes_descriptors_and_waits();
+  test_wait_after_the_end_returns_at_once();
   test_spawn_side_by_side();
   test_program_dies_with_its_caller();
   test_compute_filters_allow_computing_only();

@@ -26,6 +26,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 #include "common/sg_stats.h"
+#include "eval/sg_cuda_ahead.h"
 #include "eval/sg_eval.h"
 #include "eval/sg_eval_prefetch.h"
 #include "eval/sg_task.h"
@@ -351,6 +352,8 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < njobs && !ck.compile_only; k++)
     if (strcmp(jobs[k].task->evaluator, "kernelbench") == 0)
       start_compile(&jobs[k]);
+  /* the examples come task by task: the next runner starts while one runs */
+  sg_cuda_ahead_use(!ck.compile_only);
   size_t next = 0;
   for (size_t k = 0; k < njobs; k++) {
     for (; next < njobs && next < k + ahead; next++)
@@ -362,6 +365,7 @@ int main(int argc, char **argv) {
     sg_eval_result_free(&oc.r);
     sg_eval_result_free(&oc.pr);
   }
+  sg_cuda_ahead_use(false);
   free_jobs(jobs, njobs);
   sg_task_list_free(tasks, ntasks);
   if (ck.jf)

@@ -1,7 +1,9 @@
 /* test_cuda_judge.c: the pure rules of the cuda evaluator's judge
  * (sg_cuda_judge.h): how each trial draws its inputs, specgen's tolerance
- * scaled to the reference's magnitude, and the shortcut rules. Needs no GPU;
+ * scaled to the reference's magnitude, the shortcut rules, and the go line
+ * of a runner started ahead. Needs no GPU;
  * the kernels themselves run in the gpu suite. */
+#include "eval/sg_cuda_harness.h"
 #include "eval/sg_cuda_judge.h"
 #include "sg_test.h"
 
@@ -125,7 +127,39 @@ static void test_source_matches_header(void) {
   SG_CHECK(strstr(sg_cuda_judge_src, "#define SGJ_MAX_CHOICE 16") != NULL);
 }
 
+/* The go line a runner started ahead reads: "SEED PATH". */
+static void test_go_line(void) {
+  uint64_t seed = 0;
+  char path[64], msg[256];
+  const char *ok = "12345 /tmp/x y/cand.so";
+  SG_CHECK(sg_cuda_go_parse(ok, strlen(ok), &seed, path, sizeof path, msg, sizeof msg) == 0);
+  SG_CHECK(seed == 12345 && strcmp(path, "/tmp/x y/cand.so") == 0);
+  const char *max = "18446744073709551615 /a";
+  SG_CHECK(sg_cuda_go_parse(max, strlen(max), &seed, path, sizeof path, msg, sizeof msg) == 0);
+  SG_CHECK(seed == UINT64_MAX && strcmp(path, "/a") == 0);
+  const char *bad[] = {"",
+                       " /a",                        /* no seed */
+                       "12 ",                        /* no path */
+                       "12",                         /* no space */
+                       "12 rel/a.so",                /* not absolute */
+                       "-1 /a",                      /* not a number */
+                       "1x /a",                      /* trailing junk */
+                       "18446744073709551616 /a",    /* over 2^64 - 1 */
+                       "1 /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    msg[0] = 0;
+    SG_CHECK(sg_cuda_go_parse(bad[i], strlen(bad[i]), &seed, path, sizeof path, msg,
+                              sizeof msg) == -1);
+    SG_CHECK(strncmp(msg, "go: ", 4) == 0);
+  }
+  /* a NUL inside the path is refused, not cut short */
+  const char nul[] = "7 /a\0b";
+  SG_CHECK(sg_cuda_go_parse(nul, sizeof nul - 1, &seed, path, sizeof path, msg,
+                            sizeof msg) == -1);
+}
+
 SG_TEST_MAIN({"fill_spec_task_distribution", test_fill_spec_task_distribution},
+             {"go_line", test_go_line},
              {"fill_spec_domain", test_fill_spec_domain},
              {"atol_scales_with_magnitude", test_atol_scales_with_magnitude},
              {"shortcuts", test_shortcuts},

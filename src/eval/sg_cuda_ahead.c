@@ -1,0 +1,254 @@
+/* sg_cuda_ahead.c: cuda validation runners started ahead (see the header).
+ *
+ * A runner started ahead is `specgen-cuda-run --go-fd 5 ...` in the usual
+ * sandbox, with one end of a socket pair as its descriptor 5; it gets
+ * ready and blocks reading its go line ("SEED PATH\n"). The evaluator keeps
+ * the other end. If the evaluator goes away, the runner reads EOF and
+ * exits; sg_cuda_ahead_release ends it at once. */
+#include "eval/sg_cuda_ahead.h"
+
+#include "common/sg_alloc.h"
+#include "common/sg_clock.h"
+#include "common/sg_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define AHEAD_SLOTS 8 /* devices a process validates on at once, at most */
+
+typedef struct ahead {
+  sg_sandbox *sb;   /* NULL: the slot is free */
+  int go_fd;        /* our end of the go channel */
+  int device;
+  char *key;        /* the runner's command line, joined */
+  char *scratch;    /* its working directory, removed when it ends */
+} ahead;
+
+static ahead slots[AHEAD_SLOTS];
+static bool in_use;
+
+void sg_cuda_ahead_use(bool on) {
+  in_use = on;
+  if (!on)
+    sg_cuda_ahead_release();
+}
+
+bool sg_cuda_ahead_enabled(void) {
+  const char *e = getenv("SPECGEN_CUDA_AHEAD");
+  return in_use && !(e && strcmp(e, "0") == 0);
+}
+
+static char *key_text(const sg_cuda_ahead_key *k) {
+  return sg_asprintf("%s\n%s\n%s\n%d %d %d %d %d", k->runner, k->task_dir, k->ref_so,
+                     k->device, k->trials, k->warmup, k->timed, k->strict ? 1 : 0);
+}
+
+static void slot_end(ahead *a, sg_sandbox_outcome *out, bool timed_out) {
+  if (a->go_fd >= 0)
+    close(a->go_fd);
+  a->go_fd = -1;
+  sg_sandbox_outcome tmp;
+  sg_err err;
+  sg_err_clear(&err);
+  sg_sandbox_finish(a->sb, timed_out, out ? out : &tmp, &err);
+  if (!out)
+    sg_sandbox_outcome_free(&tmp);
+  a->sb = NULL;
+  if (a->scratch) {
+    sg_rm_rf(a->scratch, &err);
+    free(a->scratch);
+    a->scratch = NULL;
+  }
+  free(a->key);
+  a->key = NULL;
+}
+
+void sg_cuda_ahead_release(void) {
+  for (int i = 0; i < AHEAD_SLOTS; i++)
+    if (slots[i].sb)
+      sg_sandbox_kill(slots[i].sb);
+  for (int i = 0; i < AHEAD_SLOTS; i++)
+    if (slots[i].sb)
+      slot_end(&slots[i], NULL, false);
+}
+
+/* Starts a runner for key in a (free) slot a. */
+static int slot_start(ahead *a, const sg_cuda_ahead_key *k, const sg_sandbox_limits *lim,
+                      sg_err *err) {
+  memset(a, 0, sizeof *a);
+  a->go_fd = -1;
+  const char *root = getenv("TMPDIR");
+  char *scratch = sg_asprintf("%s/specgen-cuda-ahead-XXXXXX", root && *root ? root : "/tmp");
+  if (!mkdtemp(scratch)) {
+    int rc = sg_err_set(err, SG_EIO, "cannot create %s: %s", scratch, strerror(errno));
+    free(scratch);
+    return rc;
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    int rc = sg_err_set(err, SG_EIO, "socketpair: %s", strerror(errno));
+    sg_rm_rf(scratch, err);
+    free(scratch);
+    return rc;
+  }
+  char sdev[16], strials[16], swarm[16], stimed[16], sfd[16];
+  snprintf(sdev, sizeof sdev, "%d", k->device);
+  snprintf(strials, sizeof strials, "%d", k->trials);
+  snprintf(swarm, sizeof swarm, "%d", k->warmup);
+  snprintf(stimed, sizeof stimed, "%d", k->timed);
+  snprintf(sfd, sizeof sfd, "%d", SG_SANDBOX_PASS_FD(0));
+  char *argv[] = {(char *)k->runner, "--task", (char *)k->task_dir, "--ref",
+                  (char *)k->ref_so, "--device", sdev, "--trials", strials,
+                  "--warmup", swarm, "--timed", stimed, "--go-fd", sfd,
+                  k->strict ? "--strict" : NULL, NULL};
+  sg_sandbox_limits l = *lim;
+  l.work_dir = scratch;
+  l.pass_fds[0] = sv[1];
+  l.npass_fds = 1;
+  int rc = sg_sandbox_spawn(&l, argv, false, &a->sb, err);
+  close(sv[1]);
+  if (rc) {
+    close(sv[0]);
+    sg_err e2;
+    sg_rm_rf(scratch, &e2);
+    free(scratch);
+    a->sb = NULL;
+    return rc;
+  }
+  a->go_fd = sv[0];
+  a->device = k->device;
+  a->key = key_text(k);
+  a->scratch = scratch;
+  return 0;
+}
+
+/* The slot for key's device: its runner when it was started for key;
+ * otherwise ended (another task or options) and returned free. */
+static ahead *slot_for(const sg_cuda_ahead_key *k, bool *match) {
+  *match = false;
+  char *key = key_text(k);
+  ahead *free_slot = NULL;
+  for (int i = 0; i < AHEAD_SLOTS; i++) {
+    ahead *a = &slots[i];
+    if (!a->sb) {
+      if (!free_slot)
+        free_slot = a;
+      continue;
+    }
+    if (a->device != k->device)
+      continue;
+    *match = strcmp(a->key, key) == 0;
+    free(key);
+    if (!*match) {
+      sg_sandbox_kill(a->sb);
+      slot_end(a, NULL, false);
+    }
+    return a;
+  }
+  free(key);
+  if (!free_slot) { /* more devices than slots: make room */
+    free_slot = &slots[0];
+    sg_sandbox_kill(free_slot->sb);
+    slot_end(free_slot, NULL, false);
+  }
+  return free_slot;
+}
+
+static int send_go(int fd, uint64_t seed, const char *cand_so) {
+  char *line = sg_asprintf("%llu %s\n", (unsigned long long)seed, cand_so);
+  size_t n = strlen(line), off = 0;
+  int rc = 0;
+  while (off < n) {
+    ssize_t w = send(fd, line + off, n - off, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      rc = -1;
+      break;
+    }
+    off += (size_t)w;
+  }
+  free(line);
+  return rc;
+}
+
+/* Waits for cur to end (at most wall_s from now; <= 0: no limit). When it
+ * says it is ready ('R' on the go channel: it has its servers, context,
+ * buffers and reference), the next runner for key starts in next: its
+ * start-up overlaps cur's run, but not cur's own start-up. When it says it
+ * took its go ('G', before it loads the candidate), *took is set: what
+ * follows is the candidate's outcome. Returns whether cur timed out. */
+static bool wait_run(ahead *cur, ahead *next, const sg_cuda_ahead_key *key,
+                     const sg_sandbox_limits *lim, bool *took) {
+  bool ready = false;
+  double end = sg_clock_now_s() + lim->wall_s;
+  int fd = cur->go_fd;
+  for (;;) {
+    double left = lim->wall_s > 0 ? end - sg_clock_now_s() : -1;
+    if (lim->wall_s > 0 && left <= 0)
+      return true;
+    int w = sg_sandbox_wait(cur->sb, fd, left);
+    if (w == 2)
+      return false;
+    if (w == 0)
+      return true;
+    char c = 0;
+    ssize_t n = read(fd, &c, 1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n == 1 && c == 'G')
+      *took = true;
+    if (n == 1 && c == 'R' && !ready) {
+      ready = true;
+      sg_err e2;
+      sg_err_clear(&e2);
+      if (!next->sb && slot_start(next, key, lim, &e2) != 0) {
+        memset(next, 0, sizeof *next); /* no runner ahead this time */
+        next->go_fd = -1;
+      }
+    }
+    if (n <= 0)
+      fd = -1; /* EOF or an error: only its exit is left to wait for */
+  }
+}
+
+int sg_cuda_ahead_run(const sg_cuda_ahead_key *key, const char *cand_so, uint64_t seed,
+                      const sg_sandbox_limits *lim, sg_sandbox_outcome *out, bool *ahead_out,
+                      sg_err *err) {
+  *ahead_out = false;
+  for (int attempt = 0;; attempt++) {
+    bool match = false;
+    ahead *a = slot_for(key, &match);
+    int rc = 0;
+    if (!match && (rc = slot_start(a, key, lim, err)) != 0)
+      return rc;
+    double t_go = sg_clock_now_s();
+    /* a runner that is gone fails this; its end says why */
+    (void)send_go(a->go_fd, seed, cand_so);
+    /* this runner is taken; the slot gets the next one */
+    ahead cur = *a;
+    memset(a, 0, sizeof *a);
+    a->go_fd = -1;
+    bool took = false;
+    bool timed_out = wait_run(&cur, a, key, lim, &took);
+    slot_end(&cur, out, timed_out);
+    /* time from the go, not from the runner's start ahead */
+    out->wall_s = sg_clock_now_s() - t_go;
+    if (match && !took && !timed_out && attempt == 0) {
+      /* it ended before it took its go (its start failed, or it was killed
+       * while it waited): nothing of the candidate ran; once more, now */
+      sg_sandbox_outcome_free(out);
+      if (a->sb) {
+        sg_sandbox_kill(a->sb);
+        slot_end(a, NULL, false);
+      }
+      continue;
+    }
+    *ahead_out = match;
+    return 0;
+  }
+}

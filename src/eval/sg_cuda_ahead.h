@@ -1,0 +1,63 @@
+/* sg_cuda_ahead.h: cuda validation runners started ahead of their
+ * candidates.
+ *
+ * A validation run (specgen-cuda-run) spends most of its fixed cost before
+ * the candidate matters: three processes each make a CUDA context, the
+ * judge allocates and maps every buffer, and the reference's server loads
+ * cuBLAS. A process that validates candidates one after another (the GPU
+ * check, a `specgen bench` device loop) keeps one runner started ahead per
+ * device, for the task and options it validated last: when the next
+ * candidate of that task comes, the runner only loads it and runs. Each
+ * candidate still gets fresh processes of its own (the judge, both servers):
+ * nothing a candidate did reaches the next one.
+ *
+ * The next runner is started when the current one says it is ready, so
+ * its start-up (and its one warm-up call of the reference) overlaps the
+ * current candidate's run but not the current runner's own start-up. One
+ * evaluation at a time per process (not thread-safe), as the evaluators
+ * are.
+ *
+ * Off unless the process says it validates a sequence (sg_cuda_ahead_use):
+ * a process that evaluates one candidate and exits would start a runner
+ * for nothing. SPECGEN_CUDA_AHEAD=0 turns it off even then.
+ */
+#ifndef SG_CUDA_AHEAD_H
+#define SG_CUDA_AHEAD_H
+
+#include "common/sg_error.h"
+#include "eval/sg_sandbox.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What a runner is started for: everything on its command line. */
+typedef struct sg_cuda_ahead_key {
+  const char *runner, *task_dir, *ref_so;
+  int device, trials, warmup, timed;
+  bool strict;
+} sg_cuda_ahead_key;
+
+/* Says that this process validates candidates one after another (on: start
+ * runners ahead), or no longer (off: and ends those running). */
+void sg_cuda_ahead_use(bool on);
+
+/* Whether runners are started ahead: sg_cuda_ahead_use said so and
+ * $SPECGEN_CUDA_AHEAD is not "0". */
+bool sg_cuda_ahead_enabled(void);
+
+/* Validates cand_so with seed on a runner for key: the one started ahead
+ * when it matches, else a new one; then starts the next ahead. lim gives
+ * the sandbox (its wall_s bounds the run from the go; its work_dir is
+ * ignored: a runner started ahead has a scratch directory of its own).
+ * *ahead says whether the runner had been started ahead. Returns 0 with the
+ * outcome filled (however the runner ended), negative when none could be
+ * started. */
+int sg_cuda_ahead_run(const sg_cuda_ahead_key *key, const char *cand_so, uint64_t seed,
+                      const sg_sandbox_limits *lim, sg_sandbox_outcome *out, bool *ahead,
+                      sg_err *err);
+
+/* Ends every runner started ahead (at exit, or when the device is needed
+ * whole, e.g. before ncu). */
+void sg_cuda_ahead_release(void);
+
+#endif
