@@ -32,6 +32,16 @@ void *sg_realloc(void *ptr, size_t size) {
   return p;
 }
 
+void *sg_calloc_aligned(size_t align, size_t size) {
+  size_t n = (size ? size : 1) + align - 1;
+  n -= n % align;
+  void *p = aligned_alloc(align, n);
+  if (p == NULL)
+    out_of_memory(n);
+  memset(p, 0, n);
+  return p;
+}
+
 char *sg_strdup(const char *s) {
   if (s == NULL)
     return NULL;

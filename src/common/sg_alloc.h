@@ -14,6 +14,10 @@
 void *sg_malloc(size_t size);
 void *sg_calloc(size_t count, size_t size);
 void *sg_realloc(void *ptr, size_t size);
+/* Zeroed memory starting on an align-byte boundary (a power of two), size
+ * rounded up to a multiple of it; freed with free(). For records laid out
+ * by cache lines. */
+void *sg_calloc_aligned(size_t align, size_t size);
 /* Returns a copy the caller frees; NULL in gives NULL out. */
 char *sg_strdup(const char *s);
 /* Returns a NUL-terminated copy of the first len bytes; the caller frees it. */

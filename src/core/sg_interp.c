@@ -167,11 +167,18 @@ static const char *const sact_names[] = {"start_compile", "start_device", "abort
 
 /* ---- the scheduler's actions ------------------------------------------------ */
 
+/* Action lists are copied before they are executed (see the top); most
+ * hold a few actions, so the copy lives on the stack up to this many (a
+ * call per event: a malloc and a free each was a few percent of a large
+ * simulated campaign), and on the heap beyond. */
+#define LOCAL_ACTIONS 8
+
 static int apply_sched(sg_interp *it) {
   size_t n = it->sact.n;
   if (n == 0)
     return 0;
-  sg_sched_action *acts = sg_malloc(n * sizeof *acts);
+  sg_sched_action local[LOCAL_ACTIONS];
+  sg_sched_action *acts = n <= LOCAL_ACTIONS ? local : sg_malloc(n * sizeof *acts);
   memcpy(acts, it->sact.v, n * sizeof *acts);
   const sg_interp_ops *ops = it->ops;
   void *d = it->o.data;
@@ -206,7 +213,8 @@ static int apply_sched(sg_interp *it) {
     }
     op_result(it, rc);
   }
-  free(acts);
+  if (acts != local)
+    free(acts);
   return op_result(it, 0);
 }
 
@@ -273,7 +281,8 @@ static void apply_ctl(sg_interp *it, uint32_t w) {
   size_t n = it->cact.n;
   if (n == 0)
     return;
-  sg_ctl_action *acts = sg_malloc(n * sizeof *acts);
+  sg_ctl_action local[LOCAL_ACTIONS];
+  sg_ctl_action *acts = n <= LOCAL_ACTIONS ? local : sg_malloc(n * sizeof *acts);
   memcpy(acts, it->cact.v, n * sizeof *acts);
   const sg_interp_ops *ops = it->ops;
   void *d = it->o.data;
@@ -314,7 +323,8 @@ static void apply_ctl(sg_interp *it, uint32_t w) {
       break;
     }
   }
-  free(acts);
+  if (acts != local)
+    free(acts);
 }
 
 /* ---- feeding the controllers -------------------------------------------------- */

@@ -65,7 +65,8 @@ void sg_scanner_opts_default(sg_scanner_opts *opts) {
 }
 
 sg_scanner *sg_scanner_new(const sg_scanner_opts *opts) {
-  sg_scanner *s = sg_calloc(1, sizeof *s);
+  /* on a cache line boundary, so the scalar state fills whole lines */
+  sg_scanner *s = sg_calloc_aligned(64, sizeof *s);
   if (opts)
     s->opts = *opts;
   else
@@ -191,23 +192,6 @@ static void sentence_end(sg_scanner *s) {
   s->sent_selftalk = carry;
 }
 
-/* Collapsed sentence text: a head (first bytes) and a ring (last bytes). */
-static inline void sentence_byte(sg_scanner *s, unsigned char c) {
-  /* a loop that varies only case or spacing is still a loop */
-  whash_byte(&s->sent_hash, c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c);
-  textbuf_byte(&s->sent_head, c);
-  if (is_ws(c)) {
-    if (s->sent_clen > 0)
-      s->sent_space_pending = true;
-    return;
-  }
-  if (s->sent_space_pending) {
-    s->sent_tail[s->sent_clen++ % SENT_RING] = ' ';
-    s->sent_space_pending = false;
-  }
-  s->sent_tail[s->sent_clen++ % SENT_RING] = (char)c;
-}
-
 /* A design or phrase match: remembers where the text to report comes from. */
 void trig_sentence_match(sg_scanner *s, int k) {
   if (s->sent_match[k])
@@ -250,7 +234,7 @@ static inline void scan_byte(sg_scanner *s, unsigned char c) {
   /* The sentence's text takes the byte before the matcher sees it, so the
    * text reported for a match includes the match's last byte. */
   if (prose && !ends)
-    sentence_byte(s, c);
+    trig_sentence_byte(s, c);
   trig_normalise(s, c);
   if (!prose)
     return;
@@ -266,14 +250,35 @@ static inline void scan_byte(sg_scanner *s, unsigned char c) {
   }
 }
 
+/* Plain prose: outside fences, code and Python, mid-line, no UTF-8
+ * sequence pending. There a letter only extends the identifier, the
+ * sentence and the keyword automaton's walk (the line and Python machines
+ * ignore it, and it ends no sentence), and a space only ends the
+ * identifier besides (which may start a signature), so a run of them
+ * takes trig_prose_run's short path: most of a reasoning trace's bytes. */
+static inline bool prose_idle(const sg_scanner *s) {
+  return s->line == LINE_REST && !s->in_fence && s->code == CODE_IDLE &&
+         s->u8_pend == 0 && s->py.state == PY_IDLE && !s->py.in_logical &&
+         !s->py.bol;
+}
+
+void trig_scanner_set_reference(sg_scanner *s, bool on) { s->reference = on; }
+
 void sg_scanner_feed(sg_scanner *s, const char *data, size_t len,
                      sg_trigger_cb cb, void *user) {
   s->cb = cb;
   s->user = user;
   const unsigned char *p = (const unsigned char *)data;
-  for (size_t i = 0; i < len; i++) {
+  for (size_t i = 0; i < len;) {
+    if ((trig_is_letter(p[i]) || p[i] == ' ') && !s->reference && prose_idle(s)) {
+      size_t k = trig_prose_run(s, p + i, len - i);
+      i += k;
+      if (k > 0)
+        continue;
+    }
     scan_byte(s, p[i]);
     s->off++;
+    i++;
   }
   s->cb = NULL;
   s->user = NULL;

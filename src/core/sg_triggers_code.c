@@ -206,15 +206,7 @@ void trig_code_byte(sg_scanner *s, unsigned char c) {
   }
   /* Identifiers are tracked in the open and in signatures. */
   if (is_ident(c)) {
-    if (!s->in_ident) {
-      s->in_ident = true;
-      s->ident_len = 0;
-      s->ident_long = false;
-    }
-    if (s->ident_len < IDENT_MAX)
-      s->ident[s->ident_len++] = (char)c;
-    else
-      s->ident_long = true;
+    trig_ident_byte(s, c);
   } else if (s->in_ident) {
     s->in_ident = false;
     ident_end(s);

@@ -470,6 +470,50 @@ static void insert_pattern(automaton *s, unsigned kind, const char *text,
   add_pattern(s, kind, text, strlen(text), flags, cap_nodes);
 }
 
+/* Two layout steps for the scan's one dependent load per symbol (the
+ * table is 5,000 rows of 86 bytes, bigger than a core's L2, and a scanner
+ * runs beside a campaign's or a run's other state): the nodes are
+ * renumbered breadth-first, so the shallow rows most prose bytes visit sit
+ * together, and each transition carries its target's output mask
+ * (NODE_BITS and up), so the common "nothing ends here" needs no second
+ * load. bfs[] is every node but the root in breadth-first order. */
+static void renumber_and_fold(automaton *s, const uint16_t *bfs, unsigned nbfs) {
+  unsigned n = s->nnodes;
+  assert(nbfs + 1 == n && n <= NODE_MASK + 1u);
+  uint16_t *to = sg_malloc(n * sizeof *to);   /* old id -> new id */
+  uint16_t *from = sg_malloc(n * sizeof *from); /* new id -> old id */
+  to[0] = from[0] = 0;
+  for (unsigned i = 0; i < nbfs; i++) {
+    to[bfs[i]] = (uint16_t)(i + 1);
+    from[i + 1] = bfs[i];
+  }
+  uint16_t *next = sg_malloc((size_t)n * s->nclass * sizeof *next);
+  uint16_t *out = sg_malloc(n * sizeof *out);
+  uint16_t *dict = sg_malloc(n * sizeof *dict);
+  uint8_t *omask = sg_malloc(n * sizeof *omask);
+  for (unsigned v = 0; v < n; v++) {
+    unsigned o = from[v];
+    out[v] = s->out[o];
+    dict[v] = to[s->dict[o]];
+    omask[v] = s->omask[o];
+    for (unsigned c = 0; c < s->nclass; c++) {
+      uint16_t t = s->next[(size_t)o * s->nclass + c];
+      next[(size_t)v * s->nclass + c] =
+          (uint16_t)(to[t] | (unsigned)s->omask[t] << NODE_BITS);
+    }
+  }
+  free(s->next);
+  free(s->out);
+  free(s->dict);
+  free(s->omask);
+  s->next = next;
+  s->out = out;
+  s->dict = dict;
+  s->omask = omask;
+  free(to);
+  free(from);
+}
+
 static void build_automaton(automaton *s) {
   /* First pass: the alphabet (every character some pattern uses gets a
    * class; class 0 is every other symbol) and the sizes. */
@@ -522,6 +566,7 @@ static void build_automaton(automaton *s) {
       }
     }
   }
+  renumber_and_fold(s, queue, tail);
   free(fail);
   free(queue);
 }
@@ -557,10 +602,12 @@ static void on_pattern(sg_scanner *s, const pattern *p, uint64_t end_sym) {
   }
 }
 
-static inline void walk_outputs(sg_scanner *s, uint16_t node, bool rb,
+/* edge: a transition's value, the node with its output mask above. */
+static inline void walk_outputs(sg_scanner *s, uint16_t edge, bool rb,
                                 uint64_t end_sym) {
-  if (!(s->ac->omask[node] & (rb ? 2 : 1)))
+  if (!((edge >> NODE_BITS) & (rb ? 2 : 1)))
     return;  /* the common case: nothing ends here */
+  uint16_t node = edge & NODE_MASK;
   uint16_t v = s->ac->out[node] != UINT16_MAX ? node : s->ac->dict[node];
   while (v) {
     const pattern *p = &s->ac->pats[s->ac->out[v]];
@@ -570,7 +617,9 @@ static inline void walk_outputs(sg_scanner *s, uint16_t node, bool rb,
   }
 }
 
-static void symbol(sg_scanner *s, unsigned char sym) {
+/* Inlined: the prose fast path calls it for most bytes. */
+static inline __attribute__((always_inline)) void symbol(sg_scanner *s,
+                                                         unsigned char sym) {
   if (sym == ' ' && s->last_sym == ' ')
     return;
   if (sym == SYM_DIGIT && s->last_sym == SYM_DIGIT)
@@ -584,9 +633,46 @@ static void symbol(sg_scanner *s, unsigned char sym) {
   if (sym >= 'a' && sym <= 'z' && s->sent_first_word == UINT64_MAX)
     s->sent_first_word = s->nsym;
   s->sym_ring[s->nsym % SYM_RING] = sym;
-  s->node = s->ac->next[(size_t)s->node * s->ac->nclass + s->ac->cls_of[sym]];
+  s->node = s->ac->next[(size_t)(s->node & NODE_MASK) * s->ac->nclass +
+                        s->ac->cls_of[sym]];
   walk_outputs(s, s->node, false, s->nsym);
   s->nsym++;
+}
+
+/* What scan_byte does for letters and spaces in plain prose (sg_triggers.c,
+ * prose_idle), in the same order. A letter extends the identifier, the
+ * sentence's text and the keyword walk; a space (not after a sentence's
+ * terminator, where it would end the sentence) ends the identifier, which
+ * may start a signature: the run stops there. Nothing else here reads the
+ * offset or leaves plain prose; the sentence's terminator is cleared. */
+size_t trig_prose_run(sg_scanner *s, const unsigned char *p, size_t n) {
+  size_t k = 0;
+  while (k < n) {
+    unsigned char c = p[k];
+    if (trig_is_letter(c)) {
+      trig_ident_byte(s, c);
+      trig_sentence_byte(s, c);
+      /* as trig_normalise: upper case folds; a lower-case letter no
+       * pattern uses is SYM_OTHER */
+      symbol(s, c <= 'Z' ? (unsigned char)(c + 32) : s->ac->cls_of[c] ? c : SYM_OTHER);
+      s->term_pending = false;
+      s->term_char = 0;
+      s->off++;
+      k++;
+      continue;
+    }
+    if (c != ' ' || s->term_pending)
+      break;
+    trig_code_byte(s, c);
+    trig_sentence_byte(s, c);
+    symbol(s, ' ');
+    s->term_char = 0;
+    s->off++;
+    k++;
+    if (s->code != CODE_IDLE)
+      break;
+  }
+  return k;
 }
 
 /* Bytes to symbols: lower case, whitespace and digits to one symbol each,

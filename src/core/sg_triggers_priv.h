@@ -137,11 +137,16 @@ static inline bool hash_ring_seen_add(hash_ring *r, uint64_t h) {
 /* The keyword automaton. Built once per process (pthread_once) and never
  * written again, so every scanner shares it: building it costs about a
  * millisecond, scanning a sentence microseconds. */
+/* A transition (next[]) holds its target node in the low NODE_BITS and the
+ * target's omask above them. */
+#define NODE_BITS 14
+#define NODE_MASK ((1u << NODE_BITS) - 1)
+
 typedef struct automaton {
   unsigned char cls_of[256]; /* symbol -> alphabet class; 0: none */
   unsigned nclass;
   unsigned nnodes;
-  uint16_t *next;            /* nnodes * nclass */
+  uint16_t *next;            /* nnodes * nclass; NODE_BITS above */
   uint16_t *out;             /* pattern ending at the node, or UINT16_MAX */
   uint16_t *dict;            /* nearest proper suffix node with an output */
   uint8_t *omask;            /* 1: a plain output on the chain, 2: an RB one */
@@ -183,13 +188,17 @@ typedef struct py_machine {
 } py_machine;
 
 /* Layout: the machines' scalar state, which every byte reads, first and
- * together; the bounded buffers, of which a byte touches one position,
- * after. A scanner is fed a few bytes at a time, a thousand workflows'
- * scanners do not fit the caches, and each line a feed touches is a miss. */
+ * together (with the identifier, which every letter writes, and the
+ * Python machine's scalars, which the prose fast path reads); the bounded
+ * buffers, of which a byte touches one position, after. A scanner is fed
+ * a few bytes at a time, a thousand workflows' scanners do not fit the
+ * caches, and each line a feed touches is a miss; the struct starts a
+ * cache line (sg_scanner_new). */
 struct sg_scanner {
   sg_scanner_opts opts;
   uint64_t off;              /* bytes fed so far */
   bool emitted_any;
+  bool reference;            /* tests: every byte through scan_byte */
   uint64_t last_emit;        /* offset of the last trigger reported */
   sg_trigger_cb cb;          /* valid during one feed or finish call */
   void *user;
@@ -199,7 +208,7 @@ struct sg_scanner {
   /* normaliser and automaton position */
   unsigned char u8_pend;     /* 0, 0xC3, 0xE2 or 0x80 (after E2 80) */
   unsigned char last_sym;
-  uint16_t node;
+  uint16_t node;             /* a transition's value (NODE_MASK: the node) */
   uint64_t nsym;
 
   /* line machine and fences */
@@ -229,6 +238,7 @@ struct sg_scanner {
   bool sig_params;
   unsigned depth;
   uint64_t code_bytes;
+  char ident[IDENT_MAX];     /* with its length: every letter writes it */
   whash kernel_hash;
 
   /* sentence machine */
@@ -244,21 +254,54 @@ struct sg_scanner {
   bool sent_space_pending;
   whash sent_hash;
 
+  py_machine py;             /* its scalars first, its text last */
+
   hash_ring sent_seen;
   hash_ring block_seen;
 
-  py_machine py;             /* its scalars first, its text last */
-
   /* bounded buffers */
-  unsigned char sym_ring[SYM_RING];
+  _Alignas(64) unsigned char sym_ring[SYM_RING]; /* one line */
   char sent_tail[SENT_RING];
   textbuf sent_head;
   char lang[LANG_MAX];
-  char ident[IDENT_MAX];
   textbuf sent_snap[2];
   textbuf fence_head;
   textbuf kernel_text;
 };
+
+/* The code machine's identifier tracking (in the open and in signatures). */
+static inline void trig_ident_byte(sg_scanner *s, unsigned char c) {
+  if (!s->in_ident) {
+    s->in_ident = true;
+    s->ident_len = 0;
+    s->ident_long = false;
+  }
+  if (s->ident_len < IDENT_MAX)
+    s->ident[s->ident_len++] = (char)c;
+  else
+    s->ident_long = true;
+}
+
+/* Collapsed sentence text: a head (first bytes) and a ring (last bytes). */
+static inline void trig_sentence_byte(sg_scanner *s, unsigned char c) {
+  /* a loop that varies only case or spacing is still a loop */
+  whash_byte(&s->sent_hash, c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c);
+  textbuf_byte(&s->sent_head, c);
+  if (is_ws(c)) {
+    if (s->sent_clen > 0)
+      s->sent_space_pending = true;
+    return;
+  }
+  if (s->sent_space_pending) {
+    s->sent_tail[s->sent_clen++ % SENT_RING] = ' ';
+    s->sent_space_pending = false;
+  }
+  s->sent_tail[s->sent_clen++ % SENT_RING] = (char)c;
+}
+
+static inline bool trig_is_letter(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 /* sg_triggers.c */
 void trig_emit_at(sg_scanner *s, sg_trigger_class cls, uint64_t at,
@@ -268,6 +311,14 @@ void trig_sentence_match(sg_scanner *s, int k);
 
 /* sg_triggers_match.c */
 const automaton *trig_automaton(void);
+/* The prose fast path, in plain prose (sg_triggers.c, prose_idle): takes
+ * the run of letters and spaces at p (at most n bytes; it stops before a
+ * space that may end a sentence and after one that starts a signature)
+ * exactly as scan_byte would, and returns its length (0: none). */
+size_t trig_prose_run(sg_scanner *s, const unsigned char *p, size_t n);
+/* Tests: on, every byte goes through the byte machines one by one (the
+ * reference the fast path must equal). */
+void trig_scanner_set_reference(sg_scanner *s, bool on);
 void trig_normalise(sg_scanner *s, unsigned char c);
 void trig_normalise_finish(sg_scanner *s);
 

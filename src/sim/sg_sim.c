@@ -37,7 +37,22 @@ void sim_push(sim *s, int64_t t_us, int type, uint32_t owner, uint64_t id,
   assert(t_us >= s->now_us);
   sg_sim_event ev = {.t_us = t_us, .type = type, .owner = owner, .id = id,
                      .epoch = epoch};
-  sg_sim_queue_push(&s->q, ev);
+  /* Ticks (every tick_s), compilations (compile_s) and events at "now"
+   * come in time order, each kind in a lane of its own (sg_sim_queue.h);
+   * the heap keeps the rest. */
+  switch (type) {
+  case EV_TICK:
+    sg_sim_queue_push_lane(&s->q, 0, ev);
+    break;
+  case EV_COMPILE_END:
+    sg_sim_queue_push_lane(&s->q, 1, ev);
+    break;
+  case EV_EVAL_FAIL:
+    sg_sim_queue_push_lane(&s->q, 2, ev);
+    break;
+  default:
+    sg_sim_queue_push(&s->q, ev);
+  }
 }
 
 /* Doubles workflow f's ring, keeping what the current iteration can reach.
@@ -46,15 +61,14 @@ static void gens_grow(sim *s, sim_wf *f) {
   size_t n = f->ngens ? 2 * f->ngens : 64;
   if (n > s->res->gen_slots_max)
     s->res->gen_slots_max = n;
-  sim_gen *v = sg_calloc(n, sizeof *v);
+  /* aligned to the slots' cache lines (sim_gen) */
+  sim_gen *v = sg_calloc_aligned(_Alignof(sim_gen), n * sizeof *v);
   for (size_t i = 0; i < f->ngens; i++) {
     sim_gen *g = &f->gens[i];
     if (g->used && g->id >= f->keep_from)
       v[g->id & (n - 1)] = *g;
-    else {
+    else
       free(g->text);
-      free(g->trig_end);
-    }
   }
   free(f->gens);
   f->gens = v;
@@ -80,7 +94,6 @@ sim_gen *sim_gen_get(sim *s, uint32_t w, uint64_t id, bool create) {
   if (g->id != id) {
     /* an ended iteration's: nothing refers to it any more */
     free(g->text);
-    free(g->trig_end);
     memset(g, 0, sizeof *g);
     g->id = id;
   }
@@ -628,10 +641,8 @@ static void teardown(sim *s) {
       sg_controller_free(f->ctl);
       sg_termination_free(f->term);
       sg_search_free(f->search);
-      for (size_t i = 0; i < f->ngens; i++) {
+      for (size_t i = 0; i < f->ngens; i++)
         free(f->gens[i].text);
-        free(f->gens[i].trig_end);
-      }
       free(f->gens);
     }
   free(s->wf);

@@ -3,7 +3,8 @@
  * sg_scheduler) against stochastic models of the LLM and the evaluators.
  *
  * How it works. Virtual time is int64 microseconds; events sit in a 4-ary
- * heap (sg_sim_queue) ordered by time, then by scheduling order, so a seed
+ * heap and first-in first-out lanes (sg_sim_queue), taken in order of time,
+ * then of scheduling, so a seed
  * replays a campaign byte for byte. The runtime never decides anything: it
  * executes the controller's actions (start or cancel a generation, submit a
  * candidate, end an iteration) and the scheduler's (start a compile or a

@@ -110,7 +110,8 @@ static double prompt_tokens_of(const sim *s, const sg_prompt *pr) {
  * end, hence the slack. */
 #define TRIGGER_SLACK_BYTES 8
 
-static void schedule_chunks(sim *s, uint32_t w, uint64_t id, const sim_gen *g) {
+static void schedule_chunks(sim *s, uint32_t w, uint64_t id, const sim_gen *g,
+                            const uint64_t *trig_end, int ntrig) {
   if (s->p->gen_chunk_s > 0) {
     int64_t first = s->now_us + sim_s_to_us(s->p->gen_chunk_s);
     if (first < g->reason_end_us)
@@ -118,8 +119,8 @@ static void schedule_chunks(sim *s, uint32_t w, uint64_t id, const sim_gen *g) {
     return;
   }
   double span = (double)(g->reason_end_us - g->t0_us);
-  for (int i = 0; i < g->ntrig; i++) {
-    uint64_t at = g->trig_end[i] + TRIGGER_SLACK_BYTES;
+  for (int i = 0; i < ntrig; i++) {
+    uint64_t at = trig_end[i] + TRIGGER_SLACK_BYTES;
     if (at >= g->reason_bytes)
       continue; /* the end of the reasoning delivers it */
     int64_t t = g->t0_us +
@@ -173,8 +174,10 @@ int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   if (g->reason_end_us > g->end_us)
     g->reason_end_us = g->end_us;
   int ntrig = sg_sim_rng_poisson(rng, p->triggers_per_gen);
-  g->trig_end = sg_calloc((size_t)ntrig + 1, sizeof *g->trig_end);
-  g->text = make_reasoning(rng, g->reason_bytes, ntrig, g->trig_end, &g->ntrig);
+  /* where the planted triggers end: read once, to schedule the chunks */
+  uint64_t *trig_end = sg_calloc((size_t)ntrig + 1, sizeof *trig_end);
+  int nends = 0;
+  g->text = make_reasoning(rng, g->reason_bytes, ntrig, trig_end, &nends);
   /* The kernel this reasoning converges to: a refinement of the prompt's
    * base kernel, or a first attempt at the task. */
   double base = 0;
@@ -213,7 +216,8 @@ int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   s->res->main_gens++;
   s->res->prompt_tokens += (uint64_t)llround(g->prompt_tokens);
   f->main_gen = a->u.start.gen;
-  schedule_chunks(s, w, a->u.start.gen, g);
+  schedule_chunks(s, w, a->u.start.gen, g, trig_end, nends);
+  free(trig_end);
   sim_push(s, g->end_us, EV_GEN_END, w, a->u.start.gen, g->epoch);
   return 0;
 }
@@ -240,7 +244,6 @@ int sim_start_spec(sim *s, uint32_t w, const sg_ctl_action *a) {
   double frac = (double)a->u.start.prefix_len / (double)parent->reason_bytes;
   if (frac > 1)
     frac = 1;
-  g->prefix_frac = frac;
   double prefix_tokens = (double)a->u.start.prefix_len / s->bpt;
   double other = prompt_tokens_of(s, a->u.start.prompt);
   g->prompt_tokens = other + prefix_tokens;
@@ -305,6 +308,4 @@ void sim_end_gen(sim *s, sim_gen *g, double completion) {
     sg_sim_llm_fork_end(s->llm, g->server, g->own_tokens);
   free(g->text);
   g->text = NULL;
-  free(g->trig_end);
-  g->trig_end = NULL;
 }

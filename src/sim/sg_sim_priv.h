@@ -31,31 +31,34 @@ enum {
 enum { RNG_TASK = 1, RNG_WORKFLOW = 1000, RNG_DEVICE = 2000000 };
 #define RNG_MAIN (1ull << 62)
 
-/* Layout: what every event of a generation reads (its identity, epoch,
- * times, outcome and usage) first; a main generation's text after. A
- * thousand workflows' rings do not fit the caches. */
+/* Layout: two cache lines, the ring aligned to them (a thousand workflows'
+ * rings do not fit the caches, so each line an event touches is a miss).
+ * The first holds what a lookup, a tick's or a chunk's delivery and an
+ * ending read (identity, epoch, kind, times, the text and how much of it
+ * was sent); the second the model's numbers, read at the start and the
+ * end. */
 typedef struct sim_gen {
   uint64_t id;          /* which generation holds this slot of the ring */
+  uint16_t epoch;       /* 1 while it runs, 0: ended; events carry it */
   bool used;
+  uint8_t kind;         /* sg_gen_kind */
   bool fails;           /* ends in GEN_FAILED at end_us */
   bool valid;
   bool prefix_useful;   /* main: forks past the threshold can be valid */
-  sg_gen_kind kind;
-  uint64_t epoch;       /* 0: ended; events carry it */
   int64_t t0_us, end_us, reason_end_us;
-  sg_eval_status fail_status;
-  int server;           /* its LLM server (sg_sim_llm) */
+  uint64_t reason_bytes, sent_bytes;
+  char *text;           /* main: the planned reasoning text */
+  /* second line */
   double speedup;       /* the kernel it converges to */
   double rate;          /* its decode rate, tokens/s */
   double reason_tokens, answer_tokens;
   double prompt_tokens, cached_tokens;
   double own_tokens;    /* spec: tokens in the server's working set */
-  double prefix_frac;   /* spec: fraction of the parent's trace */
-  char *text;           /* main: the planned reasoning text */
-  uint64_t *trig_end;   /* main: byte offsets where planted triggers end */
-  int ntrig;
-  uint64_t reason_bytes, sent_bytes;
-} sim_gen;
+  int32_t server;       /* its LLM server (sg_sim_llm) */
+  int32_t fail_status;  /* sg_eval_status */
+} __attribute__((aligned(64))) sim_gen;
+
+_Static_assert(sizeof(sim_gen) == 128, "a generation's slot is two cache lines");
 
 typedef struct sim_wf {
   sg_controller *ctl;

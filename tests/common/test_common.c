@@ -8,6 +8,7 @@
 #include "common/sg_stats.h"
 #include "sg_test.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 static void test_strerror_names_every_code(void) {
@@ -122,6 +123,21 @@ static void test_fnv1a64_known_vectors(void) {
   SG_CHECK(sg_fnv1a64_update(sg_fnv1a64("foo", 3), "bar", 3) == sg_fnv1a64("foobar", 6));
 }
 
+static void test_calloc_aligned_is_aligned_and_zeroed(void) {
+  size_t sizes[] = {0, 1, 63, 64, 65, 1880, 8192};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    unsigned char *p = sg_calloc_aligned(64, sizes[i]);
+    SG_CHECK_EQ_INT((uintptr_t)p % 64, 0);
+    size_t n = (sizes[i] + 63) / 64 * 64;
+    for (size_t k = 0; k < n; k++)
+      SG_CHECK_MSG(p[k] == 0, "byte %zu of %zu not zero", k, sizes[i]);
+    free(p);
+  }
+  unsigned char *q = sg_calloc_aligned(4096, 100);
+  SG_CHECK_EQ_INT((uintptr_t)q % 4096, 0);
+  free(q);
+}
+
 SG_TEST_MAIN(SG_TEST(test_fnv1a64_known_vectors),
              SG_TEST(test_stats_median_and_mean_leave_input_alone),
              SG_TEST(test_splitmix64_matches_its_published_stream),
@@ -130,4 +146,5 @@ SG_TEST_MAIN(SG_TEST(test_fnv1a64_known_vectors),
              SG_TEST(test_err_set_and_prefix),
              SG_TEST(test_buf_appends_and_caps),
              SG_TEST(test_buf_grows_unbounded),
-             SG_TEST(test_file_roundtrip_and_errors))
+             SG_TEST(test_file_roundtrip_and_errors),
+             SG_TEST(test_calloc_aligned_is_aligned_and_zeroed))

@@ -89,6 +89,13 @@ static void test_entry_block_preferred(void) {
   expect_found(t, "cuda", "launch",
                "__global__ void k(float *x) { x[0] = 1; }\n"
                "void launch(float *x) { k<<<1,1>>>(x); }\n");
+  /* the name inside longer identifiers first, then its definition */
+  expect_found("```c\nint my_launch2;\nvoid launch_x(int *x) { x[0] = my_launch2; }\n"
+               "void launch(int *x) { x[0] = 0; }\n```\n"
+               "```c\nvoid other(int *x) { x[0] = 1; }\n```\n",
+               "c", "launch",
+               "int my_launch2;\nvoid launch_x(int *x) { x[0] = my_launch2; }\n"
+               "void launch(int *x) { x[0] = 0; }\n");
   /* without an entry, the last block */
   expect_found(t, "cuda", NULL,
                "__device__ float sq(float v) { return v * v; }\n");

@@ -2,6 +2,7 @@
 #include "trig_harness.h"
 
 #include "common/sg_alloc.h"
+#include "core/sg_triggers_priv.h"
 #include "sg_test.h"
 
 #include <stdio.h>
@@ -26,10 +27,12 @@ static void feed_tight(sg_scanner *s, const char *p, size_t n, result *r) {
   free(copy);
 }
 
-void trig_run(const char *in, size_t len, const sg_scanner_opts *o,
-                size_t chunk, uint64_t seed, result *r) {
+/* reference: every byte through the byte machines (no prose fast path). */
+static void run(const char *in, size_t len, const sg_scanner_opts *o,
+                size_t chunk, uint64_t seed, bool reference, result *r) {
   memset(r, 0, sizeof *r);
   sg_scanner *s = sg_scanner_new(o);
+  trig_scanner_set_reference(s, reference);
   size_t i = 0;
   uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
   while (i < len) {
@@ -46,6 +49,11 @@ void trig_run(const char *in, size_t len, const sg_scanner_opts *o,
   SG_CHECK_EQ_INT(sg_scanner_offset(s), len);
   sg_scanner_finish(s, collect, r);
   sg_scanner_free(s);
+}
+
+void trig_run(const char *in, size_t len, const sg_scanner_opts *o,
+              size_t chunk, uint64_t seed, result *r) {
+  run(in, len, o, chunk, seed, false, r);
 }
 
 bool trig_same(const result *a, const result *b) {
@@ -79,6 +87,13 @@ void trig_scan_all_splits(const char *in, const sg_scanner_opts *o,
       trig_dump("split", other);
       SG_FAIL("chunk size %zu disagrees with the whole feed", c);
     }
+  }
+  /* The prose fast path must take exactly the byte machines' steps. */
+  run(in, len, o, len ? len : 1, 0, true, other);
+  if (!trig_same(whole, other)) {
+    trig_dump("whole", whole);
+    trig_dump("reference", other);
+    SG_FAIL("the byte-by-byte reference disagrees with the whole feed");
   }
   for (uint64_t seed = 1; seed <= 8; seed++) {
     trig_run(in, len, o, 0, seed, other);

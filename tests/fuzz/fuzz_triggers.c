@@ -2,9 +2,11 @@
  *
  * The first byte picks the options and a split point; the rest is the text.
  * It is fed whole, in two parts at the split, and in chunks of a size taken
- * from the input; every feeding must report the same triggers (offsets in
+ * from the input, and once byte by byte through the byte machines (no
+ * prose fast path); every feeding must report the same triggers (offsets in
  * order and within the text, texts NUL-terminated and within the cap). */
 #include "core/sg_triggers.h"
+#include "core/sg_triggers_priv.h"
 
 #include <assert.h>
 #include <stdint.h>
@@ -30,10 +32,11 @@ static void cb(void *user, const sg_trigger *t) {
 }
 
 static void scan(const sg_scanner_opts *o, const uint8_t *d, size_t len,
-                 size_t split, size_t chunk, res *r) {
+                 size_t split, size_t chunk, bool reference, res *r) {
   r->n = 0;
   r->len = len;
   sg_scanner *s = sg_scanner_new(o);
+  trig_scanner_set_reference(s, reference);
   if (chunk == 0) {
     sg_scanner_feed(s, (const char *)d, split, cb, r);
     sg_scanner_feed(s, (const char *)d + split, len - split, cb, r);
@@ -68,10 +71,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *d = data + 1;
   size_t len = size - 1;
   size_t split = len ? (size_t)(data[0] * 7919u) % (len + 1) : 0;
-  scan(&o, d, len, len, 0, &whole);
-  scan(&o, d, len, split, 0, &other);
+  scan(&o, d, len, len, 0, false, &whole);
+  scan(&o, d, len, split, 0, false, &other);
   assert(same(&whole, &other));
-  scan(&o, d, len, 0, 1 + (data[0] >> 5), &other);
+  scan(&o, d, len, 0, 1 + (data[0] >> 5), false, &other);
+  assert(same(&whole, &other));
+  scan(&o, d, len, len, 0, true, &other);
   assert(same(&whole, &other));
   return 0;
 }

@@ -75,6 +75,59 @@ static void interleaved_push_pop_keeps_order(void) {
   sg_sim_queue_free(&q);
 }
 
+/* Lanes change where events wait, never the order: the same pushes, some
+ * to lanes (in order, or out of order so that they fall back to the heap),
+ * pop exactly as from the heap alone, interleaved with pops. */
+static void lanes_pop_as_the_heap_alone(void) {
+  sg_sim_queue a, b;
+  sg_sim_queue_init(&a);
+  sg_sim_queue_init(&b);
+  sg_sim_rng r;
+  sg_sim_rng_seed(&r, 11, 2);
+  int64_t now = 0;
+  uint64_t id = 0;
+  int popped = 0, in_lanes = 0;
+  for (int i = 0; i < 50000; i++) {
+    int k = (int)(sg_sim_rng_next(&r) % 4);
+    for (int j = 0; j < k; j++) {
+      unsigned kind = (unsigned)(sg_sim_rng_next(&r) % (SG_SIM_QUEUE_LANES + 1));
+      /* lane 0: a fixed delay; lane 1: now; others: random delays */
+      int64_t d = kind == 0   ? 500
+                  : kind == 1 ? 0
+                              : (int64_t)(sg_sim_rng_next(&r) % 1000);
+      sg_sim_event e = {.t_us = now + d, .id = ++id, .type = (int)kind};
+      sg_sim_queue_push(&a, e);
+      if (kind < SG_SIM_QUEUE_LANES) {
+        sg_sim_queue_push_lane(&b, kind, e);
+        in_lanes++;
+      } else {
+        sg_sim_queue_push(&b, e);
+      }
+    }
+    SG_CHECK_EQ_INT(sg_sim_queue_size(&a), sg_sim_queue_size(&b));
+    sg_sim_event x, y;
+    bool ha = sg_sim_queue_pop(&a, &x), hb = sg_sim_queue_pop(&b, &y);
+    SG_CHECK(ha == hb);
+    if (!ha)
+      continue;
+    SG_CHECK_EQ_INT(x.id, y.id);
+    SG_CHECK_EQ_INT(x.t_us, y.t_us);
+    SG_CHECK_EQ_INT(x.seq, y.seq);
+    SG_CHECK(x.t_us >= now);
+    now = x.t_us;
+    popped++;
+  }
+  sg_sim_event x, y;
+  while (sg_sim_queue_pop(&a, &x)) {
+    SG_CHECK(sg_sim_queue_pop(&b, &y));
+    SG_CHECK_EQ_INT(x.id, y.id);
+  }
+  SG_CHECK(!sg_sim_queue_pop(&b, &y));
+  SG_CHECK(popped > 40000 && in_lanes > 30000);
+  sg_sim_queue_free(&a);
+  sg_sim_queue_free(&b);
+}
+
 static void rng_same_seed_same_stream(void) {
   sg_sim_rng a, b, c;
   sg_sim_rng_seed(&a, 42, 5);
@@ -119,5 +172,6 @@ static void rng_distributions_have_their_means(void) {
 
 SG_TEST_MAIN(SG_TEST(pops_in_time_order), SG_TEST(ties_pop_in_push_order),
              SG_TEST(interleaved_push_pop_keeps_order),
+             SG_TEST(lanes_pop_as_the_heap_alone),
              SG_TEST(rng_same_seed_same_stream),
              SG_TEST(rng_distributions_have_their_means))
