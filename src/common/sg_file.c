@@ -121,6 +121,26 @@ static int rm_one(const char *path, const struct stat *st, int flag,
   return remove(path) == 0 || errno == ENOENT ? 0 : -1;
 }
 
+int sg_scratch_dir(const char *root, const char *prefix, char **out, sg_err *err) {
+  *out = NULL;
+  if (!root || !*root)
+    root = getenv("TMPDIR");
+  if (!root || !*root)
+    root = "/tmp";
+  int rc = sg_mkdir_p(root, err);
+  if (rc)
+    return rc;
+  char *dir = sg_asprintf("%s/%s-XXXXXX", root, prefix);
+  if (!mkdtemp(dir)) {
+    rc = sg_err_set(err, SG_EIO, "%s: cannot create a scratch directory: %s", root,
+                    strerror(errno));
+    free(dir);
+    return rc;
+  }
+  *out = dir;
+  return 0;
+}
+
 int sg_rm_rf(const char *path, sg_err *err) {
   struct stat st;
   if (lstat(path, &st) != 0)

@@ -22,6 +22,10 @@ int sg_mkdir_p(const char *path, sg_err *err);
 /* Removes a directory tree; a missing path is fine. */
 int sg_rm_rf(const char *path, sg_err *err);
 
+/* Creates a fresh directory <root>/<prefix>-XXXXXX into *out (owned): root
+ * NULL or "" means $TMPDIR, else /tmp; a missing root is created. */
+int sg_scratch_dir(const char *root, const char *prefix, char **out, sg_err *err);
+
 /* The names of dir's entries that keep(dir, name) accepts (hidden ones
  * skipped; keep NULL: all), sorted by cmp over (char **) elements; *n is
  * their count. NULL when dir cannot be opened or nothing is kept. Free with

@@ -47,6 +47,8 @@ static char *key_text(const sg_cuda_ahead_key *k) {
                      k->device, k->trials, k->warmup, k->timed, k->strict ? 1 : 0);
 }
 
+/* Ends a's runner (sg_sandbox_finish kills its group) into *out (NULL:
+ * dropped) and frees the slot. */
 static void slot_end(ahead *a, sg_sandbox_outcome *out, bool timed_out) {
   if (a->go_fd >= 0)
     close(a->go_fd);
@@ -68,6 +70,7 @@ static void slot_end(ahead *a, sg_sandbox_outcome *out, bool timed_out) {
 }
 
 void sg_cuda_ahead_release(void) {
+  /* all killed first, so that their exits overlap */
   for (int i = 0; i < AHEAD_SLOTS; i++)
     if (slots[i].sb)
       sg_sandbox_kill(slots[i].sb);
@@ -81,13 +84,10 @@ static int slot_start(ahead *a, const sg_cuda_ahead_key *k, const sg_sandbox_lim
                       sg_err *err) {
   memset(a, 0, sizeof *a);
   a->go_fd = -1;
-  const char *root = getenv("TMPDIR");
-  char *scratch = sg_asprintf("%s/specgen-cuda-ahead-XXXXXX", root && *root ? root : "/tmp");
-  if (!mkdtemp(scratch)) {
-    int rc = sg_err_set(err, SG_EIO, "cannot create %s: %s", scratch, strerror(errno));
-    free(scratch);
+  char *scratch = NULL;
+  int rc = sg_scratch_dir(NULL, "specgen-cuda-ahead", &scratch, err);
+  if (rc)
     return rc;
-  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     int rc = sg_err_set(err, SG_EIO, "socketpair: %s", strerror(errno));
@@ -109,7 +109,7 @@ static int slot_start(ahead *a, const sg_cuda_ahead_key *k, const sg_sandbox_lim
   l.work_dir = scratch;
   l.pass_fds[0] = sv[1];
   l.npass_fds = 1;
-  int rc = sg_sandbox_spawn(&l, argv, false, &a->sb, err);
+  rc = sg_sandbox_spawn(&l, argv, false, &a->sb, err);
   close(sv[1]);
   if (rc) {
     close(sv[0]);
@@ -143,16 +143,13 @@ static ahead *slot_for(const sg_cuda_ahead_key *k, bool *match) {
       continue;
     *match = strcmp(a->key, key) == 0;
     free(key);
-    if (!*match) {
-      sg_sandbox_kill(a->sb);
+    if (!*match)
       slot_end(a, NULL, false);
-    }
     return a;
   }
   free(key);
   if (!free_slot) { /* more devices than slots: make room */
     free_slot = &slots[0];
-    sg_sandbox_kill(free_slot->sb);
     slot_end(free_slot, NULL, false);
   }
   return free_slot;
@@ -206,10 +203,8 @@ static bool wait_run(ahead *cur, ahead *next, const sg_cuda_ahead_key *key,
       ready = true;
       sg_err e2;
       sg_err_clear(&e2);
-      if (!next->sb && slot_start(next, key, lim, &e2) != 0) {
-        memset(next, 0, sizeof *next); /* no runner ahead this time */
-        next->go_fd = -1;
-      }
+      if (!next->sb) /* one that cannot start leaves the slot free */
+        (void)slot_start(next, key, lim, &e2);
     }
     if (n <= 0)
       fd = -1; /* EOF or an error: only its exit is left to wait for */
@@ -242,10 +237,8 @@ int sg_cuda_ahead_run(const sg_cuda_ahead_key *key, const char *cand_so, uint64_
       /* it ended before it took its go (its start failed, or it was killed
        * while it waited): nothing of the candidate ran; once more, now */
       sg_sandbox_outcome_free(out);
-      if (a->sb) {
-        sg_sandbox_kill(a->sb);
+      if (a->sb)
         slot_end(a, NULL, false);
-      }
       continue;
     }
     *ahead_out = match;

@@ -193,29 +193,6 @@ static void set_message(sg_eval_result *r, char *msg) {
   r->message = msg;
 }
 
-/* A fresh scratch directory: under opts->work_dir, else under $TMPDIR. */
-static int make_scratch(const sg_eval_opts *opts, char **out, sg_err *err) {
-  const char *root = opts->work_dir;
-  if (!root) {
-    root = getenv("TMPDIR");
-    if (!root || !root[0])
-      root = "/tmp";
-  } else {
-    int rc = sg_mkdir_p(root, err);
-    if (rc)
-      return rc;
-  }
-  char *tmpl = sg_asprintf("%s/specgen-eval-XXXXXX", root);
-  if (!mkdtemp(tmpl)) {
-    int rc = sg_err_set(err, SG_EIO, "%s: cannot create a scratch directory: %s",
-                        root, strerror(errno));
-    free(tmpl);
-    return rc;
-  }
-  *out = tmpl;
-  return 0;
-}
-
 /* The compiler flags, as text, for the reference cache's key. */
 #define CC_FLAGS_TEXT                                                        \
   "-std=c11 -O3 -march=native -fPIC -shared -D_GNU_SOURCE "                  \
@@ -298,7 +275,7 @@ int sg_eval_cpu_compile(const sg_task *task, const char *source, size_t len,
     return 0;
   }
   char *dir = NULL;
-  int rc = make_scratch(opts, &dir, err);
+  int rc = sg_scratch_dir(opts->work_dir, "specgen-eval", &dir, err);
   if (rc)
     return rc;
   build->work_dir = dir;
@@ -469,7 +446,7 @@ int sg_eval_cpu_run_logged(const sg_task *task, const sg_eval_build *build,
   if (!((const volatile char *)sg_eval_cpu_worker_name)[0])
     return sg_err_set(err, SG_EINVAL, "the worker is not linked in");
   char *scratch = NULL;
-  if ((rc = make_scratch(opts, &scratch, err)))
+  if ((rc = sg_scratch_dir(opts->work_dir, "specgen-eval", &scratch, err)))
     return sg_err_prefix(err, "running the kernel");
   char *cand_so = sg_asprintf("%s/candidate.so", scratch);
   char *ref_so = sg_asprintf("%s/reference.so", scratch);

@@ -159,22 +159,6 @@ static char *strip_dir(const char *text, const char *dir) {
   return sg_buf_steal(&b);
 }
 
-static char *make_work_dir(const sg_eval_opts *opts, sg_err *err) {
-  const char *root = opts && opts->work_dir ? opts->work_dir : getenv("TMPDIR");
-  if (!root || !*root)
-    root = "/tmp";
-  if (sg_mkdir_p(root, err))
-    return NULL;
-  char *tmpl = sg_asprintf("%s/specgen-cuda-XXXXXX", root);
-  if (!mkdtemp(tmpl)) {
-    sg_err_set(err, SG_EIO, "%s: cannot create a scratch directory: %s", root,
-               strerror(errno));
-    free(tmpl);
-    return NULL;
-  }
-  return tmpl;
-}
-
 /* nvcc, sandboxed and timed. *ok says whether it succeeded; *log is its
  * stderr and stdout (owned). Returns negative only when nvcc could not be
  * started. */
@@ -381,10 +365,11 @@ int sg_eval_cuda_compile(const sg_task *task, const char *source, size_t len,
     return sg_err_set(err, SG_EUNSUPPORTED,
                       "nvcc not found (set SPECGEN_NVCC or CUDA_HOME, or put it "
                       "in PATH): the cuda evaluator needs the CUDA toolkit");
-  char *dir = make_work_dir(opts, err);
-  if (!dir) {
+  char *dir = NULL;
+  int rc = sg_scratch_dir(opts ? opts->work_dir : NULL, "specgen-cuda", &dir, err);
+  if (rc) {
     free(nvcc);
-    return err->code ? err->code : SG_EIO;
+    return rc;
   }
   build->work_dir = dir;
   build->owns_work_dir = true;
@@ -392,7 +377,7 @@ int sg_eval_cuda_compile(const sg_task *task, const char *source, size_t len,
   char *cand_cu = sg_asprintf("%s/candidate.cu", dir);
   char *shim = NULL, *so = sg_asprintf("%s/candidate.so", dir), *log = NULL;
   bool ok = false;
-  int rc = sg_file_write(cand_cu, source, len, err);
+  rc = sg_file_write(cand_cu, source, len, err);
   if (!rc)
     rc = write_shim(task, dir, "candidate.cu", "sg_candidate.cu", &shim, err);
   if (!rc)
@@ -622,11 +607,14 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
   sg_eval_opts_default(&d);
   if (!opts)
     opts = &d;
+  int trials = opts->correctness_trials > 0 ? opts->correctness_trials : 3;
+  int warmup = opts->warmup_runs >= 0 ? opts->warmup_runs : 10;
+  int timed = opts->timed_runs > 0 ? opts->timed_runs : 40;
   char sdev[16], strials[16], swarm[16], stimed[16], sseed[32];
   snprintf(sdev, sizeof sdev, "%d", dev);
-  snprintf(strials, sizeof strials, "%d", opts->correctness_trials > 0 ? opts->correctness_trials : 3);
-  snprintf(swarm, sizeof swarm, "%d", opts->warmup_runs >= 0 ? opts->warmup_runs : 10);
-  snprintf(stimed, sizeof stimed, "%d", opts->timed_runs > 0 ? opts->timed_runs : 40);
+  snprintf(strials, sizeof strials, "%d", trials);
+  snprintf(swarm, sizeof swarm, "%d", warmup);
+  snprintf(stimed, sizeof stimed, "%d", timed);
   unsigned long long seed = opts->seed ? opts->seed
                                        : (unsigned long long)sg_clock_now_us();
   snprintf(sseed, sizeof sseed, "%llu", seed);
@@ -651,10 +639,8 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
   sg_sandbox_outcome o;
   bool ahead = false;
   if (sg_cuda_ahead_enabled()) {
-    /* from the go: a runner started ahead spent its start-up before it */
     sg_cuda_ahead_key key = {runner, task->dir, build->reference_artifact, dev,
-                             atoi(strials), atoi(swarm), atoi(stimed), opts->strict};
-    t0 = sg_clock_now_s();
+                             trials, warmup, timed, opts->strict};
     rc = sg_cuda_ahead_run(&key, build->artifact, seed, &lim, &o, &ahead, err);
   } else {
     rc = sg_sandbox_exec(&lim, argv, &o, err);

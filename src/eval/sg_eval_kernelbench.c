@@ -153,19 +153,10 @@ static int kb_compile(const sg_task *task, const char *source, size_t len,
   sg_eval_opts_default(&d);
   if (!opts)
     opts = &d;
-  const char *root = opts->work_dir ? opts->work_dir : getenv("TMPDIR");
-  if (!root || !*root)
-    root = "/tmp";
-  int rc = sg_mkdir_p(root, err);
+  char *dir = NULL;
+  int rc = sg_scratch_dir(opts->work_dir, "specgen-kb", &dir, err);
   if (rc)
     return rc;
-  char *dir = sg_asprintf("%s/specgen-kb-XXXXXX", root);
-  if (!mkdtemp(dir)) {
-    rc = sg_err_set(err, SG_EIO, "%s: cannot create a scratch directory: %s", root,
-                    strerror(errno));
-    free(dir);
-    return rc;
-  }
   build->work_dir = dir;
   build->owns_work_dir = true;
   char *cand = sg_asprintf("%s/candidate.py", dir);

@@ -1,4 +1,5 @@
-/* test_common.c: the shared helpers: errors, buffers, files. */
+/* test_common.c: the shared helpers: errors, buffers, files, scratch
+ * directories. */
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_error.h"
@@ -10,6 +11,8 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 static void test_strerror_names_every_code(void) {
   SG_CHECK_STR_EQ(sg_strerror(0), "success");
@@ -76,6 +79,43 @@ static void test_file_roundtrip_and_errors(void) {
   SG_CHECK_CONTAINS(err.msg, path);
   free(path);
   free(sub);
+}
+
+/* A scratch directory: fresh each time, under the root given (created when
+ * missing), else under $TMPDIR; a root that cannot exist is an error naming
+ * it. */
+static void test_scratch_dir(void) {
+  char dir[] = "/tmp/sg_test_scratch_XXXXXX";
+  SG_CHECK(mkdtemp(dir) != NULL);
+  char *root = sg_asprintf("%s/not/yet", dir);
+  sg_err err;
+  char *a = NULL, *b = NULL;
+  SG_CHECK_OK(sg_scratch_dir(root, "sg-x", &a, &err), err);
+  SG_CHECK_OK(sg_scratch_dir(root, "sg-x", &b, &err), err);
+  SG_CHECK(strcmp(a, b) != 0);
+  SG_CHECK(strncmp(a, root, strlen(root)) == 0 && strstr(a, "/sg-x-") != NULL);
+  struct stat st;
+  SG_CHECK(stat(a, &st) == 0 && S_ISDIR(st.st_mode));
+  free(a);
+  free(b);
+  const char *old = getenv("TMPDIR");
+  char *saved = old ? sg_strdup(old) : NULL;
+  setenv("TMPDIR", dir, 1);
+  SG_CHECK_OK(sg_scratch_dir(NULL, "sg-y", &a, &err), err);
+  SG_CHECK(strncmp(a, dir, strlen(dir)) == 0);
+  free(a);
+  if (saved)
+    setenv("TMPDIR", saved, 1);
+  else
+    unsetenv("TMPDIR");
+  free(saved);
+  char *file = sg_asprintf("%s/plain", dir);
+  SG_CHECK_OK(sg_file_write(file, "x", 1, &err), err);
+  SG_CHECK(sg_scratch_dir(file, "sg-z", &a, &err) != 0 && a == NULL);
+  SG_CHECK_CONTAINS(err.msg, "plain");
+  free(file);
+  free(root);
+  SG_CHECK_OK(sg_rm_rf(dir, &err), err);
 }
 
 static void test_splitmix64_matches_its_published_stream(void) {
@@ -147,4 +187,5 @@ SG_TEST_MAIN(SG_TEST(test_fnv1a64_known_vectors),
              SG_TEST(test_buf_appends_and_caps),
              SG_TEST(test_buf_grows_unbounded),
              SG_TEST(test_file_roundtrip_and_errors),
+             SG_TEST(test_scratch_dir),
              SG_TEST(test_calloc_aligned_is_aligned_and_zeroed))
