@@ -453,6 +453,16 @@ void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
         r->stages = json_object();
       json_object_set(r->stages, stage_keys[i], v);
     }
+    /* The kernelbench judge reports its phases as one object. */
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(j, "stages"), key, v) {
+      if (!json_is_number(v))
+        continue;
+      if (!r->stages)
+        r->stages = json_object();
+      json_object_set(r->stages, key, v);
+    }
   } else {
     /* No result: the candidate killed its process (a crash in host code, an
      * abort in the CUDA runtime) before the runner could answer. */

@@ -160,5 +160,65 @@ class Stricter(unittest.TestCase):
         self.assertEqual(logic.combine(None, "timeout")["kernelbench_status"], "timeout")
 
 
+class BytecodeCache(unittest.TestCase):
+    """Where the installation keeps no bytecode and is read-only, the
+    harness compiles into specgen's cache instead of every run."""
+
+    def setUp(self):
+        import tempfile
+        from specgen_kb import harness
+
+        self.harness = harness
+        self.tmp = tempfile.mkdtemp()
+        self.pkg = os.path.join(self.tmp, "site", "sgfakepkg")
+        os.makedirs(self.pkg)
+        with open(os.path.join(self.pkg, "__init__.py"), "w") as f:
+            f.write("X = 1\n")
+        sys.path.insert(0, os.path.join(self.tmp, "site"))
+        self.saved = sys.pycache_prefix, sys.dont_write_bytecode
+        sys.dont_write_bytecode = False  # PYTHONDONTWRITEBYTECODE is honoured: tested below
+
+    def tearDown(self):
+        import shutil
+
+        sys.pycache_prefix, sys.dont_write_bytecode = self.saved
+        sys.path.remove(os.path.join(self.tmp, "site"))
+        shutil.rmtree(self.tmp)
+
+    def test_writable_installation_is_left_alone(self):
+        self.assertIsNone(self.harness._bytecode_cache("sgfakepkg", self.tmp))
+        self.assertEqual(sys.pycache_prefix, self.saved[0])
+
+    def test_read_only_installation_gets_a_cache(self):
+        from unittest import mock
+
+        real = os.access
+        with mock.patch("os.access", lambda p, m: False if p == self.pkg else real(p, m)):
+            got = self.harness._bytecode_cache("sgfakepkg", self.tmp)
+        self.assertEqual(got, os.path.join(self.tmp, "pycache"))
+        self.assertEqual(sys.pycache_prefix, got)
+        self.assertTrue(os.path.isdir(got))
+
+    def test_compiled_installation_is_left_alone(self):
+        import importlib.util
+        import py_compile
+        from unittest import mock
+
+        src = os.path.join(self.pkg, "__init__.py")
+        py_compile.compile(src, cfile=importlib.util.cache_from_source(src))
+        with mock.patch("os.access", lambda p, m: False):
+            self.assertIsNone(self.harness._bytecode_cache("sgfakepkg", self.tmp))
+
+    def test_no_bytecode_wanted_is_honoured(self):
+        from unittest import mock
+
+        sys.dont_write_bytecode = True
+        with mock.patch("os.access", lambda p, m: False):
+            self.assertIsNone(self.harness._bytecode_cache("sgfakepkg", self.tmp))
+
+    def test_missing_module_is_left_alone(self):
+        self.assertIsNone(self.harness._bytecode_cache("sg_no_such_module", self.tmp))
+
+
 if __name__ == "__main__":
     unittest.main()
