@@ -165,16 +165,17 @@ def _poison_free_memory(torch, like, copies=3):
 
 # ---- the servers ---------------------------------------------------------------
 
-def _build(torch, args, role, device):
+def _build(torch, cand_path, seed, role, device):
     """The server's model: ModelNew (importing the candidate) or Model, from
-    get_init_inputs() under the run's seed."""
+    get_init_inputs() under the run's seed (both given with the build: a
+    judge started ahead learns them only at its go)."""
     task = sys.modules["specgen_kb_task"]
     if role == "candidate":
-        cls = _load(args.cand, "specgen_kb_candidate").ModelNew
+        cls = _load(cand_path, "specgen_kb_candidate").ModelNew
     else:
         cls = task.Model
     init = task.get_init_inputs()
-    torch.manual_seed(args.seed)
+    torch.manual_seed(seed)
     model = cls(*init).to(device).eval()
     torch.cuda.synchronize()
     return model
@@ -212,7 +213,7 @@ def _serve(conn, args, role):
                 xs = arg
                 conn.send(("ok", None))
             elif op == "build":
-                model = _build(torch, args, role, device)
+                model = _build(torch, arg[0], arg[1], role, device)
                 conn.send(("ready", None))
             elif op == "poison":
                 _poison_free_memory(torch, shapes)
@@ -261,6 +262,8 @@ class _Server:
     """The judge's handle on a server process."""
 
     def __init__(self, args, role, result_fd):
+        """result_fd and the go channel (args.go_fd) are the judge's: closed
+        in the server."""
         import multiprocessing
 
         self.role = role
@@ -270,11 +273,12 @@ class _Server:
         self.pid = os.fork()
         if self.pid == 0:
             self.conn.close()
-            if result_fd is not None:
-                try:
-                    os.close(result_fd)  # the judge's result pipe is the judge's
-                except OSError:
-                    pass
+            for fd in (result_fd, args.go_fd):
+                if fd is not None:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
             os.environ.pop("SG_RESULT_FD", None)
             _serve(child, args, role)
         child.close()
@@ -680,7 +684,34 @@ def _nodump():
         pass
 
 
+def _take_go(fd):
+    """A judge started ahead (--go-fd): says it is ready ('R': its servers,
+    contexts and shared buffers are up), reads its go line ("SEED PATH\n":
+    the candidate's seed and file), and says it took it ('G': from here the
+    outcome is the candidate's). Returns (seed, path)."""
+    try:
+        os.write(fd, b"R")
+        line = b""
+        while not line.endswith(b"\n"):
+            if len(line) > logic.GO_LINE_MAX:
+                raise _Fail("infra_error", "go: the line is longer than %d bytes" %
+                            logic.GO_LINE_MAX)
+            b = os.read(fd, 1)
+            if not b:
+                raise _Fail("infra_error", "go: the evaluator closed the channel")
+            line += b
+        try:
+            seed, path = logic.parse_go(line[:-1])
+        except ValueError as e:
+            raise _Fail("infra_error", "go: %s" % e)
+        os.write(fd, b"G")
+    except OSError as e:
+        raise _Fail("infra_error", "go: the evaluator closed the channel (%s)" % e)
+    return seed, path
+
+
 def _validate(torch, task, args, t_start, build_s, builds):
+    t_ref = t_start
     result_fd = int(os.environ["SG_RESULT_FD"]) if os.environ.get("SG_RESULT_FD") else None
     # The servers first: forked before this process touches CUDA.
     ref = _Server(args, "reference", result_fd)
@@ -696,11 +727,18 @@ def _validate(torch, task, args, t_start, build_s, builds):
             for srv in (ref, cand):
                 _started(srv, cand, "hello", 600)
         with judge.phase("share"):
+            # any values: every call's inputs are refilled in place first
             judge.share(_draw(torch, task, args.seed, device))
         _nodump()
+        if args.go_fd is not None:
+            t_wait = time.perf_counter()
+            args.seed, args.cand = _take_go(args.go_fd)
+            t_start = time.perf_counter()  # the candidate's time starts here
+            _IMPORT["ahead_s"] = round(t_wait - t_ref, 4)
+            _IMPORT["go_wait_s"] = round(t_start - t_wait, 4)
         with judge.phase("build"):
             for srv in (ref, cand):
-                srv.conn.send(("build", None))
+                srv.conn.send(("build", (args.cand, args.seed)))
             for srv in (ref, cand):
                 _started(srv, cand, "ready", 900)
         ready_s = time.perf_counter() - t_start
@@ -827,7 +865,7 @@ def main(argv=None):
     _IMPORT["bytecode_cached"] = 1 if _bytecode_cache() else 0
     p = argparse.ArgumentParser(prog="specgen_kb.harness")
     p.add_argument("--task", required=True)
-    p.add_argument("--cand", required=True)
+    p.add_argument("--cand", default=None)
     p.add_argument("--mode", default="validate", choices=["compile", "validate", "profile"])
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--warmup", type=int, default=10)
@@ -838,7 +876,14 @@ def main(argv=None):
     p.add_argument("--atol", type=float, default=1e-2)
     p.add_argument("--rtol", type=float, default=1e-2)
     p.add_argument("--cache", default=None)
+    p.add_argument("--go-fd", type=int, default=None,
+                   help="validate: start ahead; the candidate and seed come on this "
+                   "descriptor as \"SEED PATH\\n\" (docs/gpu.md)")
     args = p.parse_args(argv)
+    if args.go_fd is not None and args.mode != "validate":
+        p.error("--go-fd is for --mode validate")
+    if args.go_fd is None and not args.cand:
+        p.error("--cand is required (or --go-fd)")
     try:
         res = run(args)
     except Exception:  # noqa: BLE001

@@ -7,6 +7,7 @@ Everything here is a function of its arguments, so the unit tests
 import hashlib
 import json
 import math
+import os
 
 # ATen operators that do a task's heavy work. A candidate's ModelNew.forward
 # may not call one that the reference's forward calls: that would be timing
@@ -43,6 +44,29 @@ def forbidden_calls(reference_ops, candidate_ops):
     sorted; empty when the candidate does its own heavy work."""
     ref_heavy = {op_base_name(o) for o in reference_ops} & HEAVY_OPS
     return sorted(ref_heavy & {op_base_name(o) for o in candidate_ops})
+
+
+# The longest go line a judge started ahead reads (as the cuda runner's).
+GO_LINE_MAX = 4096 + 64
+
+
+def parse_go(line):
+    """(seed, path) from a go line without its newline (bytes): decimal
+    digits, one space, an absolute path; the cuda runner's rules
+    (sg_cuda_go_parse). Raises ValueError saying what is wrong."""
+    if isinstance(line, str):
+        line = line.encode()
+    sp = line.find(b" ")
+    digits = line[:sp] if sp >= 0 else line
+    if sp <= 0 or not digits.isdigit():
+        raise ValueError('expected "SEED PATH"')
+    seed = int(digits)
+    if seed >= 1 << 64:
+        raise ValueError("the seed is over 2^64")
+    path = line[sp + 1:]
+    if not path or not path.startswith(b"/") or len(path) >= 4096 or b"\0" in path:
+        raise ValueError("the path is not absolute, or empty, or too long")
+    return seed, os.fsdecode(path)
 
 
 def tolerances(strict, task_tol=None):

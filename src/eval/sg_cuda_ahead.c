@@ -8,6 +8,7 @@
 #include "eval/sg_cuda_ahead.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_buf.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
 
@@ -42,9 +43,14 @@ bool sg_cuda_ahead_enabled(void) {
   return in_use && !(e && strcmp(e, "0") == 0);
 }
 
-static char *key_text(const sg_cuda_ahead_key *k) {
-  return sg_asprintf("%s\n%s\n%s\n%d %d %d %d %d", k->runner, k->task_dir, k->ref_so,
-                     k->device, k->trials, k->warmup, k->timed, k->strict ? 1 : 0);
+/* A runner's identity: its device and whole command line. */
+static char *key_text(int device, char *const argv[]) {
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  sg_buf_printf(&b, "%d", device);
+  for (int i = 0; argv[i]; i++)
+    sg_buf_printf(&b, "\n%s", argv[i]);
+  return sg_buf_steal(&b);
 }
 
 /* Ends a's runner (sg_sandbox_finish kills its group) into *out (NULL:
@@ -79,8 +85,8 @@ void sg_cuda_ahead_release(void) {
       slot_end(&slots[i], NULL, false);
 }
 
-/* Starts a runner for key in a (free) slot a. */
-static int slot_start(ahead *a, const sg_cuda_ahead_key *k, const sg_sandbox_limits *lim,
+/* Starts a runner (argv, on device) in a (free) slot a. */
+static int slot_start(ahead *a, int device, char *const argv[], const sg_sandbox_limits *lim,
                       sg_err *err) {
   memset(a, 0, sizeof *a);
   a->go_fd = -1;
@@ -95,16 +101,6 @@ static int slot_start(ahead *a, const sg_cuda_ahead_key *k, const sg_sandbox_lim
     free(scratch);
     return rc;
   }
-  char sdev[16], strials[16], swarm[16], stimed[16], sfd[16];
-  snprintf(sdev, sizeof sdev, "%d", k->device);
-  snprintf(strials, sizeof strials, "%d", k->trials);
-  snprintf(swarm, sizeof swarm, "%d", k->warmup);
-  snprintf(stimed, sizeof stimed, "%d", k->timed);
-  snprintf(sfd, sizeof sfd, "%d", SG_SANDBOX_PASS_FD(0));
-  char *argv[] = {(char *)k->runner, "--task", (char *)k->task_dir, "--ref",
-                  (char *)k->ref_so, "--device", sdev, "--trials", strials,
-                  "--warmup", swarm, "--timed", stimed, "--go-fd", sfd,
-                  k->strict ? "--strict" : NULL, NULL};
   sg_sandbox_limits l = *lim;
   l.work_dir = scratch;
   l.pass_fds[0] = sv[1];
@@ -120,17 +116,17 @@ static int slot_start(ahead *a, const sg_cuda_ahead_key *k, const sg_sandbox_lim
     return rc;
   }
   a->go_fd = sv[0];
-  a->device = k->device;
-  a->key = key_text(k);
+  a->device = device;
+  a->key = key_text(device, argv);
   a->scratch = scratch;
   return 0;
 }
 
 /* The slot for key's device: its runner when it was started for key;
  * otherwise ended (another task or options) and returned free. */
-static ahead *slot_for(const sg_cuda_ahead_key *k, bool *match) {
+static ahead *slot_for(int device, char *const argv[], bool *match) {
   *match = false;
-  char *key = key_text(k);
+  char *key = key_text(device, argv);
   ahead *free_slot = NULL;
   for (int i = 0; i < AHEAD_SLOTS; i++) {
     ahead *a = &slots[i];
@@ -139,7 +135,7 @@ static ahead *slot_for(const sg_cuda_ahead_key *k, bool *match) {
         free_slot = a;
       continue;
     }
-    if (a->device != k->device)
+    if (a->device != device)
       continue;
     *match = strcmp(a->key, key) == 0;
     free(key);
@@ -179,7 +175,7 @@ static int send_go(int fd, uint64_t seed, const char *cand_so) {
  * start-up overlaps cur's run, but not cur's own start-up. When it says it
  * took its go ('G', before it loads the candidate), *took is set: what
  * follows is the candidate's outcome. Returns whether cur timed out. */
-static bool wait_run(ahead *cur, ahead *next, const sg_cuda_ahead_key *key,
+static bool wait_run(ahead *cur, ahead *next, int device, char *const argv[],
                      const sg_sandbox_limits *lim, bool *took) {
   bool ready = false;
   double end = sg_clock_now_s() + lim->wall_s;
@@ -204,32 +200,48 @@ static bool wait_run(ahead *cur, ahead *next, const sg_cuda_ahead_key *key,
       sg_err e2;
       sg_err_clear(&e2);
       if (!next->sb) /* one that cannot start leaves the slot free */
-        (void)slot_start(next, key, lim, &e2);
+        (void)slot_start(next, device, argv, lim, &e2);
     }
     if (n <= 0)
       fd = -1; /* EOF or an error: only its exit is left to wait for */
   }
 }
 
-int sg_cuda_ahead_run(const sg_cuda_ahead_key *key, const char *cand_so, uint64_t seed,
+int sg_cuda_ahead_run(const sg_cuda_ahead_key *k, const char *cand_so, uint64_t seed,
                       const sg_sandbox_limits *lim, sg_sandbox_outcome *out, bool *ahead_out,
                       sg_err *err) {
+  char sdev[16], strials[16], swarm[16], stimed[16], sfd[16];
+  snprintf(sdev, sizeof sdev, "%d", k->device);
+  snprintf(strials, sizeof strials, "%d", k->trials);
+  snprintf(swarm, sizeof swarm, "%d", k->warmup);
+  snprintf(stimed, sizeof stimed, "%d", k->timed);
+  snprintf(sfd, sizeof sfd, "%d", SG_SANDBOX_PASS_FD(0));
+  char *argv[] = {(char *)k->runner, "--task", (char *)k->task_dir, "--ref",
+                  (char *)k->ref_so, "--device", sdev, "--trials", strials,
+                  "--warmup", swarm, "--timed", stimed, "--go-fd", sfd,
+                  k->strict ? "--strict" : NULL, NULL};
+  return sg_cuda_ahead_run_argv(k->device, argv, cand_so, seed, lim, out, ahead_out, err);
+}
+
+int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uint64_t seed,
+                           const sg_sandbox_limits *lim, sg_sandbox_outcome *out,
+                           bool *ahead_out, sg_err *err) {
   *ahead_out = false;
   for (int attempt = 0;; attempt++) {
     bool match = false;
-    ahead *a = slot_for(key, &match);
+    ahead *a = slot_for(device, argv, &match);
     int rc = 0;
-    if (!match && (rc = slot_start(a, key, lim, err)) != 0)
+    if (!match && (rc = slot_start(a, device, argv, lim, err)) != 0)
       return rc;
     double t_go = sg_clock_now_s();
     /* a runner that is gone fails this; its end says why */
-    (void)send_go(a->go_fd, seed, cand_so);
+    (void)send_go(a->go_fd, seed, cand);
     /* this runner is taken; the slot gets the next one */
     ahead cur = *a;
     memset(a, 0, sizeof *a);
     a->go_fd = -1;
     bool took = false;
-    bool timed_out = wait_run(&cur, a, key, lim, &took);
+    bool timed_out = wait_run(&cur, a, device, argv, lim, &took);
     slot_end(&cur, out, timed_out);
     /* time from the go, not from the runner's start ahead */
     out->wall_s = sg_clock_now_s() - t_go;

@@ -56,6 +56,15 @@ int sg_cuda_ahead_run(const sg_cuda_ahead_key *key, const char *cand_so, uint64_
                       const sg_sandbox_limits *lim, sg_sandbox_outcome *out, bool *ahead,
                       sg_err *err);
 
+/* The same for any program that speaks the go protocol (the kernelbench
+ * judge too: `--go-fd`, docs/gpu.md): argv is its whole command line, its
+ * go descriptor (SG_SANDBOX_PASS_FD(0)) named in it and neither the
+ * candidate nor the seed; the runner started ahead for the same device and
+ * argv is used, and the next one started. cand goes in the go line. */
+int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uint64_t seed,
+                           const sg_sandbox_limits *lim, sg_sandbox_outcome *out,
+                           bool *ahead, sg_err *err);
+
 /* Ends every runner started ahead (at exit, or when the device is needed
  * whole, e.g. before ncu). */
 void sg_cuda_ahead_release(void);

@@ -12,6 +12,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
+#include "eval/sg_cuda_ahead.h"
 #include "eval/sg_eval_cuda.h"
 #include "eval/sg_sandbox.h"
 
@@ -57,7 +58,7 @@ static const char *python_exe(void) {
  * caller with free_argv. */
 typedef struct kb_argv {
   char *v[48];
-  char *owned[8];
+  char *owned[12];
   int n, nowned;
 } kb_argv;
 
@@ -68,7 +69,7 @@ static void add(kb_argv *a, const char *s) {
 }
 
 static void add_owned(kb_argv *a, char *s) {
-  if (a->nowned < 8)
+  if (a->nowned < 12)
     a->owned[a->nowned++] = s;
   add(a, s);
 }
@@ -78,6 +79,12 @@ static void free_argv(kb_argv *a) {
     free(a->owned[i]);
 }
 
+static uint64_t harness_seed(const sg_eval_opts *opts) {
+  return opts->seed ? opts->seed % 1000000007ULL : 42ULL;
+}
+
+/* cand NULL: a judge started ahead (--go-fd), which learns the candidate
+ * and the seed from its go line. */
 static void harness_argv(kb_argv *a, const sg_task *task, const char *cand,
                          const char *mode, const sg_eval_opts *opts, int dev) {
   memset(a, 0, sizeof *a);
@@ -91,8 +98,13 @@ static void harness_argv(kb_argv *a, const sg_task *task, const char *cand,
   add(a, "specgen_kb.harness");
   add(a, "--task");
   add(a, task->reference_path);
-  add(a, "--cand");
-  add(a, cand);
+  if (cand) {
+    add(a, "--cand");
+    add(a, cand);
+  } else {
+    add(a, "--go-fd");
+    add_owned(a, sg_asprintf("%d", SG_SANDBOX_PASS_FD(0)));
+  }
   add(a, "--mode");
   add(a, mode);
   add(a, "--device");
@@ -103,8 +115,10 @@ static void harness_argv(kb_argv *a, const sg_task *task, const char *cand,
   add_owned(a, sg_asprintf("%d", opts->warmup_runs >= 0 ? opts->warmup_runs : 10));
   add(a, "--timed");
   add_owned(a, sg_asprintf("%d", opts->timed_runs > 0 ? opts->timed_runs : 40));
-  add(a, "--seed");
-  add_owned(a, sg_asprintf("%llu", opts->seed ? opts->seed % 1000000007ULL : 42ULL));
+  if (cand) {
+    add(a, "--seed");
+    add_owned(a, sg_asprintf("%llu", (unsigned long long)harness_seed(opts)));
+  }
   add(a, "--atol");
   add_owned(a, sg_asprintf("%.17g", task->atol));
   add(a, "--rtol");
@@ -121,8 +135,16 @@ static int run_harness(const sg_task *task, const sg_eval_build *build,
   int rc = sg_eval_cuda_parse_device(opts->device, &dev, err);
   if (rc)
     return rc;
+  /* Validations in sequence go to a judge started ahead (sg_cuda_ahead.h):
+   * its import of PyTorch, servers and contexts overlap the previous
+   * candidate. It runs in a directory of its own: absolute paths only. */
+  bool ahead_mode = strcmp(mode, "validate") == 0 && sg_cuda_ahead_enabled() &&
+                    task->reference_path[0] == '/';
+  char *abs_cand = ahead_mode ? realpath(cand, NULL) : NULL;
+  if (ahead_mode && !abs_cand)
+    ahead_mode = false;
   kb_argv a;
-  harness_argv(&a, task, cand, mode, opts, dev);
+  harness_argv(&a, task, ahead_mode ? NULL : cand, mode, opts, dev);
   sg_sandbox_limits lim;
   sg_eval_cuda_runner_limits(build, wall, &lim);
   lim.isolate_network = true;
@@ -131,12 +153,21 @@ static int run_harness(const sg_task *task, const sg_eval_build *build,
   lim.file_size_bytes = 0;
   sg_sandbox_outcome o;
   double t0 = sg_clock_now_s();
-  rc = sg_sandbox_exec(&lim, a.v, &o, err);
+  bool ahead = false;
+  if (ahead_mode)
+    rc = sg_cuda_ahead_run_argv(dev, a.v, abs_cand, harness_seed(opts), &lim, &o, &ahead,
+                                err);
+  else
+    rc = sg_sandbox_exec(&lim, a.v, &o, err);
   free_argv(&a);
+  free(abs_cand);
   if (rc)
     return rc;
-  double dt = sg_clock_now_s() - t0;
+  /* a judge started ahead: from its go */
+  double dt = ahead_mode ? o.wall_s : sg_clock_now_s() - t0;
   sg_eval_cuda_take_outcome(&o, wall, r);
+  if (ahead && r->stages)
+    json_object_set_new(r->stages, "started_ahead", json_true());
   if (strcmp(mode, "compile") == 0)
     r->compile_s = dt;
   else

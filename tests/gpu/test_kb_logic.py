@@ -160,6 +160,31 @@ class Stricter(unittest.TestCase):
         self.assertEqual(logic.combine(None, "timeout")["kernelbench_status"], "timeout")
 
 
+class GoLine(unittest.TestCase):
+    """A judge started ahead reads "SEED PATH" by the cuda runner's rules."""
+
+    def test_good_lines(self):
+        self.assertEqual(logic.parse_go(b"42 /tmp/c.py"), (42, "/tmp/c.py"))
+        self.assertEqual(logic.parse_go(b"0 /a b"), (0, "/a b"))
+        self.assertEqual(logic.parse_go(b"%d /x" % ((1 << 64) - 1)), ((1 << 64) - 1, "/x"))
+
+    def test_bad_lines(self):
+        for bad in (b"", b"42", b"42 ", b"x /a", b" /a", b"-1 /a", b"4 2 /a",
+                    b"42 rel/a", b"42  /a", b"%d /a" % (1 << 64), b"42 /a\0b",
+                    b"42 /" + b"a" * 4096):
+            with self.assertRaises(ValueError, msg=bad):
+                logic.parse_go(bad)
+
+    def test_usage_errors(self):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        for args in (["--task", "t.py", "--mode", "profile", "--cand", "c.py", "--go-fd", "5"],
+                     ["--task", "t.py"]):
+            p = subprocess.run([sys.executable, "-m", "specgen_kb.harness"] + args,
+                               env=env, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--", p.stderr)
+
+
 class BytecodeCache(unittest.TestCase):
     """Where the installation keeps no bytecode and is read-only, the
     harness compiles into specgen's cache instead of every run."""
