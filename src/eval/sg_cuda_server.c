@@ -325,24 +325,33 @@ died: {
 }
 }
 
-void sg_cuda_server_stop(sg_cuda_server *s) {
-  if (s->pid <= 0)
-    return;
-  if (s->fd >= 0) {
-    char q = 'q';
-    (void)!write(s->fd, &q, 1);
-    close(s->fd);
-    s->fd = -1;
-  }
-  int st;
-  for (int i = 0; i < 50; i++) {
-    if (waitpid(s->pid, &st, WNOHANG) != 0) {
-      s->pid = 0;
-      return;
+void sg_cuda_server_stop(sg_cuda_server *const s[], size_t n) {
+  /* All are asked first, so that their exits (each tears down a CUDA
+   * context, a tenth of a second or more) overlap. */
+  for (size_t i = 0; i < n; i++) {
+    if (s[i]->pid > 0 && s[i]->fd >= 0) {
+      char q = 'q';
+      (void)!write(s[i]->fd, &q, 1);
     }
-    usleep(10000);
+    if (s[i]->fd >= 0)
+      close(s[i]->fd);
+    s[i]->fd = -1;
   }
-  kill(s->pid, SIGKILL);
-  waitpid(s->pid, &st, 0);
-  s->pid = 0;
+  for (int round = 0; round <= 250; round++) {
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++) {
+      int st;
+      if (s[i]->pid <= 0)
+        continue;
+      if (round == 250)
+        kill(s[i]->pid, SIGKILL);
+      if (waitpid(s[i]->pid, &st, round == 250 ? 0 : WNOHANG) != 0)
+        s[i]->pid = 0;
+      else
+        left++;
+    }
+    if (!left)
+      return;
+    usleep(2000);
+  }
 }

@@ -73,7 +73,8 @@ sg_cuda_call_end sg_cuda_server_call(sg_cuda_server *s, bool nop, double limit_s
                                      double *ms, int *cu_rc, char *msg,
                                      size_t msg_len);
 
-/* Ends the server (asks, then kills) and reaps it. */
-void sg_cuda_server_stop(sg_cuda_server *s);
+/* Ends the n servers (asks all, then kills those still there after half
+ * a second) and reaps them. */
+void sg_cuda_server_stop(sg_cuda_server *const s[], size_t n);
 
 #endif

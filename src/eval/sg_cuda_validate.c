@@ -73,6 +73,7 @@ typedef struct judge {
                              on the task's own inputs */
   double worst_abs, worst_rel;
   int64_t first_bad;
+  double t_go;            /* when the candidate's own time started */
   const char *kb_status;  /* KernelBench's verdict; NULL until decided */
   char kb_msg[1024];
 } judge;
@@ -86,8 +87,15 @@ static json_t *finish(judge *j, const char *status, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  sg_cuda_server_stop(&j->cand);
-  sg_cuda_server_stop(&j->ref);
+  double ts = sg_clock_now_s();
+  sg_cuda_server *const servers[] = {&j->cand, &j->ref};
+  sg_cuda_server_stop(servers, 2);
+  double te = sg_clock_now_s();
+  json_object_set_new(j->out, "stop_s", json_real(te - ts));
+  /* the run as the judge saw it, from the go to here: the rest of the
+   * evaluator's run_s is the go itself, this process's exit and the reap */
+  if (j->t_go > 0)
+    json_object_set_new(j->out, "judge_s", json_real(te - j->t_go));
   json_object_set_new(j->out, "status", json_string(status));
   json_object_set_new(j->out, "message", json_string(msg));
   /* A failure before KernelBench's check was decided is its failure too
@@ -709,6 +717,7 @@ json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *given) {
                                 : "infra_error";
     return finish(j, st, "loading the candidate: %s", msg);
   }
+  j->t_go = t_go;
   json_object_set_new(j->out, "ready_s", json_real(sg_clock_now_s() - t_go));
   double tc = sg_clock_now_s();
   json_t *done = correctness(j);

@@ -183,6 +183,11 @@ static int run_nvcc(const char *nvcc, const char *work_dir, const char *src,
   argv[k++] = "-std=c++17";
   argv[k++] = arch;
   argv[k++] = "-lineinfo";
+  /* The host side (preprocessing, cudafe++) and the device side (cicc,
+   * ptxas) of one source are independent until the host compile; two
+   * threads let nvcc run them side by side. */
+  argv[k++] = "--threads";
+  argv[k++] = "2";
   argv[k++] = "-shared";
   argv[k++] = "-Xcompiler=-fPIC";
   argv[k++] = "-o";
@@ -444,7 +449,7 @@ void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
       r->speedup = r->ref_ms / r->cand_ms;
     static const char *const stage_keys[] = {"context_s", "ready_s", "correctness_s",
                                              "timing_wall_s", "ahead_s", "go_wait_s",
-                                             "warm_up_ms"};
+                                             "warm_up_ms", "stop_s", "judge_s"};
     for (size_t i = 0; i < sizeof stage_keys / sizeof *stage_keys; i++) {
       json_t *v = json_object_get(j, stage_keys[i]);
       if (!json_is_number(v) && !json_is_boolean(v))
@@ -715,6 +720,10 @@ int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
   argv[k++] = "none";
   argv[k++] = "--launch-count";
   argv[k++] = "64";
+  /* The guided-analysis rules only write advice to the details page, which
+   * the raw CSV leaves out; running them costs each profile time. */
+  argv[k++] = "--apply-rules";
+  argv[k++] = "no";
   for (const char *const *s = sg_ncu_sections(); *s; s++) {
     argv[k++] = "--section";
     argv[k++] = (char *)*s;

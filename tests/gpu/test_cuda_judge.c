@@ -5,7 +5,14 @@
  * the kernels themselves run in the gpu suite. */
 #include "eval/sg_cuda_harness.h"
 #include "eval/sg_cuda_judge.h"
+#include "eval/sg_cuda_server.h"
+#include "common/sg_clock.h"
 #include "sg_test.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -158,9 +165,58 @@ static void test_go_line(void) {
                             sizeof msg) == -1);
 }
 
+/* A stand-in server: quits a quarter of a second after its 'q' (a context's
+ * teardown, long), or never (killed). */
+static sg_cuda_server fake_server(bool quits) {
+  int sv[2];
+  SG_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  pid_t pid = fork();
+  SG_CHECK(pid >= 0);
+  if (pid == 0) {
+    close(sv[0]);
+    char c;
+    if (read(sv[1], &c, 1) == 1 && c == 'q' && quits) {
+      usleep(250000);
+      _exit(0);
+    }
+    for (;;)
+      pause();
+  }
+  close(sv[1]);
+  return (sg_cuda_server){pid, sv[0], "test"};
+}
+
+/* The servers are all asked before any is waited for, so their exits
+ * overlap; one that does not leave is killed; every one is reaped. */
+static void test_server_stop(void) {
+  sg_cuda_server a = fake_server(true), b = fake_server(true), gone = {0, -1, "gone"};
+  sg_cuda_server *const both[] = {&a, &gone, &b};
+  double t0 = sg_clock_now_s();
+  sg_cuda_server_stop(both, 3);
+  double both_s = sg_clock_now_s() - t0;
+  SG_CHECK(a.pid == 0 && b.pid == 0 && a.fd == -1 && b.fd == -1);
+  SG_CHECK(waitpid(-1, NULL, WNOHANG) == -1); /* nothing left to reap */
+  /* two exits of 0.25 s each, side by side: under the 0.5 s of two in a row */
+  SG_CHECK(both_s >= 0.25);
+  sg_cuda_server stuck = fake_server(false);
+  sg_cuda_server *const one[] = {&stuck};
+  t0 = sg_clock_now_s();
+  sg_cuda_server_stop(one, 1);
+  SG_CHECK(stuck.pid == 0 && sg_clock_now_s() - t0 >= 0.5);
+  SG_CHECK(waitpid(-1, NULL, WNOHANG) == -1);
+  /* the side-by-side wait, against one server's alone measured just now */
+  sg_cuda_server c = fake_server(true);
+  sg_cuda_server *const lone[] = {&c};
+  t0 = sg_clock_now_s();
+  sg_cuda_server_stop(lone, 1);
+  double one_s = sg_clock_now_s() - t0;
+  SG_CHECK(both_s < 1.6 * one_s);
+}
+
 SG_TEST_MAIN({"fill_spec_task_distribution", test_fill_spec_task_distribution},
              {"go_line", test_go_line},
              {"fill_spec_domain", test_fill_spec_domain},
              {"atol_scales_with_magnitude", test_atol_scales_with_magnitude},
              {"shortcuts", test_shortcuts},
-             {"source_matches_header", test_source_matches_header})
+             {"source_matches_header", test_source_matches_header},
+             {"server_stop", test_server_stop})
