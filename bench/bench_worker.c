@@ -8,7 +8,12 @@
  *     child killed and reaped, its scratch removed);
  *   - request overhead: a validation's wall time from the request written to
  *     the result read, minus the compile_s and run_s the result reports
- *     (fork, relaying, task loading, JSON both ways);
+ *     (handing the request on, relaying, task loading, JSON both ways);
+ *   - abort latency and request overhead side by side for a worker that
+ *     keeps its evaluation process (the default) and one that starts a
+ *     fresh process for every request (SPECGEN_WORKER_EVAL_MAX=1: a fork
+ *     per request, as a child per request did), alternating between the
+ *     two in each rep;
  *   - the build cache: a second worker with --build-cache validates a
  *     source it has not seen (a miss: compile, store, run), then the same
  *     source again (a hit: the stored build, run); each rep's source differs
@@ -49,8 +54,9 @@ static void die(const char *msg) {
   exit(1);
 }
 
-/* cache: the --build-cache directory, or NULL for none */
-static void start(wp *w, const char *specgen, const char *cache) {
+/* cache: the --build-cache directory, or NULL for none; eval_max: the
+ * worker's $SPECGEN_WORKER_EVAL_MAX, or NULL for its default */
+static void start(wp *w, const char *specgen, const char *cache, const char *eval_max) {
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
     die("pipe");
@@ -62,6 +68,10 @@ static void start(wp *w, const char *specgen, const char *cache) {
     dup2(out[1], 1);
     int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 2);
+    if (eval_max)
+      setenv("SPECGEN_WORKER_EVAL_MAX", eval_max, 1);
+    else
+      unsetenv("SPECGEN_WORKER_EVAL_MAX");
     if (cache)
       execl(specgen, specgen, "worker", "--device", "cpu:0", "--build-cache",
             cache, (char *)NULL);
@@ -161,6 +171,38 @@ static char *example(const char *name) {
   return src;
 }
 
+/* A spinning candidate aborted (*ab: ms from the abort written to its
+ * result read), then ok-fast validated (*wall: s; *ovh: ms of it that
+ * were neither compile nor run). */
+static void abort_and_validate(wp *w, const char *spin, const char *fast, double *ab,
+                               double *ovh, double *wall) {
+  char *line = request("spin", spin, 120);
+  sendl(w, line);
+  free(line);
+  json_decref(until(w, "compiled", "spin"));
+  usleep(200000); /* let the candidate spin */
+  double t0 = sg_clock_now_s();
+  sendl(w, "{\"type\":\"abort\",\"id\":\"spin\"}\n");
+  json_t *r = until(w, "result", "spin");
+  *ab = (sg_clock_now_s() - t0) * 1e3;
+  json_decref(r);
+
+  line = request("fast", fast, 60);
+  t0 = sg_clock_now_s();
+  sendl(w, line);
+  free(line);
+  r = until(w, "result", "fast");
+  *wall = sg_clock_now_s() - t0;
+  json_t *res = json_object_get(r, "result");
+  const char *st = json_string_value(json_object_get(res, "status"));
+  if (!st || strcmp(st, "ok") != 0)
+    die("ok-fast did not validate");
+  double inner = json_number_value(json_object_get(res, "compile_s")) +
+                 json_number_value(json_object_get(res, "run_s"));
+  *ovh = (*wall - inner) * 1e3;
+  json_decref(r);
+}
+
 int main(int argc, char **argv) {
   char *self = sg_strdup(argv[0]);
   char *specgen = sg_asprintf("%s/../src/cli/specgen", dirname(self));
@@ -182,7 +224,7 @@ int main(int argc, char **argv) {
     die("--pings and --reps take positive counts");
   signal(SIGPIPE, SIG_IGN);
   wp w;
-  start(&w, specgen, NULL);
+  start(&w, specgen, NULL, NULL);
   json_decref(until(&w, "hello", NULL));
 
   double *rtt = sg_calloc((size_t)pings, sizeof *rtt);
@@ -195,47 +237,35 @@ int main(int argc, char **argv) {
 
   char *spin = example("timeout-unstarted_workers.c");
   char *fast = example("ok-fast.c");
-  double *ab = sg_calloc((size_t)reps, sizeof *ab);
-  double *ovh = sg_calloc((size_t)reps, sizeof *ovh);
-  double *wall = sg_calloc((size_t)reps, sizeof *wall);
-  for (int i = 0; i < reps; i++) {
-    char *line = request("spin", spin, 120);
-    sendl(&w, line);
-    free(line);
-    json_decref(until(&w, "compiled", "spin"));
-    usleep(200000); /* let the candidate spin */
-    double t0 = sg_clock_now_s();
-    sendl(&w, "{\"type\":\"abort\",\"id\":\"spin\"}\n");
-    json_t *r = until(&w, "result", "spin");
-    ab[i] = (sg_clock_now_s() - t0) * 1e3;
-    json_decref(r);
-
-    line = request("fast", fast, 60);
-    t0 = sg_clock_now_s();
-    sendl(&w, line);
-    free(line);
-    r = until(&w, "result", "fast");
-    wall[i] = sg_clock_now_s() - t0;
-    json_t *res = json_object_get(r, "result");
-    const char *st = json_string_value(json_object_get(res, "status"));
-    if (!st || strcmp(st, "ok") != 0)
-      die("ok-fast did not validate");
-    double inner = json_number_value(json_object_get(res, "compile_s")) +
-                   json_number_value(json_object_get(res, "run_s"));
-    ovh[i] = (wall[i] - inner) * 1e3;
-    json_decref(r);
+  /* [0]: the evaluation process kept, [1]: a fresh one per request */
+  wp fresh;
+  start(&fresh, specgen, NULL, "1");
+  json_decref(until(&fresh, "hello", NULL));
+  wp *modes[2] = {&w, &fresh};
+  double *ab[2], *ovh[2], *wall[2];
+  for (int m = 0; m < 2; m++) {
+    ab[m] = sg_calloc((size_t)reps, sizeof *ab[m]);
+    ovh[m] = sg_calloc((size_t)reps, sizeof *ovh[m]);
+    wall[m] = sg_calloc((size_t)reps, sizeof *wall[m]);
   }
-  sendl(&w, "{\"type\":\"shutdown\"}\n");
-  json_decref(until(&w, "bye", NULL));
-  waitpid(w.pid, NULL, 0);
-  sg_buf_free(&w.buf);
+  for (int i = 0; i < reps; i++)
+    for (int k = 0; k < 2; k++) {
+      int m = (i + k) % 2; /* each goes first in every other rep */
+      abort_and_validate(modes[m], spin, fast, &ab[m][i], &ovh[m][i], &wall[m][i]);
+    }
+  for (int m = 0; m < 2; m++) {
+    sendl(modes[m], "{\"type\":\"shutdown\"}\n");
+    json_decref(until(modes[m], "bye", NULL));
+    waitpid(modes[m]->pid, NULL, 0);
+    sg_buf_free(&modes[m]->buf);
+  }
 
   /* the build cache: miss then hit, per rep */
   const char *tmp = getenv("TMPDIR");
   char *cache = sg_asprintf("%s/bench-worker-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(cache))
     die("cannot create a cache directory");
-  start(&w, specgen, cache);
+  start(&w, specgen, cache, NULL);
   json_decref(until(&w, "hello", NULL));
   double *miss = sg_calloc((size_t)reps, sizeof *miss);
   double *hit = sg_calloc((size_t)reps, sizeof *hit);
@@ -275,15 +305,17 @@ int main(int argc, char **argv) {
     die(err.msg);
   free(cache);
 
+  printf("%-42s %14s %20s %6s\n", "measure (median)", "kept process", "process per request",
+         "n");
+  printf("%-42s %11.2f ms %17.2f ms %6d\n", "abort -> aborted result",
+         pct(ab[0], (size_t)reps, 0.5), pct(ab[1], (size_t)reps, 0.5), reps);
+  printf("%-42s %11.2f ms %17.2f ms %6d\n", "validate overhead (wall - compile - run)",
+         pct(ovh[0], (size_t)reps, 0.5), pct(ovh[1], (size_t)reps, 0.5), reps);
+  printf("%-42s %11.3f s  %17.3f s  %6d\n\n", "validate wall (ok-fast, 1 run)",
+         pct(wall[0], (size_t)reps, 0.5), pct(wall[1], (size_t)reps, 0.5), reps);
   printf("%-42s %10s %10s %6s\n", "measure", "median", "p90/max", "n");
   printf("%-42s %8.1f us %8.1f us %6d\n", "ping round trip", pct(rtt, (size_t)pings, 0.5),
          pct(rtt, (size_t)pings, 0.9), pings);
-  printf("%-42s %8.2f ms %8.2f ms %6d\n", "abort -> aborted result", pct(ab, (size_t)reps, 0.5),
-         pct(ab, (size_t)reps, 1.0), reps);
-  printf("%-42s %8.2f ms %8.2f ms %6d\n", "validate overhead (wall - compile - run)",
-         pct(ovh, (size_t)reps, 0.5), pct(ovh, (size_t)reps, 1.0), reps);
-  printf("%-42s %8.3f s  %8.3f s  %6d\n", "validate wall (ok-fast, 1 run)",
-         pct(wall, (size_t)reps, 0.5), pct(wall, (size_t)reps, 1.0), reps);
   printf("%-42s %8.3f s  %8.3f s  %6d\n", "validate wall, build cache miss",
          pct(miss, (size_t)reps, 0.5), pct(miss, (size_t)reps, 1.0), reps);
   printf("%-42s %8.3f s  %8.3f s  %6d\n", "  of which compile_s (the miss)",
@@ -291,9 +323,11 @@ int main(int argc, char **argv) {
   printf("%-42s %8.3f s  %8.3f s  %6d\n", "validate wall, build cache hit",
          pct(hit, (size_t)reps, 0.5), pct(hit, (size_t)reps, 1.0), reps);
   free(rtt);
-  free(ab);
-  free(ovh);
-  free(wall);
+  for (int m = 0; m < 2; m++) {
+    free(ab[m]);
+    free(ovh[m]);
+    free(wall[m]);
+  }
   free(miss);
   free(miss_c);
   free(hit);

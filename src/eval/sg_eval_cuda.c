@@ -698,6 +698,9 @@ int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, char *const target[],
                      sg_eval_result *r, sg_err *err) {
   int rc;
+  /* ncu needs the device whole: no runner may wait on it (every caller,
+   * cuda and kernelbench, gets this) */
+  sg_cuda_ahead_release();
   char *ncu = sg_eval_cuda_find_ncu();
   if (!ncu)
     return sg_err_set(err, SG_EUNSUPPORTED,

@@ -34,7 +34,9 @@ void sg_eval_cuda_take_outcome(const struct sg_sandbox_outcome *o,
 void sg_eval_cuda_runner_limits(const sg_eval_build *build, double wall_s,
                                 struct sg_sandbox_limits *lim);
 /* Runs ncu over target (a program that brackets the candidate's work with
- * cuProfilerStart/Stop) and fills r->metrics and r->profile_text. */
+ * cuProfilerStart/Stop) and fills r->metrics and r->profile_text. Ends
+ * every runner started ahead first (sg_cuda_ahead_release): ncu needs the
+ * device whole. */
 int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, char *const target[],
                      sg_eval_result *r, sg_err *err);

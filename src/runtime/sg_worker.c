@@ -1,34 +1,34 @@
 /* sg_worker.c: the worker's loop (sg_worker.h, docs/protocol.md).
  *
  * How it works. The worker is one single-threaded process with a poll loop
- * over two descriptors: its request input and, while an evaluation runs, a
- * pipe from the evaluation's process. Each evaluation runs in a forked child
- * of the worker (not a thread: the sandbox forks candidates and must be
- * called before any thread exists, and a child can be killed at once, whole,
- * which a thread cannot). The child compiles, writes a "compiled" line on the
- * pipe, runs or profiles, writes a "result" line and exits; the worker turns
- * these into replies carrying the request's id. So the loop stays free to
- * answer abort, ping and new requests while an evaluation runs.
+ * over two descriptors: its request input and the reply pipe of its
+ * evaluation process (sg_worker_eval.h), a long-lived process forked from
+ * it that evaluates one request at a time: a "compiled" line, then a
+ * "result" line, which the worker turns into replies carrying the request's
+ * id. So the loop stays free to answer abort, ping and new requests while
+ * an evaluation runs, and a runner started ahead by one request serves the
+ * next.
  *
- * Abort kills the child with SIGKILL and reaps it. The child asked the
- * kernel for SIGKILL when the worker dies (PR_SET_PDEATHSIG), and the sandbox
- * asks the same for the candidate and the compiler it starts, so a kill at
- * any level takes everything below it down: a worker killed mid-request
- * leaves no spinning candidate behind, and its client sees the end of the
- * worker's output (which the runtime takes as "restart it").
+ * Abort kills the evaluation process with SIGKILL and reaps it; the next
+ * request starts a fresh one. The process asked the kernel for SIGKILL when
+ * the worker dies (PR_SET_PDEATHSIG), and the sandbox asks the same for the
+ * candidate, the compiler and the runners it starts, so a kill at any level
+ * takes everything below it down: a worker killed mid-request leaves no
+ * spinning candidate behind, and its client sees the end of the worker's
+ * output (which the runtime takes as "restart it").
  *
  * Each request gets its own scratch directory under the worker's, removed
  * when the request ends; the worker's is removed when it exits.
  *
- * With a build cache (sg_build_cache.h) the child looks the candidate up
- * before compiling; a hit hands the stored build to run or profile (the
+ * With a build cache (sg_build_cache.h) the evaluation looks the candidate
+ * up before compiling; a hit hands the stored build to run or profile (the
  * "compiled" reply then says cached: true), a miss compiles and stores. A
  * compile worker (compile_only) holds no device and answers only compile
  * requests: the build goes into the cache for a device worker to find.
  *
- * Never: write anything but protocol lines to out_fd (the child's stdout is
- * moved to stderr), evaluate two requests at once (one device, one
- * measurement at a time), or block on the child while requests wait unread.
+ * Never: write anything but protocol lines to out_fd, evaluate two requests
+ * at once (one device, one measurement at a time), or block on the
+ * evaluation process while requests wait unread.
  */
 #include "runtime/sg_worker.h"
 
@@ -37,9 +37,9 @@
 #include "common/sg_file.h"
 #include "eval/sg_eval.h"
 #include "eval/sg_task.h"
-#include "runtime/sg_build_cache.h"
 #include "runtime/sg_jsonl.h"
 #include "runtime/sg_task_files.h"
+#include "runtime/sg_worker_eval.h"
 #include "runtime/sg_worker_proto.h"
 
 #include <errno.h>
@@ -52,7 +52,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -60,8 +59,9 @@
 
 typedef struct job {
   sg_worker_request req;
-  sg_task *task;
+  char *task;     /* what its task was loaded from: a name or directory */
   long long line; /* the request's input line */
+  bool resent;    /* given to a second process: the first died idle */
 } job;
 
 typedef struct worker {
@@ -73,13 +73,11 @@ typedef struct worker {
   /* the queue: FIFO, jobs[0] is next */
   job **queue;
   size_t nqueue, cap;
-  /* the running evaluation */
+  /* the evaluation process and the request it runs */
+  sg_worker_eval ev;
   job *run;
-  pid_t pid;
-  int rfd;
   char *run_dir;
-  sg_buf rbuf;       /* the child's lines, until complete */
-  json_t *result;    /* the child's result, once received */
+  sg_buf rbuf;       /* its lines, until complete */
   double compile_s;
   /* input */
   sg_buf in;
@@ -173,13 +171,6 @@ static void send_error(worker *w, long long line, const char *id,
   send_reply(w, &r);
 }
 
-static bool evaluator_fits(const worker *w, const char *evaluator) {
-  const sg_evaluator *ev = sg_evaluator_find(evaluator);
-  if (ev == NULL || w->cfg->compile_only)
-    return ev != NULL;
-  return strcmp(ev->device_kind, w->kind) == 0;
-}
-
 static void send_hello(worker *w, const char *id) {
   sg_worker_reply r;
   sg_worker_reply_init(&r, SG_WREP_HELLO);
@@ -189,13 +180,14 @@ static void send_hello(worker *w, const char *id) {
   /* a compile worker: every evaluator of this build; else those that run
    * on its device's kind */
   for (size_t i = 0; sg_evaluator_at(i); i++)
-    if (evaluator_fits(w, sg_evaluator_at(i)->name))
+    if (sg_worker_evaluator_fits(w->cfg, w->kind, sg_evaluator_at(i)->name))
       r.evaluators[r.nevaluators++] = sg_strdup(sg_evaluator_at(i)->name);
   r.pid = (long long)w->self;
   send_reply(w, &r);
 }
 
-/* A result the worker itself decided (aborted, or the child died). */
+/* A result the worker itself decided (aborted, or the evaluation process
+ * died). */
 static void send_own_result(worker *w, const char *id, sg_eval_status st,
                             double compile_s, const char *msg) {
   sg_worker_reply r;
@@ -213,42 +205,8 @@ static void job_free(job *j) {
   if (!j)
     return;
   sg_worker_request_free(&j->req);
-  sg_task_free(j->task);
+  free(j->task);
   free(j);
-}
-
-
-/* A bare name on a cuda worker means the cuda task of that name, as
- * `specgen eval --device cuda:N` does. A compile worker serves every
- * evaluator and resolves a bare name as sg_task_load does, cpu first: a
- * client compiling for cuda names the task "cuda/NAME" or by directory
- * (docs/protocol.md). */
-static int load_task(worker *w, const char *name, sg_task **out, sg_err *err) {
-  int rc = SG_ENOENT;
-  /* (the first evaluator of the worker's kind, when that is not the
-   * evaluator a bare name resolves to by default) */
-  const sg_evaluator *first = NULL;
-  for (size_t i = 0; first == NULL && sg_evaluator_at(i); i++)
-    if (strcmp(sg_evaluator_at(i)->device_kind, w->kind) == 0)
-      first = sg_evaluator_at(i);
-  if (first && first != sg_evaluator_at(0) && !strchr(name, '/')) {
-    char *q = sg_asprintf("%s/%s", first->name, name);
-    rc = sg_task_load(q, out, err);
-    free(q);
-  }
-  if (rc == SG_ENOENT)
-    rc = sg_task_load(name, out, err);
-  if (rc)
-    return rc;
-  if (!evaluator_fits(w, (*out)->evaluator)) {
-    rc = sg_err_set(err, SG_EINVAL, "task %s/%s needs the %s evaluator, which "
-                    "does not run on this worker's device %s",
-                    (*out)->evaluator, (*out)->name, (*out)->evaluator,
-                    w->cfg->compile_only ? "compile" : w->cfg->device);
-    sg_task_free(*out);
-    *out = NULL;
-  }
-  return rc;
 }
 
 static bool id_in_use(const worker *w, const char *id) {
@@ -260,157 +218,11 @@ static bool id_in_use(const worker *w, const char *id) {
   return false;
 }
 
-/* ---- the evaluation child ------------------------------------------------------- */
-
-static void child_send(int fd, json_t *j) {
-  size_t len;
-  char *line = sg_jsonl_line(j, &len);
-  json_decref(j);
-  size_t off = 0;
-  while (off < len) {
-    ssize_t k = write(fd, line + off, len - off);
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0)
-      _exit(3); /* the worker is gone */
-    off += (size_t)k;
-  }
-  free(line);
-}
-
-static void infra(sg_eval_result *r, const sg_err *err) {
-  double compile_s = r->compile_s;
-  sg_eval_result_free(r);
-  sg_eval_result_init(r);
-  r->status = SG_EVAL_INFRA_ERROR;
-  r->compile_s = compile_s;
-  r->message = sg_asprintf("specgen could not evaluate: %s", err->msg);
-}
-
-/* Longer than 80 lines on purpose: the child's whole life (task, compile or
- * cache, run or profile, reply) in order, with its exits. */
-static _Noreturn void eval_child(worker *w, job *j, int wfd) {
-  /* die with the worker; if it is already gone, stop here */
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (getppid() != w->self)
-    _exit(2);
-  signal(SIGPIPE, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL); /* the worker blocks SIGTERM, SIGINT */
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull >= 0) {
-    dup2(devnull, 0);
-    close(devnull);
-  }
-  dup2(2, 1); /* stdout is the protocol's: nothing else may reach it */
-
-  sg_eval_opts opts;
-  sg_eval_opts_default(&opts);
-  opts.device = w->cfg->device;
-  opts.work_dir = w->run_dir;
-  sg_worker_request_apply(&j->req, &opts);
-  sg_eval_result r;
-  sg_eval_result_init(&r);
-  sg_eval_build build;
-  memset(&build, 0, sizeof build);
-  sg_err err;
-  sg_err_clear(&err);
-  const char *cache = w->cfg->build_cache;
-  uint64_t key = 0;
-  bool cached = false;
-  int rc = 0;
-  if (cache) {
-    const char *arch = getenv("SPECGEN_CUDA_ARCH");
-    sg_build_cache_key_in in = {j->task->evaluator, j->task->dir,
-                                w->cfg->version ? w->cfg->version : "",
-                                arch && *arch ? arch : NULL, j->req.source,
-                                j->req.source_len};
-    key = sg_build_cache_key(&in);
-    double cs = NAN;
-    int lrc = sg_build_cache_lookup(cache, key, w->run_dir, &build, &cs, &err);
-    if (lrc == 0) {
-      cached = true;
-      r.status = SG_EVAL_OK;
-      r.compile_s = cs;
-      r.message = sg_strdup("compiled (found in the build cache)");
-    } else if (lrc != SG_ENOENT) {
-      fprintf(stderr, "specgen worker: build cache: %s; compiling instead\n",
-              err.msg);
-    }
-    sg_err_clear(&err);
-  }
-  if (!cached)
-    rc = sg_eval_compile(j->task, j->req.source, j->req.source_len, &opts,
-                         &build, &r, &err);
-  if (rc == 0 && !cached && cache && r.status == SG_EVAL_OK) {
-    bool stored = false;
-    if (sg_build_cache_store(cache, key, j->task->evaluator, j->task->dir,
-                             &build, r.compile_s, &stored, &err) != 0) {
-      fprintf(stderr, "specgen worker: build cache: storing: %s\n", err.msg);
-      /* a compile request exists to fill the cache: without the entry it
-       * did not do its job; a validation goes on with its own build */
-      if (j->req.type == SG_WREQ_COMPILE) {
-        sg_err_prefix(&err, "storing the build in the build cache");
-        rc = err.code ? err.code : SG_EIO;
-      }
-      if (!rc)
-        sg_err_clear(&err);
-    }
-  }
-  if (rc) {
-    infra(&r, &err);
-  } else {
-    json_t *c = json_object();
-    json_object_set_new(c, "compile_s", isfinite(r.compile_s)
-                                            ? json_real(r.compile_s)
-                                            : json_null());
-    json_object_set_new(c, "status", json_string(sg_eval_status_name(r.status)));
-    if (cached)
-      json_object_set_new(c, "cached", json_true());
-    json_t *m = json_object();
-    json_object_set_new(m, "compiled", c);
-    child_send(wfd, m);
-    if (r.status == SG_EVAL_OK && j->req.type != SG_WREQ_COMPILE) {
-      double compile_s = r.compile_s;
-      rc = j->req.type == SG_WREQ_PROFILE
-               ? sg_eval_profile(j->task, &build, &opts, &r, &err)
-               : sg_eval_run(j->task, &build, &opts, &r, &err);
-      r.compile_s = compile_s;
-      if (rc)
-        infra(&r, &err);
-    }
-  }
-  json_t *m = json_object();
-  json_object_set_new(m, "result", sg_eval_result_to_json(&r));
-  child_send(wfd, m);
-  sg_eval_build_free(&build);
-  sg_eval_result_free(&r);
-  _exit(0);
-}
-
 /* ---- running ----------------------------------------------------------------- */
 
+/* The running request is over: its scratch goes. */
 static void end_run(worker *w) {
-  if (w->rfd >= 0)
-    close(w->rfd);
-  w->rfd = -1;
-  if (w->pid > 0) {
-    while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-      ;
-  }
-  w->pid = 0;
-  if (w->run_dir) {
-    sg_err err;
-    if (sg_rm_rf(w->run_dir, &err) != 0)
-      fprintf(stderr, "specgen worker: %s\n", err.msg);
-  }
-  free(w->run_dir);
-  w->run_dir = NULL;
-  sg_buf_reset(&w->rbuf);
-  if (w->result)
-    json_decref(w->result);
-  w->result = NULL;
+  sg_worker_scratch_remove(&w->run_dir);
   job_free(w->run);
   w->run = NULL;
 }
@@ -424,39 +236,27 @@ static void start_next(worker *w) {
     w->compile_s = NAN;
     w->run_dir = sg_asprintf("%s/r%lu", w->root, ++w->seq);
     send_simple(w, SG_WREP_STARTED, j->req.id);
-    int fds[2] = {-1, -1};
-    pid_t pid = -1;
-    if (mkdir(w->run_dir, 0700) == 0 && pipe2(fds, O_CLOEXEC) == 0) {
-      fflush(stderr);
-      pid = fork();
-      if (pid == 0) {
-        close(fds[0]);
-        eval_child(w, j, fds[1]);
-      }
-      close(fds[1]);
-      if (pid < 0)
-        close(fds[0]);
-    }
-    if (pid < 0) {
+    sg_err err;
+    sg_err_clear(&err);
+    int rc = mkdir(w->run_dir, 0700) == 0
+                 ? sg_worker_eval_submit(&w->ev, &j->req, j->task, w->run_dir, &err)
+                 : sg_err_set(&err, SG_EIO, "%s: %s", w->run_dir, strerror(errno));
+    if (rc) {
       char *msg = sg_asprintf("specgen could not evaluate: cannot start the "
-                              "evaluation: %s", strerror(errno));
+                              "evaluation: %s", err.msg);
       send_own_result(w, j->req.id, SG_EVAL_INFRA_ERROR, NAN, msg);
       free(msg);
       end_run(w); /* and try the next one */
-      continue;
     }
-    w->pid = pid;
-    w->rfd = fds[0];
   }
 }
 
-/* One line from the child: {"compiled":{...}} or {"result":{...}}. */
-static void child_line(worker *w, const char *line, size_t len) {
-  json_error_t je;
-  json_t *j = json_loadb(line, len, 0, &je);
+/* One line from the evaluation process: {"compiled":{...}} or
+ * {"result":{...}}, which ends the request. */
+static void eval_line(worker *w, const json_t *j) {
   const json_t *c = json_object_get(j, "compiled");
   const json_t *res = json_object_get(j, "result");
-  if (json_is_object(c)) {
+  if (w->run && json_is_object(c)) {
     sg_worker_reply r;
     sg_worker_reply_init(&r, SG_WREP_COMPILED);
     r.id = sg_strdup(w->run->req.id);
@@ -467,19 +267,43 @@ static void child_line(worker *w, const char *line, size_t len) {
     r.cached = json_is_true(json_object_get(c, "cached"));
     w->compile_s = r.compile_s;
     send_reply(w, &r);
-  } else if (json_is_object(res) && !w->result) {
-    w->result = json_incref((json_t *)res);
+  } else if (w->run && json_is_object(res)) {
+    sg_worker_reply r;
+    sg_worker_reply_init(&r, SG_WREP_RESULT);
+    r.id = sg_strdup(w->run->req.id);
+    sg_err err;
+    sg_eval_result_free(&r.result);
+    if (sg_eval_result_from_json(res, &r.result, &err) == 0) {
+      send_reply(w, &r);
+    } else {
+      sg_worker_reply_free(&r);
+      send_own_result(w, w->run->req.id, SG_EVAL_INFRA_ERROR, w->compile_s, err.msg);
+    }
+    end_run(w);
   } else {
     fprintf(stderr, "specgen worker: unexpected line from the evaluation process\n");
   }
-  if (j)
-    json_decref(j);
 }
 
-/* The child's pipe is readable: relay its lines; at its end, the result. */
-static void child_readable(worker *w) {
+/* Ends the evaluation process; the request it ran (if any) ends with
+ * status st and message why. */
+static void kill_running(worker *w, sg_eval_status st, const char *why) {
+  sg_worker_eval_stop(&w->ev, NULL);
+  sg_buf_reset(&w->rbuf);
+  if (!w->run)
+    return;
+  char *id = sg_strdup(w->run->req.id);
+  double cs = w->compile_s;
+  end_run(w);
+  send_own_result(w, id, st, cs, why);
+  free(id);
+}
+
+/* The evaluation process's pipe is readable: relay its lines; at its end
+ * (the process died), the request it ran gets an infra_error. */
+static void eval_readable(worker *w) {
   char chunk[65536];
-  ssize_t k = read(w->rfd, chunk, sizeof chunk);
+  ssize_t k = read(w->ev.res_fd, chunk, sizeof chunk);
   if (k < 0 && (errno == EINTR || errno == EAGAIN))
     return;
   if (k > 0) {
@@ -487,58 +311,36 @@ static void child_readable(worker *w) {
     char *nl;
     while (w->rbuf.len && (nl = memchr(w->rbuf.data, '\n', w->rbuf.len))) {
       size_t n = (size_t)(nl - w->rbuf.data);
-      child_line(w, w->rbuf.data, n);
+      json_error_t je;
+      json_t *j = json_loadb(w->rbuf.data, n, 0, &je);
       sg_buf_consume(&w->rbuf, n + 1);
+      eval_line(w, j);
+      if (j)
+        json_decref(j);
     }
     return;
   }
-  /* end of the pipe: the child is done (or died) */
-  close(w->rfd);
-  w->rfd = -1;
   int st = 0;
-  pid_t p;
-  while ((p = waitpid(w->pid, &st, 0)) < 0 && errno == EINTR)
-    ;
-  w->pid = 0;
-  const char *id = w->run->req.id;
-  if (w->result) {
-    sg_worker_reply r;
-    sg_worker_reply_init(&r, SG_WREP_RESULT);
-    r.id = sg_strdup(id);
+  sg_worker_eval_stop(&w->ev, &st);
+  sg_buf_reset(&w->rbuf);
+  if (w->run && !w->run->resent && sg_worker_eval_untaken(w->run_dir)) {
+    /* it died idle, before it took the request: a fresh one gets it */
+    w->run->resent = true;
     sg_err err;
-    sg_eval_result_free(&r.result);
-    if (sg_eval_result_from_json(w->result, &r.result, &err) == 0) {
-      send_reply(w, &r);
-    } else {
-      sg_worker_reply_free(&r);
-      send_own_result(w, id, SG_EVAL_INFRA_ERROR, w->compile_s, err.msg);
-    }
-  } else {
-    char *msg;
-    if (p > 0 && WIFSIGNALED(st))
-      msg = sg_asprintf("specgen could not evaluate: the evaluation process "
-                        "was killed by signal %d", WTERMSIG(st));
-    else
-      msg = sg_asprintf("specgen could not evaluate: the evaluation process "
-                        "ended without a result (exit status %d)",
-                        p > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    send_own_result(w, id, SG_EVAL_INFRA_ERROR, w->compile_s, msg);
-    free(msg);
+    if (sg_worker_eval_submit(&w->ev, &w->run->req, w->run->task, w->run_dir, &err) == 0)
+      return;
   }
-  end_run(w);
-}
-
-/* Kills the running evaluation and reports it ended with status st. */
-static void kill_running(worker *w, sg_eval_status st, const char *why) {
+  char *msg = WIFSIGNALED(st)
+                  ? sg_asprintf("specgen could not evaluate: the evaluation process "
+                                "was killed by signal %d", WTERMSIG(st))
+                  : sg_asprintf("specgen could not evaluate: the evaluation process "
+                                "ended without a result (exit status %d)",
+                                WIFEXITED(st) ? WEXITSTATUS(st) : -1);
   if (!w->run)
-    return;
-  if (w->pid > 0)
-    kill(w->pid, SIGKILL);
-  char *id = sg_strdup(w->run->req.id);
-  double cs = w->compile_s;
-  end_run(w); /* reaps the child */
-  send_own_result(w, id, st, cs, why);
-  free(id);
+    fprintf(stderr, "specgen worker: %s; the next request starts a fresh one\n",
+            msg + strlen("specgen could not evaluate: "));
+  kill_running(w, SG_EVAL_INFRA_ERROR, msg);
+  free(msg);
 }
 
 static void abort_queued(worker *w, size_t i, const char *why) {
@@ -549,7 +351,8 @@ static void abort_queued(worker *w, size_t i, const char *why) {
   job_free(j);
 }
 
-/* Shutdown and end of input: every request ends, aborted. */
+/* Shutdown and end of input: every request ends, aborted, and the
+ * evaluation process with them. */
 static void abort_all(worker *w) {
   kill_running(w, SG_EVAL_ABORTED, "aborted: the worker is shutting down");
   while (w->nqueue)
@@ -560,8 +363,6 @@ static void abort_all(worker *w) {
 
 static void do_abort(worker *w, long long line, const char *id) {
   if (w->run && strcmp(w->run->req.id, id) == 0) {
-    if (w->result) /* finished already: its real result follows */
-      return;
     kill_running(w, SG_EVAL_ABORTED, "aborted by the client while it ran");
     return;
   }
@@ -638,10 +439,14 @@ static void do_request(worker *w, long long line, const char *text, size_t len) 
       send_error(w, line, req.id, err.msg);
       break;
     }
+    /* loaded here to refuse what cannot load; the evaluation process loads
+     * it again from the same name */
+    char *from = from_files ? from_files : sg_strdup(req.task);
     sg_task *task = NULL;
-    int trc = load_task(w, from_files ? from_files : req.task, &task, &err);
-    free(from_files);
+    int trc = sg_worker_load_task(w->cfg, w->kind, from, &task, &err);
+    sg_task_free(task);
     if (trc != 0) {
+      free(from);
       sg_err_prefix(&err, req.task_files ? "field \"task_files\"" : "field \"task\"");
       send_error(w, line, req.id, err.msg);
       break;
@@ -649,7 +454,7 @@ static void do_request(worker *w, long long line, const char *text, size_t len) 
     job *j = sg_calloc(1, sizeof *j);
     j->req = req; /* moves the strings */
     sg_worker_request_init(&req);
-    j->task = task;
+    j->task = from;
     j->line = line;
     w->queue[w->nqueue++] = j;
     break;
@@ -729,7 +534,6 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
   worker w;
   memset(&w, 0, sizeof w);
   w.cfg = cfg;
-  w.rfd = -1;
   w.self = getpid();
   w.cap = cfg->queue_cap ? cfg->queue_cap : SG_WORKER_QUEUE_DEFAULT;
   int rc = 0;
@@ -762,6 +566,7 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
   sigaddset(&stopsigs, SIGINT);
   sigprocmask(SIG_BLOCK, &stopsigs, &oldmask);
   int sfd = signalfd(-1, &stopsigs, SFD_CLOEXEC | SFD_NONBLOCK);
+  sg_worker_eval_init(&w.ev, cfg, w.kind, w.root);
   w.queue = sg_calloc(w.cap, sizeof *w.queue);
   sg_buf_init(&w.in, 0);
   sg_buf_init(&w.rbuf, SG_WORKER_LINE_MAX);
@@ -784,18 +589,18 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
     nfds_t np = 0;
     p[np++] = (struct pollfd){.fd = cfg->in_fd, .events = POLLIN};
     p[np++] = (struct pollfd){.fd = sfd, .events = POLLIN}; /* -1: ignored */
-    if (w.rfd >= 0)
-      p[np++] = (struct pollfd){.fd = w.rfd, .events = POLLIN};
+    if (w.ev.res_fd >= 0) /* idle too: to see it die */
+      p[np++] = (struct pollfd){.fd = w.ev.res_fd, .events = POLLIN};
     if (poll(p, np, -1) < 0) {
       if (errno == EINTR)
         continue;
       rc = sg_err_set(err, SG_EIO, "poll: %s", strerror(errno));
       break;
     }
-    /* the child first: a result that is ready goes out before an abort
-     * that arrived at the same time could withdraw it */
+    /* the evaluation first: a result that is ready goes out before an
+     * abort that arrived at the same time could withdraw it */
     if (np > 2 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
-      child_readable(&w);
+      eval_readable(&w);
     if (p[1].revents & POLLIN) {
       struct signalfd_siginfo si;
       if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
@@ -809,7 +614,7 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
       if ((rc = input_readable(&w, err)) != 0)
         break;
     }
-    if (w.rbuf.truncated && w.run) {
+    if (w.rbuf.truncated) {
       fprintf(stderr, "specgen worker: the evaluation process wrote too much\n");
       kill_running(&w, SG_EVAL_INFRA_ERROR, "specgen could not evaluate: the "
                    "evaluation process wrote an overlong result");
@@ -824,9 +629,6 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
   free(w.queue);
   sg_buf_free(&w.in);
   sg_buf_free(&w.rbuf);
-  sg_err e2;
-  if (sg_rm_rf(w.root, &e2) != 0)
-    fprintf(stderr, "specgen worker: %s\n", e2.msg);
-  free(w.root);
+  sg_worker_scratch_remove(&w.root);
   return rc;
 }

@@ -3,10 +3,11 @@
  * A worker owns one device (or, with compile_only, none: it only compiles,
  * into the build cache) and serves requests read as JSON lines from
  * in_fd, writing replies as JSON lines to out_fd (sg_worker_proto.h); logs go
- * to stderr. It runs one evaluation at a time, in a forked child of its own
- * (the sandbox forks the candidates from there), while it keeps reading
- * requests, so an abort, a ping or a new request is answered while an
- * evaluation runs. Requests wait in a FIFO queue of at most queue_cap.
+ * to stderr. It runs one evaluation at a time, in a long-lived forked
+ * process of its own (sg_worker_eval.h; the sandbox forks the candidates
+ * from there), while it keeps reading requests, so an abort, a ping or a
+ * new request is answered while an evaluation runs. Requests wait in a FIFO
+ * queue of at most queue_cap.
  */
 #ifndef SG_WORKER_H
 #define SG_WORKER_H
