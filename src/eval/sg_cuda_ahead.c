@@ -27,6 +27,7 @@ typedef struct ahead {
   int device;
   char *key;        /* the runner's command line, joined */
   char *scratch;    /* its working directory, removed when it ends */
+  bool ready;       /* its 'R' was read already (sg_cuda_ahead_settle) */
 } ahead;
 
 static ahead slots[AHEAD_SLOTS];
@@ -83,6 +84,27 @@ void sg_cuda_ahead_release(void) {
   for (int i = 0; i < AHEAD_SLOTS; i++)
     if (slots[i].sb)
       slot_end(&slots[i], NULL, false);
+}
+
+void sg_cuda_ahead_settle(double limit_s) {
+  double end = sg_clock_now_s() + limit_s;
+  for (int i = 0; i < AHEAD_SLOTS; i++) {
+    ahead *a = &slots[i];
+    while (a->sb && !a->ready) {
+      double left = end - sg_clock_now_s();
+      int w = left > 0 ? sg_sandbox_wait(a->sb, a->go_fd, left) : 0;
+      char c = 0;
+      ssize_t n = w == 1 ? read(a->go_fd, &c, 1) : 0;
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n == 1 && c == 'R') {
+        a->ready = true;
+      } else if (n != 1) { /* gone, or not ready in time */
+        sg_sandbox_kill(a->sb);
+        slot_end(a, NULL, false);
+      }
+    }
+  }
 }
 
 /* Starts a runner (argv, on device) in a (free) slot a. */
@@ -177,7 +199,11 @@ static int send_go(int fd, uint64_t seed, const char *cand_so) {
  * follows is the candidate's outcome. Returns whether cur timed out. */
 static bool wait_run(ahead *cur, ahead *next, int device, char *const argv[],
                      const sg_sandbox_limits *lim, bool *took) {
-  bool ready = false;
+  bool ready = cur->ready;
+  sg_err e2;
+  sg_err_clear(&e2);
+  if (ready && !next->sb) /* said so before its go: the next starts now */
+    (void)slot_start(next, device, argv, lim, &e2);
   double end = sg_clock_now_s() + lim->wall_s;
   int fd = cur->go_fd;
   for (;;) {
@@ -197,8 +223,6 @@ static bool wait_run(ahead *cur, ahead *next, int device, char *const argv[],
       *took = true;
     if (n == 1 && c == 'R' && !ready) {
       ready = true;
-      sg_err e2;
-      sg_err_clear(&e2);
       if (!next->sb) /* one that cannot start leaves the slot free */
         (void)slot_start(next, device, argv, lim, &e2);
     }

@@ -66,7 +66,15 @@ int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uin
                            bool *ahead, sg_err *err);
 
 /* Ends every runner started ahead (at exit, or when the device is needed
- * whole, e.g. before ncu). */
+ * whole). */
 void sg_cuda_ahead_release(void);
+
+/* Waits, at most limit_s in all, until every runner started ahead is ready
+ * (it has its context, buffers and warm reference, and runs nothing until
+ * its go); one that is not ready by then, or that died, is ended. Before
+ * ncu: an idle runner may share the device with the profiled kernel's
+ * replays, one still starting may not. The runners stay for the next
+ * candidates. */
+void sg_cuda_ahead_settle(double limit_s);
 
 #endif

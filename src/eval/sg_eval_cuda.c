@@ -698,9 +698,11 @@ int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, char *const target[],
                      sg_eval_result *r, sg_err *err) {
   int rc;
-  /* ncu needs the device whole: no runner may wait on it (every caller,
-   * cuda and kernelbench, gets this) */
-  sg_cuda_ahead_release();
+  /* No runner started ahead may be starting beside the profiled kernel's
+   * replays (its context, buffers and warm-up call would run on the same
+   * device); idle ones stay for the next validations. Every caller, cuda
+   * and kernelbench, gets this. */
+  sg_cuda_ahead_settle(60);
   char *ncu = sg_eval_cuda_find_ncu();
   if (!ncu)
     return sg_err_set(err, SG_EUNSUPPORTED,

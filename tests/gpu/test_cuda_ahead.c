@@ -24,8 +24,9 @@ static const char *fake_runner =
     "while [ $# -gt 0 ]; do case $1 in --task) task=$2; shift;; --go-fd) fd=$2; shift;; esac;"
     " shift; done\n"
     "echo \"start $$ $task\" >> $d/log\n"
-    "[ \"$(cat $d/before 2>/dev/null)\" = die ] && exit 3\n"
+    "case \"$(cat $d/before 2>/dev/null)\" in die) exit 3;; slow) sleep 2;; esac\n"
     "printf R >&$fd\n"
+    "echo \"ready $$\" >> $d/log\n"
     "read -r seed path <&$fd || { echo \"eof $$\" >> $d/log; exit 4; }\n"
     "printf G >&$fd\n"
     "echo \"go $$ $seed $path\" >> $d/log\n"
@@ -246,6 +247,50 @@ static void test_wall_limit_counts_from_the_go(void) {
   teardown(&f);
 }
 
+/* Settling waits for a runner still starting, keeps it, and the candidate
+ * after it still starts the next one at its go. */
+static void test_settle_waits_for_the_runner_ahead(void) {
+  fixture f;
+  setup(&f);
+  put_file(f.dir, "before", "slow");
+  long waiting = first_then_ahead(&f);
+  sg_cuda_ahead_settle(30);
+  SG_CHECK(log_count(&f, "ready", NULL) == 2); /* the one started ahead too */
+  SG_CHECK(alive(waiting));
+  bool ahead;
+  sg_sandbox_outcome o;
+  char *res = run(&f, "/t/a", "/c/two.so", 2, &ahead, &o);
+  SG_CHECK(ahead);
+  long went = 0;
+  log_count(&f, "go", &went);
+  SG_CHECK(went == waiting);
+  SG_CHECK(strstr(res, "ran 2 /c/two.so") != NULL);
+  SG_CHECK(wait_log(&f, "start", 3)); /* the next one, though its 'R' was read */
+  free(res);
+  sg_sandbox_outcome_free(&o);
+  teardown(&f);
+}
+
+/* One not ready within the limit is ended; the next candidate starts its
+ * own. */
+static void test_settle_ends_a_runner_not_ready_in_time(void) {
+  fixture f;
+  setup(&f);
+  put_file(f.dir, "before", "slow");
+  long waiting = first_then_ahead(&f);
+  sg_cuda_ahead_settle(0.05);
+  SG_CHECK(!alive(waiting));
+  put_file(f.dir, "before", "");
+  bool ahead;
+  sg_sandbox_outcome o;
+  char *res = run(&f, "/t/a", "/c/two.so", 2, &ahead, &o);
+  SG_CHECK(!ahead);
+  SG_CHECK(strstr(res, "ran 2 /c/two.so") != NULL);
+  free(res);
+  sg_sandbox_outcome_free(&o);
+  teardown(&f);
+}
+
 static void test_off_by_environment(void) {
   fixture f;
   setup(&f);
@@ -264,4 +309,6 @@ SG_TEST_MAIN(SG_TEST(test_next_candidate_gets_the_runner_started_ahead),
              SG_TEST(test_runner_dead_after_its_go_is_the_candidates),
              SG_TEST(test_runner_that_never_gets_ready),
              SG_TEST(test_wall_limit_counts_from_the_go),
+             SG_TEST(test_settle_waits_for_the_runner_ahead),
+             SG_TEST(test_settle_ends_a_runner_not_ready_in_time),
              SG_TEST(test_off_by_environment))

@@ -8,7 +8,7 @@
  * its "library", and the "runner" speaks the go channel as the real one
  * does ('R' when ready, a "SEED PATH" line, 'G'), logs what it saw, and
  * answers ok, or hangs when the candidate carries the line "//MODE hang".
- * A stand-in ncu logs whether any runner is still alive when it starts.
+ * A stand-in ncu logs how many runners are alive when it starts.
  *
  * Each test is a child subreaper (worker_client.h): a runner that outlived
  * the process that started it would be handed to the test, and
@@ -351,7 +351,9 @@ static void test_cached_builds_share_the_runner(void) {
   teardown();
 }
 
-static void test_profile_ends_the_runner_ahead(void) {
+/* A profile waits until the runner started ahead is ready (idle) and
+ * keeps it: the validation after the profile is served by it. */
+static void test_profile_keeps_the_idle_runner_ahead(void) {
   char *work;
   wproc w;
   begin(&w, &work, NULL);
@@ -360,7 +362,8 @@ static void test_profile_ends_the_runner_ahead(void) {
   send_request(&w, "profile", "p", "run");
   json_t *r = evaluation(&w, "p");
   json_decref(r); /* (the stand-in ncu measures nothing) */
-  SG_CHECK_EQ_INT(log_count("ncu alive=0"), 1);
+  SG_CHECK_EQ_INT(log_count("ncu alive=1"), 1);
+  SG_CHECK(validated_ahead(&w, "b"));
   finish(&w, work);
   teardown();
 }
@@ -370,4 +373,4 @@ SG_TEST_MAIN(SG_TEST(test_second_request_is_served_ahead),
              SG_TEST(test_eval_process_dying_is_an_infra_error),
              SG_TEST(test_recycled_after_its_requests),
              SG_TEST(test_cached_builds_share_the_runner),
-             SG_TEST(test_profile_ends_the_runner_ahead))
+             SG_TEST(test_profile_keeps_the_idle_runner_ahead))
