@@ -578,6 +578,55 @@ static int on_failed(sg_controller *c, const sg_ctl_event *ev,
   return maybe_fallback(c, ev->now_us, out, err);
 }
 
+/* A kernel validated ok: a fork's prefix joins the window the fork gate and
+ * the cutoff learn from. */
+static void note_valid(sg_controller *c, const sg_kernel *k) {
+  if (k->origin != SG_GEN_SPEC)
+    return;
+  c->valid_prefix[c->valid_prefix_next] = k->prefix_len;
+  c->valid_prefix_next = (c->valid_prefix_next + 1) % SG_CTL_GATE_WINDOW;
+  if (c->nvalid_prefix < SG_CTL_GATE_WINDOW)
+    c->nvalid_prefix++;
+}
+
+/* The criterion accepted kernel k (measured at speedup against view):
+ * DECISION early, then the iteration ends. */
+static int accept_early(sg_controller *c, const sg_kernel *k, double speedup,
+                        const sg_termination_history *view, int64_t now_us,
+                        sg_ctl_actions *out, sg_err *err) {
+  sg_ctl_action *d = emit(c, out, SG_CACT_DECISION);
+  d->u.decision.reason = SG_REASON_EARLY;
+  d->u.decision.now_us = now_us;
+  d->u.decision.gen = k->gen;
+  d->u.decision.prefix_len = k->prefix_len;
+  d->u.decision.trigger = -1;
+  d->u.decision.candidate = k->id;
+  d->u.decision.speedup = speedup;
+  d->u.decision.threshold_mean = view->mean;
+  d->u.decision.threshold_best = view->best;
+  return end_iteration(c, now_us, SG_REASON_EARLY, out, err);
+}
+
+/* sg_ctl_opts.decide_at_validation: a valid kernel whose validation-measured
+ * speedup, divided by the margin, passes the criterion is accepted without
+ * its profile: the validation's speedup stands as its measurement (it joins
+ * the history as profiled, with no profile text), and the iteration ends
+ * one profiling sooner. */
+static bool accept_at_validation(sg_controller *c, sg_kernel *k,
+                                 double speedup,
+                                 sg_termination_history *view) {
+  if (c->o.decide_at_validation <= 0 || !isfinite(speedup) || speedup <= 0)
+    return false;
+  *view = sg_speedup_history_view(&c->hist.speedups);
+  if (!sg_termination_decide(c->o.termination, view,
+                             speedup / c->o.decide_at_validation))
+    return false;
+  cand_set(c, k->id, CAND_DONE);
+  sg_history_profiled(&c->hist, k->id, speedup, NULL);
+  c->st.validation_accepts++;
+  return true;
+}
+
 static int on_eval(sg_controller *c, const sg_ctl_event *ev,
                    sg_ctl_actions *out, sg_err *err) {
   uint64_t id = ev->u.eval.candidate;
@@ -601,12 +650,11 @@ static int on_eval(sg_controller *c, const sg_ctl_event *ev,
     }
     c->st.validated_ok++;
     c->iter_valid = true;
-    if (k->origin == SG_GEN_SPEC) {
-      c->valid_prefix[c->valid_prefix_next] = k->prefix_len;
-      c->valid_prefix_next = (c->valid_prefix_next + 1) % SG_CTL_GATE_WINDOW;
-      if (c->nvalid_prefix < SG_CTL_GATE_WINDOW)
-        c->nvalid_prefix++;
-    }
+    note_valid(c, k);
+    sg_termination_history view;
+    if (accept_at_validation(c, k, ev->u.eval.speedup, &view))
+      return accept_early(c, k, ev->u.eval.speedup, &view, ev->now_us, out,
+                          err);
     cand_set(c, id, CAND_PROFILING);
     sg_ctl_action *a = emit(c, out, SG_CACT_SUBMIT_EVAL);
     a->u.submit.candidate = id;
@@ -627,17 +675,7 @@ static int on_eval(sg_controller *c, const sg_ctl_event *ev,
   c->st.profiled++;
   if (!stop)
     return maybe_fallback(c, ev->now_us, out, err);
-  sg_ctl_action *d = emit(c, out, SG_CACT_DECISION);
-  d->u.decision.reason = SG_REASON_EARLY;
-  d->u.decision.now_us = ev->now_us;
-  d->u.decision.gen = k->gen;
-  d->u.decision.prefix_len = k->prefix_len;
-  d->u.decision.trigger = -1;
-  d->u.decision.candidate = id;
-  d->u.decision.speedup = speedup;
-  d->u.decision.threshold_mean = view.mean;
-  d->u.decision.threshold_best = view.best;
-  return end_iteration(c, ev->now_us, SG_REASON_EARLY, out, err);
+  return accept_early(c, k, speedup, &view, ev->now_us, out, err);
 }
 
 static void on_tick_forks(sg_controller *c, const sg_ctl_event *ev,
@@ -712,6 +750,10 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   if (!(o->cutoff >= 0 && o->cutoff <= 100))
     return sg_err_set(err, SG_EINVAL, "controller: cutoff must be in 0..100, got %g",
                       o->cutoff);
+  if (!(o->decide_at_validation == 0 ||
+        (o->decide_at_validation >= 1 && o->decide_at_validation <= 10)))
+    return sg_err_set(err, SG_EINVAL, "controller: decide_at_validation must be "
+                      "0 or in 1..10, got %g", o->decide_at_validation);
   if (!(o->fork_gate >= 0 && o->fork_gate <= 1))
     return sg_err_set(err, SG_EINVAL, "controller: fork_gate must be in 0..1, got %g",
                       o->fork_gate);
@@ -753,12 +795,21 @@ int sg_controller_restore_kernel(sg_controller *c, const sg_ctl_restored *k,
   if (k->validated) {
     sg_history_validated(&c->hist, id, k->validate_status, k->validate_speedup,
                          k->validate_message);
-    if (k->validate_status == SG_EVAL_OK)
+    if (k->validate_status == SG_EVAL_OK) {
       c->st.validated_ok++;
+      note_valid(c, h); /* the gate and the cutoff resume where they were */
+    }
   }
   if (k->profiled) {
     sg_history_profiled(&c->hist, id, k->profile_speedup, k->profile_text);
     c->st.profiled++;
+  } else if (k->accepted_at_validation && k->validated &&
+             k->validate_status == SG_EVAL_OK &&
+             isfinite(k->validate_speedup)) {
+    /* As it was live (accept_at_validation): its validation speedup is its
+     * measurement, in the criterion's history and the best kernel's rank. */
+    sg_history_profiled(&c->hist, id, k->validate_speedup, NULL);
+    c->st.validation_accepts++;
   }
   return 0;
 }

@@ -252,6 +252,15 @@ typedef struct sg_ctl_opts {
                               begins: its trace is unlikely to lead a fork
                               anywhere, and its own answer is rarely worth
                               the rest of the reasoning */
+  double decide_at_validation; /* 0: off (the paper: the criterion sees
+                              profiled speedups only). M >= 1: a kernel
+                              whose validation-measured speedup / M passes
+                              the criterion is accepted when it validates:
+                              its profile is skipped, its validation
+                              speedup stands as its measurement, and the
+                              iteration (with its reasoning) ends one
+                              profiling sooner. M > 1 asks for a margin,
+                              as the validation's timing is the rougher */
   sg_scanner_opts scanner; /* the trigger scanner's options */
   /* Budgets; 0: unlimited. */
   uint32_t max_iterations;
@@ -297,6 +306,11 @@ typedef struct sg_ctl_restored {
   sg_eval_status validate_status;
   double validate_speedup;
   const char *validate_message;  /* may be NULL */
+  bool accepted_at_validation;   /* validated ok, never submitted for
+                                    profiling: the criterion accepted it
+                                    at validation (decide_at_validation),
+                                    so its validation speedup is restored
+                                    as its measurement */
   bool profiled;                 /* a profile with status ok */
   double profile_speedup;
   const char *profile_text;      /* may be NULL */
@@ -323,6 +337,8 @@ typedef struct sg_ctl_stats {
                                     generation was still running (the
                                     paper's metric) */
   uint32_t criterion_accepts;    /* ended by the criterion (reason early) */
+  uint32_t validation_accepts;   /* of those, accepted at validation
+                                    (decide_at_validation) */
   uint64_t forks;
   uint64_t forks_by_reason[SG_REASON__COUNT];
   uint64_t forks_by_trigger[SG_TRIGGER__COUNT];

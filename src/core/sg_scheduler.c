@@ -922,7 +922,7 @@ void sg_scheduler_capacity(const sg_scheduler *s, sg_sched_capacity *c) {
   long fv, fp;
   if (live_devices(s) == 1) {
     fv = fp = 1 - (lv + lp); /* one shared device */
-  } else if (s->o.work_conserving) {
+  } else if (s->o.work_conserving && !s->o.split_capacity) {
     fv = fp = live_devices(s) - (lv + lp); /* every device serves both */
   } else {
     fv = c->validate_devices - lv;

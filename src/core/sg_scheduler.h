@@ -95,6 +95,11 @@ typedef struct sg_sched_opts {
                                idles while any queue has work; with two
                                devices, both serve both); the split still
                                decides who goes first. false: the paper's */
+  bool split_capacity;      /* with work_conserving: the free capacity the
+                               controllers see (and so their fork count K)
+                               stays each part's own, as without it, so
+                               the devices lent across parts do not also
+                               multiply the forks. false: the pool's */
   int max_infra_failures;   /* N consecutive on a device: out of service */
   int max_retries;          /* re-queues of one request after infra failure */
   size_t max_queued;        /* cap on live requests; submit gives SG_EFULL */

@@ -368,6 +368,7 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
   so.compile_slots = cfg->compile_workers;
   so.elastic = cfg->elastic;
   so.work_conserving = cfg->work_conserving;
+  so.split_capacity = cfg->split_capacity;
   if ((rc = sg_scheduler_new(&so, &r->sched, err)) < 0 || (rc = interp_new(r, err)) < 0 ||
       (rc = sg_store_open(r->dir, &r->store, err)) < 0 ||
       (rc = sg_run_begin_or_resume(r, err)) < 0)

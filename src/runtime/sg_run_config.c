@@ -169,6 +169,10 @@ static const sg_run_key keys[] = {
      .help = "an idle device runs the other part's requests when its own "
              "part has none waiting (off)",
      .group = G_EVAL},
+    {.name = "split-capacity", .type = SG_KEY_BOOL, .offset = OFF(split_capacity),
+     .help = "with work-conserving: the free capacity the controllers fork "
+             "from stays each part's own, not the pool's (off)",
+     .group = G_EVAL},
     {.name = "fork-gate", .type = SG_KEY_DOUBLE, .offset = OFF(fork_gate), .min = 0,
      .max = 1, .value_name = "F",
      .help = "no fork from a prefix shorter than F x the shortest recent valid "
@@ -178,6 +182,12 @@ static const sg_run_key keys[] = {
      .max = 100, .value_name = "F",
      .help = "end an iteration with nothing valid once its reasoning passes F x "
              "the longest recent valid fork's prefix (0: off)",
+     .group = G_SEARCH},
+    {.name = "decide-at-validation", .type = SG_KEY_DOUBLE,
+     .offset = OFF(decide_at_validation), .min = 0, .max = 10, .value_name = "M",
+     .help = "accept a kernel when it validates if its validation speedup / M "
+             "passes the termination criterion, skipping its profile (0: off; "
+             "else 1..10)",
      .group = G_SEARCH},
     {.name = "tick", .type = SG_KEY_DOUBLE, .offset = OFF(tick), .min = 0.01,
      .max = 60, .value_name = "S",

@@ -74,9 +74,13 @@ typedef struct sg_run_config {
   int max_live_forks;      /* max-live-forks: at once (16) */
   bool work_conserving;    /* work-conserving: idle devices run the other
                               part's requests (off; sg_sched_opts) */
+  bool split_capacity;     /* split-capacity: with work-conserving, K from
+                              each part's own free capacity (off) */
   double fork_gate;        /* fork-gate: forks gated by expected value
                               (0: off; sg_ctl_opts) */
   double cutoff;           /* cutoff: hopeless iterations end (0: off) */
+  double decide_at_validation; /* decide-at-validation: the criterion asked
+                              at validation, margin M (0: off) */
   double tick;             /* tick: s between controller ticks (0.25) */
   uint64_t seed;           /* seed: (1) */
   /* budgets, per workflow; 0: none */

@@ -182,6 +182,10 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
                         keys[i].name, want, s);
     }
   }
+  if (c->decide_at_validation > 0 && c->decide_at_validation < 1)
+    return sg_err_set(err, SG_EINVAL,
+                      "decide-at-validation: expected 0 (off) or a margin in "
+                      "1..10, got %g", c->decide_at_validation);
   if (c->server_fault) {
     sg_llm_fault f;
     if (sg_llm_fault_parse(c->server_fault, &f, err) < 0)

@@ -53,6 +53,10 @@ static int restore_candidates(run *r, wf *f, sg_err *err) {
       k.validate_speedup = vres.speedup;
       k.validate_message = vtext;
     }
+    bool psubmitted = false;
+    if (rc == 0 && vfound && vres.status == SG_EVAL_OK)
+      rc = sg_store_eval_submitted(r->store, cid, SG_STORE_PROFILE, &psubmitted, err);
+    k.accepted_at_validation = vfound && vres.status == SG_EVAL_OK && !psubmitted;
     if (rc == 0 && pfound && pres.status == SG_EVAL_OK) {
       k.profiled = true;
       ptext = feedback_text(&pres, SG_PHASE_PROFILE);

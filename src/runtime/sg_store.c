@@ -195,6 +195,9 @@ static const stmt_def stmt_defs[ST__COUNT] = {
                         "AND status IS NOT NULL "
                         "AND status NOT IN ('aborted', 'infra_error') "
                         "ORDER BY ended_us DESC, id DESC LIMIT 1"},
+    [ST_EVAL_SUBMITTED] = {"evaluations",
+                           "SELECT 1 FROM evaluations "
+                           "WHERE candidate_id = ?1 AND phase = ?2 LIMIT 1"},
     [ST_DEC_INSERT] = {"decisions",
                        "INSERT INTO decisions (workflow_id, iteration_id, "
                        "kind, detail_json, at_us) VALUES (?1, ?2, ?3, ?4, ?5)"},
@@ -925,6 +928,27 @@ int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
   if (eval_id)
     *eval_id = id;
   *found = true;
+  return 0;
+}
+
+int sg_store_eval_submitted(sg_store *s, int64_t candidate_id,
+                            sg_store_phase phase, bool *submitted,
+                            sg_err *err) {
+  *submitted = false;
+  if ((unsigned)phase >= SG_STORE_PHASE__COUNT)
+    return sg_err_set(err, SG_EINVAL, "%s: table evaluations: bad phase %d",
+                      s->path, (int)phase);
+  sqlite3_stmt *st = st_get(s, ST_EVAL_SUBMITTED);
+  sqlite3_bind_int64(st, 1, candidate_id);
+  bind_text(st, 2, phase_names[phase]);
+  int src = sqlite3_step(st);
+  if (src != SQLITE_ROW && src != SQLITE_DONE) {
+    int r = st_fail(s, ST_EVAL_SUBMITTED, err);
+    sqlite3_reset(st);
+    return r;
+  }
+  *submitted = src == SQLITE_ROW;
+  sqlite3_reset(st);
   return 0;
 }
 

@@ -209,6 +209,13 @@ int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
                          sg_store_phase phase, sg_eval_result *out,
                          int64_t *eval_id, bool *found, sg_err *err);
 
+/* Whether the candidate was ever submitted in a phase (any status, aborted
+ * and unfinished included): a validated kernel never submitted for
+ * profiling was accepted at validation (sg_ctl_opts.decide_at_validation). */
+int sg_store_eval_submitted(sg_store *s, int64_t candidate_id,
+                            sg_store_phase phase, bool *submitted,
+                            sg_err *err);
+
 /* ---- decisions and device intervals ------------------------------------ */
 
 /* A decision of the controller or the scheduler (kind: "fork", "early",

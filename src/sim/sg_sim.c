@@ -561,6 +561,7 @@ static int setup(sim *s) {
   so.static_profile_devices = p->static_profile_devices;
   so.validate_lifo = s->v->lifo;
   so.work_conserving = s->v->work_conserving;
+  so.split_capacity = s->v->split_capacity;
   so.max_infra_failures = p->max_infra_failures;
   so.max_retries = p->max_retries;
   so.max_queued = 1u << 20;
@@ -623,6 +624,7 @@ static int setup(sim *s) {
     o.max_live_forks = p->max_live_forks;
     o.fork_gate = s->v->fork_gate ? p->fork_gate : 0;
     o.cutoff = s->v->cutoff ? p->cutoff : 0;
+    o.decide_at_validation = s->v->at_validation;
     o.max_iterations = (uint32_t)p->iterations;
     o.max_wall_us = p->budget_wall_s > 0 ? sim_s_to_us(p->budget_wall_s) : 0;
     o.max_tokens = (uint64_t)llround(p->budget_tokens);

@@ -42,6 +42,8 @@ typedef struct sg_sim_variant {
   bool work_conserving; /* sg_sched_opts.work_conserving */
   bool fork_gate;       /* sg_ctl_opts.fork_gate = ctl.fork_gate */
   bool cutoff;          /* sg_ctl_opts.cutoff = ctl.cutoff */
+  bool split_capacity;  /* sg_sched_opts.split_capacity */
+  double at_validation; /* sg_ctl_opts.decide_at_validation (0: off) */
 } sg_sim_variant;
 
 /* The paper's ablation, run by default: "baseline", "spec",
@@ -51,7 +53,9 @@ typedef struct sg_sim_variant {
  * conserving devices), "full+gate" (forks gated by expected value),
  * "full+cutoff" (hopeless iterations end early), "full+gate+cutoff",
  * "beyond" (all three). */
-#define SG_SIM_VARIANTS_ALL 10
+/* "full+vd", "full+cutoff+vd", "full+gate+cutoff+vd", "beyond+vd": the
+ * criterion also asked at validation (margin 1; "NAME:M" sets M). */
+#define SG_SIM_VARIANTS_ALL 18
 const char *sg_sim_variant_name(int i); /* 0 .. SG_SIM_VARIANTS_ALL - 1 */
 /* SG_ENOENT naming the known ones for an unknown name. */
 int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err);

@@ -3,34 +3,65 @@
  * name. */
 #include "sim/sg_sim.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const sg_sim_variant variants[SG_SIM_VARIANTS_ALL] = {
-    {"baseline", false, false, false, false, false, false, false},
-    {"spec", true, false, false, false, false, false, false},
-    {"spec+realloc", true, true, false, false, false, false, false},
-    {"spec+realloc+priority", true, true, true, false, false, false, false},
-    {"full", true, true, true, true, false, false, false},
-    {"full+wc", true, true, true, true, true, false, false},
-    {"full+gate", true, true, true, true, false, true, false},
-    {"full+cutoff", true, true, true, true, false, false, true},
-    {"full+gate+cutoff", true, true, true, true, false, true, true},
-    {"beyond", true, true, true, true, true, true, true},
+    {"baseline", false, false, false, false, false, false, false, false, 0},
+    {"spec", true, false, false, false, false, false, false, false, 0},
+    {"spec+realloc", true, true, false, false, false, false, false, false, 0},
+    {"spec+realloc+priority", true, true, true, false, false, false, false, false, 0},
+    {"full", true, true, true, true, false, false, false, false, 0},
+    {"full+wc", true, true, true, true, true, false, false, false, 0},
+    {"full+gate", true, true, true, true, false, true, false, false, 0},
+    {"full+cutoff", true, true, true, true, false, false, true, false, 0},
+    {"full+gate+cutoff", true, true, true, true, false, true, true, false, 0},
+    {"beyond", true, true, true, true, true, true, true, false, 0},
+    {"full+vd", true, true, true, true, false, false, false, false, 1},
+    {"full+cutoff+vd", true, true, true, true, false, false, true, false, 1},
+    {"full+gate+cutoff+vd", true, true, true, true, false, true, true, false, 1},
+    {"beyond+vd", true, true, true, true, true, true, true, false, 1},
+    {"full+wcs", true, true, true, true, true, false, false, true, 0},
+    {"full+wcs+vd", true, true, true, true, true, false, false, true, 1},
+    {"full+wcs+cutoff+vd", true, true, true, true, true, false, true, true, 1},
+    {"full+wcs+gate+cutoff+vd", true, true, true, true, true, true, true, true, 1},
 };
 
 const char *sg_sim_variant_name(int i) {
   return i >= 0 && i < SG_SIM_VARIANTS_ALL ? variants[i].name : NULL;
 }
 
+/* "NAME" or, for a configuration that decides at validation, "NAME:M"
+ * with its margin M (1..10). */
 int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err) {
-  for (int i = 0; i < SG_SIM_VARIANTS_ALL; i++)
-    if (strcmp(name, variants[i].name) == 0) {
-      *v = variants[i];
+  const char *colon = strchr(name, ':');
+  size_t base = colon ? (size_t)(colon - name) : strlen(name);
+  for (int i = 0; i < SG_SIM_VARIANTS_ALL; i++) {
+    if (strlen(variants[i].name) != base ||
+        strncmp(name, variants[i].name, base) != 0)
+      continue;
+    *v = variants[i];
+    if (colon == NULL)
       return 0;
-    }
+    char *end;
+    double m = strtod(colon + 1, &end);
+    if (v->at_validation <= 0 || end == colon + 1 || *end != '\0' ||
+        !(m >= 1 && m <= 10) || strlen(name) >= sizeof v->name)
+      return sg_err_set(err, SG_EINVAL,
+                        "configuration \"%s\": a margin (:M, M in 1..10) goes "
+                        "only with a configuration that decides at validation "
+                        "(+vd)",
+                        name);
+    v->at_validation = m;
+    snprintf(v->name, sizeof v->name, "%s", name);
+    return 0;
+  }
   return sg_err_set(err, SG_ENOENT,
                     "unknown configuration \"%s\" (known: baseline, spec, "
                     "spec+realloc, spec+realloc+priority, full, full+wc, "
-                    "full+gate, full+cutoff, full+gate+cutoff, beyond)",
+                    "full+gate, full+cutoff, full+gate+cutoff, beyond, "
+                    "full+vd, full+cutoff+vd, full+gate+cutoff+vd, beyond+vd; "
+                    "+vd ones take a margin, e.g. full+vd:1.1)",
                     name);
 }

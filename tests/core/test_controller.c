@@ -89,6 +89,36 @@ static void fx_init3(fx *f, const char *term, const char *search,
   f->main_gen = s->u.start.gen;
 }
 
+/* Options for a controller built by hand (not started): a criterion and
+ * the refine search, freed with bare_free. */
+typedef struct bare {
+  sg_termination_registry treg;
+  sg_search_registry sreg;
+  sg_termination *term;
+  sg_search *search;
+  sg_ctl_opts o;
+  sg_err err;
+} bare;
+
+static void bare_init(bare *b, const char *term) {
+  memset(b, 0, sizeof *b);
+  sg_err_clear(&b->err);
+  sg_termination_registry_init(&b->treg);
+  sg_search_registry_init(&b->sreg);
+  SG_CHECK_OK(sg_termination_new(&b->treg, term, &b->term, &b->err), b->err);
+  SG_CHECK_OK(sg_search_new(&b->sreg, "refine", 7, &b->search, &b->err), b->err);
+  sg_ctl_opts_default(&b->o);
+  b->o.search = b->search;
+  b->o.termination = b->term;
+  b->o.language = "c";
+  b->o.entry = "hinge";
+}
+
+static void bare_free(bare *b) {
+  sg_termination_free(b->term);
+  sg_search_free(b->search);
+}
+
 static void fx_init(fx *f, const char *term, tweak_fn tweak) {
   fx_init3(f, term, "refine", tweak);
 }
@@ -458,6 +488,132 @@ static void test_cutoff_ends_hopeless_iterations(void) {
   SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 1);
   SG_CHECK_STR_EQ(sg_ctl_reason_name(SG_REASON_CUTOFF), "cutoff");
   fx_free(&f);
+}
+
+static void vd_off(sg_ctl_opts *o) { o->decide_at_validation = 0; }
+static void vd1(sg_ctl_opts *o) { o->decide_at_validation = 1; }
+static void vd2(sg_ctl_opts *o) { o->decide_at_validation = 2; }
+
+/* Runs a fork from a fresh trigger to its validation at this speedup. */
+static uint64_t fork_validated(fx *f, double speedup) {
+  uint64_t g = fork_on(f, PHRASE);
+  finish(f, g, CODE);
+  uint64_t cand = submitted(f, SG_PHASE_VALIDATE);
+  SG_CHECK(cand != 0);
+  eval(f, cand, SG_PHASE_VALIDATE, SG_EVAL_OK, speedup);
+  return cand;
+}
+
+/* Deciding at validation (hist-avg): a kernel whose validation speedup /
+ * M beats the history's mean ends the iteration as it validates, with no
+ * profile; it joins the history with that speedup as its measurement.
+ * With the margin M = 2 a 1.5x against a mean of 1.0 is not enough there,
+ * so it is profiled and the criterion decides on the profile, as with the
+ * option off; a validation without a speedup never decides. */
+static void test_decide_at_validation(void) {
+  fx f;
+  fx_init(&f, "hist-avg", vd1);
+  uint64_t c1 = fork_validated(&f, 2.0);
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), 0);
+  const sg_ctl_action *d = act(&f, SG_CACT_DECISION, 0);
+  SG_CHECK(d != NULL && d->u.decision.reason == SG_REASON_EARLY);
+  SG_CHECK_EQ_INT(d->u.decision.candidate, c1);
+  SG_CHECK(d->u.decision.speedup == 2.0 && d->u.decision.threshold_mean == 0);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_EARLY);
+  SG_CHECK_EQ_INT(end->u.end.best_kernel, c1);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 1); /* the main generation */
+  const sg_history *h = sg_controller_history(f.c);
+  SG_CHECK(sg_history_get(h, c1)->profiled && h->best_id == c1);
+  SG_CHECK(h->speedups.n == 2 && h->speedups.best == 2.0);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK(st.validation_accepts == 1 && st.criterion_accepts == 1 &&
+           st.profiled == 0);
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  fork_validated(&f, 1.5); /* 1.5 > mean {0, 2} = 1.0 */
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
+  fx_free(&f);
+
+  fx_init(&f, "hist-avg", vd2);
+  fork_validated(&f, 2.0); /* 2.0 / 2 > 0: accepted */
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  uint64_t c2 = fork_validated(&f, 1.5); /* 0.75 < 1.0: profile it */
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), c2);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  eval(&f, c2, SG_PHASE_PROFILE, SG_EVAL_OK, 1.5);
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  uint64_t c3 = fork_validated(&f, NAN); /* nothing measured */
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), c3);
+  fx_free(&f);
+
+  fx_init(&f, "hist-avg", vd_off);
+  uint64_t c4 = fork_validated(&f, 2.0);
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), c4);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  fx_free(&f);
+
+  bare b;
+  bare_init(&b, "hist-avg");
+  b.o.decide_at_validation = 0.5; /* a margin below 1 would lower the bar */
+  sg_controller *c = NULL;
+  SG_CHECK_EQ_INT(sg_controller_new(&b.o, &c, &b.err), SG_EINVAL);
+  bare_free(&b);
+}
+
+/* A resumed workflow under decide_at_validation and the cutoff: a kernel
+ * accepted at validation (validated ok, never profiled) comes back with
+ * its validation speedup in the criterion's history and as the best
+ * kernel; without that flag a validated, unprofiled kernel stays out of
+ * it (it was dropped); restored valid forks refill the window the cutoff
+ * learns from, so it acts in the first resumed iteration. */
+static void test_restore_after_decide_at_validation(void) {
+  bare b;
+  bare_init(&b, "hist-avg");
+  b.o.decide_at_validation = 1;
+  b.o.cutoff = 1.3;
+  b.o.max_iterations = 20;
+  sg_err err = b.err;
+  sg_controller *c = NULL;
+  SG_CHECK_OK(sg_controller_new(&b.o, &c, &err), err);
+  const char *src = "void hinge(float *x) { x[0] = 1; }";
+  for (int i = 0; i < SG_CTL_GATE_WINDOW; i++) {
+    sg_ctl_restored k = {.iteration = (uint32_t)i, .origin = SG_GEN_SPEC,
+                         .prefix_len = strlen(FILLER PHRASE), .source = src,
+                         .source_len = strlen(src), .validated = true,
+                         .validate_status = SG_EVAL_OK,
+                         .validate_speedup = i == 3 ? 3.0 : 1.0 + i * 0.1,
+                         .accepted_at_validation = i == 3,
+                         .profile_speedup = NAN};
+    SG_CHECK_OK(sg_controller_restore_kernel(c, &k, &err), err);
+  }
+  SG_CHECK_OK(sg_controller_restore_progress(c, SG_CTL_GATE_WINDOW, 0, NULL, &err), err);
+  const sg_history *h = sg_controller_history(c);
+  SG_CHECK_EQ_INT(h->best_id, 4);
+  SG_CHECK(h->speedups.n == 2 && h->speedups.best == 3.0);
+  sg_ctl_actions a;
+  sg_ctl_actions_init(&a);
+  SG_CHECK_OK(sg_controller_start(c, 1000, &a, &err), err);
+  uint64_t main_gen = a.v[0].u.start.gen;
+  sg_ctl_event e = {.type = SG_CEV_GEN_CHUNK, .now_us = 1001};
+  e.u.chunk.gen = main_gen;
+  e.u.chunk.reasoning = FILLER FILLER FILLER; /* past 1.3 x the prefixes */
+  e.u.chunk.reasoning_len = strlen(e.u.chunk.reasoning);
+  sg_ctl_actions_clear(&a);
+  SG_CHECK_OK(sg_controller_event(c, &e, &a, &err), err);
+  sg_ctl_event t = {.type = SG_CEV_TICK, .now_us = 1002};
+  sg_ctl_actions_clear(&a);
+  SG_CHECK_OK(sg_controller_event(c, &t, &a, &err), err);
+  bool cut = false;
+  for (size_t i = 0; i < a.n; i++)
+    cut |= a.v[i].type == SG_CACT_END_ITERATION &&
+           a.v[i].u.end.reason == SG_REASON_CUTOFF;
+  SG_CHECK(cut);
+  sg_ctl_actions_free(&a);
+  sg_controller_free(c);
+  bare_free(&b);
 }
 
 static void no_fork_cap(sg_ctl_opts *o) {
@@ -954,22 +1110,10 @@ static void test_names(void) {
  * iterations continue from where they were, and budgets count what was
  * already spent. */
 static void test_restore_continues_the_workflow(void) {
-  sg_err err;
-  sg_err_clear(&err);
-  sg_termination_registry treg;
-  sg_termination_registry_init(&treg);
-  sg_search_registry sreg;
-  sg_search_registry_init(&sreg);
-  sg_termination *term = NULL;
-  sg_search *search = NULL;
-  SG_CHECK_OK(sg_termination_new(&treg, "hist-best", &term, &err), err);
-  SG_CHECK_OK(sg_search_new(&sreg, "refine", 7, &search, &err), err);
-  sg_ctl_opts o;
-  sg_ctl_opts_default(&o);
-  o.search = search;
-  o.termination = term;
-  o.language = "c";
-  o.entry = "hinge";
+  bare b;
+  bare_init(&b, "hist-best");
+  sg_err err = b.err;
+  sg_ctl_opts o = b.o;
   o.max_iterations = 3;
   o.max_tokens = 1000;
   sg_controller *c = NULL;
@@ -1035,8 +1179,7 @@ static void test_restore_continues_the_workflow(void) {
   sg_ctl_actions_free(&a);
   sg_controller_free(c);
   sg_controller_free(d);
-  sg_termination_free(term);
-  sg_search_free(search);
+  bare_free(&b);
 }
 
 SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
@@ -1046,6 +1189,8 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_fork_on_idle_devices),
              SG_TEST(test_fork_gate_by_expected_value),
              SG_TEST(test_cutoff_ends_hopeless_iterations),
+             SG_TEST(test_decide_at_validation),
+             SG_TEST(test_restore_after_decide_at_validation),
              SG_TEST(test_many_forks_by_id),
              SG_TEST(test_fork_cost_linear_in_forks),
              SG_TEST(test_never_twice_from_same_prefix),

@@ -709,6 +709,31 @@ static void test_work_conserving_pool_of_two(void) {
   fx_free(&f);
 }
 
+static void work_conserving_split(sg_sched_opts *o) {
+  o->work_conserving = true;
+  o->split_capacity = true;
+}
+
+/* Split capacity: the devices still serve both parts (a second validation
+ * runs on the profiling device), but the free capacity the controllers
+ * see stays each part's own, so K is the paper's. */
+static void test_work_conserving_split_capacity(void) {
+  fx f;
+  fx_init(&f, 2, work_conserving_split);
+  sg_sched_capacity c;
+  sg_scheduler_capacity(f.s, &c);
+  SG_CHECK_EQ_INT(c.free_validate, 1);
+  SG_CHECK_EQ_INT(c.free_profile, 1);
+  sg_req_id a = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  sg_req_id b = sub(&f, 0, 0, SG_PHASE_VALIDATE, false);
+  SG_CHECK_EQ_INT(state(&f, a), SG_REQ_RUNNING);
+  SG_CHECK_EQ_INT(state(&f, b), SG_REQ_RUNNING);
+  sg_scheduler_capacity(f.s, &c);
+  SG_CHECK_EQ_INT(c.free_validate, 0);
+  SG_CHECK_EQ_INT(c.free_profile, 1);
+  fx_free(&f);
+}
+
 static void test_busy_time_accounting(void) {
   fx f;
   fx_init(&f, 2, NULL);
@@ -798,6 +823,7 @@ SG_TEST_MAIN(SG_TEST(test_split_formula_edges),
              SG_TEST(test_one_device_serves_both_profile_first),
              SG_TEST(test_capacity_counts_live_requests),
              SG_TEST(test_work_conserving_pool_of_two),
+             SG_TEST(test_work_conserving_split_capacity),
              SG_TEST(test_busy_time_accounting),
              SG_TEST(test_queue_cap),
              SG_TEST(test_actions_carry_the_candidate),

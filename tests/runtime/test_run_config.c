@@ -56,8 +56,10 @@ static const key_case cases[] = {
     {"max-forks", "0", "0", "1001"},
     {"max-live-forks", "256", "256", "0"},
     {"work-conserving", "on", "true", "sometimes"},
+    {"split-capacity", "on", "true", "halves"},
     {"fork-gate", "0.5", "0.5", "1.5"},
     {"cutoff", "1.25", "1.25", "-1"},
+    {"decide-at-validation", "1.05", "1.05", "11"},
     {"tick", "0.01", "0.01", "0.009"},
     {"seed", "9223372036854775807", "9223372036854775807", "9223372036854775808"},
     {"iterations", "100000", "100000", "x"},
@@ -136,6 +138,7 @@ static void test_defaults(void) {
   SG_CHECK_EQ_INT(c.max_forks, 64);
   SG_CHECK_EQ_INT(c.max_live_forks, 16);
   SG_CHECK(!c.work_conserving && c.fork_gate == 0 && c.cutoff == 0);
+  SG_CHECK(c.decide_at_validation == 0 && !c.split_capacity);
   SG_CHECK(c.tick == 0.25 && c.time_budget == 0);
   SG_CHECK_EQ_INT(c.seed, 1);
   SG_CHECK_EQ_INT(c.iterations, 10);
@@ -724,6 +727,7 @@ static void test_check(void) {
       {"--search=evolve:colour=red", NULL, "search: "},
       {"--search=exec:", NULL, "search: exec: needs a command"},
       {"--search=exec:   ", NULL, "search: exec: needs a command"},
+      {"--decide-at-validation=0.5", NULL, "decide-at-validation: expected 0"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sg_run_config_init(&c);

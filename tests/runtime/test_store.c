@@ -539,9 +539,14 @@ static void completed_evaluation_is_never_overwritten_and_is_found(void) {
                                    &found, &err),
               err);
   SG_CHECK(!found);
+  bool submitted = true;
+  SG_CHECK_OK(sg_store_eval_submitted(s, cand, SG_STORE_VALIDATE, &submitted, &err),
+              err);
+  SG_CHECK(!submitted);
 
   /* An aborted validation says nothing about the kernel: not "completed"
-   * for lookup. */
+   * for lookup; but it was submitted (a resume tells a kernel accepted at
+   * validation, never submitted for profiling, by that). */
   SG_CHECK_OK(sg_store_eval_queue(s, cand, SG_STORE_VALIDATE, 2, &e1, &err),
               err);
   finish_status(s, e1, SG_EVAL_ABORTED, 3);
@@ -549,6 +554,12 @@ static void completed_evaluation_is_never_overwritten_and_is_found(void) {
                                    &found, &err),
               err);
   SG_CHECK(!found);
+  SG_CHECK_OK(sg_store_eval_submitted(s, cand, SG_STORE_VALIDATE, &submitted, &err),
+              err);
+  SG_CHECK(submitted);
+  SG_CHECK_OK(sg_store_eval_submitted(s, cand, SG_STORE_PROFILE, &submitted, &err),
+              err);
+  SG_CHECK(!submitted);
 
   SG_CHECK_OK(sg_store_eval_queue(s, cand, SG_STORE_VALIDATE, 4, &e2, &err),
               err);

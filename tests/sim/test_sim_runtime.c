@@ -245,6 +245,24 @@ static void beyond_the_paper_configs(void) {
   sg_sim_result gate = run(&p, "full+gate");
   SG_CHECK(wc.util_overall > full.util_overall);
   SG_CHECK(gate.forks < full.forks);
+  /* Deciding at validation skips most profiles; a margin profiles more
+   * (the bar at validation is higher); split capacity forks fewer than
+   * work-conserving devices alone (K is the part's, not the pool's). */
+  sg_sim_result vd = run(&p, "full+vd");
+  sg_sim_result vd3 = run(&p, "full+vd:3");
+  sg_sim_result wcs = run(&p, "full+wcs");
+  SG_CHECK_MSG(vd.profiling_feedback < full.profiling_feedback / 2, "%llu vs %llu",
+               (unsigned long long)vd.profiling_feedback,
+               (unsigned long long)full.profiling_feedback);
+  SG_CHECK(vd3.profiling_feedback > vd.profiling_feedback);
+  SG_CHECK_STR_EQ(vd3.name, "full+vd:3");
+  SG_CHECK(wcs.forks < wc.forks);
+  sg_sim_variant v;
+  sg_err err;
+  SG_CHECK_EQ_INT(sg_sim_variant_parse("full:2", &v, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "+vd");
+  SG_CHECK_EQ_INT(sg_sim_variant_parse("full+vd:0.5", &v, &err), SG_EINVAL);
+  SG_CHECK_EQ_INT(sg_sim_variant_parse("full+vd:x", &v, &err), SG_EINVAL);
 }
 
 /* task.table glm: workflow w is the paper's task w mod 10. T1 had no
