@@ -19,7 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define AHEAD_SLOTS 8 /* devices a process validates on at once, at most */
+#define AHEAD_SLOTS 32 /* runners a process keeps, over all its devices */
+#define AHEAD_PER_DEVICE_DEFAULT 2
 
 typedef struct ahead {
   sg_sandbox *sb;   /* NULL: the slot is free */
@@ -28,10 +29,12 @@ typedef struct ahead {
   char *key;        /* the runner's command line, joined */
   char *scratch;    /* its working directory, removed when it ends */
   bool ready;       /* its 'R' was read already (sg_cuda_ahead_settle) */
+  uint64_t used;    /* when its key was last asked for (a counter) */
 } ahead;
 
 static ahead slots[AHEAD_SLOTS];
 static bool in_use;
+static uint64_t clock_used;
 
 void sg_cuda_ahead_use(bool on) {
   in_use = on;
@@ -39,10 +42,20 @@ void sg_cuda_ahead_use(bool on) {
     sg_cuda_ahead_release();
 }
 
-bool sg_cuda_ahead_enabled(void) {
+int sg_cuda_ahead_per_device(void) {
+  if (!in_use)
+    return 0;
   const char *e = getenv("SPECGEN_CUDA_AHEAD");
-  return in_use && !(e && strcmp(e, "0") == 0);
+  if (!e || !*e)
+    return AHEAD_PER_DEVICE_DEFAULT;
+  char *end;
+  long n = strtol(e, &end, 10);
+  if (*end || n < 0)
+    return AHEAD_PER_DEVICE_DEFAULT;
+  return n > AHEAD_SLOTS ? AHEAD_SLOTS : (int)n;
 }
+
+bool sg_cuda_ahead_enabled(void) { return sg_cuda_ahead_per_device() > 0; }
 
 /* A runner's identity: its device and whole command line. */
 static char *key_text(int device, char *const argv[]) {
@@ -141,15 +154,20 @@ static int slot_start(ahead *a, int device, char *const argv[], const sg_sandbox
   a->device = device;
   a->key = key_text(device, argv);
   a->scratch = scratch;
+  a->used = ++clock_used;
   return 0;
 }
 
-/* The slot for key's device: its runner when it was started for key;
- * otherwise ended (another task or options) and returned free. */
+/* The slot for key on device: the runner started for it, if any (*match);
+ * otherwise a free slot, after ending the runner of that device asked for
+ * least recently when the device already has its share of runners (or
+ * when no slot is free at all). */
 static ahead *slot_for(int device, char *const argv[], bool *match) {
-  *match = false;
   char *key = key_text(device, argv);
-  ahead *free_slot = NULL;
+  int share = sg_cuda_ahead_per_device();
+  ahead *free_slot = NULL, *oldest_here = NULL, *oldest = NULL;
+  int here = 0;
+  *match = false;
   for (int i = 0; i < AHEAD_SLOTS; i++) {
     ahead *a = &slots[i];
     if (!a->sb) {
@@ -157,20 +175,29 @@ static ahead *slot_for(int device, char *const argv[], bool *match) {
         free_slot = a;
       continue;
     }
+    if (!oldest || a->used < oldest->used)
+      oldest = a;
     if (a->device != device)
       continue;
-    *match = strcmp(a->key, key) == 0;
-    free(key);
-    if (!*match)
-      slot_end(a, NULL, false);
-    return a;
+    if (strcmp(a->key, key) == 0) {
+      *match = true;
+      free(key);
+      a->used = ++clock_used;
+      return a;
+    }
+    here++;
+    if (!oldest_here || a->used < oldest_here->used)
+      oldest_here = a;
   }
   free(key);
-  if (!free_slot) { /* more devices than slots: make room */
-    free_slot = &slots[0];
-    slot_end(free_slot, NULL, false);
-  }
-  return free_slot;
+  ahead *a = free_slot;
+  if (here >= share && oldest_here)
+    a = oldest_here;
+  else if (!a)
+    a = oldest;
+  if (a->sb)
+    slot_end(a, NULL, false);
+  return a;
 }
 
 static int send_go(int fd, uint64_t seed, const char *cand_so) {

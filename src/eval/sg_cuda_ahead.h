@@ -5,9 +5,10 @@
  * the candidate matters: three processes each make a CUDA context, the
  * judge allocates and maps every buffer, and the reference's server loads
  * cuBLAS. A process that validates candidates one after another (the GPU
- * check, a `specgen bench` device loop) keeps one runner started ahead per
- * device, for the task and options it validated last: when the next
- * candidate of that task comes, the runner only loads it and runs. Each
+ * check, a `specgen bench` device loop, a device worker of `specgen run`)
+ * keeps runners started ahead on each device, one for each of the tasks
+ * and options it validated last: when the next candidate of such a task
+ * comes, its runner only loads it and runs. Each
  * candidate still gets fresh processes of its own (the judge, both servers):
  * nothing a candidate did reaches the next one.
  *
@@ -19,7 +20,9 @@
  *
  * Off unless the process says it validates a sequence (sg_cuda_ahead_use):
  * a process that evaluates one candidate and exits would start a runner
- * for nothing. SPECGEN_CUDA_AHEAD=0 turns it off even then.
+ * for nothing. SPECGEN_CUDA_AHEAD=0 turns it off even then; =N keeps
+ * runners for up to N tasks per device (default 2), since the tasks of a
+ * run take turns on its devices.
  */
 #ifndef SG_CUDA_AHEAD_H
 #define SG_CUDA_AHEAD_H
@@ -41,8 +44,12 @@ typedef struct sg_cuda_ahead_key {
  * runners ahead), or no longer (off: and ends those running). */
 void sg_cuda_ahead_use(bool on);
 
-/* Whether runners are started ahead: sg_cuda_ahead_use said so and
- * $SPECGEN_CUDA_AHEAD is not "0". */
+/* How many runners, each for another task or options, a device keeps
+ * started ahead: 0 unless sg_cuda_ahead_use said so; then
+ * $SPECGEN_CUDA_AHEAD when it is a number (0: none), else 2. */
+int sg_cuda_ahead_per_device(void);
+
+/* Whether runners are started ahead: sg_cuda_ahead_per_device() > 0. */
 bool sg_cuda_ahead_enabled(void);
 
 /* Validates cand_so with seed on a runner for key: the one started ahead

@@ -165,9 +165,11 @@ static void test_next_candidate_gets_the_runner_started_ahead(void) {
   teardown(&f);
 }
 
+/* With one runner per device, another task's candidate ends it. */
 static void test_other_task_ends_the_runner_ahead(void) {
   fixture f;
   setup(&f);
+  setenv("SPECGEN_CUDA_AHEAD", "1", 1);
   long stale = first_then_ahead(&f);
   bool ahead;
   sg_sandbox_outcome o;
@@ -177,6 +179,41 @@ static void test_other_task_ends_the_runner_ahead(void) {
   SG_CHECK(!alive(stale)); /* ended, not left waiting */
   free(res);
   sg_sandbox_outcome_free(&o);
+  unsetenv("SPECGEN_CUDA_AHEAD");
+  teardown(&f);
+}
+
+/* Runs a candidate of task on the fixture's device 0; returns whether it
+ * ran on a runner started ahead, after waiting until the next one for
+ * task has started (the log has starts of its). */
+static bool run_task(fixture *f, const char *task, int starts) {
+  bool ahead;
+  sg_sandbox_outcome o;
+  free(run(f, task, "/c/x.so", 1, &ahead, &o));
+  sg_sandbox_outcome_free(&o);
+  SG_CHECK(wait_log(f, "start", starts));
+  return ahead;
+}
+
+/* By default two tasks taking turns on a device keep a runner each; a
+ * third ends the one asked for least recently. */
+static void test_tasks_taking_turns_keep_their_runners(void) {
+  fixture f;
+  setup(&f);
+  SG_CHECK(sg_cuda_ahead_per_device() == 2);
+  SG_CHECK(!run_task(&f, "/t/a", 2));
+  SG_CHECK(!run_task(&f, "/t/b", 4));
+  SG_CHECK(run_task(&f, "/t/a", 5));
+  SG_CHECK(run_task(&f, "/t/b", 6));
+  /* a third task: b's runner (asked for last) stays, a's ends */
+  SG_CHECK(!run_task(&f, "/t/c", 8));
+  SG_CHECK(run_task(&f, "/t/b", 9));
+  SG_CHECK(!run_task(&f, "/t/a", 11));
+  setenv("SPECGEN_CUDA_AHEAD", "x", 1); /* not a number: the default */
+  SG_CHECK(sg_cuda_ahead_per_device() == 2);
+  setenv("SPECGEN_CUDA_AHEAD", "5", 1);
+  SG_CHECK(sg_cuda_ahead_per_device() == 5);
+  unsetenv("SPECGEN_CUDA_AHEAD");
   teardown(&f);
 }
 
@@ -305,6 +342,7 @@ static void test_off_by_environment(void) {
 
 SG_TEST_MAIN(SG_TEST(test_next_candidate_gets_the_runner_started_ahead),
              SG_TEST(test_other_task_ends_the_runner_ahead),
+             SG_TEST(test_tasks_taking_turns_keep_their_runners),
              SG_TEST(test_runner_dead_before_its_go_is_replaced),
              SG_TEST(test_runner_dead_after_its_go_is_the_candidates),
              SG_TEST(test_runner_that_never_gets_ready),
