@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define AHEAD_SLOTS 32 /* runners a process keeps, over all its devices */
-#define AHEAD_PER_DEVICE_DEFAULT 2
+#define AHEAD_PER_DEVICE_DEFAULT 4
 
 typedef struct ahead {
   sg_sandbox *sb;   /* NULL: the slot is free */

@@ -21,7 +21,7 @@
  * Off unless the process says it validates a sequence (sg_cuda_ahead_use):
  * a process that evaluates one candidate and exits would start a runner
  * for nothing. SPECGEN_CUDA_AHEAD=0 turns it off even then; =N keeps
- * runners for up to N tasks per device (default 2), since the tasks of a
+ * runners for up to N tasks per device (default 4), since the tasks of a
  * run take turns on its devices.
  */
 #ifndef SG_CUDA_AHEAD_H
@@ -46,7 +46,7 @@ void sg_cuda_ahead_use(bool on);
 
 /* How many runners, each for another task or options, a device keeps
  * started ahead: 0 unless sg_cuda_ahead_use said so; then
- * $SPECGEN_CUDA_AHEAD when it is a number (0: none), else 2. */
+ * $SPECGEN_CUDA_AHEAD when it is a number (0: none), else 4. */
 int sg_cuda_ahead_per_device(void);
 
 /* Whether runners are started ahead: sg_cuda_ahead_per_device() > 0. */

@@ -195,12 +195,13 @@ static bool run_task(fixture *f, const char *task, int starts) {
   return ahead;
 }
 
-/* By default two tasks taking turns on a device keep a runner each; a
- * third ends the one asked for least recently. */
+/* With two runners per device, two tasks taking turns on it keep a runner
+ * each; a third ends the one asked for least recently. */
 static void test_tasks_taking_turns_keep_their_runners(void) {
   fixture f;
   setup(&f);
-  SG_CHECK(sg_cuda_ahead_per_device() == 2);
+  SG_CHECK(sg_cuda_ahead_per_device() == 4); /* the default */
+  setenv("SPECGEN_CUDA_AHEAD", "2", 1);
   SG_CHECK(!run_task(&f, "/t/a", 2));
   SG_CHECK(!run_task(&f, "/t/b", 4));
   SG_CHECK(run_task(&f, "/t/a", 5));
@@ -210,7 +211,7 @@ static void test_tasks_taking_turns_keep_their_runners(void) {
   SG_CHECK(run_task(&f, "/t/b", 9));
   SG_CHECK(!run_task(&f, "/t/a", 11));
   setenv("SPECGEN_CUDA_AHEAD", "x", 1); /* not a number: the default */
-  SG_CHECK(sg_cuda_ahead_per_device() == 2);
+  SG_CHECK(sg_cuda_ahead_per_device() == 4);
   setenv("SPECGEN_CUDA_AHEAD", "5", 1);
   SG_CHECK(sg_cuda_ahead_per_device() == 5);
   unsetenv("SPECGEN_CUDA_AHEAD");
