@@ -10,6 +10,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "common/sg_hash.h"
 #include "eval/sg_cuda_api.h"
 #include "eval/sg_eval_cpu.h"
 #include "eval/sg_eval_cuda.h"
@@ -18,6 +19,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void sg_eval_opts_default(sg_eval_opts *opts) {
   memset(opts, 0, sizeof *opts);
@@ -310,5 +312,30 @@ int sg_eval_validate(const sg_task *task, const char *source, size_t len,
     r->compile_s = compile_s;
   }
   sg_eval_build_free(&build);
+  return rc;
+}
+
+#define REFERENCE_MAX_BYTES ((size_t)1 << 30)
+
+int sg_eval_build_share_reference(const sg_task *task, sg_eval_build *build,
+                                  const char *dir, sg_err *err) {
+  if (strcmp(task->evaluator, "cuda") != 0 || !build->reference_artifact)
+    return 0;
+  char *bytes = NULL;
+  size_t len = 0;
+  int rc = sg_file_read(build->reference_artifact, REFERENCE_MAX_BYTES, &bytes, &len, err);
+  if (rc)
+    return rc;
+  char *path = sg_asprintf("%s/ref-%016llx.so", dir,
+                           (unsigned long long)sg_fnv1a64(bytes, len));
+  if (access(path, R_OK) != 0)
+    rc = sg_file_write(path, bytes, len, err);
+  free(bytes);
+  if (!rc) {
+    free(build->reference_artifact);
+    build->reference_artifact = path;
+  } else {
+    free(path);
+  }
   return rc;
 }

@@ -81,6 +81,14 @@ typedef struct sg_eval_build {
 
 void sg_eval_build_free(sg_eval_build *b);
 
+/* Names a build's reference by its bytes: a copy in dir (made once), so
+ * that builds of one task found in a build cache (each entry holds its own
+ * copy) name one reference, and a cuda runner started ahead, keyed by its
+ * command line, serves them all. Does nothing for evaluators whose runners
+ * do not name the reference. */
+int sg_eval_build_share_reference(const sg_task *task, sg_eval_build *build,
+                                  const char *dir, sg_err *err);
+
 /* The CPU stage. Returns 0 when it completed: r->status is then ok (and
  * *build is ready) or compile_error / rejected. */
 int sg_eval_compile(const sg_task *task, const char *source, size_t len,

@@ -12,7 +12,6 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
-#include "common/sg_hash.h"
 #include "eval/sg_cuda_ahead.h"
 #include "eval/sg_eval.h"
 #include "runtime/sg_build_cache.h"
@@ -31,7 +30,6 @@
 #include <unistd.h>
 
 #define REQUEST_FILE "request.json"
-#define REFERENCE_MAX_BYTES ((size_t)1 << 30)
 
 /* ---- tasks -------------------------------------------------------------------- */
 
@@ -127,33 +125,6 @@ static int read_request(const sg_worker_eval *e, const char *run_dir,
   return rc;
 }
 
-/* A build from the build cache names the reference inside its entry, a
- * path of its own for every candidate; a runner started ahead is keyed by
- * its command line, reference included. So a cuda build's reference is
- * named by its bytes: copied once into this process's directory, the
- * same path for every candidate of the task. */
-static int reference_by_content(const sg_worker_eval *e, sg_eval_build *build,
-                                sg_err *err) {
-  char *bytes = NULL;
-  size_t len = 0;
-  int rc = sg_file_read(build->reference_artifact, REFERENCE_MAX_BYTES, &bytes,
-                        &len, err);
-  if (rc)
-    return rc;
-  char *path = sg_asprintf("%s/ref-%016llx.so", e->dir,
-                           (unsigned long long)sg_fnv1a64(bytes, len));
-  if (access(path, R_OK) != 0)
-    rc = sg_file_write(path, bytes, len, err);
-  free(bytes);
-  if (!rc) {
-    free(build->reference_artifact);
-    build->reference_artifact = path;
-  } else {
-    free(path);
-  }
-  return rc;
-}
-
 /* The build: found in the build cache, or compiled (and stored there).
  * *cached says which. Returns negative when specgen failed, not the
  * candidate. */
@@ -178,8 +149,8 @@ static int get_build(const sg_worker_eval *e, const sg_worker_request *req,
       r->status = SG_EVAL_OK;
       r->compile_s = cs;
       r->message = sg_strdup("compiled (found in the build cache)");
-      if (strcmp(e->kind, "cuda") == 0 && sg_cuda_ahead_enabled() &&
-          reference_by_content(e, build, err) != 0) {
+      if (sg_cuda_ahead_enabled() &&
+          sg_eval_build_share_reference(task, build, e->dir, err) != 0) {
         fprintf(stderr, "specgen worker: %s; this candidate's runner is not shared\n",
                 err->msg);
         sg_err_clear(err);
