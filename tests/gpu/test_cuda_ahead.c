@@ -25,8 +25,8 @@ static const char *fake_runner =
     " shift; done\n"
     "echo \"start $$ $task\" >> $d/log\n"
     "case \"$(cat $d/before 2>/dev/null)\" in die) exit 3;; slow) sleep 2;; esac\n"
+    "echo \"ready $$\" >> $d/log\n" /* before its 'R': logged once that is read */
     "printf R >&$fd\n"
-    "echo \"ready $$\" >> $d/log\n"
     "read -r seed path <&$fd || { echo \"eof $$\" >> $d/log; exit 4; }\n"
     "printf G >&$fd\n"
     "echo \"go $$ $seed $path\" >> $d/log\n"
