@@ -85,6 +85,7 @@ static void check_protocol(int warmups, int runs) {
   SG_CHECK_EQ_INT(json_array_size(json_object_get(log, "cand_ns")), runs);
   /* timed on the judge's side, the workers' idle CPU watched */
   SG_CHECK(json_is_integer(json_object_get(log, "max_gap_ns")));
+  SG_CHECK(json_is_integer(json_object_get(log, "ref_max_gap_ns")));
   SG_CHECK(json_is_number(json_object_get(json_object_get(log, "phase_s"), "setup")));
   /* the medians are of those runs */
   size_t nr = (size_t)runs;
@@ -249,6 +250,42 @@ static void test_cheats_are_caught(void) {
  * evaluate alike. A kernel's constructor prints the file the worker was
  * exec'd from (AT_EXECFN: no system call) and its argv[0] before crashing,
  * so the message says which program ran. */
+/* The gap rule: the reference's gaps are the noise floor the candidate's
+ * are measured above; the floor counts only up to 20 ms. */
+static void test_gap_rule_above_the_reference_floor(void) {
+  const int64_t ms = 1000000;
+  /* a quiet machine: one gap over 2 ms counts, the second rejects */
+  sg_eval_cpu_gaps g = {0};
+  sg_eval_cpu_gaps_reference(&g, ms / 100);
+  SG_CHECK(!sg_eval_cpu_gaps_candidate(&g, ms / 50));
+  SG_CHECK(!sg_eval_cpu_gaps_candidate(&g, 3 * ms));
+  SG_CHECK_EQ_INT(g.over, 1);
+  SG_CHECK(sg_eval_cpu_gaps_candidate(&g, 3 * ms));
+  /* one gap over 20 ms rejects alone */
+  g = (sg_eval_cpu_gaps){0};
+  SG_CHECK(sg_eval_cpu_gaps_candidate(&g, 21 * ms));
+  /* a noisy machine: the reference's own gaps reach 4 ms, so an honest
+   * candidate's 2-5 ms gaps are noise, every one of them */
+  g = (sg_eval_cpu_gaps){0};
+  sg_eval_cpu_gaps_reference(&g, 4 * ms);
+  for (int i = 0; i < 50; i++)
+    SG_CHECK(!sg_eval_cpu_gaps_candidate(&g, (2 + i % 4) * ms));
+  SG_CHECK_EQ_INT(g.over, 0);
+  /* ... but a kernel that works 3 ms beyond the floor is caught */
+  SG_CHECK(!sg_eval_cpu_gaps_candidate(&g, 7 * ms));
+  SG_CHECK(sg_eval_cpu_gaps_candidate(&g, 7 * ms));
+  /* the floor only rises, and only up to 20 ms: a reference gap of 1 s
+   * does not excuse a 25 ms gap twice */
+  g = (sg_eval_cpu_gaps){0};
+  sg_eval_cpu_gaps_reference(&g, 1000 * ms);
+  sg_eval_cpu_gaps_reference(&g, ms);
+  SG_CHECK_EQ_INT(g.ref_floor_ns, 1000 * ms);
+  SG_CHECK(!sg_eval_cpu_gaps_candidate(&g, 21 * ms));
+  SG_CHECK(!sg_eval_cpu_gaps_candidate(&g, 23 * ms));
+  SG_CHECK(sg_eval_cpu_gaps_candidate(&g, 23 * ms));
+  SG_CHECK(sg_eval_cpu_gaps_candidate(&g, 41 * ms));
+}
+
 static void test_worker_program_and_fallback(void) {
   const char *prog = sg_eval_cpu_worker_program();
   SG_CHECK(prog != NULL);
@@ -382,6 +419,7 @@ SG_TEST_MAIN(SG_TEST(test_timing_protocol_default_10_and_40),
              SG_TEST(test_seed_reproduces_inputs), SG_TEST(test_refused_options),
              SG_TEST(test_compile_error_keeps_candidate_lines),
              SG_TEST(test_link_rules), SG_TEST(test_cheats_are_caught),
+             SG_TEST(test_gap_rule_above_the_reference_floor),
              SG_TEST(test_scratch_is_removed),
              SG_TEST(test_worker_program_and_fallback),
              SG_TEST(test_broken_reference_is_a_task_error),
