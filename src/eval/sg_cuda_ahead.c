@@ -36,6 +36,23 @@ static ahead slots[AHEAD_SLOTS];
 static bool in_use;
 static uint64_t clock_used;
 
+/* The runner the caller says its next candidate wants (sg_cuda_ahead_expect):
+ * argv NULL when it said nothing. */
+static struct {
+  bool none;   /* it said none: start nothing */
+  int device;
+  char **argv;
+  sg_sandbox_limits lim;
+} expected;
+
+static void expect_clear(void) {
+  for (int i = 0; expected.argv && expected.argv[i]; i++)
+    free(expected.argv[i]);
+  free(expected.argv);
+  expected.argv = NULL;
+  expected.none = false;
+}
+
 void sg_cuda_ahead_use(bool on) {
   in_use = on;
   if (!on)
@@ -90,6 +107,7 @@ static void slot_end(ahead *a, sg_sandbox_outcome *out, bool timed_out) {
 }
 
 void sg_cuda_ahead_release(void) {
+  expect_clear();
   /* all killed first, so that their exits overlap */
   for (int i = 0; i < AHEAD_SLOTS; i++)
     if (slots[i].sb)
@@ -218,19 +236,37 @@ static int send_go(int fd, uint64_t seed, const char *cand_so) {
   return rc;
 }
 
+/* Starts the runner that comes next: the one the caller expects, when it
+ * said (unless one for it is waiting already), else another for the
+ * current key (device, argv) in the slot its runner left (freed). */
+static void start_next(ahead *freed, int device, char *const argv[],
+                       const sg_sandbox_limits *lim) {
+  sg_err e2;
+  sg_err_clear(&e2);
+  if (expected.none)
+    return;
+  if (expected.argv) {
+    bool match = false;
+    ahead *s = slot_for(expected.device, expected.argv, &match);
+    if (!match) /* one that cannot start leaves the slot free */
+      (void)slot_start(s, expected.device, expected.argv, &expected.lim, &e2);
+    return;
+  }
+  if (!freed->sb)
+    (void)slot_start(freed, device, argv, lim, &e2);
+}
+
 /* Waits for cur to end (at most wall_s from now; <= 0: no limit). When it
  * says it is ready ('R' on the go channel: it has its servers, context,
- * buffers and reference), the next runner for key starts in next: its
+ * buffers and reference), the next runner starts (start_next): its
  * start-up overlaps cur's run, but not cur's own start-up. When it says it
  * took its go ('G', before it loads the candidate), *took is set: what
  * follows is the candidate's outcome. Returns whether cur timed out. */
-static bool wait_run(ahead *cur, ahead *next, int device, char *const argv[],
+static bool wait_run(ahead *cur, ahead *freed, int device, char *const argv[],
                      const sg_sandbox_limits *lim, bool *took) {
   bool ready = cur->ready;
-  sg_err e2;
-  sg_err_clear(&e2);
-  if (ready && !next->sb) /* said so before its go: the next starts now */
-    (void)slot_start(next, device, argv, lim, &e2);
+  if (ready) /* said so before its go: the next starts now */
+    start_next(freed, device, argv, lim);
   double end = sg_clock_now_s() + lim->wall_s;
   int fd = cur->go_fd;
   for (;;) {
@@ -250,28 +286,64 @@ static bool wait_run(ahead *cur, ahead *next, int device, char *const argv[],
       *took = true;
     if (n == 1 && c == 'R' && !ready) {
       ready = true;
-      if (!next->sb) /* one that cannot start leaves the slot free */
-        (void)slot_start(next, device, argv, lim, &e2);
+      start_next(freed, device, argv, lim);
     }
     if (n <= 0)
       fd = -1; /* EOF or an error: only its exit is left to wait for */
   }
 }
 
+/* The command line of a cuda runner for k, in bufs (which it points into). */
+typedef struct key_bufs {
+  char dev[16], trials[16], warm[16], timed[16], fd[16];
+  char *argv[18];
+} key_bufs;
+
+static char **key_argv(const sg_cuda_ahead_key *k, key_bufs *b) {
+  snprintf(b->dev, sizeof b->dev, "%d", k->device);
+  snprintf(b->trials, sizeof b->trials, "%d", k->trials);
+  snprintf(b->warm, sizeof b->warm, "%d", k->warmup);
+  snprintf(b->timed, sizeof b->timed, "%d", k->timed);
+  snprintf(b->fd, sizeof b->fd, "%d", SG_SANDBOX_PASS_FD(0));
+  char *argv[] = {(char *)k->runner, "--task", (char *)k->task_dir, "--ref",
+                  (char *)k->ref_so, "--device", b->dev, "--trials", b->trials,
+                  "--warmup", b->warm, "--timed", b->timed, "--go-fd", b->fd,
+                  k->strict ? "--strict" : NULL, NULL};
+  memcpy(b->argv, argv, sizeof argv);
+  return b->argv;
+}
+
+void sg_cuda_ahead_expect_argv(int device, char *const argv[], const sg_sandbox_limits *lim) {
+  expect_clear();
+  if (!sg_cuda_ahead_enabled())
+    return;
+  int n = 0;
+  while (argv[n])
+    n++;
+  expected.argv = sg_calloc((size_t)n + 1, sizeof *expected.argv);
+  for (int i = 0; i < n; i++)
+    expected.argv[i] = sg_strdup(argv[i]);
+  expected.device = device;
+  expected.lim = *lim;
+  expected.lim.work_dir = NULL; /* a runner started ahead has its own */
+}
+
+void sg_cuda_ahead_expect_none(void) {
+  expect_clear();
+  expected.none = true;
+}
+
+void sg_cuda_ahead_expect(const sg_cuda_ahead_key *k, const sg_sandbox_limits *lim) {
+  key_bufs b;
+  sg_cuda_ahead_expect_argv(k->device, key_argv(k, &b), lim);
+}
+
 int sg_cuda_ahead_run(const sg_cuda_ahead_key *k, const char *cand_so, uint64_t seed,
                       const sg_sandbox_limits *lim, sg_sandbox_outcome *out, bool *ahead_out,
                       sg_err *err) {
-  char sdev[16], strials[16], swarm[16], stimed[16], sfd[16];
-  snprintf(sdev, sizeof sdev, "%d", k->device);
-  snprintf(strials, sizeof strials, "%d", k->trials);
-  snprintf(swarm, sizeof swarm, "%d", k->warmup);
-  snprintf(stimed, sizeof stimed, "%d", k->timed);
-  snprintf(sfd, sizeof sfd, "%d", SG_SANDBOX_PASS_FD(0));
-  char *argv[] = {(char *)k->runner, "--task", (char *)k->task_dir, "--ref",
-                  (char *)k->ref_so, "--device", sdev, "--trials", strials,
-                  "--warmup", swarm, "--timed", stimed, "--go-fd", sfd,
-                  k->strict ? "--strict" : NULL, NULL};
-  return sg_cuda_ahead_run_argv(k->device, argv, cand_so, seed, lim, out, ahead_out, err);
+  key_bufs b;
+  return sg_cuda_ahead_run_argv(k->device, key_argv(k, &b), cand_so, seed, lim, out,
+                                ahead_out, err);
 }
 
 int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uint64_t seed,
@@ -282,8 +354,10 @@ int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uin
     bool match = false;
     ahead *a = slot_for(device, argv, &match);
     int rc = 0;
-    if (!match && (rc = slot_start(a, device, argv, lim, err)) != 0)
+    if (!match && (rc = slot_start(a, device, argv, lim, err)) != 0) {
+      expect_clear();
       return rc;
+    }
     double t_go = sg_clock_now_s();
     /* a runner that is gone fails this; its end says why */
     (void)send_go(a->go_fd, seed, cand);
@@ -300,11 +374,12 @@ int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uin
       /* it ended before it took its go (its start failed, or it was killed
        * while it waited): nothing of the candidate ran; once more, now */
       sg_sandbox_outcome_free(out);
-      if (a->sb)
+      if (a->sb && !expected.argv && !expected.none) /* this key's next: used below */
         slot_end(a, NULL, false);
       continue;
     }
     *ahead_out = match;
+    expect_clear(); /* good for this run only */
     return 0;
   }
 }

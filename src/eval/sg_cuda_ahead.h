@@ -72,6 +72,19 @@ int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uin
                            const sg_sandbox_limits *lim, sg_sandbox_outcome *out,
                            bool *ahead, sg_err *err);
 
+/* Says which runner the next candidate will want, when the caller knows
+ * it (a bench's next task, the first example of a check's next task): when
+ * the next run says it is ready, that runner is started instead of another
+ * for the run's own key (none, if one for it is waiting already). Good for
+ * the next run only; nothing when runners ahead are off. */
+void sg_cuda_ahead_expect(const sg_cuda_ahead_key *key, const sg_sandbox_limits *lim);
+/* The same for a runner named by its whole command line
+ * (sg_cuda_ahead_run_argv's argv). */
+void sg_cuda_ahead_expect_argv(int device, char *const argv[], const sg_sandbox_limits *lim);
+/* Says that no candidate the caller knows of comes next (a bench's last
+ * task): the next run starts no runner ahead. */
+void sg_cuda_ahead_expect_none(void);
+
 /* Ends every runner started ahead (at exit, or when the device is needed
  * whole). */
 void sg_cuda_ahead_release(void);

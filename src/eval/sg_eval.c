@@ -11,6 +11,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 #include "common/sg_hash.h"
+#include "eval/sg_cuda_ahead.h"
 #include "eval/sg_cuda_api.h"
 #include "eval/sg_eval_cpu.h"
 #include "eval/sg_eval_cuda.h"
@@ -205,7 +206,8 @@ static const sg_evaluator cpu_evaluator = {
 static const sg_evaluator cuda_evaluator = {
     .name = "cuda", .device_kind = "cuda", .gpu = true, .hardware_counters = true,
     .profiling = SG_PROFILE_COUNTERS, .compile = sg_eval_cuda_compile,
-    .run = sg_eval_cuda_run, .profile = sg_eval_cuda_profile};
+    .run = sg_eval_cuda_run, .profile = sg_eval_cuda_profile,
+    .expect = sg_eval_cuda_expect};
 
 /* The evaluator table: a bare task name on a device kind means the first
  * evaluator's task of that name (cuda before kernelbench). */
@@ -292,6 +294,16 @@ int sg_eval_run(const sg_task *task, const sg_eval_build *build,
   const sg_evaluator *ev;
   int rc = find(task, &ev, err);
   return rc ? rc : ev->run(task, build, opts, r, err);
+}
+
+void sg_eval_expect(const sg_task *task, const sg_eval_build *build,
+                    const sg_eval_opts *opts) {
+  const sg_evaluator *ev;
+  sg_err err;
+  if (!task)
+    sg_cuda_ahead_expect_none();
+  else if (find(task, &ev, &err) == 0 && ev->expect)
+    ev->expect(task, build, opts);
 }
 
 int sg_eval_profile(const sg_task *task, const sg_eval_build *build,

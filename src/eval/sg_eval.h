@@ -99,6 +99,16 @@ int sg_eval_compile(const sg_task *task, const char *source, size_t len,
 int sg_eval_run(const sg_task *task, const sg_eval_build *build,
                 const sg_eval_opts *opts, sg_eval_result *r, sg_err *err);
 
+/* Says that the next candidate this process validates on opts->device is
+ * of task, with build's reference and opts: an evaluator with runners
+ * started ahead (sg_cuda_ahead.h, in a process that said it validates a
+ * sequence) starts that one's runner when the current run is ready,
+ * instead of another for the current task. For a caller that knows its
+ * order (`specgen bench`, the GPU check); a hint, never an error. task
+ * NULL: nothing the caller knows of comes next; none is started. */
+void sg_eval_expect(const sg_task *task, const sg_eval_build *build,
+                    const sg_eval_opts *opts);
+
 /* The device stage of profiling: hardware metrics into r->metrics and
  * r->profile_text. */
 int sg_eval_profile(const sg_task *task, const sg_eval_build *build,
@@ -130,6 +140,8 @@ typedef struct sg_evaluator {
              sg_eval_result *, sg_err *);
   int (*profile)(const sg_task *, const sg_eval_build *, const sg_eval_opts *,
                  sg_eval_result *, sg_err *);
+  /* sg_eval_expect; NULL: nothing is started ahead */
+  void (*expect)(const sg_task *, const sg_eval_build *, const sg_eval_opts *);
 } sg_evaluator;
 
 /* The evaluator called name, or NULL. */

@@ -608,6 +608,41 @@ static int sanitize(const sg_task *task, const sg_eval_build *build,
   return decided;
 }
 
+/* What a validation run's runner is started for (its options defaulted). */
+static sg_cuda_ahead_key run_key(const char *runner, const sg_task *task,
+                                 const sg_eval_build *build, const sg_eval_opts *opts,
+                                 int dev) {
+  sg_cuda_ahead_key k = {runner, task->dir, build->reference_artifact, dev,
+                         opts->correctness_trials > 0 ? opts->correctness_trials : 3,
+                         opts->warmup_runs >= 0 ? opts->warmup_runs : 10,
+                         opts->timed_runs > 0 ? opts->timed_runs : 40, opts->strict};
+  return k;
+}
+
+static double run_wall_s(const sg_eval_opts *opts) {
+  return opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
+}
+
+void sg_eval_cuda_expect(const sg_task *task, const sg_eval_build *build,
+                         const sg_eval_opts *opts) {
+  sg_eval_opts d;
+  sg_eval_opts_default(&d);
+  if (!opts)
+    opts = &d;
+  int dev = 0;
+  sg_err err;
+  char *runner = NULL;
+  if (!sg_cuda_ahead_enabled() || !build->reference_artifact ||
+      sg_eval_cuda_parse_device(opts->device, &dev, &err) ||
+      !(runner = sg_eval_cuda_find_runner()))
+    return;
+  sg_cuda_ahead_key key = run_key(runner, task, build, opts, dev);
+  sg_sandbox_limits lim;
+  sg_eval_cuda_runner_limits(build, run_wall_s(opts), &lim);
+  sg_cuda_ahead_expect(&key, &lim);
+  free(runner);
+}
+
 int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, sg_eval_result *r, sg_err *err) {
   int dev = 0;
@@ -622,9 +657,8 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
   sg_eval_opts_default(&d);
   if (!opts)
     opts = &d;
-  int trials = opts->correctness_trials > 0 ? opts->correctness_trials : 3;
-  int warmup = opts->warmup_runs >= 0 ? opts->warmup_runs : 10;
-  int timed = opts->timed_runs > 0 ? opts->timed_runs : 40;
+  sg_cuda_ahead_key key = run_key(runner, task, build, opts, dev);
+  int trials = key.trials, warmup = key.warmup, timed = key.timed;
   char sdev[16], strials[16], swarm[16], stimed[16], sseed[32];
   snprintf(sdev, sizeof sdev, "%d", dev);
   snprintf(strials, sizeof strials, "%d", trials);
@@ -640,7 +674,7 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
                   "--ref", build->reference_artifact, "--device", sdev,
                   "--trials", strials, "--warmup", swarm, "--timed", stimed,
                   "--seed", sseed, opts->strict ? "--strict" : NULL, NULL};
-  double wall = opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
+  double wall = run_wall_s(opts);
   double t0 = sg_clock_now_s();
   rc = sanitize(task, build, base, wall, r, err);
   if (rc != 0) {
@@ -654,8 +688,6 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
   sg_sandbox_outcome o;
   bool ahead = false;
   if (sg_cuda_ahead_enabled()) {
-    sg_cuda_ahead_key key = {runner, task->dir, build->reference_artifact, dev,
-                             trials, warmup, timed, opts->strict};
     rc = sg_cuda_ahead_run(&key, build->artifact, seed, &lim, &o, &ahead, err);
   } else {
     rc = sg_sandbox_exec(&lim, argv, &o, err);

@@ -18,6 +18,10 @@ int sg_eval_cuda_compile(const sg_task *task, const char *source, size_t len,
                          sg_eval_result *r, sg_err *err);
 int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, sg_eval_result *r, sg_err *err);
+/* The next candidate validated here will be of task with build's
+ * reference and opts: its runner starts ahead (sg_cuda_ahead_expect). */
+void sg_eval_cuda_expect(const sg_task *task, const sg_eval_build *build,
+                         const sg_eval_opts *opts);
 int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
                          const sg_eval_opts *opts, sg_eval_result *r,
                          sg_err *err);

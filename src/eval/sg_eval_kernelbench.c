@@ -127,6 +127,15 @@ static void harness_argv(kb_argv *a, const sg_task *task, const char *cand,
     add(a, "--strict");
 }
 
+/* The sandbox of a harness run. */
+static void harness_limits(const sg_eval_build *build, double wall, sg_sandbox_limits *lim) {
+  sg_eval_cuda_runner_limits(build, wall, lim);
+  lim->isolate_network = true;
+  /* load_inline's compilers write preprocessed PyTorch headers: far beyond
+   * the default file-size limit (seen: cc1plus killed by SIGXFSZ). */
+  lim->file_size_bytes = 0;
+}
+
 static int run_harness(const sg_task *task, const sg_eval_build *build,
                        const char *cand, const char *mode,
                        const sg_eval_opts *opts, double wall, sg_eval_result *r,
@@ -146,11 +155,7 @@ static int run_harness(const sg_task *task, const sg_eval_build *build,
   kb_argv a;
   harness_argv(&a, task, ahead_mode ? NULL : cand, mode, opts, dev);
   sg_sandbox_limits lim;
-  sg_eval_cuda_runner_limits(build, wall, &lim);
-  lim.isolate_network = true;
-  /* load_inline's compilers write preprocessed PyTorch headers: far beyond
-   * the default file-size limit (seen: cc1plus killed by SIGXFSZ). */
-  lim.file_size_bytes = 0;
+  harness_limits(build, wall, &lim);
   sg_sandbox_outcome o;
   double t0 = sg_clock_now_s();
   bool ahead = false;
@@ -228,6 +233,27 @@ static int kb_run(const sg_task *task, const sg_eval_build *build,
   return run_harness(task, build, build->artifact, "validate", opts, wall, r, err);
 }
 
+/* The next validation here is of task: its judge starts ahead (as
+ * run_harness's validate mode would start it). */
+static void kb_expect(const sg_task *task, const sg_eval_build *build,
+                      const sg_eval_opts *opts) {
+  sg_eval_opts d;
+  sg_eval_opts_default(&d);
+  if (!opts)
+    opts = &d;
+  int dev = 0;
+  sg_err err;
+  if (!sg_cuda_ahead_enabled() || task->reference_path[0] != '/' ||
+      sg_eval_cuda_parse_device(opts->device, &dev, &err))
+    return;
+  kb_argv a;
+  harness_argv(&a, task, NULL, "validate", opts, dev);
+  sg_sandbox_limits lim;
+  harness_limits(build, opts->run_timeout_s > 0 ? opts->run_timeout_s : 120, &lim);
+  sg_cuda_ahead_expect_argv(dev, a.v, &lim);
+  free_argv(&a);
+}
+
 static int kb_profile(const sg_task *task, const sg_eval_build *build,
                       const sg_eval_opts *opts, sg_eval_result *r, sg_err *err) {
   sg_eval_opts d;
@@ -248,4 +274,4 @@ static int kb_profile(const sg_task *task, const sg_eval_build *build,
 const sg_evaluator sg_evaluator_kernelbench = {
     .name = "kernelbench", .device_kind = "cuda", .gpu = true,
     .hardware_counters = true, .profiling = SG_PROFILE_COUNTERS,
-    .compile = kb_compile, .run = kb_run, .profile = kb_profile};
+    .compile = kb_compile, .run = kb_run, .profile = kb_profile, .expect = kb_expect};

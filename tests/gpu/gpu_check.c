@@ -24,6 +24,7 @@
  * on the device), the rest compile. It links only libc and a static jansson,
  * so it runs on GPU machines without specgen's other libraries. */
 #include "common/sg_alloc.h"
+#include "common/sg_clock.h"
 #include "common/sg_file.h"
 #include "common/sg_stats.h"
 #include "eval/sg_cuda_ahead.h"
@@ -58,6 +59,12 @@ typedef struct job {
   size_t len;
   sg_eval_pending pending;
   bool started;
+  /* its compile, once finished (finish_compile) */
+  bool compiled;
+  int compile_rc;
+  sg_eval_build build;
+  sg_eval_result compile_r;
+  sg_err compile_err;
 } job;
 
 static void eval_opts(sg_eval_opts *o) {
@@ -75,6 +82,35 @@ static void start_compile(job *jb) {
   jb->started = sg_eval_compile_start(jb->task, jb->src, jb->len, &o, &jb->pending, &err) == 0;
   if (!jb->started)
     fprintf(stderr, "%s: %s\n", jb->base, err.msg);
+}
+
+/* Finishes jb's compile (the one started ahead, or one now), once. */
+static void finish_compile(job *jb) {
+  if (jb->compiled)
+    return;
+  jb->compiled = true;
+  sg_eval_opts o;
+  eval_opts(&o);
+  memset(&jb->build, 0, sizeof jb->build);
+  sg_eval_result_init(&jb->compile_r);
+  sg_err_clear(&jb->compile_err);
+  jb->compile_rc =
+      jb->started
+          ? sg_eval_compile_finish(&jb->pending, &jb->build, &jb->compile_r, &jb->compile_err)
+          : sg_eval_compile(jb->task, jb->src, jb->len, &o, &jb->build, &jb->compile_r,
+                            &jb->compile_err);
+}
+
+/* The example after jb is the first of another task: its runner starts
+ * ahead while jb runs (the same task's next is started ahead anyway). */
+static void expect_next(job *jb, job *next) {
+  if (!next || next->task == jb->task)
+    return;
+  finish_compile(next);
+  sg_eval_opts o;
+  eval_opts(&o);
+  if (!next->compile_rc && next->compile_r.status == SG_EVAL_OK)
+    sg_eval_expect(next->task, &next->build, &o);
 }
 
 /* ncu replays every kernel for each section: the naive ok-reference
@@ -112,21 +148,24 @@ typedef struct outcome {
 } outcome;
 
 /* Compile (finishing the compile started ahead), run and, when asked and
- * worth it, profile. */
-static void evaluate(check *ck, job *jb, outcome *oc) {
+ * worth it, profile. next: the example after it, or NULL. */
+static void evaluate(check *ck, job *jb, job *next, outcome *oc) {
   sg_eval_opts o;
   eval_opts(&o);
-  sg_eval_result_init(&oc->r);
   sg_eval_result_init(&oc->pr);
   sg_err_clear(&oc->err);
   oc->profiled = false;
   oc->stage = "compile";
-  sg_eval_build b;
-  memset(&b, 0, sizeof b);
-  oc->rc = jb->started ? sg_eval_compile_finish(&jb->pending, &b, &oc->r, &oc->err)
-                       : sg_eval_compile(jb->task, jb->src, jb->len, &o, &b, &oc->r, &oc->err);
+  finish_compile(jb);
+  sg_eval_build b = jb->build;
+  memset(&jb->build, 0, sizeof jb->build);
+  oc->r = jb->compile_r;
+  sg_eval_result_init(&jb->compile_r);
+  oc->rc = jb->compile_rc;
+  oc->err = jb->compile_err;
   oc->comp_s = oc->r.compile_s;
   if (!oc->rc && oc->r.status == SG_EVAL_OK && !ck->compile_only) {
+    expect_next(jb, next);
     oc->stage = "run";
     oc->rc = sg_eval_run(jb->task, &b, &o, &oc->r, &oc->err);
     if (!oc->rc && oc->r.status == SG_EVAL_OK) {
@@ -271,6 +310,8 @@ static void free_jobs(job *jobs, size_t n) {
     free(jobs[k].expected);
     free(jobs[k].label);
     free(jobs[k].src);
+    sg_eval_build_free(&jobs[k].build);
+    sg_eval_result_free(&jobs[k].compile_r);
   }
   free(jobs);
 }
@@ -354,23 +395,29 @@ int main(int argc, char **argv) {
       start_compile(&jobs[k]);
   /* the examples come task by task: the next runner starts while one runs */
   sg_cuda_ahead_use(!ck.compile_only);
+  double loop_t0 = sg_clock_now_s();
   size_t next = 0;
   for (size_t k = 0; k < njobs; k++) {
     for (; next < njobs && next < k + ahead; next++)
       if (!jobs[next].started)
         start_compile(&jobs[next]);
     outcome oc;
-    evaluate(&ck, &jobs[k], &oc);
+    evaluate(&ck, &jobs[k], k + 1 < next ? &jobs[k + 1] : NULL, &oc);
     record(&ck, &jobs[k], &oc, as_expected(&ck, &jobs[k], &oc));
     sg_eval_result_free(&oc.r);
     sg_eval_result_free(&oc.pr);
   }
+  double loop_s = sg_clock_now_s() - loop_t0;
   sg_cuda_ahead_use(false);
   free_jobs(jobs, njobs);
   sg_task_list_free(tasks, ntasks);
   if (ck.jf)
     fclose(ck.jf);
   print_summary(ck.valid, ck.nvalid, ck.runs, ck.comps, ck.profs, ck.nprof);
+  /* what a sequence of candidates costs, compiles overlapped with runs */
+  if (njobs)
+    printf("# wall of the whole sequence: %.1f s for %zu examples, %.2f s each\n", loop_s,
+           njobs, loop_s / (double)njobs);
   free(ck.valid);
   free(ck.runs);
   free(ck.comps);

@@ -9,6 +9,7 @@
 #include "sg_test.h"
 #include "tmpfiles.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,7 +190,77 @@ static void test_command(void) {
   free(d);
 }
 
+/* On a device, every row is another task: while one row runs, the next
+ * row's runner starts ahead (sg_eval_expect), and after the last none.
+ * nvcc and the runner are stand-ins (no GPU needed): the "compiler" copies
+ * the source, the "runner" speaks the go channel and logs its task. */
+static void test_runners_ahead_follow_the_rows(void) {
+  char *d = tmp_dir("sg-bench-ahead");
+  put_file(d, "nvcc",
+           "#!/bin/bash\n"
+           "while [ $# -gt 0 ]; do case $1 in -o) out=$2; shift;; esac; shift; done\n"
+           "echo lib > \"$out\"\n");
+  put_file(d, "runner",
+           "#!/bin/bash\n"
+           "while [ $# -gt 0 ]; do case $1 in --task) task=${2##*/}; shift;;"
+           " --go-fd) fd=$2; shift;; esac; shift; done\n"
+           "echo \"start $task\" >> $FAKE_DIR/log\n"
+           "printf R >&$fd\n"
+           "read -r seed path <&$fd || exit 4\n"
+           "printf G >&$fd\n"
+           "echo \"go $task\" >> $FAKE_DIR/log\n"
+           "printf '{\"status\":\"ok\",\"message\":\"fake\",\"ref_ms\":2,\"cand_ms\":1,"
+           "\"speedup\":2,\"go_wait_s\":0}' >&$SG_RESULT_FD\n");
+  char *cmd = sg_asprintf(
+      "cd %s && chmod +x nvcc runner && FAKE_DIR=%s SPECGEN_NVCC=%s/nvcc "
+      "SPECGEN_CUDA_RUNNER=%s/runner XDG_CACHE_HOME=%s/xdg SPECGEN_TASKS_DIR=%s/tasks "
+      "%s bench cuda/hinge_loss cuda/diag_matmul cuda/mlp --examples ok-reference "
+      "--devices cuda:0 --json 2>/dev/null > out.json",
+      d, d, d, d, d, SG_SOURCE_ROOT, SG_TEST_SPECGEN);
+  int st = system(cmd);
+  SG_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %d", cmd, st);
+  free(cmd);
+  char *path = sg_asprintf("%s/out.json", d);
+  json_error_t je;
+  json_t *j = json_load_file(path, 0, &je);
+  free(path);
+  SG_CHECK(j != NULL);
+  json_t *rows = json_object_get(j, "rows");
+  SG_CHECK_EQ_INT(json_array_size(rows), 3);
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    json_t *row = json_array_get(rows, i);
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(row, "status")), "ok");
+    bool ahead = json_is_true(
+        json_object_get(json_object_get(row, "stages"), "started_ahead"));
+    SG_CHECK_MSG(ahead == (i > 0), "row %zu: started ahead %d", i, (int)ahead);
+  }
+  json_decref(j);
+  /* one runner per row, each for its own task: none wasted */
+  path = sg_asprintf("%s/log", d);
+  char *log = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &log, NULL, &err), err);
+  const char *want[] = {"start hinge_loss\n", "go hinge_loss\n", "start diag_matmul\n",
+                        "go diag_matmul\n", "start mlp\n", "go mlp\n"};
+  size_t lines = 0;
+  for (const char *q = log; *q; q++)
+    lines += *q == '\n';
+  SG_CHECK_MSG(lines == 6, "the runners' log:\n%s", log);
+  for (size_t i = 0; i < 6; i++) {
+    const char *at = strstr(log, want[i]);
+    SG_CHECK_MSG(at && (at == log || at[-1] == '\n'), "no \"%s\" in:\n%s", want[i], log);
+  }
+  /* each row's runner started before that row's go */
+  SG_CHECK(strstr(log, "start diag_matmul") < strstr(log, "go diag_matmul"));
+  SG_CHECK(strstr(log, "start mlp") < strstr(log, "go mlp"));
+  free(log);
+  free(path);
+  sg_rm_rf(d, &err);
+  free(d);
+}
+
 SG_TEST_MAIN({"paper_suite", test_paper_suite},
+             {"runners_ahead_follow_the_rows", test_runners_ahead_follow_the_rows},
              {"find_candidate", test_find_candidate},
              {"table_and_summary", test_table_and_summary},
              {"command", test_command})

@@ -329,6 +329,76 @@ static void test_settle_ends_a_runner_not_ready_in_time(void) {
   teardown(&f);
 }
 
+/* Lines of the log that start a runner for task. */
+static int starts_for(const fixture *f, const char *task) {
+  char *p = sg_asprintf("%s/log", f->dir);
+  FILE *fp = fopen(p, "r");
+  free(p);
+  int n = 0;
+  char line[512];
+  while (fp && fgets(line, sizeof line, fp)) {
+    char *sp = strncmp(line, "start ", 6) == 0 ? strchr(line + 6, ' ') : NULL;
+    if (sp && strncmp(sp + 1, task, strlen(task)) == 0 && sp[1 + strlen(task)] == '\n')
+      n++;
+  }
+  if (fp)
+    fclose(fp);
+  return n;
+}
+
+/* A caller that knows the next candidate's task (a bench: every row another
+ * task) gets that task's runner started ahead instead of another for the
+ * current one; the expectation holds for one run. */
+static void test_expected_task_starts_instead(void) {
+  fixture f;
+  setup(&f);
+  sg_cuda_ahead_key b = key_for(&f, "/t/b");
+  sg_cuda_ahead_expect(&b, &f.lim);
+  bool ahead;
+  sg_sandbox_outcome o;
+  free(run(&f, "/t/a", "/c/one.so", 1, &ahead, &o));
+  sg_sandbox_outcome_free(&o);
+  SG_CHECK(!ahead);
+  SG_CHECK(wait_log(&f, "start", 2));
+  SG_CHECK(starts_for(&f, "/t/b") == 1);
+  SG_CHECK(starts_for(&f, "/t/a") == 1); /* its own, at its go */
+  char *res = run(&f, "/t/b", "/c/two.so", 2, &ahead, &o);
+  SG_CHECK(ahead);
+  SG_CHECK(strstr(res, "ran 2 /c/two.so") != NULL);
+  free(res);
+  sg_sandbox_outcome_free(&o);
+  /* nothing expected now: /t/b's next is started as before */
+  SG_CHECK(wait_log(&f, "start", 3));
+  SG_CHECK(starts_for(&f, "/t/b") == 2);
+  SG_CHECK(starts_for(&f, "/t/a") == 1);
+  teardown(&f);
+}
+
+/* An expected runner already waiting is not started twice, and "none"
+ * starts nothing after the run. */
+static void test_expected_waiting_or_none_starts_nothing(void) {
+  fixture f;
+  setup(&f);
+  long waiting = first_then_ahead(&f); /* /t/a's next is waiting */
+  sg_cuda_ahead_key a = key_for(&f, "/t/a");
+  sg_cuda_ahead_expect(&a, &f.lim);
+  bool ahead;
+  sg_sandbox_outcome o;
+  free(run(&f, "/t/b", "/c/one.so", 1, &ahead, &o));
+  sg_sandbox_outcome_free(&o);
+  SG_CHECK(!ahead);
+  SG_CHECK(starts_for(&f, "/t/a") == 2);
+  SG_CHECK(starts_for(&f, "/t/b") == 1);
+  SG_CHECK(alive(waiting));
+  sg_cuda_ahead_expect_none();
+  free(run(&f, "/t/a", "/c/two.so", 2, &ahead, &o));
+  sg_sandbox_outcome_free(&o);
+  SG_CHECK(ahead);
+  usleep(200000); /* a runner started by mistake would have logged by now */
+  SG_CHECK(log_count(&f, "start", NULL) == 3);
+  teardown(&f);
+}
+
 static void test_off_by_environment(void) {
   fixture f;
   setup(&f);
@@ -350,4 +420,6 @@ SG_TEST_MAIN(SG_TEST(test_next_candidate_gets_the_runner_started_ahead),
              SG_TEST(test_wall_limit_counts_from_the_go),
              SG_TEST(test_settle_waits_for_the_runner_ahead),
              SG_TEST(test_settle_ends_a_runner_not_ready_in_time),
+             SG_TEST(test_expected_task_starts_instead),
+             SG_TEST(test_expected_waiting_or_none_starts_nothing),
              SG_TEST(test_off_by_environment))
