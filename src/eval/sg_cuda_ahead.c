@@ -121,7 +121,7 @@ void sg_cuda_ahead_settle(double limit_s) {
   double end = sg_clock_now_s() + limit_s;
   for (int i = 0; i < AHEAD_SLOTS; i++) {
     ahead *a = &slots[i];
-    while (a->sb && !a->ready) {
+    while (a->sb && !a->ready && !sg_sandbox_aborted()) {
       double left = end - sg_clock_now_s();
       int w = left > 0 ? sg_sandbox_wait(a->sb, a->go_fd, left) : 0;
       char c = 0;
@@ -168,6 +168,7 @@ static int slot_start(ahead *a, int device, char *const argv[], const sg_sandbox
     a->sb = NULL;
     return rc;
   }
+  sg_sandbox_keep(a->sb, true); /* an abort of the current request spares it */
   a->go_fd = sv[0];
   a->device = device;
   a->key = key_text(device, argv);
@@ -359,6 +360,7 @@ int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uin
       return rc;
     }
     double t_go = sg_clock_now_s();
+    sg_sandbox_keep(a->sb, false); /* it is this request's now */
     /* a runner that is gone fails this; its end says why */
     (void)send_go(a->go_fd, seed, cand);
     /* this runner is taken; the slot gets the next one */
@@ -370,7 +372,7 @@ int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uin
     slot_end(&cur, out, timed_out);
     /* time from the go, not from the runner's start ahead */
     out->wall_s = sg_clock_now_s() - t_go;
-    if (match && !took && !timed_out && attempt == 0) {
+    if (match && !took && !timed_out && attempt == 0 && !sg_sandbox_aborted()) {
       /* it ended before it took its go (its start failed, or it was killed
        * while it waited): nothing of the candidate ran; once more, now */
       sg_sandbox_outcome_free(out);

@@ -145,7 +145,70 @@ struct sg_sandbox {
   double deadline;      /* for the setup: bounded, whatever the wall-clock limit */
   double wall_s;
   double setup_s;
+  int abort_slot;       /* its entry in the abort registry; -1: none */
 };
+
+/* ---- aborting what runs (sg_sandbox_abort_install) ----------------------------
+ * The live children, for a signal handler: plain arrays of pids it can read
+ * at any moment (an entry is written whole, its kept flag before its pid). */
+#define ABORT_SLOTS 64
+static volatile pid_t abort_live[ABORT_SLOTS];
+static volatile sig_atomic_t abort_kept[ABORT_SLOTS];
+static volatile sig_atomic_t abort_flag;
+static bool abort_on;
+
+static void abort_kill_live(void) {
+  for (int i = 0; i < ABORT_SLOTS; i++) {
+    pid_t p = abort_live[i];
+    if (p > 0 && !abort_kept[i]) {
+      kill(-p, SIGKILL);
+      kill(p, SIGKILL);
+    }
+  }
+}
+
+static void abort_handler(int sig) {
+  (void)sig;
+  int saved = errno;
+  abort_flag = 1;
+  abort_kill_live();
+  errno = saved;
+}
+
+void sg_sandbox_abort_install(int sig) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = abort_handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  abort_on = true;
+  sigaction(sig, &sa, NULL);
+}
+
+void sg_sandbox_abort_reset(void) { abort_flag = 0; }
+
+bool sg_sandbox_aborted(void) { return abort_on && abort_flag; }
+
+void sg_sandbox_keep(sg_sandbox *s, bool kept) {
+  if (s && s->abort_slot >= 0)
+    abort_kept[s->abort_slot] = kept;
+}
+
+/* Enters a new child; one that came after the abort's signal dies now. */
+static void abort_register(sg_sandbox *s) {
+  s->abort_slot = -1;
+  if (!abort_on)
+    return;
+  for (int i = 0; i < ABORT_SLOTS; i++)
+    if (abort_live[i] == 0) {
+      abort_kept[i] = 0;
+      abort_live[i] = s->pid;
+      s->abort_slot = i;
+      break;
+    }
+  if (abort_flag)
+    abort_kill_live();
+}
 
 /* Writes text into /proc/PID/NAME; 0 or an errno. */
 static int write_proc(pid_t pid, const char *name, const char *text) {
@@ -302,6 +365,12 @@ static int fork_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
     return rc;
   }
   fcntl(p_setup[0], F_SETFL, O_NONBLOCK);
+  if (sg_sandbox_aborted()) {
+    int all[] = {p_out[0], p_out[1], p_err[0], p_err[1], p_res[0], p_res[1],
+                 p_setup[0], p_setup[1]};
+    close_all(all, 8);
+    return sg_err_set(err, SG_ESTATE, "sandbox: the evaluation was aborted");
+  }
   /* nobody must be able to write its scratch directory */
   if (lim->isolate && lim->work_dir && geteuid() == 0)
     (void)chown(lim->work_dir, 65534, 65534);
@@ -363,6 +432,7 @@ static int fork_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
   }
   s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
   s->deadline = t0 + (lim->wall_s > 0 ? fmin(lim->wall_s, 30.0) : 30.0);
+  abort_register(s);
   *out = s;
   return 0;
 }
@@ -531,6 +601,8 @@ int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
   if (ok && m->text[0])
     out->note = sg_strdup(m->text);
   int rc = setup_failure(s, !s->got_setup && s->setup_s >= 30.0 - 1e-3, err);
+  if (s->abort_slot >= 0)
+    abort_live[s->abort_slot] = 0;
   free(s);
   if (rc)
     sg_sandbox_outcome_free(out);

@@ -166,6 +166,22 @@ int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
  * overlap). sg_sandbox_finish kills as well. */
 void sg_sandbox_kill(sg_sandbox *s);
 
+/* Aborting what runs, for a process that evaluates requests one after
+ * another and must stop one without ending itself (a worker's evaluation
+ * process; the children it keeps, runners started ahead, must live on).
+ * After sg_sandbox_abort_install(sig), signal sig kills the process group
+ * of every live child not marked kept (sg_sandbox_keep) and makes every
+ * later start fail (SG_ESTATE, "aborted"), until sg_sandbox_abort_reset:
+ * whatever waits on a child sees it end, and the evaluation returns at
+ * once. The signal's handler restarts interrupted system calls
+ * (SA_RESTART). */
+void sg_sandbox_abort_install(int sig); /* children started after it count */
+void sg_sandbox_abort_reset(void);
+/* Whether sig came since the last reset. */
+bool sg_sandbox_aborted(void);
+/* Marks s as kept (an abort spares it) or not. */
+void sg_sandbox_keep(sg_sandbox *s, bool kept);
+
 /* Replaces every byte of text (len bytes) that is not printable ASCII,
  * newline or tab with '?', in place, so what a child printed can go into a
  * message, JSON and a terminal unchanged. */

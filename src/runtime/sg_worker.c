@@ -32,6 +32,7 @@
  */
 #include "runtime/sg_worker.h"
 
+#include "common/sg_clock.h"
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
@@ -62,6 +63,7 @@ typedef struct job {
   char *task;     /* what its task was loaded from: a name or directory */
   long long line; /* the request's input line */
   bool resent;    /* given to a second process: the first died idle */
+  bool aborted;   /* its result went out; the process is stopping it */
 } job;
 
 typedef struct worker {
@@ -79,6 +81,7 @@ typedef struct worker {
   char *run_dir;
   sg_buf rbuf;       /* its lines, until complete */
   double compile_s;
+  double abort_deadline; /* run->aborted: when the process is killed instead */
   /* input */
   sg_buf in;
   long long lines;   /* complete lines read so far */
@@ -210,7 +213,7 @@ static void job_free(job *j) {
 }
 
 static bool id_in_use(const worker *w, const char *id) {
-  if (w->run && strcmp(w->run->req.id, id) == 0)
+  if (w->run && !w->run->aborted && strcmp(w->run->req.id, id) == 0)
     return true;
   for (size_t i = 0; i < w->nqueue; i++)
     if (strcmp(w->queue[i]->req.id, id) == 0)
@@ -252,11 +255,15 @@ static void start_next(worker *w) {
 }
 
 /* One line from the evaluation process: {"compiled":{...}} or
- * {"result":{...}}, which ends the request. */
+ * {"result":{...}}, which ends the request. An aborted request's lines
+ * are dropped: its result went out already. */
 static void eval_line(worker *w, const json_t *j) {
   const json_t *c = json_object_get(j, "compiled");
   const json_t *res = json_object_get(j, "result");
-  if (w->run && json_is_object(c)) {
+  if (w->run && w->run->aborted) {
+    if (json_is_object(res))
+      end_run(w);
+  } else if (w->run && json_is_object(c)) {
     sg_worker_reply r;
     sg_worker_reply_init(&r, SG_WREP_COMPILED);
     r.id = sg_strdup(w->run->req.id);
@@ -290,6 +297,8 @@ static void eval_line(worker *w, const json_t *j) {
 static void kill_running(worker *w, sg_eval_status st, const char *why) {
   sg_worker_eval_stop(&w->ev, NULL);
   sg_buf_reset(&w->rbuf);
+  if (w->run && w->run->aborted) /* its result went out already */
+    end_run(w);
   if (!w->run)
     return;
   char *id = sg_strdup(w->run->req.id);
@@ -323,6 +332,10 @@ static void eval_readable(worker *w) {
   int st = 0;
   sg_worker_eval_stop(&w->ev, &st);
   sg_buf_reset(&w->rbuf);
+  if (w->run && w->run->aborted) { /* died while stopping it: its result went out */
+    end_run(w);
+    return;
+  }
   if (w->run && !w->run->resent && sg_worker_eval_untaken(w->run_dir)) {
     /* it died idle, before it took the request: a fresh one gets it */
     w->run->resent = true;
@@ -361,9 +374,37 @@ static void abort_all(worker *w) {
 
 /* ---- requests ---------------------------------------------------------------- */
 
+/* An abort of the running request: its result goes out now, and the
+ * evaluation process is asked to stop it (sg_worker_eval_abort: what the
+ * request started dies, the runners kept ahead for later requests live
+ * on); its late lines are dropped. One that has not answered within
+ * ABORT_DRAIN_S is killed, runners and all. */
+#define ABORT_DRAIN_S 5.0
+
+static void abort_running(worker *w, const char *why) {
+  if (w->run->aborted)
+    return;
+  if (w->ev.pid <= 0 || sg_worker_eval_abort(&w->ev) != 0) {
+    kill_running(w, SG_EVAL_ABORTED, why);
+    return;
+  }
+  w->run->aborted = true;
+  w->abort_deadline = sg_clock_now_s() + ABORT_DRAIN_S;
+  send_own_result(w, w->run->req.id, SG_EVAL_ABORTED, w->compile_s, why);
+}
+
+/* An aborted request whose process has not answered in time. */
+static void abort_overdue(worker *w) {
+  if (w->run && w->run->aborted && sg_clock_now_s() >= w->abort_deadline) {
+    fprintf(stderr, "specgen worker: the evaluation process did not stop an aborted "
+            "request within %.0f s; killing it\n", ABORT_DRAIN_S);
+    kill_running(w, SG_EVAL_ABORTED, NULL);
+  }
+}
+
 static void do_abort(worker *w, long long line, const char *id) {
-  if (w->run && strcmp(w->run->req.id, id) == 0) {
-    kill_running(w, SG_EVAL_ABORTED, "aborted by the client while it ran");
+  if (w->run && !w->run->aborted && strcmp(w->run->req.id, id) == 0) {
+    abort_running(w, "aborted by the client while it ran");
     return;
   }
   for (size_t i = 0; i < w->nqueue; i++)
@@ -591,7 +632,10 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
     p[np++] = (struct pollfd){.fd = sfd, .events = POLLIN}; /* -1: ignored */
     if (w.ev.res_fd >= 0) /* idle too: to see it die */
       p[np++] = (struct pollfd){.fd = w.ev.res_fd, .events = POLLIN};
-    if (poll(p, np, -1) < 0) {
+    int timeout_ms = -1;
+    if (w.run && w.run->aborted)
+      timeout_ms = (int)fmax(0, ceil((w.abort_deadline - sg_clock_now_s()) * 1000));
+    if (poll(p, np, timeout_ms) < 0) {
       if (errno == EINTR)
         continue;
       rc = sg_err_set(err, SG_EIO, "poll: %s", strerror(errno));
@@ -614,6 +658,7 @@ int sg_worker_serve(const sg_worker_config *cfg, sg_err *err) {
       if ((rc = input_readable(&w, err)) != 0)
         break;
     }
+    abort_overdue(&w);
     if (w.rbuf.truncated) {
       fprintf(stderr, "specgen worker: the evaluation process wrote too much\n");
       kill_running(&w, SG_EVAL_INFRA_ERROR, "specgen could not evaluate: the "

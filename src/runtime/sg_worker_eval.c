@@ -13,6 +13,7 @@
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
 #include "eval/sg_cuda_ahead.h"
+#include "eval/sg_sandbox.h"
 #include "eval/sg_eval.h"
 #include "runtime/sg_build_cache.h"
 #include "runtime/sg_jsonl.h"
@@ -262,10 +263,20 @@ static _Noreturn void eval_main(const sg_worker_eval *e, pid_t parent, int req_f
   /* what it and its runners leave goes with its directory */
   setenv("TMPDIR", e->dir, 1);
   sg_cuda_ahead_use(true);
+  /* the worker's abort of the request it runs (sg_worker_eval_abort) */
+  sg_sandbox_abort_install(SIGUSR1);
   sg_buf in;
   sg_buf_init(&in, 0);
-  for (char *dir; (dir = read_line(req_fd, &in)) != NULL; free(dir))
+  for (;;) {
+    /* an abort is sent only while a request runs, so one that came after
+     * the last result belonged to it */
+    sg_sandbox_abort_reset();
+    char *dir = read_line(req_fd, &in);
+    if (!dir)
+      break;
     evaluate(e, dir, res_fd);
+    free(dir);
+  }
   sg_cuda_ahead_use(false);
   _exit(0);
 }
@@ -353,6 +364,10 @@ int sg_worker_eval_submit(sg_worker_eval *e, const sg_worker_request *req,
   (void)write_all(e->req_fd, line, strlen(line));
   free(line);
   return 0;
+}
+
+int sg_worker_eval_abort(sg_worker_eval *e) {
+  return e->pid > 0 && kill(e->pid, SIGUSR1) == 0 ? 0 : -1;
 }
 
 bool sg_worker_eval_untaken(const char *run_dir) {

@@ -11,12 +11,16 @@
  * cuda or kernelbench runner started ahead for one request
  * (sg_cuda_ahead.h) serves the next request of the same task.
  *
- * The process ends only by SIGKILL (an abort of the request it runs, after
- * SG_WORKER_EVAL_MAX requests, the worker's end) or by itself (a crash);
- * everything it started dies with it (PR_SET_PDEATHSIG at every level), and
- * the worker removes its scratch directory (its TMPDIR: the runners'
- * directories and the compilers' temporaries). The next request starts a
- * fresh one.
+ * An abort of the request it runs is SIGUSR1 (sg_worker_eval_abort): the
+ * sandbox kills what that request started and refuses to start more
+ * (sg_sandbox_abort_install), the runners kept ahead for later requests
+ * live on, and the request ends at once with some result, which the worker
+ * drops. The process ends only by SIGKILL (an abort it did not answer in
+ * time, after SG_WORKER_EVAL_MAX requests, the worker's end) or by itself
+ * (a crash); everything it started dies with it (PR_SET_PDEATHSIG at every
+ * level), and the worker removes its scratch directory (its TMPDIR: the
+ * runners' directories and the compilers' temporaries). The next request
+ * starts a fresh one.
  */
 #ifndef SG_WORKER_EVAL_H
 #define SG_WORKER_EVAL_H
@@ -55,6 +59,10 @@ void sg_worker_eval_init(sg_worker_eval *e, const sg_worker_config *cfg,
  * a process that dies before it answers shows as the end of res_fd. */
 int sg_worker_eval_submit(sg_worker_eval *e, const sg_worker_request *req,
                           const char *task, const char *run_dir, sg_err *err);
+
+/* Asks the process to stop the request it runs (SIGUSR1); it answers with
+ * that request's result line soon after. Negative when it cannot be sent. */
+int sg_worker_eval_abort(sg_worker_eval *e);
 
 /* Whether the request in run_dir was never taken: the process reads and
  * removes its request.json first, so one that died while idle left it

@@ -654,6 +654,50 @@ static void test_exec_timeout(void) {
   sg_sandbox_outcome_free(&o);
 }
 
+/* An abort (sg_sandbox_abort_install's signal) kills every live child but
+ * the kept ones and refuses new children until the reset. Last: the
+ * handler stays installed. */
+static void test_abort_kills_all_but_the_kept(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.wall_s = 60;
+  lim.forbid_spawn = false;
+  sg_err err;
+  char *argv[] = {"sh", "-c", "sleep 30", NULL};
+  sg_sandbox *hit = NULL, *kept = NULL;
+  sg_sandbox_abort_install(SIGUSR1); /* children started from now on count */
+  SG_CHECK_OK(sg_sandbox_spawn(&lim, argv, false, &hit, &err), err);
+  SG_CHECK_OK(sg_sandbox_spawn(&lim, argv, false, &kept, &err), err);
+  sg_sandbox_keep(kept, true);
+  SG_CHECK(!sg_sandbox_aborted());
+  raise(SIGUSR1);
+  SG_CHECK(sg_sandbox_aborted());
+  SG_CHECK_EQ_INT(sg_sandbox_wait(hit, -1, 20), 2); /* it ended */
+  SG_CHECK_EQ_INT(sg_sandbox_wait(kept, -1, 0.3), 0); /* still running */
+  sg_sandbox_outcome o;
+  SG_CHECK_OK(sg_sandbox_finish(hit, false, &o, &err), err);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_SIGNALED);
+  SG_CHECK_EQ_INT(o.signal, SIGKILL);
+  sg_sandbox_outcome_free(&o);
+  /* nothing new starts while aborted */
+  char *quick[] = {"sh", "-c", "exit 0", NULL};
+  SG_CHECK_EQ_INT(sg_sandbox_exec(&lim, quick, &o, &err), SG_ESTATE);
+  SG_CHECK_CONTAINS(err.msg, "aborted");
+  sg_sandbox_abort_reset();
+  SG_CHECK(!sg_sandbox_aborted());
+  SG_CHECK_OK(sg_sandbox_exec(&lim, quick, &o, &err), err);
+  SG_CHECK_EQ_INT(o.exit_code, 0);
+  sg_sandbox_outcome_free(&o);
+  /* no longer kept: the next abort takes it too */
+  sg_sandbox_keep(kept, false);
+  raise(SIGUSR1);
+  SG_CHECK_EQ_INT(sg_sandbox_wait(kept, -1, 20), 2);
+  SG_CHECK_OK(sg_sandbox_finish(kept, false, &o, &err), err);
+  SG_CHECK_EQ_INT(o.signal, SIGKILL);
+  sg_sandbox_outcome_free(&o);
+  sg_sandbox_abort_reset();
+}
+
 SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
              SG_TEST(test_exit_code_is_fns_return),
              SG_TEST(test_endless_loop_times_out),
@@ -672,4 +716,5 @@ SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
              SG_TEST(test_bad_setup_is_an_error),
              SG_TEST(test_grandchildren_are_killed),
              SG_TEST(test_no_namespace_runs_anyway_and_says_so),
-             SG_TEST(test_exec_program), SG_TEST(test_exec_timeout))
+             SG_TEST(test_exec_program), SG_TEST(test_exec_timeout),
+             SG_TEST(test_abort_kills_all_but_the_kept))

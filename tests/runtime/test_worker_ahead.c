@@ -224,30 +224,60 @@ static void test_second_request_is_served_ahead(void) {
   teardown();
 }
 
-static void test_abort_mid_run_kills_the_process(void) {
+/* A worker whose second request ("h", after "a") hangs on the runner
+ * started ahead for it; returns its evaluation process. */
+static pid_t hanging_on_the_runner_ahead(wproc *w, char **work) {
+  begin(w, work, NULL);
+  SG_CHECK(!validated_ahead(w, "a"));
+  send_request(w, "validate", "h", "hang");
+  w_expect_free(w, "started", "h");
+  w_expect_free(w, "compiled", "h");
+  wait_log("go ", 2); /* its runner has its go: the candidate runs */
+  pid_t eval = child_of(w->pid);
+  SG_CHECK(eval > 0);
+  return eval;
+}
+
+/* An abort stops the request it hits, not the process: the request's
+ * runner dies, the one kept ahead for the next request lives on and
+ * serves it. */
+static void test_abort_mid_run_keeps_the_runner_ahead(void) {
   char *work;
   wproc w;
-  begin(&w, &work, NULL);
-  SG_CHECK(!validated_ahead(&w, "a"));
-  send_request(&w, "validate", "h", "hang");
-  w_expect_free(&w, "started", "h");
-  w_expect_free(&w, "compiled", "h");
-  wait_log("go ", 2); /* its runner has its go: the candidate runs */
-  pid_t eval = child_of(w.pid);
-  SG_CHECK(eval > 0);
+  pid_t eval = hanging_on_the_runner_ahead(&w, &work);
+  wait_log("start ", 3); /* the next one waits ahead */
   w_send(&w, "{\"type\":\"abort\",\"id\":\"h\"}\n");
   json_t *r = w_expect(&w, "result", "h");
   SG_CHECK_STR_EQ(result_status(r), "aborted");
   SG_CHECK_CONTAINS(str(json_object_get(r, "result"), "message"), "while it ran");
   json_decref(r);
-  SG_CHECK(kill(eval, 0) != 0 && errno == ESRCH); /* killed and reaped */
-  /* a fresh process: its first request has no runner ahead, its second has */
-  SG_CHECK(!validated_ahead(&w, "n1"));
-  SG_CHECK(validated_ahead(&w, "n2"));
-  SG_CHECK(child_of(w.pid) != eval);
+  /* the same process serves the next request, on the runner kept ahead */
+  SG_CHECK(validated_ahead(&w, "n1"));
+  SG_CHECK(child_of(w.pid) == eval);
+  SG_CHECK_EQ_INT(log_count("go "), 3);
   /* an abort of a finished request: an error, as before */
-  w_send(&w, "{\"type\":\"abort\",\"id\":\"n2\"}\n");
-  json_decref(w_expect(&w, "error", "n2"));
+  w_send(&w, "{\"type\":\"abort\",\"id\":\"n1\"}\n");
+  json_decref(w_expect(&w, "error", "n1"));
+  finish(&w, work); /* no runner is left: the hung one died with its abort */
+  teardown();
+}
+
+/* A process that does not stop an aborted request in time (here: stopped)
+ * is killed, runners and all; the client had its result at once, and the
+ * next request gets a fresh process. */
+static void test_abort_unanswered_kills_the_process(void) {
+  char *work;
+  wproc w;
+  pid_t eval = hanging_on_the_runner_ahead(&w, &work);
+  SG_CHECK(kill(eval, SIGSTOP) == 0);
+  w_send(&w, "{\"type\":\"abort\",\"id\":\"h\"}\n");
+  json_t *r = w_expect(&w, "result", "h");
+  SG_CHECK_STR_EQ(result_status(r), "aborted");
+  json_decref(r);
+  /* queued behind the abort: runs once the process is gone (5 s) */
+  SG_CHECK(!validated_ahead(&w, "n1"));
+  SG_CHECK(kill(eval, 0) != 0 && errno == ESRCH); /* killed and reaped */
+  SG_CHECK(child_of(w.pid) != eval);
   finish(&w, work);
   teardown();
 }
@@ -369,7 +399,8 @@ static void test_profile_keeps_the_idle_runner_ahead(void) {
 }
 
 SG_TEST_MAIN(SG_TEST(test_second_request_is_served_ahead),
-             SG_TEST(test_abort_mid_run_kills_the_process),
+             SG_TEST(test_abort_mid_run_keeps_the_runner_ahead),
+             SG_TEST(test_abort_unanswered_kills_the_process),
              SG_TEST(test_eval_process_dying_is_an_infra_error),
              SG_TEST(test_recycled_after_its_requests),
              SG_TEST(test_cached_builds_share_the_runner),
