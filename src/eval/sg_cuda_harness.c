@@ -5,8 +5,10 @@
  * no verdict, only counters for ncu, so it keeps one process: the device's
  * primary context is made current, the candidate's shared object (its
  * statically linked CUDA runtime attaches to that context) is loaded with
- * RTLD_LOCAL, inputs are drawn on the host, and one warm-up call is followed
- * by one call between cuProfilerStart and cuProfilerStop after an L2 flush.
+ * RTLD_LOCAL, inputs are drawn on the device by the judge's generator (from
+ * the reference's shared object, as validation draws them: a billion host
+ * draws took 5 s), and one warm-up call is followed by one call between
+ * cuProfilerStart and cuProfilerStop after an L2 flush.
  * It never returns control to the candidate's process after a sticky CUDA
  * error: the result says runtime_error and the process ends.
  */
@@ -17,11 +19,10 @@
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 #include "eval/sg_cuda_api.h"
-#include "eval/sg_cuda_check.h"
+#include "eval/sg_cuda_judge.h"
 #include "eval/sg_cuda_validate.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <unistd.h>
 #include <math.h>
 #include <stdarg.h>
@@ -34,24 +35,25 @@ typedef void (*sg_launch_fn)(void **args);
 
 #define LEGACY_STREAM ((sg_CUstream)0)
 
+typedef int (*fill_fn)(void *, const sg_judge_fill *, uint64_t, uint64_t);
+
 typedef struct harness {
   const sg_cuda_harness_cfg *cfg;
   sg_cuda_api api;
   sg_CUcontext ctx;
   sg_CUdevice dev;
   json_t *out;
-  /* per argument: device buffers for the candidate and the reference, host
-   * copies of the inputs and of both outputs, and scalar storage */
+  fill_fn fill;           /* the judge's generator (sg_judge_fill) */
+  /* per argument: the candidate's device buffer, scalar storage */
   size_t nargs;
-  sg_CUdeviceptr *dcand, *dref;
-  void **host_in, **host_cand, **host_ref;
+  sg_CUdeviceptr *dcand;
   union {
     int32_t i32;
     int64_t i64;
     float f32;
     double f64;
   } *scalar;
-  void **args_cand, **args_ref;
+  void **args_cand;
   sg_CUdeviceptr flush;
   size_t flush_bytes;
 } harness;
@@ -87,13 +89,8 @@ static int setup(harness *h, char *msg, size_t msg_len) {
   const sg_task *t = h->cfg->task;
   h->nargs = t->nargs;
   h->dcand = sg_calloc(t->nargs, sizeof *h->dcand);
-  h->dref = sg_calloc(t->nargs, sizeof *h->dref);
-  h->host_in = sg_calloc(t->nargs, sizeof *h->host_in);
-  h->host_cand = sg_calloc(t->nargs, sizeof *h->host_cand);
-  h->host_ref = sg_calloc(t->nargs, sizeof *h->host_ref);
   h->scalar = sg_calloc(t->nargs, sizeof *h->scalar);
   h->args_cand = sg_calloc(t->nargs, sizeof *h->args_cand);
-  h->args_ref = sg_calloc(t->nargs, sizeof *h->args_ref);
   for (size_t i = 0; i < t->nargs; i++) {
     const sg_task_arg *a = &t->args[i];
     if (a->kind == SG_ARG_SCALAR) {
@@ -103,23 +100,17 @@ static int setup(harness *h, char *msg, size_t msg_len) {
       case SG_DTYPE_I32: h->scalar[i].i32 = (int32_t)a->scalar_value; break;
       default: h->scalar[i].i64 = (int64_t)a->scalar_value; break;
       }
-      h->args_cand[i] = h->args_ref[i] = &h->scalar[i];
+      h->args_cand[i] = &h->scalar[i];
       continue;
     }
     size_t n = arg_bytes(a);
-    sg_CUresult rc;
-    if ((rc = h->api.cuMemAlloc(&h->dcand[i], n)) ||
-        (h->cfg->ref_so && (rc = h->api.cuMemAlloc(&h->dref[i], n)))) {
+    sg_CUresult rc = h->api.cuMemAlloc(&h->dcand[i], n);
+    if (rc) {
       snprintf(msg, msg_len, "allocating %zu bytes for %s: %s", n, a->name,
                cuerr(h, rc));
       return -1;
     }
     h->args_cand[i] = (void *)(uintptr_t)h->dcand[i];
-    h->args_ref[i] = (void *)(uintptr_t)h->dref[i];
-    h->host_cand[i] = sg_malloc(n);
-    h->host_ref[i] = sg_malloc(n);
-    if (a->kind == SG_ARG_INPUT)
-      h->host_in[i] = sg_malloc(n);
   }
   int l2 = 0;
   h->api.cuDeviceGetAttribute(&l2, SG_CU_ATTR_L2_CACHE_SIZE, h->dev);
@@ -134,66 +125,21 @@ static int setup(harness *h, char *msg, size_t msg_len) {
   return 0;
 }
 
-typedef struct fill_job {
-  const sg_task_arg *a;
-  void *host;
-  uint64_t seed, arg;
-  int64_t begin, end;
-} fill_job;
-
-static void *fill_thread(void *p) {
-  fill_job *j = p;
-  sg_cuda_fill_range(j->a, j->host, j->seed, j->arg, j->begin, j->end);
-  return NULL;
-}
-
-/* Large inputs (a 32768 x 32768 matrix is a billion draws) are drawn by
- * several threads, each over whole chunks; the values are the same as one
- * thread's (sg_cuda_fill_range). */
-static void fill_parallel(const sg_task_arg *a, void *host, uint64_t seed,
-                          uint64_t arg) {
-  enum { MAX_THREADS = 16 };
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  int64_t chunks = (a->numel + SG_CUDA_FILL_CHUNK - 1) / SG_CUDA_FILL_CHUNK;
-  int nt = (int)(cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : cpus);
-  if (chunks < nt)
-    nt = (int)chunks;
-  pthread_t th[MAX_THREADS];
-  fill_job jobs[MAX_THREADS];
-  int started = 0;
-  for (int t = 0; t < nt; t++) {
-    int64_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
-    jobs[t] = (fill_job){a, host, seed, arg, c0 * SG_CUDA_FILL_CHUNK,
-                         c1 * SG_CUDA_FILL_CHUNK < a->numel ? c1 * SG_CUDA_FILL_CHUNK
-                                                           : a->numel};
-    if (nt > 1 && pthread_create(&th[t], NULL, fill_thread, &jobs[t]) == 0)
-      started |= 1 << t;
-    else
-      fill_thread(&jobs[t]);
-  }
-  for (int t = 0; t < nt; t++)
-    if (started & (1 << t))
-      pthread_join(th[t], NULL);
-  sg_cuda_apply_structure(a, host);
-}
-
-/* Draws this trial's inputs and uploads them to both sides; poisons outputs. */
+/* Draws the inputs on the device (the task's own distributions, as the
+ * first correctness trial of seed draws them) and poisons the outputs. */
 static sg_CUresult prepare_trial(harness *h, uint64_t seed) {
   const sg_task *t = h->cfg->task;
   for (size_t i = 0; i < t->nargs; i++) {
     const sg_task_arg *a = &t->args[i];
     sg_CUresult rc = 0;
     if (a->kind == SG_ARG_INPUT) {
-      fill_parallel(a, h->host_in[i], seed, i);
-      rc = h->api.cuMemcpyHtoD(h->dcand[i], h->host_in[i], arg_bytes(a));
-      if (!rc && h->dref[i])
-        rc = h->api.cuMemcpyHtoD(h->dref[i], h->host_in[i], arg_bytes(a));
+      sg_judge_fill f;
+      sg_judge_fill_spec(a, 0, &f);
+      rc = (sg_CUresult)h->fill((void *)(uintptr_t)h->dcand[i], &f, seed, i);
     } else if (a->kind == SG_ARG_OUTPUT) {
       /* All-ones bytes: NaN for float32 and float64, -1 for integers. */
       size_t words = arg_bytes(a) / 4;
       rc = h->api.cuMemsetD32Async(h->dcand[i], 0xFFFFFFFFu, words, LEGACY_STREAM);
-      if (!rc && h->dref[i])
-        rc = h->api.cuMemsetD32Async(h->dref[i], 0xFFFFFFFFu, words, LEGACY_STREAM);
     }
     if (rc)
       return rc;
@@ -263,9 +209,15 @@ json_t *sg_cuda_harness_run(const sg_cuda_harness_cfg *cfg) {
   json_object_set_new(h->out, "context_s", json_real(sg_clock_now_s() - t0));
 
   char msg[1024];
-  sg_launch_fn cand = NULL, ref = NULL;
-  if (cfg->ref_so && !load_so(cfg->ref_so, &ref, msg, sizeof msg))
-    return finish(h, "infra_error", "loading the reference: %s", msg);
+  sg_launch_fn cand = NULL;
+  void *reflib = cfg->ref_so ? dlopen(cfg->ref_so, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (!reflib)
+    return finish(h, "infra_error", "loading the reference (for its input generator): %s",
+                  cfg->ref_so ? dlerror() : "no --ref given");
+  h->fill = (fill_fn)(uintptr_t)dlsym(reflib, "sg_judge_fill");
+  if (!h->fill)
+    return finish(h, "infra_error", "%s lacks the judge's kernels (sg_judge_*): rebuild it",
+                  cfg->ref_so);
   if (!load_so(cfg->cand_so, &cand, msg, sizeof msg)) {
     bool vendor = strstr(msg, "cublas") || strstr(msg, "cudnn");
     return finish(h, vendor ? "rejected" : "runtime_error",
@@ -273,8 +225,5 @@ json_t *sg_cuda_harness_run(const sg_cuda_harness_cfg *cfg) {
   }
   if (setup(h, msg, sizeof msg))
     return finish(h, "infra_error", "%s", msg);
-  if (cfg->mode == SG_CUDA_MODE_PROFILE)
-    return profile(h, cand);
-  (void)ref;
-  return finish(h, "infra_error", "validation runs in the judge (sg_cuda_validate)");
+  return profile(h, cand);
 }

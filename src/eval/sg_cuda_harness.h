@@ -25,7 +25,8 @@ typedef enum sg_cuda_mode {
 typedef struct sg_cuda_harness_cfg {
   const sg_task *task;
   const char *cand_so;
-  const char *ref_so;      /* NULL in profile mode */
+  const char *ref_so;      /* the reference; in profile mode only for the
+                              judge's input generator (sg_judge_fill) */
   sg_cuda_mode mode;
   int device;              /* ordinal */
   int trials, warmup, timed;

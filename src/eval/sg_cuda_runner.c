@@ -1,7 +1,7 @@
 /* sg_cuda_runner.c: specgen-cuda-run, the program the cuda evaluator runs in
  * a sandboxed child (and under ncu when profiling).
  *
- *   specgen-cuda-run --task DIR --cand CAND.so [--ref REF.so]
+ *   specgen-cuda-run --task DIR --cand CAND.so --ref REF.so
  *                    [--mode validate|profile] [--device N] [--trials N]
  *                    [--warmup N] [--timed N] [--seed N] [--strict]
  *   specgen-cuda-run --task DIR --ref REF.so --go-fd FD [...]
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: specgen-cuda-run --task DIR --cand CAND.so [--ref REF.so]\n"
+  fprintf(f, "usage: specgen-cuda-run --task DIR --cand CAND.so --ref REF.so\n"
              "         [--mode validate|profile] [--device N] [--trials N]\n"
              "         [--warmup N] [--timed N] [--seed N] [--strict]\n"
              "       specgen-cuda-run --task DIR --ref REF.so --go-fd FD [...]\n");
@@ -72,8 +72,9 @@ int main(int argc, char **argv) {
     }
   }
   bool ahead = cfg.go_fd >= 0;
-  if (!task_dir || (!cfg.cand_so && !ahead) || cfg.trials < 1 || cfg.warmup < 0 ||
-      cfg.timed < 1 || (ahead && (cfg.mode != SG_CUDA_MODE_VALIDATE || !cfg.ref_so))) {
+  /* both modes need the reference's library: its judge's kernels */
+  if (!task_dir || !cfg.ref_so || (!cfg.cand_so && !ahead) || cfg.trials < 1 ||
+      cfg.warmup < 0 || cfg.timed < 1 || (ahead && cfg.mode != SG_CUDA_MODE_VALIDATE)) {
     usage(stderr);
     return 2;
   }

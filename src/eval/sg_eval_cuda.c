@@ -719,8 +719,11 @@ int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
   char sdev[16], sseed[32];
   snprintf(sdev, sizeof sdev, "%d", dev);
   snprintf(sseed, sizeof sseed, "%llu", opts && opts->seed ? opts->seed : 1ULL);
+  /* the reference's library only for the judge's input generator: inputs
+   * are drawn on the device */
   char *target[] = {runner, "--task", task->dir, "--cand", build->artifact,
-                    "--mode", "profile", "--device", sdev, "--seed", sseed, NULL};
+                    "--ref", build->reference_artifact, "--mode", "profile",
+                    "--device", sdev, "--seed", sseed, NULL};
   rc = sg_eval_cuda_ncu(task, build, opts, target, r, err);
   free(runner);
   return rc;

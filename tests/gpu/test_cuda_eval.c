@@ -287,8 +287,14 @@ static void test_runner_usage(void) {
   rc = system(cmd);
   free(cmd);
   SG_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+  /* the reference's library is needed in both modes (its judge's kernels
+   * draw the inputs) */
+  cmd = sg_asprintf("%s --task x --cand y.so --mode profile 2>/dev/null", runner);
+  rc = system(cmd);
+  free(cmd);
+  SG_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
   /* A task that does not load: an infra_error answer naming it. */
-  cmd = sg_asprintf("%s --task /nonexistent/task --cand y.so", runner);
+  cmd = sg_asprintf("%s --task /nonexistent/task --cand y.so --ref r.so", runner);
   FILE *f = popen(cmd, "r");
   free(cmd);
   char buf[2048] = "";
