@@ -1,7 +1,7 @@
 /* sg_cuda_check.c: the cuda evaluator's pure pieces (see the header).
  *
- * Nothing here touches a GPU, a file or a clock: the harness that runs on the
- * device calls these, and the unit tests call them on any machine. */
+ * Nothing here touches a GPU, a file or a clock: the evaluator calls these,
+ * and the unit tests call them on any machine. */
 #include "eval/sg_cuda_check.h"
 
 #include "common/sg_alloc.h"
@@ -12,135 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- random inputs -------------------------------------------------------- */
-
-double sg_cuda_rng_normal(sg_rng *r) {
-  double u1 = sg_rng_uniform(r), u2 = sg_rng_uniform(r);
-  if (u1 < 1e-300)
-    u1 = 1e-300;
-  return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-static double get(sg_dtype d, const void *p, int64_t i) {
-  switch (d) {
-  case SG_DTYPE_F32: return ((const float *)p)[i];
-  case SG_DTYPE_F64: return ((const double *)p)[i];
-  case SG_DTYPE_I32: return ((const int32_t *)p)[i];
-  case SG_DTYPE_I64: return (double)((const int64_t *)p)[i];
-  default: return NAN;
-  }
-}
-
-static void set(sg_dtype d, void *p, int64_t i, double v) {
-  bool integer = d == SG_DTYPE_I32 || d == SG_DTYPE_I64;
-  if (integer)
-    v = nearbyint(v);
-  switch (d) {
-  case SG_DTYPE_F32: ((float *)p)[i] = (float)v; break;
-  case SG_DTYPE_F64: ((double *)p)[i] = v; break;
-  case SG_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-  case SG_DTYPE_I64: ((int64_t *)p)[i] = (int64_t)v; break;
-  default: break;
-  }
-}
-
-void sg_cuda_fill_range(const sg_task_arg *a, void *host, uint64_t seed,
-                        uint64_t arg_index, int64_t begin, int64_t end) {
-  const sg_init_spec *s = &a->init;
-  int dist = strcmp(s->dist, "normal") == 0    ? 0
-             : strcmp(s->dist, "uniform") == 0 ? 1
-             : strcmp(s->dist, "choice") == 0 && s->nvalues ? 2
-                                                            : 3;
-  sg_rng r;
-  assert(begin % SG_CUDA_FILL_CHUNK == 0);
-  for (int64_t i = begin; i < end; i++) {
-    if (i % SG_CUDA_FILL_CHUNK == 0) {
-      uint64_t x = seed ^ (arg_index * 0x9e3779b97f4a7c15ULL);
-      x = sg_splitmix64(&x) ^ (uint64_t)(i / SG_CUDA_FILL_CHUNK);
-      sg_rng_seed(&r, x);
-    }
-    double v;
-    switch (dist) {
-    case 0: v = s->p[0] + s->p[1] * sg_cuda_rng_normal(&r); break;
-    case 1: v = s->p[0] + (s->p[1] - s->p[0]) * sg_rng_uniform(&r); break;
-    case 2: v = s->values[sg_rng_next(&r) % s->nvalues]; break;
-    default: v = 0; break;
-    }
-    set(a->dtype, host, i, v);
-  }
-}
-
-void sg_cuda_apply_structure(const sg_task_arg *a, void *host) {
-  const sg_init_spec *s = &a->init;
-  if (!s->structure[0] || a->ndims < 2)
-    return;
-  int64_t n = a->shape[a->ndims - 1];
-  int64_t mats = a->numel / (n * n);
-  for (int64_t m = 0; m < mats; m++) {
-    int64_t base = m * n * n;
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t j = 0; j < n; j++) {
-        int64_t ij = base + i * n + j, ji = base + j * n + i;
-        if (strcmp(s->structure, "symmetric") == 0) {
-          if (j > i) {
-            double v = 0.5 * (get(a->dtype, host, ij) + get(a->dtype, host, ji));
-            set(a->dtype, host, ij, v);
-            set(a->dtype, host, ji, v);
-          }
-        } else if ((strcmp(s->structure, "upper") == 0 && j < i) ||
-                   (strcmp(s->structure, "lower") == 0 && j > i) ||
-                   (strcmp(s->structure, "diagonal") == 0 && j != i)) {
-          set(a->dtype, host, ij, 0);
-        }
-      }
-  }
-}
-
-void sg_cuda_fill_input(const sg_task_arg *a, void *host, uint64_t seed,
-                        uint64_t arg_index) {
-  sg_cuda_fill_range(a, host, seed, arg_index, 0, a->numel);
-  sg_cuda_apply_structure(a, host);
-}
-
-/* ---- comparison ----------------------------------------------------------- */
-
-void sg_cuda_compare(sg_dtype dtype, const void *ref, const void *cand,
-                     int64_t n, double atol, double rtol, sg_cuda_cmp *out) {
-  memset(out, 0, sizeof *out);
-  out->n = n;
-  out->first_bad = -1;
-  for (int64_t i = 0; i < n; i++) {
-    double r = get(dtype, ref, i), c = get(dtype, cand, i);
-    bool ok;
-    double abs_err;
-    if (isnan(r) || isnan(c)) {
-      ok = isnan(r) && isnan(c);
-      abs_err = ok ? 0 : INFINITY;
-      if (isnan(c) && !isnan(r))
-        out->unwritten++;
-    } else if (isinf(r) || isinf(c)) {
-      ok = r == c;
-      abs_err = ok ? 0 : INFINITY;
-    } else {
-      abs_err = fabs(c - r);
-      ok = abs_err <= atol + rtol * fabs(r);
-    }
-    double rel_err = abs_err == 0 ? 0 : abs_err / fmax(fabs(r), 1e-30);
-    if (abs_err > out->max_abs)
-      out->max_abs = abs_err;
-    if (rel_err > out->max_rel)
-      out->max_rel = rel_err;
-    if (!ok) {
-      if (out->bad == 0) {
-        out->first_bad = i;
-        out->first_ref = r;
-        out->first_cand = c;
-      }
-      out->bad++;
-    }
-  }
-}
 
 /* ---- candidate rules ------------------------------------------------------ */
 
