@@ -9,8 +9,11 @@
  * an evaluation runs, and a runner started ahead by one request serves the
  * next.
  *
- * Abort kills the evaluation process with SIGKILL and reaps it; the next
- * request starts a fresh one. The process asked the kernel for SIGKILL when
+ * Abort sends the request's aborted result at once and asks the evaluation
+ * process to stop it (SIGUSR1: the sandbox kills what the request started,
+ * sparing runners kept ahead); one that does not answer in time is killed
+ * with SIGKILL and reaped, and the next request starts a fresh one. The
+ * process asked the kernel for SIGKILL when
  * the worker dies (PR_SET_PDEATHSIG), and the sandbox asks the same for the
  * candidate, the compiler and the runners it starts, so a kill at any level
  * takes everything below it down: a worker killed mid-request leaves no
