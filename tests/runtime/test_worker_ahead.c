@@ -42,14 +42,18 @@ static const char *fake_runner =
     "printf '{\"status\":\"ok\",\"message\":\"fake run\",\"ref_ms\":2,\"cand_ms\":1,"
     "\"go_wait_s\":0}' >&$SG_RESULT_FD\n";
 
-/* Counts the runners of the log alive now; writes "ncu alive=N". */
+/* Counts the runners of the log alive now; writes "ncu alive=N", and "ncu
+ * ref" when the profile target was given the reference's library (it draws
+ * the inputs with its generator). */
 static const char *fake_ncu =
     "#!/bin/bash\n"
     "d=$FAKE_DIR\n"
     "n=0\n"
     "while read -r what pid; do [ $what = start ] && kill -0 $pid 2>/dev/null && n=$((n+1));"
     " done < $d/log\n"
-    "echo \"ncu alive=$n\" >> $d/log\n";
+    "echo \"ncu alive=$n\" >> $d/log\n"
+    "prev=; for a in \"$@\"; do [ \"$prev\" = --ref ] && [ -f \"$a\" ] && echo \"ncu ref\" >> $d/log;"
+    " prev=$a; done\n";
 
 static char *fake_dir;
 
@@ -393,6 +397,7 @@ static void test_profile_keeps_the_idle_runner_ahead(void) {
   json_t *r = evaluation(&w, "p");
   json_decref(r); /* (the stand-in ncu measures nothing) */
   SG_CHECK_EQ_INT(log_count("ncu alive=1"), 1);
+  SG_CHECK_EQ_INT(log_count("ncu ref"), 1);
   SG_CHECK(validated_ahead(&w, "b"));
   finish(&w, work);
   teardown();
