@@ -159,9 +159,29 @@ static char *strip_dir(const char *text, const char *dir) {
   return sg_buf_steal(&b);
 }
 
-/* nvcc, sandboxed and timed. *ok says whether it succeeded; *log is its
- * stderr and stdout (owned). Returns negative only when nvcc could not be
- * started. */
+/* Included before everything else (nvcc's own cuda_runtime.h too) when nvcc
+ * preprocesses a source for the host or the device (__CUDACC__ is defined
+ * only then; its host compile reads the preprocessed result, where the
+ * prelude must do nothing). In C++17 libstdc++'s <cmath>, which
+ * cuda_runtime.h includes, declares the special math functions
+ * (std::riemann_zeta, std::beta...): about 10,000 lines of host-only
+ * templates that cudafe++, cicc and the host compiler would each parse, a
+ * quarter of a compile (docs/benchmarks.md). Device code cannot call them;
+ * a candidate's host code that wants them fails to compile with a message
+ * naming them. */
+static const char sg_eval_cuda_prelude[] =
+    "#if defined(__CUDACC__) && defined(__has_include)\n"
+    "#if __has_include(<bits/c++config.h>)\n"
+    "#include <bits/c++config.h>\n"
+    "#undef _GLIBCXX_USE_STD_SPEC_FUNCS\n"
+    "#endif\n"
+    "#endif\n";
+
+#define PRELUDE_NAME "sg_prelude.h"
+
+/* nvcc, sandboxed and timed, in work_dir (which holds the prelude). *ok
+ * says whether it succeeded; *log is its stderr and stdout (owned). Returns
+ * negative only when nvcc could not be started. */
 static int run_nvcc(const char *nvcc, const char *work_dir, const char *src,
                     const char *out_so, bool reference, double timeout_s,
                     bool *ok, char **log, sg_err *err) {
@@ -188,7 +208,12 @@ static int run_nvcc(const char *nvcc, const char *work_dir, const char *src,
    * threads let nvcc run them side by side. */
   argv[k++] = "--threads";
   argv[k++] = "2";
+  /* Relative to the working directory, where gcc looks first. */
+  argv[k++] = "-Xcompiler=-include," PRELUDE_NAME;
   argv[k++] = "-shared";
+  /* Without -rdc nothing needs a device link, but nvcc 13 runs one for a
+   * shared object (nvlink, fatbinary, a host compile of its stub). */
+  argv[k++] = "-nodlink";
   argv[k++] = "-Xcompiler=-fPIC";
   argv[k++] = "-o";
   argv[k++] = (char *)out_so;
@@ -231,6 +256,14 @@ static int run_nvcc(const char *nvcc, const char *work_dir, const char *src,
   return 0;
 }
 
+/* The prelude that run_nvcc includes, into dir. */
+static int write_prelude(const char *dir, sg_err *err) {
+  char *path = sg_asprintf("%s/" PRELUDE_NAME, dir);
+  int rc = sg_file_write(path, sg_eval_cuda_prelude, strlen(sg_eval_cuda_prelude), err);
+  free(path);
+  return rc;
+}
+
 static int write_shim(const sg_task *task, const char *dir, const char *include,
                       const char *name, char **path, sg_err *err) {
   sg_buf b;
@@ -239,7 +272,7 @@ static int write_shim(const sg_task *task, const char *dir, const char *include,
   *path = sg_asprintf("%s/%s", dir, name);
   int rc = sg_file_write(*path, b.data, b.len, err);
   sg_buf_free(&b);
-  return rc;
+  return rc ? rc : write_prelude(dir, err);
 }
 
 /* Candidates of one task compile at once (specgen bench, the GPU check, a
@@ -263,7 +296,8 @@ static int lock_reference(const char *cache, uint64_t h) {
 
 /* The reference's shared object, from the cache when an identical build is
  * there: ${XDG_CACHE_HOME:-$HOME/.cache}/specgen/cuda/ref-<hash>.so, keyed
- * by the reference's source, the shim, the target and nvcc's path.
+ * by the reference's source, the shim, the target, nvcc's path and the
+ * prelude.
  * One sequence of steps (key, lock, build, publish) a little over 80 lines:
  * split, its error paths would have to cross functions. */
 static int build_reference(const sg_task *task, const char *nvcc,
@@ -284,6 +318,7 @@ static int build_reference(const sg_task *task, const char *nvcc,
   h = sg_fnv1a64_update(h, shim.data, shim.len);
   h = sg_fnv1a64_update(h, sg_eval_cuda_arch(), strlen(sg_eval_cuda_arch()));
   h = sg_fnv1a64_update(h, nvcc, strlen(nvcc));
+  h = sg_fnv1a64_update(h, sg_eval_cuda_prelude, strlen(sg_eval_cuda_prelude));
   const char *xdg = getenv("XDG_CACHE_HOME");
   const char *home = getenv("HOME");
   char *cache = xdg && *xdg ? sg_asprintf("%s/specgen/cuda", xdg)
@@ -306,6 +341,7 @@ static int build_reference(const sg_task *task, const char *nvcc,
   char *log = NULL;
   if (!(rc = sg_mkdir_p(dir, err)) && !(rc = sg_file_write(ref_cu, src, len, err)) &&
       !(rc = sg_file_write(shim_cu, shim.data, shim.len, err)) &&
+      !(rc = write_prelude(dir, err)) &&
       !(rc = run_nvcc(nvcc, dir, shim_cu, tmp_so, true, timeout_s, &ok, &log, err))) {
     if (!ok)
       rc = sg_err_set(err, SG_EIO, "building the reference %s failed: %.1500s",

@@ -110,6 +110,49 @@ static void test_wrong_signature_is_compile_error(void) {
   sg_task_free(t);
 }
 
+/* The prelude that keeps libstdc++'s C++17 special math functions out of
+ * the compile takes nothing else away: C++17 in host and device code, the
+ * standard library's <cmath>, <type_traits>, <algorithm> and <vector> on
+ * the host, CUDA's math on the device. Only a host call to a special math
+ * function fails, and says which. */
+static void test_cxx17_and_the_standard_library_compile(void) {
+  need_nvcc();
+  sg_task *t = load("diag_matmul");
+  sg_eval_build b;
+  sg_eval_result r;
+  compile_text(t,
+               "#include <cuda_runtime.h>\n#include <cmath>\n#include <algorithm>\n"
+               "#include <type_traits>\n#include <vector>\n"
+               "template <typename T> __device__ T scale(T a, T b) {\n"
+               "  if constexpr (std::is_same_v<T, float>) return a * b * sqrtf(1.f);\n"
+               "  else return a * b;\n}\n"
+               "__global__ void k(const float *A, const float *B, float *C, int N, int M) {\n"
+               "  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+               "  if (i < (size_t)N * M) C[i] = scale(A[i / M], B[i]);\n}\n"
+               "extern \"C\" void diag_matmul(const float *A, const float *B, float *C, "
+               "int N, int M) {\n"
+               "  std::vector<int> v{N, M};\n"
+               "  auto [lo, hi] = std::minmax(v[0], v[1]);\n"
+               "  int threads = (int)std::max(std::sqrt(65536.0), (double)(lo > hi));\n"
+               "  size_t n = (size_t)N * M;\n"
+               "  k<<<(unsigned)((n + threads - 1) / threads), threads>>>(A, B, C, N, M);\n}\n",
+               &b, &r);
+  SG_CHECK_MSG(r.status == SG_EVAL_OK, "status %s: %s", sg_eval_status_name(r.status),
+               r.message ? r.message : "");
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  compile_text(t,
+               "#include <cmath>\n"
+               "extern \"C\" void diag_matmul(const float *A, const float *B, float *C, "
+               "int N, int M) { (void)std::riemann_zeta(2.0); }\n",
+               &b, &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_COMPILE_ERROR);
+  SG_CHECK_CONTAINS(r.message, "riemann_zeta");
+  sg_eval_build_free(&b);
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
 static void test_rules_reject_before_compiling(void) {
   sg_task *t = load("hinge_loss");
   sg_eval_build b;
@@ -366,6 +409,8 @@ static void gpu_examples_have_their_status(void) {
 }
 
 SG_TEST_MAIN({"compile_ok_builds_both", test_compile_ok_builds_both},
+             {"cxx17_and_the_standard_library_compile",
+              test_cxx17_and_the_standard_library_compile},
              {"compile_error_names_the_file", test_compile_error_names_the_file},
              {"wrong_signature_is_compile_error", test_wrong_signature_is_compile_error},
              {"rules_reject_before_compiling", test_rules_reject_before_compiling},
