@@ -765,26 +765,22 @@ int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
   return rc;
 }
 
-int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
-                     const sg_eval_opts *opts, char *const target[],
-                     sg_eval_result *r, sg_err *err) {
-  int rc;
-  /* No runner started ahead may be starting beside the profiled kernel's
-   * replays (its context, buffers and warm-up call would run on the same
-   * device); idle ones stay for the next validations. Every caller, cuda
-   * and kernelbench, gets this. */
-  sg_cuda_ahead_settle(60);
-  char *ncu = sg_eval_cuda_find_ncu();
-  if (!ncu)
-    return sg_err_set(err, SG_EUNSUPPORTED,
-                      "ncu (Nsight Compute) not found: set SPECGEN_NCU or put "
-                      "it in PATH");
-  /* Only the candidate's kernels: the target brackets one call with
-   * cuProfilerStart/Stop and ncu collects nothing outside it. The clocks are
-   * left as they are (the machine may be shared). */
+/* ncu on target, in the sandbox: the metrics the report reads (with an
+ * empty section folder: ncu parses no section file at start-up), or the
+ * sections that hold them. Only the candidate's kernels: the target
+ * brackets one call with cuProfilerStart/Stop and ncu collects nothing
+ * outside it. The clocks are left as they are (the machine may be shared). */
+static int run_ncu(const char *ncu, const char *work_dir, bool sections,
+                   char *const target[], const sg_sandbox_limits *lim,
+                   sg_sandbox_outcome *o, sg_err *err) {
+  char *empty = sg_asprintf("%s/ncu-sections", work_dir ? work_dir : ".");
+  if (!sections && sg_mkdir_p(empty, err) != 0) {
+    free(empty);
+    return -1;
+  }
   char *argv[96];
   int k = 0;
-  argv[k++] = ncu;
+  argv[k++] = (char *)ncu;
   argv[k++] = "--csv";
   argv[k++] = "--page";
   argv[k++] = "raw";
@@ -800,20 +796,69 @@ int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
    * the raw CSV leaves out; running them costs each profile time. */
   argv[k++] = "--apply-rules";
   argv[k++] = "no";
-  for (const char *const *s = sg_ncu_sections(); *s; s++) {
-    argv[k++] = "--section";
-    argv[k++] = (char *)*s;
+  if (sections) {
+    for (const char *const *s = sg_ncu_sections(); *s; s++) {
+      argv[k++] = "--section";
+      argv[k++] = (char *)*s;
+    }
+  } else {
+    argv[k++] = "--section-folder";
+    argv[k++] = empty;
+    argv[k++] = "--metrics";
+    argv[k++] = (char *)sg_ncu_metrics();
   }
   for (int i = 0; target[i] && k < 94; i++)
     argv[k++] = target[i];
   argv[k] = NULL;
+  int rc = sg_sandbox_exec(lim, argv, o, err);
+  free(empty);
+  return rc;
+}
+
+/* Whether ncu printed a table of metrics. */
+static bool ncu_collected(const sg_sandbox_outcome *o) {
+  return o->out && strstr(o->out, "\"ID\",");
+}
+
+/* Whether ncu stopped because it does not know a metric it was asked for
+ * ("Failed to find metric ..." in the versions seen). */
+static bool ncu_refused_metric(const sg_sandbox_outcome *o) {
+  const char *texts[] = {o->err, o->out};
+  for (int i = 0; i < 2; i++)
+    if (texts[i] && strstr(texts[i], "==ERROR==") && strstr(texts[i], "metric"))
+      return true;
+  return false;
+}
+
+int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
+                     const sg_eval_opts *opts, char *const target[],
+                     sg_eval_result *r, sg_err *err) {
+  int rc;
+  /* No runner started ahead may be starting beside the profiled kernel's
+   * replays (its context, buffers and warm-up call would run on the same
+   * device); idle ones stay for the next validations. Every caller, cuda
+   * and kernelbench, gets this. */
+  sg_cuda_ahead_settle(60);
+  char *ncu = sg_eval_cuda_find_ncu();
+  if (!ncu)
+    return sg_err_set(err, SG_EUNSUPPORTED,
+                      "ncu (Nsight Compute) not found: set SPECGEN_NCU or put "
+                      "it in PATH");
   sg_sandbox_limits lim;
   double wall = opts && opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
   sg_eval_cuda_runner_limits(build, wall, &lim);
   lim.output_cap_bytes = 8 << 20;
   sg_sandbox_outcome o;
   double t0 = sg_clock_now_s();
-  rc = sg_sandbox_exec(&lim, argv, &o, err);
+  bool by_sections = false;
+  rc = run_ncu(ncu, build->work_dir, false, target, &lim, &o, err);
+  if (!rc && o.end != SG_SANDBOX_TIMED_OUT && !ncu_collected(&o) && ncu_refused_metric(&o)) {
+    /* an ncu that does not know a name of the list: its sections name
+     * what it has */
+    sg_sandbox_outcome_free(&o);
+    by_sections = true;
+    rc = run_ncu(ncu, build->work_dir, true, target, &lim, &o, err);
+  }
   free(ncu);
   if (rc)
     return rc;
@@ -857,6 +902,8 @@ int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
   r->status = SG_EVAL_OK;
   json_decref(r->metrics);
   r->metrics = sg_ncu_report_json(&rep);
+  json_object_set_new(r->metrics, "collected_by",
+                      json_string(by_sections ? "sections" : "metrics"));
   free(r->profile_text);
   r->profile_text = sg_ncu_report_text(&rep);
   set_message(r, r->profile_text);

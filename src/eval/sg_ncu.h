@@ -62,7 +62,15 @@ json_t *sg_ncu_report_json(const sg_ncu_report *rep);
  * longest first, at most 4). The caller frees it. */
 char *sg_ncu_report_text(const sg_ncu_report *rep);
 
-/* The ncu --section identifiers the cuda evaluator collects (NULL-ended). */
+/* What the cuda evaluator asks ncu for: --metrics with exactly the metrics
+ * the report reads (a comma-separated list, some of it "regex:" patterns).
+ * They need as many replay passes as the sections that hold them (21 on an
+ * H200), but ncu no longer loads the sections nor computes and prints
+ * their other 400-odd metrics (docs/benchmarks.md). */
+const char *sg_ncu_metrics(void);
+
+/* The ncu --section identifiers that hold those metrics (NULL-ended): asked
+ * for instead when an ncu does not know a metric of the list. */
 const char *const *sg_ncu_sections(void);
 
 #endif

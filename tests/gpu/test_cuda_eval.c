@@ -11,8 +11,11 @@
 #include "eval/sg_eval_cuda.h"
 #include "eval/sg_sandbox.h"
 #include "sg_test.h"
+#include "tmpfiles.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 static void need_nvcc(void) {
@@ -150,6 +153,98 @@ static void test_cxx17_and_the_standard_library_compile(void) {
   SG_CHECK_CONTAINS(r.message, "riemann_zeta");
   sg_eval_build_free(&b);
   sg_eval_result_free(&r);
+  sg_task_free(t);
+}
+
+/* A stand-in ncu: it logs "metrics" or "sections" for what it was asked,
+ * refuses the metrics list when $dir/refuse exists (as an ncu that does not
+ * know a name does), fails like a crashed target when $dir/crash exists,
+ * and otherwise prints a profile recorded on an H200. */
+static char *standin_ncu(void) {
+  char *d = tmp_dir("sg-ncu");
+  char *script = sg_asprintf(
+      "#!/bin/sh\n"
+      "d=%s; data=%s/tests/gpu/data\n"
+      "m=; s=; f=\n"
+      "for a in \"$@\"; do case \"$a\" in --metrics) m=1;; --section) s=1;;\n"
+      "  --section-folder) f=1;; esac; done\n"
+      "[ -f $d/crash ] && { echo '==ERROR== The application returned an error code (1).' >&2; "
+      "echo metrics >> $d/log; exit 1; }\n"
+      "if [ -n \"$m\" ]; then\n"
+      "  echo metrics >> $d/log; [ -n \"$f\" ] && echo folder >> $d/log\n"
+      "  [ -f $d/refuse ] && { echo '==ERROR== Failed to find metric regex:^sm__pipe_.*$' >&2; "
+      "exit 1; }\n"
+      "  cat $data/ncu_hinge_loss_fast_metrics.csv; exit 0\n"
+      "fi\n"
+      "[ -n \"$s\" ] && echo sections >> $d/log\n"
+      "cat $data/ncu_hinge_loss_fast.csv\n",
+      d, SG_SOURCE_ROOT);
+  put_file(d, "ncu", script);
+  free(script);
+  char *ncu = sg_asprintf("%s/ncu", d);
+  SG_CHECK(chmod(ncu, 0755) == 0);
+  setenv("SPECGEN_NCU", ncu, 1);
+  free(ncu);
+  return d;
+}
+
+static char *read_log(const char *d) {
+  char *p = sg_asprintf("%s/log", d), *text = NULL;
+  sg_err err;
+  if (sg_file_read(p, 1 << 16, &text, NULL, &err) != 0)
+    text = sg_strdup("");
+  free(p);
+  return text;
+}
+
+/* A profile asks ncu for the metrics list with an empty section folder; an
+ * ncu that refuses a name of the list is asked again for the sections, and
+ * the metrics say which way they were collected. A profile that fails for
+ * another reason is not asked twice. */
+static void test_profile_metrics_then_sections(void) {
+  need_nvcc();
+  sg_task *t = load("hinge_loss");
+  sg_eval_build b;
+  sg_eval_result r;
+  compile_example(t, "ok-reference.cu", &b, &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_OK);
+  sg_eval_result_free(&r);
+  char *d = standin_ncu();
+  sg_eval_opts o;
+  sg_eval_opts_default(&o);
+  sg_err err;
+  const char *expect_log[] = {"metrics\nfolder\n", "metrics\nfolder\nsections\n",
+                              "metrics\n"};
+  const char *expect_by[] = {"metrics", "sections", NULL};
+  for (int round = 0; round < 3; round++) {
+    char *p = sg_asprintf("%s/log", d);
+    unlink(p);
+    free(p);
+    if (round == 1)
+      put_file(d, "refuse", "");
+    if (round == 2)
+      put_file(d, "crash", "");
+    sg_eval_result_init(&r);
+    SG_CHECK_OK(sg_eval_profile(t, &b, &o, &r, &err), err);
+    char *log = read_log(d);
+    SG_CHECK_MSG(strcmp(log, expect_log[round]) == 0, "round %d: ncu was asked:\n%s",
+                 round, log);
+    free(log);
+    if (expect_by[round]) {
+      SG_CHECK_MSG(r.status == SG_EVAL_OK, "round %d: %s", round, r.message ? r.message : "");
+      SG_CHECK_STR_EQ(json_string_value(json_object_get(r.metrics, "collected_by")),
+                      expect_by[round]);
+      SG_CHECK(json_array_size(json_object_get(r.metrics, "kernels")) >= 1);
+    } else {
+      SG_CHECK(r.status != SG_EVAL_OK);
+      SG_CHECK_CONTAINS(r.message, "application returned an error");
+    }
+    sg_eval_result_free(&r);
+  }
+  unsetenv("SPECGEN_NCU");
+  sg_rm_rf(d, &err);
+  free(d);
+  sg_eval_build_free(&b);
   sg_task_free(t);
 }
 
@@ -409,6 +504,7 @@ static void gpu_examples_have_their_status(void) {
 }
 
 SG_TEST_MAIN({"compile_ok_builds_both", test_compile_ok_builds_both},
+             {"profile_metrics_then_sections", test_profile_metrics_then_sections},
              {"cxx17_and_the_standard_library_compile",
               test_cxx17_and_the_standard_library_compile},
              {"compile_error_names_the_file", test_compile_error_names_the_file},

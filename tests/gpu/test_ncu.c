@@ -6,8 +6,10 @@
 #include "eval/sg_ncu.h"
 #include "sg_test.h"
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 static char *data_file(const char *name, size_t *len) {
   const char *root = getenv("SG_SOURCE_ROOT_OVERRIDE");
@@ -245,7 +247,92 @@ static void test_sections_listed(void) {
   SG_CHECK(n >= 5);
 }
 
+/* Whether ncu would collect metric name for the --metrics list: an exact
+ * entry, or a "regex:" entry that matches it (POSIX extended syntax reads
+ * the list's patterns as ncu does). */
+static bool listed(const char *list, const char *name) {
+  char *copy = strdup(list), *save = NULL;
+  bool hit = false;
+  for (char *e = strtok_r(copy, ",", &save); e && !hit; e = strtok_r(NULL, ",", &save)) {
+    if (strncmp(e, "regex:", 6) != 0) {
+      hit = strcmp(e, name) == 0;
+      continue;
+    }
+    regex_t re;
+    SG_CHECK_MSG(regcomp(&re, e + 6, REG_EXTENDED | REG_NOSUB) == 0, "bad pattern %s", e);
+    hit = regexec(&re, name, 0, NULL, 0) == 0;
+    regfree(&re);
+  }
+  free(copy);
+  return hit;
+}
+
+/* The --metrics list holds every metric the report reads: each recorded
+ * sections profile, cut down to the metrics of the list, gives the same
+ * report as the whole. */
+static void test_metrics_list_covers_the_report(void) {
+  const char *files[] = {"ncu_diag_matmul_fast.csv", "ncu_diag_matmul_plain.csv",
+                         "ncu_hinge_loss_fast.csv", "ncu_hinge_loss_plain.csv",
+                         "ncu_kb_matmul_bt_load_inline.csv",
+                         "ncu_upper_triangular_naive.csv",
+                         "ncu_upper_triangular_tiled.csv"};
+  const char *list = sg_ncu_metrics();
+  SG_CHECK(strstr(list, " ") == NULL);
+  for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+    sg_ncu_report full, cut;
+    parse_file(files[f], &full);
+    parse_file(files[f], &cut);
+    size_t kept = 0, dropped = 0;
+    for (size_t k = 0; k < cut.nkernels; k++) {
+      json_t *v = cut.kernels[k].values;
+      const char *key;
+      json_t *val;
+      void *tmp;
+      json_object_foreach_safe(v, tmp, key, val) {
+        if (listed(list, key))
+          kept++;
+        else {
+          json_object_del(v, key);
+          dropped++;
+        }
+      }
+    }
+    SG_CHECK(kept > 30 && dropped > kept);
+    json_t *a = sg_ncu_report_json(&full), *b = sg_ncu_report_json(&cut);
+    char *ta = json_dumps(a, JSON_SORT_KEYS), *tb = json_dumps(b, JSON_SORT_KEYS);
+    SG_CHECK_MSG(strcmp(ta, tb) == 0, "%s: the report differs:\n%s\n%s", files[f], ta, tb);
+    free(ta);
+    free(tb);
+    json_decref(a);
+    json_decref(b);
+    sg_ncu_report_free(&full);
+    sg_ncu_report_free(&cut);
+  }
+}
+
+/* A profile collected with the list on an H200 (nvcc 13.0, Nsight Compute
+ * 2025.3): every part of the report is there. */
+static void test_recorded_metrics_profile(void) {
+  sg_ncu_report rep;
+  parse_file("ncu_hinge_loss_fast_metrics.csv", &rep);
+  SG_CHECK(rep.nkernels >= 1);
+  json_t *j = sg_ncu_report_json(&rep);
+  json_t *k0 = json_array_get(json_object_get(j, "kernels"), 0);
+  const char *fields[] = {"duration_ns", "compute_sol_pct", "memory_sol_pct", "dram_pct",
+                          "l2_hit_pct", "achieved_occupancy_pct",
+                          "theoretical_occupancy_pct", "registers_per_thread",
+                          "block_size", "grid_size"};
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+    SG_CHECK_MSG(json_is_number(json_object_get(k0, fields[i])), "%s missing", fields[i]);
+  SG_CHECK(json_array_size(json_object_get(k0, "top_stalls")) > 0);
+  SG_CHECK(json_array_size(json_object_get(k0, "top_pipes")) > 0);
+  json_decref(j);
+  sg_ncu_report_free(&rep);
+}
+
 SG_TEST_MAIN({"recorded_single_kernel", test_recorded_single_kernel},
+             {"metrics_list_covers_the_report", test_metrics_list_covers_the_report},
+             {"recorded_metrics_profile", test_recorded_metrics_profile},
              {"recorded_two_kernels", test_recorded_two_kernels},
              {"recorded_verdicts", test_recorded_verdicts},
              {"recorded_on_chip_memory_bound", test_recorded_on_chip_memory_bound},
