@@ -72,6 +72,20 @@ void sg_judge_fill_spec(const sg_task_arg *a, int variant, sg_judge_fill *f);
 #define SG_JUDGE_DOMAIN_TRIALS 3
 extern const double SG_JUDGE_DOMAIN_SCALES[SG_JUDGE_DOMAIN_TRIALS];
 
+/* Timing stops early once it is precise: after at least
+ * SG_JUDGE_MIN_TIMED timed runs, when for both sides the 95% confidence
+ * interval of the median call is within SG_JUDGE_TIMING_CI of that side's
+ * work time (its median less the empty call's). */
+#define SG_JUDGE_MIN_TIMED 10
+#define SG_JUDGE_TIMING_CI 0.01
+
+/* Whether the n calls v (ms) pin their median down: its 95% confidence
+ * half-width (normal approximation, 1.96 * 1.2533 * sigma / sqrt(n), sigma
+ * estimated robustly as 1.4826 times the median absolute deviation) is at
+ * most SG_JUDGE_TIMING_CI of the median less overhead_ms. False for n < 2
+ * and where nothing is left after the overhead. */
+bool sg_judge_timing_settled(const double *v, size_t n, double overhead_ms);
+
 /* specgen's absolute tolerance for one output of one trial: the task's atol
  * scaled by how the reference's magnitude m (its largest absolute value)
  * compares with its magnitude m0 on the task's own inputs (so domain trials

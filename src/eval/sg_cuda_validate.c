@@ -474,24 +474,33 @@ static int nop_ms(judge *j, sg_cuda_server *s, double *ms, json_t **done) {
  * side's time is the median of its calls minus the median empty call (the
  * round trip to a server, a few tenths of a millisecond, which would
  * otherwise flatten every speedup of a short kernel toward 1); the raw
- * medians are reported too. */
+ * medians are reported too. The timed runs stop before cfg->timed once
+ * both medians are precise (sg_judge_timing_settled): a kernel of
+ * milliseconds rarely needs more than the first ten. cfg->warmup counts
+ * the calls of each side before the first timed one, the correctness
+ * steps' among them: those have loaded both sides' code and brought the
+ * clocks up as well as a warm-up run would. */
 static json_t *timing(judge *j) {
   const sg_cuda_harness_cfg *cfg = j->cfg;
-  int runs = cfg->warmup + cfg->timed;
-  size_t n = (size_t)cfg->timed;
-  double *tr = sg_calloc(n, sizeof *tr), *tc = sg_calloc(n, sizeof *tc);
-  double *nr = sg_calloc(n, sizeof *nr);
+  int warmup = cfg->warmup - cfg->trials - SG_JUDGE_DOMAIN_TRIALS;
+  if (warmup < 0)
+    warmup = 0;
+  int runs = warmup + cfg->timed;
+  size_t n = 0, cap = (size_t)cfg->timed;
+  double *tr = sg_calloc(cap, sizeof *tr), *tc = sg_calloc(cap, sizeof *tc);
+  double *nr = sg_calloc(cap, sizeof *nr);
   double t0 = sg_clock_now_s();
   char when[128], msg[1536];
   json_t *done = NULL;
-  for (int i = 0; i < runs && !done; i++) {
+  int i = 0;
+  for (; i < runs && !done; i++) {
     int rc = prepare(j, cfg->seed + 1000003u + (uint64_t)i, 0);
     if (rc) {
       done = finish(j, "infra_error", "preparing inputs: %s", cuerr(j, rc));
       break;
     }
-    snprintf(when, sizeof when, "%s run %d", i < cfg->warmup ? "warm-up" : "timed",
-             i < cfg->warmup ? i + 1 : i - cfg->warmup + 1);
+    snprintf(when, sizeof when, "%s run %d", i < warmup ? "warm-up" : "timed",
+             i < warmup ? i + 1 : i - warmup + 1);
     double ms[2] = {0, 0}, nop[1] = {0};
     for (int k = 0; k < 2 && !done; k++) {
       int who = (i + k) % 2; /* 0: reference, 1: candidate */
@@ -505,13 +514,20 @@ static json_t *timing(judge *j) {
       done = finish(j, check_status(c), "%s", msg);
       break;
     }
-    if (i >= cfg->warmup) {
-      size_t t = (size_t)(i - cfg->warmup);
-      tr[t] = ms[0];
-      tc[t] = ms[1];
-      nr[t] = nop[0];
+    if (i >= warmup) {
+      tr[n] = ms[0];
+      tc[n] = ms[1];
+      nr[n] = nop[0];
+      n++;
+      double ov = sg_stats_median(nr, n);
+      if (n >= SG_JUDGE_MIN_TIMED && n < cap && sg_judge_timing_settled(tr, n, ov) &&
+          sg_judge_timing_settled(tc, n, ov)) {
+        i++;
+        break;
+      }
     }
   }
+  runs = i;
   if (!done) {
     /* The reference's server measures the round trip for both sides: the
      * candidate's could tell an empty call from a real one and slow the
@@ -522,6 +538,7 @@ static json_t *timing(judge *j) {
     double mr = wr - ovr > 1e-3 ? wr - ovr : 1e-3, mc = wc - ovc > 1e-3 ? wc - ovc : 1e-3;
     json_object_set_new(j->out, "timing_wall_s", json_real(sg_clock_now_s() - t0));
     json_object_set_new(j->out, "timed_outputs_checked", json_integer(runs));
+    json_object_set_new(j->out, "timed_runs", json_integer((json_int_t)n));
     json_object_set_new(j->out, "ref_times_ms", times_json(tr, n));
     json_object_set_new(j->out, "cand_times_ms", times_json(tc, n));
     json_object_set_new(j->out, "ref_wall_ms", json_real(wr));
@@ -539,7 +556,7 @@ static json_t *timing(judge *j) {
                   "the %.3f ms round trip of an empty call)",
                   cfg->trials,
                   (long long)json_integer_value(json_object_get(j->out, "domain_trials")),
-                  runs, mc, mr, cfg->timed, ovc);
+                  runs, mc, mr, (int)n, ovc);
   }
   free(tr);
   free(tc);

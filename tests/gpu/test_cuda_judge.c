@@ -125,6 +125,38 @@ static void test_shortcuts(void) {
 }
 
 /* The kernels' source declares the structures this header declares. */
+/* Timing stops early only when both medians are pinned down to 1% of the
+ * work they measure: tight calls settle, spread ones do not, a few outliers
+ * do not stop tight ones from settling, and calls that are mostly the
+ * round trip of an empty call never settle on the round trip's precision. */
+static void test_timing_settles(void) {
+  double v[64];
+  for (int i = 0; i < 10; i++) /* 1.000-1.009 ms */
+    v[i] = 1.0 + 0.001 * (i % 10);
+  SG_CHECK(sg_judge_timing_settled(v, 10, 0.03));
+  SG_CHECK(!sg_judge_timing_settled(v, 1, 0.03));
+  SG_CHECK(!sg_judge_timing_settled(v, 0, 0.03));
+  for (int i = 0; i < 10; i++) /* 1.0-1.45 ms: +-20% */
+    v[i] = 1.0 + 0.05 * i;
+  SG_CHECK(!sg_judge_timing_settled(v, 10, 0.03));
+  for (int i = 0; i < 40; i++) /* tight, with 4 calls five times as long */
+    v[i] = i % 10 == 3 ? 5.0 : 2.0 + 0.002 * (i % 7);
+  SG_CHECK(sg_judge_timing_settled(v, 40, 0.03));
+  for (int i = 0; i < 40; i++) /* 0.050 +- 0.001 ms, of which 0.045 is round trip */
+    v[i] = 0.05 + 0.001 * ((i % 3) - 1);
+  SG_CHECK(!sg_judge_timing_settled(v, 40, 0.045));
+  SG_CHECK(sg_judge_timing_settled(v, 40, 0.0) == false); /* 2% of 0.05: too wide */
+  for (int i = 0; i < 40; i++)
+    v[i] = 0.05;
+  SG_CHECK(sg_judge_timing_settled(v, 40, 0.0));
+  SG_CHECK(!sg_judge_timing_settled(v, 40, 0.05)); /* nothing left after it */
+  SG_CHECK(!sg_judge_timing_settled(v, 40, 0.06));
+  /* the input is not reordered */
+  double w[3] = {3, 1, 2};
+  (void)sg_judge_timing_settled(w, 3, 0);
+  SG_CHECK(w[0] == 3 && w[1] == 1 && w[2] == 2);
+}
+
 static void test_source_matches_header(void) {
   SG_CHECK(strstr(sg_cuda_judge_src, "sg_judge_fill(") != NULL);
   SG_CHECK(strstr(sg_cuda_judge_src, "sg_judge_compare(") != NULL);
@@ -214,6 +246,7 @@ static void test_server_stop(void) {
 }
 
 SG_TEST_MAIN({"fill_spec_task_distribution", test_fill_spec_task_distribution},
+             {"timing_settles", test_timing_settles},
              {"go_line", test_go_line},
              {"fill_spec_domain", test_fill_spec_domain},
              {"atol_scales_with_magnitude", test_atol_scales_with_magnitude},
