@@ -850,13 +850,16 @@ int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
   lim.output_cap_bytes = 8 << 20;
   sg_sandbox_outcome o;
   double t0 = sg_clock_now_s();
-  bool by_sections = false;
-  rc = run_ncu(ncu, build->work_dir, false, target, &lim, &o, err);
-  if (!rc && o.end != SG_SANDBOX_TIMED_OUT && !ncu_collected(&o) && ncu_refused_metric(&o)) {
-    /* an ncu that does not know a name of the list: its sections name
-     * what it has */
+  /* An ncu that does not know a name of the list is asked for the
+   * sections, which name what it has; it is not asked for the list again
+   * (each refusal costs an ncu start-up, about 1.5 s). */
+  static bool list_refused;
+  bool by_sections = list_refused;
+  rc = run_ncu(ncu, build->work_dir, by_sections, target, &lim, &o, err);
+  if (!rc && !by_sections && o.end != SG_SANDBOX_TIMED_OUT && !ncu_collected(&o) &&
+      ncu_refused_metric(&o)) {
     sg_sandbox_outcome_free(&o);
-    by_sections = true;
+    list_refused = by_sections = true;
     rc = run_ncu(ncu, build->work_dir, true, target, &lim, &o, err);
   }
   free(ncu);

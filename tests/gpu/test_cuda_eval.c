@@ -197,10 +197,10 @@ static char *read_log(const char *d) {
   return text;
 }
 
-/* A profile asks ncu for the metrics list with an empty section folder; an
- * ncu that refuses a name of the list is asked again for the sections, and
- * the metrics say which way they were collected. A profile that fails for
- * another reason is not asked twice. */
+/* A profile asks ncu for the metrics list with an empty section folder; a
+ * profile that fails for another reason is not asked twice; an ncu that
+ * refuses a name of the list is asked again for the sections, and from
+ * then on for the sections only. The metrics say which way they came. */
 static void test_profile_metrics_then_sections(void) {
   need_nvcc();
   sg_task *t = load("hinge_loss");
@@ -213,17 +213,20 @@ static void test_profile_metrics_then_sections(void) {
   sg_eval_opts o;
   sg_eval_opts_default(&o);
   sg_err err;
-  const char *expect_log[] = {"metrics\nfolder\n", "metrics\nfolder\nsections\n",
-                              "metrics\n"};
-  const char *expect_by[] = {"metrics", "sections", NULL};
-  for (int round = 0; round < 3; round++) {
+  const char *expect_log[] = {"metrics\nfolder\n", "metrics\n",
+                              "metrics\nfolder\nsections\n", "sections\n"};
+  const char *expect_by[] = {"metrics", NULL, "sections", "sections"};
+  for (int round = 0; round < 4; round++) {
     char *p = sg_asprintf("%s/log", d);
     unlink(p);
     free(p);
+    p = sg_asprintf("%s/crash", d);
+    unlink(p);
+    free(p);
     if (round == 1)
-      put_file(d, "refuse", "");
-    if (round == 2)
       put_file(d, "crash", "");
+    if (round == 2)
+      put_file(d, "refuse", "");
     sg_eval_result_init(&r);
     SG_CHECK_OK(sg_eval_profile(t, &b, &o, &r, &err), err);
     char *log = read_log(d);
