@@ -15,7 +15,7 @@ echo "1..5"
 # A stamped cache: build returns at once, with no PATH to any tool, and
 # leaves the cache as it was.
 mkdir -p "$work/c1/llama-cpp-python-0.3.36"
-echo 1234 >"$work/c1/llama-cpp-python-0.3.36/done"
+echo 1234 >"$work/c1/llama-cpp-python-0.3.36/done-portable"
 before=$(cd "$work/c1" && find . | sort)
 out=$(SPECGEN_CACHE="$work/c1" PATH=/nonexistent /bin/bash "$S" build 2>&1)
 rc=$?
