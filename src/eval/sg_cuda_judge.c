@@ -5,7 +5,11 @@
  * reference (and the unit tests compile it where nvcc exists). */
 #include "eval/sg_cuda_judge.h"
 
+#include "common/sg_alloc.h"
+#include "common/sg_stats.h"
+
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,26 +54,15 @@ void sg_judge_fill_spec(const sg_task_arg *a, int variant, sg_judge_fill *f) {
   f->p1 = m * SG_JUDGE_DOMAIN_SCALES[variant - 1];
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median_sorted(const double *v, size_t n) {
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 bool sg_judge_timing_settled(const double *v, size_t n, double overhead_ms) {
-  if (n < 2 || n > 4096)
+  if (n < 2)
     return false;
-  double s[4096], d[4096];
-  memcpy(s, v, n * sizeof *s);
-  qsort(s, n, sizeof *s, cmp_double);
-  double m = median_sorted(s, n);
+  double m = sg_stats_median(v, n);
+  double *d = sg_malloc(n * sizeof *d);
   for (size_t i = 0; i < n; i++)
-    d[i] = fabs(s[i] - m);
-  qsort(d, n, sizeof *d, cmp_double);
-  double sigma = 1.4826 * median_sorted(d, n);
+    d[i] = fabs(v[i] - m);
+  double sigma = 1.4826 * sg_stats_median(d, n);
+  free(d);
   double half = 1.96 * 1.2533 * sigma / sqrt((double)n);
   double work = m - overhead_ms;
   return isfinite(half) && work > 0 && half <= SG_JUDGE_TIMING_CI * work;
