@@ -179,6 +179,8 @@ static json_t *profile(harness *h, sg_launch_fn cand) {
   return finish(h, "ok", "profiled one call");
 }
 
+void sg_cuda_harness_end(void) { sg_cuda_validate_end(); }
+
 json_t *sg_cuda_harness_run(const sg_cuda_harness_cfg *cfg) {
   /* Validation: the candidate in its own process, judged from this one. */
   if (cfg->mode == SG_CUDA_MODE_VALIDATE)

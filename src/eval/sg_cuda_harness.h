@@ -49,4 +49,8 @@ int sg_cuda_go_parse(const char *line, size_t len, uint64_t *seed, char *path,
  * never NULL. The caller owns it. */
 json_t *sg_cuda_harness_run(const sg_cuda_harness_cfg *cfg);
 
+/* Ends what the run left to end after its outcome is written (the judge's
+ * servers). */
+void sg_cuda_harness_end(void);
+
 #endif

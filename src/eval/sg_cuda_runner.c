@@ -12,8 +12,9 @@
  * seed (sg_cuda_harness.h; docs/gpu.md, "Runners started ahead").
  *
  * It writes one JSON object (sg_cuda_harness.h) to the file descriptor named
- * by $SG_RESULT_FD (the sandbox's result pipe), or to stdout without it, and
- * exits 0 when it could write it. It links only libc, libdl, libm and a static
+ * by $SG_RESULT_FD (the sandbox's result pipe), or to stdout without it,
+ * closes it (the verdict is out before the judge's servers end), and exits 0
+ * when it could write it. It links only libc, libdl, libm and a static
  * jansson, so it runs on GPU machines that lack specgen's other libraries. */
 #include "eval/sg_cuda_harness.h"
 
@@ -102,6 +103,9 @@ int main(int argc, char **argv) {
   }
   if (fd == 1)
     (void)!write(1, "\n", 1);
+  else
+    close(fd); /* the result is complete: a sandbox may end the run here */
+  sg_cuda_harness_end();
   /* The process ends here: the context, the candidate's memory and its
    * libraries go with it, whatever state the candidate left them in. */
   _exit(0);

@@ -81,19 +81,27 @@ typedef struct judge {
 static json_t *finish(judge *j, const char *status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The servers of the judge that finished, for sg_cuda_validate_end. */
+static sg_cuda_server ended[2] = {{.fd = -1}, {.fd = -1}};
+
+void sg_cuda_validate_end(void) {
+  sg_cuda_server *const servers[] = {&ended[0], &ended[1]};
+  sg_cuda_server_stop(servers, 2);
+}
+
 static json_t *finish(judge *j, const char *status, const char *fmt, ...) {
   char msg[2048];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  double ts = sg_clock_now_s();
-  sg_cuda_server *const servers[] = {&j->cand, &j->ref};
-  sg_cuda_server_stop(servers, 2);
+  /* The servers end after the result is written (sg_cuda_validate_end):
+   * their teardown is not the verdict's to wait for. */
+  ended[0] = j->cand;
+  ended[1] = j->ref;
   double te = sg_clock_now_s();
-  json_object_set_new(j->out, "stop_s", json_real(te - ts));
-  /* the run as the judge saw it, from the go to here: the rest of the
-   * evaluator's run_s is the go itself, this process's exit and the reap */
+  /* the run as the judge saw it, from the go to its verdict: the rest of
+   * the evaluator's run_s is the go itself and the result's way out */
   if (j->t_go > 0)
     json_object_set_new(j->out, "judge_s", json_real(te - j->t_go));
   json_object_set_new(j->out, "status", json_string(status));

@@ -16,4 +16,8 @@
  * NULL. */
 json_t *sg_cuda_validate_run(const sg_cuda_harness_cfg *cfg);
 
+/* Stops the servers of the judge that returned (after its result is out:
+ * their teardown, a CUDA context each, is not the verdict's to wait for). */
+void sg_cuda_validate_end(void);
+
 #endif

@@ -485,7 +485,7 @@ void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
       r->speedup = r->ref_ms / r->cand_ms;
     static const char *const stage_keys[] = {"context_s", "ready_s", "correctness_s",
                                              "timing_wall_s", "ahead_s", "go_wait_s",
-                                             "warm_up_ms", "stop_s", "judge_s"};
+                                             "warm_up_ms", "judge_s"};
     for (size_t i = 0; i < sizeof stage_keys / sizeof *stage_keys; i++) {
       json_t *v = json_object_get(j, stage_keys[i]);
       if (!json_is_number(v) && !json_is_boolean(v))
@@ -659,6 +659,27 @@ static double run_wall_s(const sg_eval_opts *opts) {
   return opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
 }
 
+/* A validation's runner: its verdict is final once written, so the run ends
+ * there and the judge's teardown (three CUDA contexts, 0.1-0.4 s) goes on
+ * without the caller (end_at_result in sg_sandbox.h). */
+static void validation_limits(const sg_eval_build *build, double wall_s,
+                              sg_sandbox_limits *lim) {
+  sg_eval_cuda_runner_limits(build, wall_s, lim);
+  lim->end_at_result = true;
+}
+
+/* How long a run waits for the runs before it to have ended on the device
+ * (their teardown must not overlap its timing or a profile): far more than
+ * a teardown takes; a process stuck in its exit longer is left behind. */
+#define HANDOVER_WAIT_S 10.0
+
+/* Waits for the ends left behind; returns the seconds waited. */
+static double hand_over(void) {
+  double t0 = sg_clock_now_s();
+  sg_sandbox_reap(HANDOVER_WAIT_S);
+  return sg_clock_now_s() - t0;
+}
+
 void sg_eval_cuda_expect(const sg_task *task, const sg_eval_build *build,
                          const sg_eval_opts *opts) {
   sg_eval_opts d;
@@ -674,7 +695,7 @@ void sg_eval_cuda_expect(const sg_task *task, const sg_eval_build *build,
     return;
   sg_cuda_ahead_key key = run_key(runner, task, build, opts, dev);
   sg_sandbox_limits lim;
-  sg_eval_cuda_runner_limits(build, run_wall_s(opts), &lim);
+  validation_limits(build, run_wall_s(opts), &lim);
   sg_cuda_ahead_expect(&key, &lim);
   free(runner);
 }
@@ -711,6 +732,9 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
                   "--trials", strials, "--warmup", swarm, "--timed", stimed,
                   "--seed", sseed, opts->strict ? "--strict" : NULL, NULL};
   double wall = run_wall_s(opts);
+  /* The device is this run's once the judge before it has ended: that
+   * wait is the previous run's (its teardown), not this one's run_s. */
+  double handover_s = hand_over();
   double t0 = sg_clock_now_s();
   rc = sanitize(task, build, base, wall, r, err);
   if (rc != 0) {
@@ -720,7 +744,7 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
     return rc < 0 ? rc : 0;
   }
   sg_sandbox_limits lim;
-  sg_eval_cuda_runner_limits(build, wall, &lim);
+  validation_limits(build, wall, &lim);
   sg_sandbox_outcome o;
   bool ahead = false;
   if (sg_cuda_ahead_enabled()) {
@@ -736,6 +760,8 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
   sg_sandbox_outcome_free(&o);
   if (ahead && r->stages)
     json_object_set_new(r->stages, "started_ahead", json_true());
+  if (r->stages)
+    json_object_set_new(r->stages, "handover_s", json_real(handover_s));
   return 0;
 }
 
@@ -839,6 +865,7 @@ int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
    * device); idle ones stay for the next validations. Every caller, cuda
    * and kernelbench, gets this. */
   sg_cuda_ahead_settle(60);
+  hand_over(); /* nor a judge still ending */
   char *ncu = sg_eval_cuda_find_ncu();
   if (!ncu)
     return sg_err_set(err, SG_EUNSUPPORTED,

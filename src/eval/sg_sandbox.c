@@ -48,6 +48,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 
@@ -142,6 +143,8 @@ struct sg_sandbox {
   bool got_setup;
   char exec_error[480];
   bool exited;
+  bool end_at_result;   /* the limits' */
+  bool result_done;     /* end_at_result and the result pipe at EOF */
   double deadline;      /* for the setup: bounded, whatever the wall-clock limit */
   double wall_s;
   double setup_s;
@@ -309,6 +312,8 @@ static int poll_once(sg_sandbox *s, int fd, double timeout_s) {
       ready = 1;
   }
   take_setup(s);
+  if (s->end_at_result && s->pr[R_RES].fd < 0 && s->bufs[R_RES].len > 0)
+    s->result_done = true;
   if (!s->exited) {
     siginfo_t si;
     memset(&si, 0, sizeof si);
@@ -327,7 +332,7 @@ int sg_sandbox_wait(sg_sandbox *s, int fd, double timeout_s) {
       left = 0;
     if (poll_once(s, fd, left))
       return 1;
-    if (s->exited)
+    if (s->exited || s->result_done)
       return 2;
     if (!isinf(end) && sg_clock_now_s() >= end)
       return 0;
@@ -431,6 +436,7 @@ static int fork_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
     s->pr[i] = (pipe_reader){fds[i], &s->bufs[i]};
   }
   s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  s->end_at_result = lim->end_at_result;
   s->deadline = t0 + (lim->wall_s > 0 ? fmin(lim->wall_s, 30.0) : 30.0);
   abort_register(s);
   *out = s;
@@ -531,6 +537,40 @@ void sg_sandbox_kill(sg_sandbox *s) {
   kill(s->pid, SIGKILL);
 }
 
+/* ---- children left to end (end_at_result) ---------------------------------
+ * Killed, not yet reaped: their pids, so that their group ids cannot be
+ * reused before they are (the kill was sent while they could not be). */
+#define LINGER_MAX 32
+static pid_t lingering[LINGER_MAX];
+static int nlingering;
+
+/* Keeps pid to reap later; false when the list is full (reap it now). */
+static bool linger(pid_t pid) {
+  sg_sandbox_reap(0);
+  if (nlingering == LINGER_MAX)
+    return false;
+  lingering[nlingering++] = pid;
+  return true;
+}
+
+int sg_sandbox_reap(double wait_s) {
+  double end = sg_clock_now_s() + (wait_s > 0 ? wait_s : 0);
+  for (;;) {
+    int kept = 0;
+    for (int i = 0; i < nlingering; i++) {
+      pid_t r = waitpid(lingering[i], NULL, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR))
+        lingering[kept++] = lingering[i];
+      /* r < 0 otherwise: someone else reaped it (ECHILD); it is gone */
+    }
+    nlingering = kept;
+    if (nlingering == 0 || sg_clock_now_s() >= end)
+      return nlingering;
+    struct timespec ts = {0, 1000000}; /* 1 ms */
+    nanosleep(&ts, NULL);
+  }
+}
+
 /* Why s's setup failed, in err (timed_out: it ran out of time); 0 when it
  * did not. */
 static int setup_failure(const sg_sandbox *s, bool timed_out, sg_err *err) {
@@ -559,12 +599,21 @@ int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
   int status = 0;
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
-  while (wait4(s->pid, &status, 0, &ru) < 0 && errno == EINTR)
-    ;
+  /* Ended at its result: its exit goes on without us (reaped later). */
+  bool early = !timed_out && s->result_done && !s->exited && linger(s->pid);
+  if (!early)
+    while (wait4(s->pid, &status, 0, &ru) < 0 && errno == EINTR)
+      ;
   out->wall_s = sg_clock_now_s() - s->t0;
   out->cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
                (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-  drain_rest(s);
+  if (early) { /* what is there now: the group's pipes close only at its exit */
+    for (int i = 0; i < NR; i++)
+      if (s->pr[i].fd >= 0)
+        drain(&s->pr[i]);
+  } else {
+    drain_rest(s);
+  }
   take_setup(s);
   for (int i = 0; i < NR; i++)
     if (s->pr[i].fd >= 0)
@@ -572,8 +621,12 @@ int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
   if (s->pidfd >= 0)
     close(s->pidfd);
 
+  out->ended_at_result = early;
   if (timed_out) {
     out->end = SG_SANDBOX_TIMED_OUT;
+  } else if (early) {
+    out->end = SG_SANDBOX_EXITED;
+    out->exit_code = 0;
   } else if (WIFSIGNALED(status)) {
     out->end = SG_SANDBOX_SIGNALED;
     out->signal = WTERMSIG(status);
@@ -619,7 +672,7 @@ static int run_child(const sg_sandbox_limits *lim, const spawn_spec *spec,
     return rc;
   bool timed_out = false;
   double deadline = lim->wall_s > 0 ? s->t0 + lim->wall_s : INFINITY;
-  while (s->got_setup && s->setup.ok && !s->exited) {
+  while (s->got_setup && s->setup.ok && !s->exited && !s->result_done) {
     double left = isinf(deadline) ? -1 : deadline - sg_clock_now_s();
     if (!isinf(deadline) && left <= 0) {
       timed_out = true;

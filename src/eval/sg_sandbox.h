@@ -71,6 +71,13 @@ typedef struct sg_sandbox_limits {
   /* The program to run (a path) when it is not argv[0] looked up in PATH,
    * so argv[0] can be a plain name; NULL: argv[0]. */
   const char *program;
+  /* The run ends when the program has written a result and closed its
+   * result descriptor (EOF on the result pipe, no process holding it): the
+   * group is killed then and reaped later (sg_sandbox_reap), so the caller
+   * has the result without waiting for the program's exit. For a program
+   * whose result is final once written, and whose exit is slow (a CUDA
+   * judge tears down three contexts: 0.1-0.4 s). */
+  bool end_at_result;
 } sg_sandbox_limits;
 
 /* The descriptor number the child finds pass_fds[i] at. */
@@ -102,6 +109,10 @@ typedef struct sg_sandbox_outcome {
   bool ipc_isolated;    /* a new IPC namespace */
   bool unprivileged;    /* the child ran as a non-root user, no capabilities */
   char *note;            /* e.g. why network isolation was not applied; owned */
+  /* end_at_result ended the run: the program had closed its result, its
+   * group was killed, its exit is reaped later; end is EXITED with code 0
+   * and cpu_s is 0 (not known yet). */
+  bool ended_at_result;
 } sg_sandbox_outcome;
 
 void sg_sandbox_outcome_free(sg_sandbox_outcome *o);
@@ -152,7 +163,7 @@ int sg_sandbox_pid(const sg_sandbox *s);
 /* Waits until fd is readable, the child ends, or timeout_s (< 0: no limit)
  * passes, draining the child's stdout and stderr meanwhile (so a chatty
  * child never blocks). Returns 1 when fd is readable, 0 at the timeout, 2
- * when the child has ended. */
+ * when the child has ended (or, with end_at_result, closed its result). */
 int sg_sandbox_wait(sg_sandbox *s, int fd, double timeout_s);
 
 /* Kills the child's whole process group (whatever it is doing), reaps it
@@ -160,6 +171,13 @@ int sg_sandbox_wait(sg_sandbox *s, int fd, double timeout_s);
  * 0, or negative when the child's setup had failed (err says why). */
 int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
                    sg_err *err);
+
+/* Reaps the children that runs ended at their result left behind (killed,
+ * their exits still going on), waiting up to wait_s (0: only those already
+ * gone). Returns how many are left. A caller whose next run must not
+ * overlap those exits (timing on the same device, a profile) waits here
+ * first. */
+int sg_sandbox_reap(double wait_s);
 
 /* Sends SIGKILL to the child's whole process group without waiting (the
  * caller ends several children at once, then finishes each: their exits

@@ -698,6 +698,103 @@ static void test_abort_kills_all_but_the_kept(void) {
   sg_sandbox_abort_reset();
 }
 
+/* ---- end_at_result ---------------------------------------------------------- */
+
+/* A program that writes its pid as its result, closes its result
+ * descriptor, then goes on for `rest` (shell text). */
+static void result_then(const char *rest, char *cmd, size_t cap) {
+  snprintf(cmd, cap, "eval \"echo \\$\\$ >&$SG_RESULT_FD; exec $SG_RESULT_FD>&-\"; %s",
+           rest);
+}
+
+/* Limits with end_at_result, and a program that closes its result, then
+ * sleeps for 30 s. */
+static void result_then_sleep(sg_sandbox_limits *lim, char *cmd, size_t cap) {
+  limits(lim);
+  lim->wall_s = 60;
+  lim->forbid_spawn = false;
+  lim->end_at_result = true;
+  result_then("exec sleep 30", cmd, cap);
+}
+
+/* The run ends when the result is closed, not when the program ends; the
+ * program is killed then and sg_sandbox_reap reaps it. */
+static void test_end_at_result_returns_before_the_exit(void) {
+  sg_sandbox_limits lim;
+  char cmd[256];
+  char *argv[] = {"sh", "-c", cmd, NULL};
+  result_then_sleep(&lim, cmd, sizeof cmd);
+  sg_sandbox_outcome o;
+  sg_err err;
+  double t0 = sg_clock_now_s();
+  SG_CHECK_OK(sg_sandbox_exec(&lim, argv, &o, &err), err);
+  SG_CHECK(sg_clock_now_s() - t0 < 20); /* not the program's 30 s */
+  SG_CHECK(o.ended_at_result);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_EXITED);
+  SG_CHECK_EQ_INT(o.exit_code, 0);
+  pid_t pid = (pid_t)atoi(o.result);
+  SG_CHECK(pid > 0);
+  SG_CHECK_STR_EQ(strchr(o.result, '\n'), "\n");
+  sg_sandbox_outcome_free(&o);
+  /* killed at the result; reaped here */
+  SG_CHECK_EQ_INT(sg_sandbox_reap(20), 0);
+  SG_CHECK(kill(pid, 0) != 0 && errno == ESRCH);
+  SG_CHECK_EQ_INT(sg_sandbox_reap(0), 0);
+}
+
+/* Without the option, or without a result, the run lasts as long as the
+ * program. */
+static void test_end_at_result_needs_the_option_and_a_result(void) {
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.forbid_spawn = false;
+  char cmd[256];
+  result_then("sleep 0.5; exit 3", cmd, sizeof cmd);
+  char *argv[] = {"sh", "-c", cmd, NULL};
+  sg_sandbox_outcome o;
+  sg_err err;
+  SG_CHECK_OK(sg_sandbox_exec(&lim, argv, &o, &err), err);
+  SG_CHECK(!o.ended_at_result);
+  SG_CHECK_EQ_INT(o.exit_code, 3);
+  SG_CHECK(o.wall_s >= 0.45);
+  sg_sandbox_outcome_free(&o);
+  /* closed without a word: that is not a result */
+  lim.end_at_result = true;
+  char *empty[] = {"sh", "-c", "eval \"exec $SG_RESULT_FD>&-\"; sleep 0.5; exit 5", NULL};
+  SG_CHECK_OK(sg_sandbox_exec(&lim, empty, &o, &err), err);
+  SG_CHECK(!o.ended_at_result);
+  SG_CHECK_EQ_INT(o.exit_code, 5);
+  SG_CHECK(o.wall_s >= 0.45);
+  sg_sandbox_outcome_free(&o);
+  /* a result still open at the deadline is a timeout, with what it said */
+  lim.wall_s = 0.5;
+  char *open_res[] = {"sh", "-c", "eval \"echo part >&$SG_RESULT_FD\"; exec sleep 30", NULL};
+  SG_CHECK_OK(sg_sandbox_exec(&lim, open_res, &o, &err), err);
+  SG_CHECK(!o.ended_at_result);
+  SG_CHECK_EQ_INT(o.end, SG_SANDBOX_TIMED_OUT);
+  SG_CHECK_STR_EQ(o.result, "part\n");
+  sg_sandbox_outcome_free(&o);
+}
+
+/* A spawned child's wait says it ended once its result is closed. */
+static void test_end_at_result_in_a_spawned_child(void) {
+  sg_sandbox_limits lim;
+  char cmd[256];
+  char *argv[] = {"sh", "-c", cmd, NULL};
+  result_then_sleep(&lim, cmd, sizeof cmd);
+  sg_sandbox *s = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_sandbox_spawn(&lim, argv, false, &s, &err), err);
+  SG_CHECK_EQ_INT(sg_sandbox_wait(s, -1, 20), 2);
+  sg_sandbox_outcome o;
+  SG_CHECK_OK(sg_sandbox_finish(s, false, &o, &err), err);
+  SG_CHECK(o.ended_at_result);
+  pid_t pid = (pid_t)atoi(o.result);
+  sg_sandbox_outcome_free(&o);
+  SG_CHECK_EQ_INT(sg_sandbox_reap(20), 0);
+  SG_CHECK(pid > 0 && kill(pid, 0) != 0);
+}
+
 SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
              SG_TEST(test_exit_code_is_fns_return),
              SG_TEST(test_endless_loop_times_out),
@@ -717,4 +814,7 @@ SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
              SG_TEST(test_grandchildren_are_killed),
              SG_TEST(test_no_namespace_runs_anyway_and_says_so),
              SG_TEST(test_exec_program), SG_TEST(test_exec_timeout),
-             SG_TEST(test_abort_kills_all_but_the_kept))
+             SG_TEST(test_abort_kills_all_but_the_kept),
+             SG_TEST(test_end_at_result_returns_before_the_exit),
+             SG_TEST(test_end_at_result_needs_the_option_and_a_result),
+             SG_TEST(test_end_at_result_in_a_spawned_child))

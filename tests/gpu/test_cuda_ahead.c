@@ -32,7 +32,10 @@ static const char *fake_runner =
     "echo \"go $$ $seed $path\" >> $d/log\n"
     "case \"$(cat $d/after 2>/dev/null)\" in die) kill -9 $$;; hang) sleep 60;; esac\n"
     "printf '{\"status\":\"ok\",\"message\":\"ran %s %s\",\"go_wait_s\":0}' \"$seed\" \"$path\""
-    " >&$SG_RESULT_FD\n";
+    " >&$SG_RESULT_FD\n"
+    /* as the real runner: the result closed, then a slow end */
+    "case \"$(cat $d/after 2>/dev/null)\" in linger)"
+    " echo \"linger $$\" >> $d/log; eval \"exec $SG_RESULT_FD>&-\"; sleep 30;; esac\n";
 
 typedef struct fixture {
   char *dir, *tmp, *runner;
@@ -252,6 +255,32 @@ static void test_runner_dead_after_its_go_is_the_candidates(void) {
   teardown(&f);
 }
 
+/* A runner whose run ends at its result (end_at_result, as a validation's
+ * does) hands its result over before its slow end, and is reaped later. */
+static void test_run_ends_at_the_result(void) {
+  fixture f;
+  setup(&f);
+  f.lim.end_at_result = true; /* the runners' limits, the one ahead's too */
+  first_then_ahead(&f);
+  put_file(f.dir, "after", "linger");
+  bool ahead;
+  sg_sandbox_outcome o;
+  char *res = run(&f, "/t/a", "/c/two.so", 2, &ahead, &o);
+  SG_CHECK(ahead);
+  SG_CHECK(o.ended_at_result);
+  SG_CHECK(o.end == SG_SANDBOX_EXITED && o.exit_code == 0);
+  SG_CHECK(o.wall_s < 20); /* not its 30-s end */
+  SG_CHECK_CONTAINS(res, "ran 2 /c/two.so");
+  SG_CHECK(wait_log(&f, "linger", 1));
+  long pid = 0;
+  log_count(&f, "linger", &pid);
+  SG_CHECK_EQ_INT(sg_sandbox_reap(20), 0);
+  SG_CHECK(!alive(pid));
+  free(res);
+  sg_sandbox_outcome_free(&o);
+  teardown(&f);
+}
+
 static void test_runner_that_never_gets_ready(void) {
   fixture f;
   setup(&f);
@@ -416,6 +445,7 @@ SG_TEST_MAIN(SG_TEST(test_next_candidate_gets_the_runner_started_ahead),
              SG_TEST(test_tasks_taking_turns_keep_their_runners),
              SG_TEST(test_runner_dead_before_its_go_is_replaced),
              SG_TEST(test_runner_dead_after_its_go_is_the_candidates),
+             SG_TEST(test_run_ends_at_the_result),
              SG_TEST(test_runner_that_never_gets_ready),
              SG_TEST(test_wall_limit_counts_from_the_go),
              SG_TEST(test_settle_waits_for_the_runner_ahead),
