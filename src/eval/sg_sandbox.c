@@ -538,34 +538,67 @@ void sg_sandbox_kill(sg_sandbox *s) {
 }
 
 /* ---- children left to end (end_at_result) ---------------------------------
- * Killed, not yet reaped: their pids, so that their group ids cannot be
- * reused before they are (the kill was sent while they could not be). */
+ * Runs that ended at their result, their programs still ending in order
+ * (a CUDA judge stops its servers, then tears down its context). Each is
+ * reaped once it has exited, after its group is killed (a straggler the
+ * program left in it dies then); until it is reaped its pid, and so its
+ * group id, cannot be reused. */
 #define LINGER_MAX 32
-static pid_t lingering[LINGER_MAX];
+static struct lingering {
+  pid_t pid;
+  bool killed;
+} lingering[LINGER_MAX];
 static int nlingering;
 
-/* Keeps pid to reap later; false when the list is full (reap it now). */
+/* Reaps those that have exited; returns how many are left. */
+static int reap_ended(void) {
+  int kept = 0;
+  for (int i = 0; i < nlingering; i++) {
+    pid_t pid = lingering[i].pid;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && si.si_pid == 0) { /* still running */
+      lingering[kept++] = lingering[i];
+      continue;
+    }
+    if (r == 0) { /* exited: the rest of its group goes, then it */
+      kill(-pid, SIGKILL);
+      while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    }
+    /* r < 0: someone else reaped it (ECHILD); it is gone */
+  }
+  nlingering = kept;
+  return kept;
+}
+
+/* Keeps pid to reap later; false when the list is full (end it now). */
 static bool linger(pid_t pid) {
-  sg_sandbox_reap(0);
-  if (nlingering == LINGER_MAX)
+  if (reap_ended() == LINGER_MAX)
     return false;
-  lingering[nlingering++] = pid;
+  lingering[nlingering++] = (struct lingering){pid, false};
   return true;
 }
 
 int sg_sandbox_reap(double wait_s) {
-  double end = sg_clock_now_s() + (wait_s > 0 ? wait_s : 0);
+  if (wait_s <= 0)
+    return reap_ended();
+  /* after the wait, those still running are killed and get a little
+   * longer to go (their exit still tears down what they hold) */
+  double end = sg_clock_now_s() + wait_s, kill_end = end + 2.0;
   for (;;) {
-    int kept = 0;
-    for (int i = 0; i < nlingering; i++) {
-      pid_t r = waitpid(lingering[i], NULL, WNOHANG);
-      if (r == 0 || (r < 0 && errno == EINTR))
-        lingering[kept++] = lingering[i];
-      /* r < 0 otherwise: someone else reaped it (ECHILD); it is gone */
-    }
-    nlingering = kept;
-    if (nlingering == 0 || sg_clock_now_s() >= end)
-      return nlingering;
+    int left = reap_ended();
+    double now = sg_clock_now_s();
+    if (left == 0 || now >= kill_end)
+      return left;
+    if (now >= end)
+      for (int i = 0; i < nlingering; i++)
+        if (!lingering[i].killed) {
+          kill(-lingering[i].pid, SIGKILL);
+          kill(lingering[i].pid, SIGKILL);
+          lingering[i].killed = true;
+        }
     struct timespec ts = {0, 1000000}; /* 1 ms */
     nanosleep(&ts, NULL);
   }
@@ -591,19 +624,21 @@ static int setup_failure(const sg_sandbox *s, bool timed_out, sg_err *err) {
 int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
                    sg_err *err) {
   memset(out, 0, sizeof *out);
-  /* Whatever happened, nothing of the group survives the call. The child is
-   * still a zombie here at most (WNOWAIT), so its group id cannot be reused
-   * yet. */
-  kill(-s->pid, SIGKILL);
-  kill(s->pid, SIGKILL);
+  /* Ended at its result: the program ends in order without us, and is
+   * reaped (its group killed) later: sg_sandbox_reap. */
+  bool early = !timed_out && s->result_done && !s->exited && linger(s->pid);
   int status = 0;
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
-  /* Ended at its result: its exit goes on without us (reaped later). */
-  bool early = !timed_out && s->result_done && !s->exited && linger(s->pid);
-  if (!early)
+  if (!early) {
+    /* Whatever happened, nothing of the group survives the call. The child
+     * is still a zombie here at most (WNOWAIT), so its group id cannot be
+     * reused yet. */
+    kill(-s->pid, SIGKILL);
+    kill(s->pid, SIGKILL);
     while (wait4(s->pid, &status, 0, &ru) < 0 && errno == EINTR)
       ;
+  }
   out->wall_s = sg_clock_now_s() - s->t0;
   out->cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
                (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;

@@ -73,10 +73,10 @@ typedef struct sg_sandbox_limits {
   const char *program;
   /* The run ends when the program has written a result and closed its
    * result descriptor (EOF on the result pipe, no process holding it): the
-   * group is killed then and reaped later (sg_sandbox_reap), so the caller
-   * has the result without waiting for the program's exit. For a program
-   * whose result is final once written, and whose exit is slow (a CUDA
-   * judge tears down three contexts: 0.1-0.4 s). */
+   * outcome is returned then, and the program is left to end in order; it
+   * is reaped, its group killed, once it has exited (sg_sandbox_reap). For
+   * a program whose result is final once written and whose end is slow (a
+   * CUDA judge stops two servers and tears down its context: 0.1-0.4 s). */
   bool end_at_result;
 } sg_sandbox_limits;
 
@@ -109,9 +109,9 @@ typedef struct sg_sandbox_outcome {
   bool ipc_isolated;    /* a new IPC namespace */
   bool unprivileged;    /* the child ran as a non-root user, no capabilities */
   char *note;            /* e.g. why network isolation was not applied; owned */
-  /* end_at_result ended the run: the program had closed its result, its
-   * group was killed, its exit is reaped later; end is EXITED with code 0
-   * and cpu_s is 0 (not known yet). */
+  /* end_at_result ended the run: the program had closed its result and is
+   * left to end (sg_sandbox_reap); end is EXITED with code 0 and cpu_s is 0
+   * (not known yet). */
   bool ended_at_result;
 } sg_sandbox_outcome;
 
@@ -167,16 +167,19 @@ int sg_sandbox_pid(const sg_sandbox *s);
 int sg_sandbox_wait(sg_sandbox *s, int fd, double timeout_s);
 
 /* Kills the child's whole process group (whatever it is doing), reaps it
- * and fills *out; frees s. timed_out marks the outcome as a timeout. Returns
- * 0, or negative when the child's setup had failed (err says why). */
+ * and fills *out; frees s. timed_out marks the outcome as a timeout. With
+ * end_at_result, a child that closed its result is left to end instead
+ * (sg_sandbox_reap). Returns 0, or negative when the child's setup had
+ * failed (err says why). */
 int sg_sandbox_finish(sg_sandbox *s, bool timed_out, sg_sandbox_outcome *out,
                    sg_err *err);
 
-/* Reaps the children that runs ended at their result left behind (killed,
- * their exits still going on), waiting up to wait_s (0: only those already
- * gone). Returns how many are left. A caller whose next run must not
- * overlap those exits (timing on the same device, a profile) waits here
- * first. */
+/* Waits up to wait_s for the programs that runs ended at their result left
+ * to end (end_at_result), reaping each once it has exited and killing what
+ * is left of its group; those still running after wait_s are killed and
+ * get 2 s more. wait_s <= 0: reaps those already gone, waits for and kills
+ * none. Returns how many are left. A caller whose next run must not overlap
+ * their ends (timing on the same device, a profile) calls it first. */
 int sg_sandbox_reap(double wait_s);
 
 /* Sends SIGKILL to the child's whole process group without waiting (the

@@ -718,7 +718,8 @@ static void result_then_sleep(sg_sandbox_limits *lim, char *cmd, size_t cap) {
 }
 
 /* The run ends when the result is closed, not when the program ends; the
- * program is killed then and sg_sandbox_reap reaps it. */
+ * program is left to end, and sg_sandbox_reap kills it when it takes
+ * longer than the wait it is given. */
 static void test_end_at_result_returns_before_the_exit(void) {
   sg_sandbox_limits lim;
   char cmd[256];
@@ -736,10 +737,60 @@ static void test_end_at_result_returns_before_the_exit(void) {
   SG_CHECK(pid > 0);
   SG_CHECK_STR_EQ(strchr(o.result, '\n'), "\n");
   sg_sandbox_outcome_free(&o);
-  /* killed at the result; reaped here */
-  SG_CHECK_EQ_INT(sg_sandbox_reap(20), 0);
+  /* still running, not killed by a look */
+  SG_CHECK_EQ_INT(sg_sandbox_reap(0), 1);
+  SG_CHECK(kill(pid, 0) == 0);
+  /* a wait that it outlasts: killed at its end, and reaped */
+  t0 = sg_clock_now_s();
+  SG_CHECK_EQ_INT(sg_sandbox_reap(0.5), 0);
+  SG_CHECK(sg_clock_now_s() - t0 >= 0.45);
   SG_CHECK(kill(pid, 0) != 0 && errno == ESRCH);
   SG_CHECK_EQ_INT(sg_sandbox_reap(0), 0);
+}
+
+/* Left to end, the program ends in its own time (it is not killed while it
+ * does); what it leaves in its group is killed when it is reaped. */
+static void test_end_at_result_lets_the_program_end(void) {
+  char *dir = sg_asprintf("/tmp/sg-linger-%d", (int)getpid());
+  SG_CHECK(mkdir(dir, 0700) == 0);
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.wall_s = 60;
+  lim.forbid_spawn = false;
+  lim.end_at_result = true;
+  char rest[512], cmd[768];
+  snprintf(rest, sizeof rest,
+           "sleep 30 & echo $! > %s/straggler; sleep 0.3; echo done > %s/ended", dir, dir);
+  result_then(rest, cmd, sizeof cmd);
+  char *argv[] = {"sh", "-c", cmd, NULL};
+  sg_sandbox_outcome o;
+  sg_err err;
+  SG_CHECK_OK(sg_sandbox_exec(&lim, argv, &o, &err), err);
+  SG_CHECK(o.ended_at_result);
+  sg_sandbox_outcome_free(&o);
+  SG_CHECK_EQ_INT(sg_sandbox_reap(30), 0);
+  char *ended = sg_asprintf("%s/ended", dir), *strag = sg_asprintf("%s/straggler", dir);
+  char *text = NULL;
+  size_t len = 0;
+  SG_CHECK_OK(sg_file_read(ended, 4096, &text, &len, &err), err); /* it ended in order */
+  SG_CHECK_STR_EQ(text, "done\n");
+  free(text);
+  SG_CHECK_OK(sg_file_read(strag, 4096, &text, &len, &err), err);
+  pid_t sp = (pid_t)atoi(text);
+  free(text);
+  SG_CHECK(sp > 0);
+  /* the straggler was killed with the group; init reaps it */
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; i++) {
+    gone = kill(sp, 0) != 0;
+    if (!gone)
+      usleep(10000);
+  }
+  SG_CHECK_MSG(gone, "the program's straggler %d survived", (int)sp);
+  sg_rm_rf(dir, &err);
+  free(ended);
+  free(strag);
+  free(dir);
 }
 
 /* Without the option, or without a result, the run lasts as long as the
@@ -791,8 +842,9 @@ static void test_end_at_result_in_a_spawned_child(void) {
   SG_CHECK(o.ended_at_result);
   pid_t pid = (pid_t)atoi(o.result);
   sg_sandbox_outcome_free(&o);
-  SG_CHECK_EQ_INT(sg_sandbox_reap(20), 0);
-  SG_CHECK(pid > 0 && kill(pid, 0) != 0);
+  SG_CHECK(pid > 0 && kill(pid, 0) == 0); /* left to end */
+  SG_CHECK_EQ_INT(sg_sandbox_reap(0.5), 0);
+  SG_CHECK(kill(pid, 0) != 0);
 }
 
 SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
@@ -816,5 +868,6 @@ SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
              SG_TEST(test_exec_program), SG_TEST(test_exec_timeout),
              SG_TEST(test_abort_kills_all_but_the_kept),
              SG_TEST(test_end_at_result_returns_before_the_exit),
+             SG_TEST(test_end_at_result_lets_the_program_end),
              SG_TEST(test_end_at_result_needs_the_option_and_a_result),
              SG_TEST(test_end_at_result_in_a_spawned_child))
