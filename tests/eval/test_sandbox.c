@@ -559,6 +559,17 @@ static int fn_orphan(void *arg, int fd) {
   return 0;
 }
 
+/* Whether pid, killed but not our child (init reaps it), is gone within
+ * 5 s. */
+static bool gone_soon(pid_t pid) {
+  for (int i = 0; i < 500; i++) {
+    if (kill(pid, 0) != 0)
+      return true;
+    usleep(10000);
+  }
+  return false;
+}
+
 /* A grandchild that keeps the pipes open must not keep the call waiting,
  * nor outlive it. */
 static void test_grandchildren_are_killed(void) {
@@ -571,14 +582,8 @@ static void test_grandchildren_are_killed(void) {
   SG_CHECK(sg_clock_now_s() - t0 < 5);
   pid_t g = (pid_t)atoi(o.result);
   SG_CHECK(g > 0);
-  /* it was our grandchild, so init reaps it; wait until it is gone */
-  bool gone = false;
-  for (int i = 0; i < 200 && !gone; i++) {
-    gone = kill(g, 0) != 0;
-    if (!gone)
-      usleep(10000);
-  }
-  SG_CHECK_MSG(gone, "grandchild %d survived", (int)g);
+  /* it was our grandchild, so init reaps it */
+  SG_CHECK_MSG(gone_soon(g), "grandchild %d survived", (int)g);
   sg_sandbox_outcome_free(&o);
 }
 
@@ -780,13 +785,7 @@ static void test_end_at_result_lets_the_program_end(void) {
   free(text);
   SG_CHECK(sp > 0);
   /* the straggler was killed with the group; init reaps it */
-  bool gone = false;
-  for (int i = 0; i < 500 && !gone; i++) {
-    gone = kill(sp, 0) != 0;
-    if (!gone)
-      usleep(10000);
-  }
-  SG_CHECK_MSG(gone, "the program's straggler %d survived", (int)sp);
+  SG_CHECK_MSG(gone_soon(sp), "the program's straggler %d survived", (int)sp);
   sg_rm_rf(dir, &err);
   free(ended);
   free(strag);
