@@ -668,13 +668,11 @@ static void validation_limits(const sg_eval_build *build, double wall_s,
   lim->end_at_result = true;
 }
 
-/* How long a run waits for the runs before it to have ended on the device
- * (their teardown must not overlap its timing or a profile): far more than
- * a teardown takes; a process stuck in its exit longer is left behind. */
+/* How long a run waits for the runs before it to have ended on the device:
+ * far more than a teardown takes. */
 #define HANDOVER_WAIT_S 10.0
 
-/* Waits for the ends left behind; returns the seconds waited. */
-static double hand_over(void) {
+double sg_eval_cuda_hand_over(void) {
   double t0 = sg_clock_now_s();
   sg_sandbox_reap(HANDOVER_WAIT_S);
   return sg_clock_now_s() - t0;
@@ -734,7 +732,7 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
   double wall = run_wall_s(opts);
   /* The device is this run's once the judge before it has ended: that
    * wait is the previous run's (its teardown), not this one's run_s. */
-  double handover_s = hand_over();
+  double handover_s = sg_eval_cuda_hand_over();
   double t0 = sg_clock_now_s();
   rc = sanitize(task, build, base, wall, r, err);
   if (rc != 0) {
@@ -865,7 +863,7 @@ int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
    * device); idle ones stay for the next validations. Every caller, cuda
    * and kernelbench, gets this. */
   sg_cuda_ahead_settle(60);
-  hand_over(); /* nor a judge still ending */
+  sg_eval_cuda_hand_over(); /* nor a judge still ending */
   char *ncu = sg_eval_cuda_find_ncu();
   if (!ncu)
     return sg_err_set(err, SG_EUNSUPPORTED,

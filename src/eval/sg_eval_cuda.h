@@ -37,6 +37,10 @@ void sg_eval_cuda_take_outcome(const struct sg_sandbox_outcome *o,
  * far more than it uses), the wall clock as the bound. */
 void sg_eval_cuda_runner_limits(const sg_eval_build *build, double wall_s,
                                 struct sg_sandbox_limits *lim);
+/* Waits until the validations before have ended on the device (their
+ * judges' teardown must not overlap a timing or a profile; one that
+ * outlasts 10 s is killed); returns the seconds waited. */
+double sg_eval_cuda_hand_over(void);
 /* Runs ncu over target (a program that brackets the candidate's work with
  * cuProfilerStart/Stop) and fills r->metrics and r->profile_text. Ends
  * every runner started ahead first (sg_cuda_ahead_release): ncu needs the

@@ -158,8 +158,8 @@ static int run_harness(const sg_task *task, const sg_eval_build *build,
   harness_limits(build, wall, &lim);
   sg_sandbox_outcome o;
   /* a cuda judge that returned its verdict may still be ending on the
-   * device: its teardown must not overlap this run (sg_sandbox_reap) */
-  sg_sandbox_reap(10.0);
+   * device: its teardown must not overlap this run */
+  sg_eval_cuda_hand_over();
   double t0 = sg_clock_now_s();
   bool ahead = false;
   if (ahead_mode)
