@@ -262,11 +262,12 @@ static void start_next(ahead *freed, int device, char *const argv[],
  * buffers and reference), the next runner starts (start_next): its
  * start-up overlaps cur's run, but not cur's own start-up. When it says it
  * took its go ('G', before it loads the candidate), *took is set: what
- * follows is the candidate's outcome. Returns whether cur timed out. */
+ * follows is the candidate's outcome. next false: no runner is started.
+ * Returns whether cur timed out. */
 static bool wait_run(ahead *cur, ahead *freed, int device, char *const argv[],
-                     const sg_sandbox_limits *lim, bool *took) {
-  bool ready = cur->ready;
-  if (ready) /* said so before its go: the next starts now */
+                     const sg_sandbox_limits *lim, bool next, bool *took) {
+  bool ready = cur->ready || !next;
+  if (cur->ready && next) /* said so before its go: the next starts now */
     start_next(freed, device, argv, lim);
   double end = sg_clock_now_s() + lim->wall_s;
   int fd = cur->go_fd;
@@ -347,16 +348,19 @@ int sg_cuda_ahead_run(const sg_cuda_ahead_key *k, const char *cand_so, uint64_t 
                                 ahead_out, err);
 }
 
-int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uint64_t seed,
-                           const sg_sandbox_limits *lim, sg_sandbox_outcome *out,
-                           bool *ahead_out, sg_err *err) {
+/* sg_cuda_ahead_run_argv (next: start the next runner when this one is
+ * ready) and sg_cuda_ahead_run_once_argv (start none). */
+static int run_argv(int device, char *const argv[], const char *cand, uint64_t seed,
+                    const sg_sandbox_limits *lim, bool next, sg_sandbox_outcome *out,
+                    bool *ahead_out, sg_err *err) {
   *ahead_out = false;
   for (int attempt = 0;; attempt++) {
     bool match = false;
     ahead *a = slot_for(device, argv, &match);
     int rc = 0;
     if (!match && (rc = slot_start(a, device, argv, lim, err)) != 0) {
-      expect_clear();
+      if (next)
+        expect_clear();
       return rc;
     }
     double t_go = sg_clock_now_s();
@@ -368,7 +372,7 @@ int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uin
     memset(a, 0, sizeof *a);
     a->go_fd = -1;
     bool took = false;
-    bool timed_out = wait_run(&cur, a, device, argv, lim, &took);
+    bool timed_out = wait_run(&cur, a, device, argv, lim, next, &took);
     slot_end(&cur, out, timed_out);
     /* time from the go, not from the runner's start ahead */
     out->wall_s = sg_clock_now_s() - t_go;
@@ -376,12 +380,38 @@ int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uin
       /* it ended before it took its go (its start failed, or it was killed
        * while it waited): nothing of the candidate ran; once more, now */
       sg_sandbox_outcome_free(out);
-      if (a->sb && !expected.argv && !expected.none) /* this key's next: used below */
+      if (a->sb && next && !expected.argv && !expected.none) /* this key's next: used below */
         slot_end(a, NULL, false);
       continue;
     }
     *ahead_out = match;
-    expect_clear(); /* good for this run only */
+    if (next)
+      expect_clear(); /* good for this run only */
     return 0;
   }
+}
+
+int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uint64_t seed,
+                           const sg_sandbox_limits *lim, sg_sandbox_outcome *out,
+                           bool *ahead_out, sg_err *err) {
+  return run_argv(device, argv, cand, seed, lim, true, out, ahead_out, err);
+}
+
+int sg_cuda_ahead_run_once_argv(int device, char *const argv[], const char *cand,
+                                uint64_t seed, const sg_sandbox_limits *lim,
+                                sg_sandbox_outcome *out, bool *ahead_out, sg_err *err) {
+  return run_argv(device, argv, cand, seed, lim, false, out, ahead_out, err);
+}
+
+int sg_cuda_ahead_start_argv(int device, char *const argv[], const sg_sandbox_limits *lim,
+                             sg_err *err) {
+  if (!sg_cuda_ahead_enabled())
+    return 0;
+  bool match = false;
+  ahead *a = slot_for(device, argv, &match);
+  if (match)
+    return 0;
+  sg_sandbox_limits l = *lim;
+  l.work_dir = NULL;
+  return slot_start(a, device, argv, &l, err);
 }

@@ -72,6 +72,22 @@ int sg_cuda_ahead_run_argv(int device, char *const argv[], const char *cand, uin
                            const sg_sandbox_limits *lim, sg_sandbox_outcome *out,
                            bool *ahead, sg_err *err);
 
+/* The same as sg_cuda_ahead_run_argv, but no runner is started after it
+ * (nor is the caller's sg_cuda_ahead_expect used up): for a profile, whose
+ * replays no other runner's start-up may share the device with, and whose
+ * runners the caller starts when it knows a profile comes
+ * (sg_cuda_ahead_start_argv). */
+int sg_cuda_ahead_run_once_argv(int device, char *const argv[], const char *cand,
+                                uint64_t seed, const sg_sandbox_limits *lim,
+                                sg_sandbox_outcome *out, bool *ahead, sg_err *err);
+
+/* Starts a runner for argv on device now, unless one is started already
+ * (the device's least recently asked-for runner makes room, as for any
+ * other). Nothing when runners ahead are off. Returns 0, or negative when
+ * it could not be started. */
+int sg_cuda_ahead_start_argv(int device, char *const argv[], const sg_sandbox_limits *lim,
+                             sg_err *err);
+
 /* Says which runner the next candidate will want, when the caller knows
  * it (a bench's next task, the first example of a check's next task): when
  * the next run says it is ready, that runner is started instead of another

@@ -20,6 +20,7 @@
 #include "common/sg_clock.h"
 #include "eval/sg_cuda_api.h"
 #include "eval/sg_cuda_judge.h"
+#include "eval/sg_cuda_server.h"
 #include "eval/sg_cuda_validate.h"
 
 #include <dlfcn.h>
@@ -155,14 +156,41 @@ static void *load_so(const char *path, sg_launch_fn *fn, char *msg, size_t len) 
   }
   *fn = (sg_launch_fn)(uintptr_t)dlsym(lib, "sg_launch");
   if (!*fn) {
-    snprintf(msg, len, "%s: no sg_launch symbol", path);
+    snprintf(msg, len, "%.900s: no sg_launch symbol", path);
     return NULL;
   }
   return lib;
 }
 
-static json_t *profile(harness *h, sg_launch_fn cand) {
-  sg_CUresult rc = prepare_trial(h, h->cfg->seed);
+/* A profile runner started ahead (under ncu, whose start-up, injection and
+ * the context's creation are then behind it): says it is ready ('R'),
+ * takes its go (the seed and the candidate's library) and says so ('G'),
+ * as a validation runner does. Returns 0, or -1 with h->out finished. */
+static int take_go(harness *h, int fd, double t0, uint64_t *seed, char *path,
+                   size_t cap) {
+  char msg[1536];
+  double tw = sg_clock_now_s();
+  char c = 'R';
+  if (write(fd, &c, 1) != 1) {
+    finish(h, "infra_error", "go: the evaluator closed the channel");
+    return -1;
+  }
+  if (sg_cuda_go_read(fd, seed, path, cap, msg, sizeof msg)) {
+    finish(h, "infra_error", "%s", msg);
+    return -1;
+  }
+  c = 'G';
+  if (write(fd, &c, 1) != 1) {
+    finish(h, "infra_error", "go: the evaluator closed the channel");
+    return -1;
+  }
+  json_object_set_new(h->out, "ahead_s", json_real(tw - t0));
+  json_object_set_new(h->out, "go_wait_s", json_real(sg_clock_now_s() - tw));
+  return 0;
+}
+
+static json_t *profile(harness *h, sg_launch_fn cand, uint64_t seed) {
+  sg_CUresult rc = prepare_trial(h, seed);
   if (rc)
     return finish(h, "infra_error", "preparing inputs: %s", cuerr(h, rc));
   cand(h->args_cand); /* warm-up: module load, first-call costs */
@@ -220,12 +248,21 @@ json_t *sg_cuda_harness_run(const sg_cuda_harness_cfg *cfg) {
   if (!h->fill)
     return finish(h, "infra_error", "%s lacks the judge's kernels (sg_judge_*): rebuild it",
                   cfg->ref_so);
-  if (!load_so(cfg->cand_so, &cand, msg, sizeof msg)) {
+  if (setup(h, msg, sizeof msg))
+    return finish(h, "infra_error", "%s", msg);
+  const char *cand_so = cfg->cand_so;
+  uint64_t seed = cfg->seed;
+  char go_path[SG_CUDA_SERVER_PATH_MAX + 1];
+  if (cfg->go_fd >= 0 && take_go(h, cfg->go_fd, t0, &seed, go_path, sizeof go_path))
+    return h->out;
+  if (!cand_so && cfg->go_fd >= 0)
+    cand_so = go_path;
+  if (!cand_so)
+    return finish(h, "infra_error", "no candidate library given");
+  if (!load_so(cand_so, &cand, msg, sizeof msg)) {
     bool vendor = strstr(msg, "cublas") || strstr(msg, "cudnn");
     return finish(h, vendor ? "rejected" : "runtime_error",
                   "loading the candidate: %s", msg);
   }
-  if (setup(h, msg, sizeof msg))
-    return finish(h, "infra_error", "%s", msg);
-  return profile(h, cand);
+  return profile(h, cand, seed);
 }

@@ -32,10 +32,12 @@ typedef struct sg_cuda_harness_cfg {
   int trials, warmup, timed;
   uint64_t seed;
   bool strict;             /* atol and rtol divided by 10 */
-  /* Validate mode, a runner started ahead of its candidate: >= 0, the
-   * descriptor to read the go from, a line "SEED PATH\n" (cand_so and seed
-   * come from it) once the servers, the judge's context and buffers and
-   * the reference are ready; -1: start at once with cand_so and seed. */
+  /* A runner started ahead of its candidate: >= 0, the descriptor to read
+   * the go from, a line "SEED PATH\n" (cand_so and seed come from it), once
+   * what needs no candidate is ready (validate mode: the servers, the
+   * judge's context and buffers and the reference; profile mode: the
+   * context, the input generator and the buffers, under ncu); -1: start at
+   * once with cand_so and seed. */
   int go_fd;
 } sg_cuda_harness_cfg;
 
@@ -44,6 +46,12 @@ typedef struct sg_cuda_harness_cfg {
  * bytes). Returns 0, or -1 with the reason in msg. */
 int sg_cuda_go_parse(const char *line, size_t len, uint64_t *seed, char *path,
                      size_t path_cap, char *msg, size_t msg_len);
+
+/* Reads the go line from fd (blocking: the evaluator sends it when its
+ * candidate is compiled) into *seed and path. Returns 0, or -1 with the
+ * reason in msg (EOF: the evaluator let this runner go unused). */
+int sg_cuda_go_read(int fd, uint64_t *seed, char *path, size_t path_cap, char *msg,
+                    size_t msg_len);
 
 /* Runs and returns the outcome object (status, message, timings, errors);
  * never NULL. The caller owns it. */

@@ -6,10 +6,12 @@
  *                    [--warmup N] [--timed N] [--seed N] [--strict]
  *   specgen-cuda-run --task DIR --ref REF.so --go-fd FD [...]
  *
- * With --go-fd (validate mode) it is started ahead of its candidate: it
- * makes its servers, contexts and buffers and loads the reference, then
- * reads "SEED PATH\n" from FD and validates the candidate at PATH with that
- * seed (sg_cuda_harness.h; docs/gpu.md, "Runners started ahead").
+ * With --go-fd it is started ahead of its candidate: it makes what needs
+ * no candidate (validate mode: its servers, contexts and buffers, the
+ * reference loaded; profile mode, under ncu: its context and buffers), then
+ * reads "SEED PATH\n" from FD and validates or profiles the candidate at
+ * PATH with that seed (sg_cuda_harness.h; docs/gpu.md, "Runners started
+ * ahead").
  *
  * It writes one JSON object (sg_cuda_harness.h) to the file descriptor named
  * by $SG_RESULT_FD (the sandbox's result pipe), or to stdout without it,
@@ -75,7 +77,7 @@ int main(int argc, char **argv) {
   bool ahead = cfg.go_fd >= 0;
   /* both modes need the reference's library: its judge's kernels */
   if (!task_dir || !cfg.ref_so || (!cfg.cand_so && !ahead) || cfg.trials < 1 ||
-      cfg.warmup < 0 || cfg.timed < 1 || (ahead && cfg.mode != SG_CUDA_MODE_VALIDATE)) {
+      cfg.warmup < 0 || cfg.timed < 1) {
     usage(stderr);
     return 2;
   }

@@ -601,11 +601,8 @@ int sg_cuda_go_parse(const char *line, size_t len, uint64_t *seed, char *path,
   return 0;
 }
 
-/* Reads the go line from fd (blocking: the evaluator sends it when its
- * candidate is compiled). Returns 0, or -1 with the reason in msg (EOF:
- * the evaluator let this runner go unused). */
-static int read_go(int fd, uint64_t *seed, char *path, size_t path_cap, char *msg,
-                   size_t msg_len) {
+int sg_cuda_go_read(int fd, uint64_t *seed, char *path, size_t path_cap, char *msg,
+                    size_t msg_len) {
   char line[SG_CUDA_SERVER_PATH_MAX + 64];
   size_t n = 0;
   while (n < sizeof line) {
@@ -652,7 +649,7 @@ static json_t *take_go(judge *j, sg_cuda_harness_cfg *cfg, char *path, size_t ca
   char r = 'R';
   if (write(cfg->go_fd, &r, 1) != 1)
     return finish(j, "infra_error", "go: the evaluator closed the channel");
-  if (read_go(cfg->go_fd, &cfg->seed, path, cap, msg, sizeof msg))
+  if (sg_cuda_go_read(cfg->go_fd, &cfg->seed, path, cap, msg, sizeof msg))
     return finish(j, "infra_error", "%s", msg);
   r = 'G';
   if (write(cfg->go_fd, &r, 1) != 1)

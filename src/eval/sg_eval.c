@@ -207,7 +207,7 @@ static const sg_evaluator cuda_evaluator = {
     .name = "cuda", .device_kind = "cuda", .gpu = true, .hardware_counters = true,
     .profiling = SG_PROFILE_COUNTERS, .compile = sg_eval_cuda_compile,
     .run = sg_eval_cuda_run, .profile = sg_eval_cuda_profile,
-    .expect = sg_eval_cuda_expect};
+    .expect = sg_eval_cuda_expect, .expect_profile = sg_eval_cuda_expect_profile};
 
 /* The evaluator table: a bare task name on a device kind means the first
  * evaluator's task of that name (cuda before kernelbench). */
@@ -304,6 +304,14 @@ void sg_eval_expect(const sg_task *task, const sg_eval_build *build,
     sg_cuda_ahead_expect_none();
   else if (find(task, &ev, &err) == 0 && ev->expect)
     ev->expect(task, build, opts);
+}
+
+void sg_eval_expect_profile(const sg_task *task, const sg_eval_build *build,
+                            const sg_eval_opts *opts) {
+  const sg_evaluator *ev;
+  sg_err err;
+  if (task && find(task, &ev, &err) == 0 && ev->expect_profile)
+    ev->expect_profile(task, build, opts);
 }
 
 int sg_eval_profile(const sg_task *task, const sg_eval_build *build,

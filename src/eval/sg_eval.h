@@ -109,6 +109,16 @@ int sg_eval_run(const sg_task *task, const sg_eval_build *build,
 void sg_eval_expect(const sg_task *task, const sg_eval_build *build,
                     const sg_eval_opts *opts);
 
+/* Says that a candidate of task (with build's reference) will be profiled
+ * on opts->device soon, typically once the validation about to run finds
+ * it valid: an evaluator whose profiles have runners started ahead (cuda,
+ * in a process that said it validates a sequence) starts that runner now,
+ * so that the profiler's start-up overlaps the validation. A hint, never an
+ * error; the runner waits for a later candidate of the task when this one
+ * fails. */
+void sg_eval_expect_profile(const sg_task *task, const sg_eval_build *build,
+                            const sg_eval_opts *opts);
+
 /* The device stage of profiling: hardware metrics into r->metrics and
  * r->profile_text. */
 int sg_eval_profile(const sg_task *task, const sg_eval_build *build,
@@ -142,6 +152,8 @@ typedef struct sg_evaluator {
                  sg_eval_result *, sg_err *);
   /* sg_eval_expect; NULL: nothing is started ahead */
   void (*expect)(const sg_task *, const sg_eval_build *, const sg_eval_opts *);
+  /* sg_eval_expect_profile; NULL: profiles start no runner ahead */
+  void (*expect_profile)(const sg_task *, const sg_eval_build *, const sg_eval_opts *);
 } sg_evaluator;
 
 /* The evaluator called name, or NULL. */

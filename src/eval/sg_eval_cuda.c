@@ -644,6 +644,19 @@ static int sanitize(const sg_task *task, const sg_eval_build *build,
   return decided;
 }
 
+/* The device ordinal opts names and the runner's path (owned), or an
+ * error: both stages on the device need them. */
+static int device_and_runner(const sg_eval_opts *opts, int *dev, char **runner,
+                             sg_err *err) {
+  int rc = sg_eval_cuda_parse_device(opts ? opts->device : NULL, dev, err);
+  if (rc)
+    return rc;
+  if (!(*runner = sg_eval_cuda_find_runner()))
+    return sg_err_set(err, SG_EUNSUPPORTED,
+                      "specgen-cuda-run not found (set SPECGEN_CUDA_RUNNER)");
+  return 0;
+}
+
 /* What a validation run's runner is started for (its options defaulted). */
 static sg_cuda_ahead_key run_key(const char *runner, const sg_task *task,
                                  const sg_eval_build *build, const sg_eval_opts *opts,
@@ -701,13 +714,10 @@ void sg_eval_cuda_expect(const sg_task *task, const sg_eval_build *build,
 int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, sg_eval_result *r, sg_err *err) {
   int dev = 0;
-  int rc = sg_eval_cuda_parse_device(opts ? opts->device : NULL, &dev, err);
+  char *runner = NULL;
+  int rc = device_and_runner(opts, &dev, &runner, err);
   if (rc)
     return rc;
-  char *runner = sg_eval_cuda_find_runner();
-  if (!runner)
-    return sg_err_set(err, SG_EUNSUPPORTED,
-                      "specgen-cuda-run not found (set SPECGEN_CUDA_RUNNER)");
   sg_eval_opts d;
   sg_eval_opts_default(&d);
   if (!opts)
@@ -765,44 +775,39 @@ int sg_eval_cuda_run(const sg_task *task, const sg_eval_build *build,
 
 /* ---- profile -------------------------------------------------------------- */
 
-int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
-                         const sg_eval_opts *opts, sg_eval_result *r,
-                         sg_err *err) {
-  int dev = 0;
-  int rc = sg_eval_cuda_parse_device(opts ? opts->device : NULL, &dev, err);
-  if (rc)
-    return rc;
-  char *runner = sg_eval_cuda_find_runner();
-  if (!runner)
-    return sg_err_set(err, SG_EUNSUPPORTED,
-                      "specgen-cuda-run not found (set SPECGEN_CUDA_RUNNER)");
-  char sdev[16], sseed[32];
-  snprintf(sdev, sizeof sdev, "%d", dev);
-  snprintf(sseed, sizeof sseed, "%llu", opts && opts->seed ? opts->seed : 1ULL);
-  /* the reference's library only for the judge's input generator: inputs
-   * are drawn on the device */
-  char *target[] = {runner, "--task", task->dir, "--cand", build->artifact,
-                    "--ref", build->reference_artifact, "--mode", "profile",
-                    "--device", sdev, "--seed", sseed, NULL};
-  rc = sg_eval_cuda_ncu(task, build, opts, target, r, err);
-  free(runner);
-  return rc;
+/* Whether this process's ncu refused a name of the metrics list: it is then
+ * asked for the sections, which name what it has, from then on (each
+ * refusal costs an ncu start-up, about 1.5 s). */
+static bool ncu_list_refused;
+
+/* The folder ncu reads section files from when it is asked for the list:
+ * one with none, so that it parses none at start-up. The reference's folder
+ * has none (and it is the same for every candidate of a task, as a runner
+ * started ahead needs), else an empty one in the work directory. */
+static char *ncu_section_dir(const sg_eval_build *build, sg_err *err) {
+  if (build->reference_artifact && strchr(build->reference_artifact, '/')) {
+    char *d = sg_strdup(build->reference_artifact);
+    *strrchr(d, '/') = '\0';
+    if (*d)
+      return d;
+    free(d);
+  }
+  char *empty = sg_asprintf("%s/ncu-sections", build->work_dir ? build->work_dir : ".");
+  if (sg_mkdir_p(empty, err) != 0) {
+    free(empty);
+    return NULL;
+  }
+  return empty;
 }
 
-/* ncu on target, in the sandbox: the metrics the report reads (with an
- * empty section folder: ncu parses no section file at start-up), or the
- * sections that hold them. Only the candidate's kernels: the target
- * brackets one call with cuProfilerStart/Stop and ncu collects nothing
- * outside it. The clocks are left as they are (the machine may be shared). */
-static int run_ncu(const char *ncu, const char *work_dir, bool sections,
-                   char *const target[], const sg_sandbox_limits *lim,
-                   sg_sandbox_outcome *o, sg_err *err) {
-  char *empty = sg_asprintf("%s/ncu-sections", work_dir ? work_dir : ".");
-  if (!sections && sg_mkdir_p(empty, err) != 0) {
-    free(empty);
-    return -1;
-  }
-  char *argv[96];
+/* ncu's command line over target into argv (cap entries): the metrics the
+ * report reads (sections_dir: a folder without section files), or, with
+ * sections_dir NULL, the sections that hold them. Only the candidate's
+ * kernels: the target brackets one call with cuProfilerStart/Stop and ncu
+ * collects nothing outside it. The clocks are left as they are (the
+ * machine may be shared). */
+static void ncu_argv(const char *ncu, const char *sections_dir, char *const target[],
+                     char **argv, int cap) {
   int k = 0;
   argv[k++] = (char *)ncu;
   argv[k++] = "--csv";
@@ -820,22 +825,150 @@ static int run_ncu(const char *ncu, const char *work_dir, bool sections,
    * the raw CSV leaves out; running them costs each profile time. */
   argv[k++] = "--apply-rules";
   argv[k++] = "no";
-  if (sections) {
-    for (const char *const *s = sg_ncu_sections(); *s; s++) {
+  if (!sections_dir) {
+    for (const char *const *s = sg_ncu_sections(); *s && k < cap - 3; s++) {
       argv[k++] = "--section";
       argv[k++] = (char *)*s;
     }
   } else {
     argv[k++] = "--section-folder";
-    argv[k++] = empty;
+    argv[k++] = (char *)sections_dir;
     argv[k++] = "--metrics";
     argv[k++] = (char *)sg_ncu_metrics();
   }
-  for (int i = 0; target[i] && k < 94; i++)
+  for (int i = 0; target[i] && k < cap - 1; i++)
     argv[k++] = target[i];
   argv[k] = NULL;
-  int rc = sg_sandbox_exec(lim, argv, o, err);
-  free(empty);
+}
+
+/* The cuda profile's target: specgen-cuda-run in profile mode, for cand
+ * (NULL: a runner started ahead, which reads its candidate and seed from
+ * its go descriptor). The reference's library is there only for the
+ * judge's input generator: inputs are drawn on the device. */
+typedef struct profile_target {
+  char dev[16], seed[32], fd[16];
+  char *argv[16];
+} profile_target;
+
+static char **profile_target_argv(profile_target *t, const char *runner, const sg_task *task,
+                                  const sg_eval_build *build, int dev, const char *cand,
+                                  uint64_t seed) {
+  snprintf(t->dev, sizeof t->dev, "%d", dev);
+  snprintf(t->seed, sizeof t->seed, "%llu", (unsigned long long)seed);
+  snprintf(t->fd, sizeof t->fd, "%d", SG_SANDBOX_PASS_FD(0));
+  int k = 0;
+  char **a = t->argv;
+  a[k++] = (char *)runner;
+  a[k++] = "--task";
+  a[k++] = task->dir;
+  a[k++] = "--ref";
+  a[k++] = build->reference_artifact;
+  a[k++] = "--mode";
+  a[k++] = "profile";
+  a[k++] = "--device";
+  a[k++] = t->dev;
+  if (cand) {
+    a[k++] = "--cand";
+    a[k++] = (char *)cand;
+    a[k++] = "--seed";
+    a[k++] = t->seed;
+  } else {
+    a[k++] = "--go-fd";
+    a[k++] = t->fd;
+  }
+  a[k] = NULL;
+  return a;
+}
+
+static void profile_limits(const sg_eval_build *build, const sg_eval_opts *opts,
+                           sg_sandbox_limits *lim) {
+  double wall = opts && opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
+  sg_eval_cuda_runner_limits(build, wall, lim);
+  lim->output_cap_bytes = 8 << 20;
+}
+
+static uint64_t profile_seed(const sg_eval_opts *opts) {
+  return opts && opts->seed ? opts->seed : 1;
+}
+
+/* A profile of a cuda candidate, run by ncu_profile. */
+typedef struct profile_go {
+  int device;
+  const char *runner, *cand;
+  uint64_t seed;
+} profile_go;
+
+static int ncu_profile(const sg_task *task, const sg_eval_build *build,
+                       const sg_eval_opts *opts, char *const target[],
+                       const profile_go *go, sg_eval_result *r, sg_err *err);
+
+void sg_eval_cuda_expect_profile(const sg_task *task, const sg_eval_build *build,
+                                 const sg_eval_opts *opts) {
+  int dev = 0;
+  sg_err err;
+  sg_err_clear(&err);
+  if (!sg_cuda_ahead_enabled() || !build->reference_artifact ||
+      sg_eval_cuda_parse_device(opts ? opts->device : NULL, &dev, &err))
+    return;
+  char *runner = sg_eval_cuda_find_runner();
+  char *ncu = sg_eval_cuda_find_ncu();
+  char *sections = ncu_list_refused ? NULL : ncu_section_dir(build, &err);
+  if (runner && ncu && (sections || ncu_list_refused)) {
+    profile_target t;
+    char *argv[96];
+    ncu_argv(ncu, sections, profile_target_argv(&t, runner, task, build, dev, NULL, 0),
+             argv, 96);
+    sg_sandbox_limits lim;
+    profile_limits(build, opts, &lim);
+    (void)sg_cuda_ahead_start_argv(dev, argv, &lim, &err);
+  }
+  free(sections);
+  free(ncu);
+  free(runner);
+}
+
+int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
+                         const sg_eval_opts *opts, sg_eval_result *r,
+                         sg_err *err) {
+  int dev = 0;
+  char *runner = NULL;
+  int rc = device_and_runner(opts, &dev, &runner, err);
+  if (rc)
+    return rc;
+  uint64_t seed = profile_seed(opts);
+  profile_target t;
+  char **target = profile_target_argv(&t, runner, task, build, dev, build->artifact, seed);
+  /* With runners ahead, the profile goes to one for its task (started by
+   * sg_eval_cuda_expect_profile, or now) */
+  profile_go go = {dev, runner, build->artifact, seed};
+  rc = ncu_profile(task, build, opts, target, sg_cuda_ahead_enabled() ? &go : NULL, r, err);
+  free(runner);
+  return rc;
+}
+
+/* ncu over target, in the sandbox; with go, over a runner started ahead for
+ * go's task (the one waiting, else one started now) given go's candidate. */
+static int run_ncu(const char *ncu, const sg_task *task, const sg_eval_build *build,
+                   char *const target[], const profile_go *go, bool by_sections,
+                   const sg_sandbox_limits *lim, sg_sandbox_outcome *o, bool *ahead,
+                   sg_err *err) {
+  *ahead = false;
+  char *sections = by_sections ? NULL : ncu_section_dir(build, err);
+  if (!by_sections && !sections)
+    return -1;
+  char *argv[96];
+  int rc;
+  if (go) {
+    profile_target t;
+    ncu_argv(ncu, sections,
+             profile_target_argv(&t, go->runner, task, build, go->device, NULL, 0), argv, 96);
+    rc = sg_cuda_ahead_run_once_argv(go->device, argv, go->cand, go->seed, lim, o, ahead,
+                                     err);
+  } else {
+    ncu_argv(ncu, sections, target, argv, 96);
+    rc = sg_sandbox_exec(lim, argv, o, err);
+  }
+  free(sections);
   return rc;
 }
 
@@ -857,40 +990,50 @@ static bool ncu_refused_metric(const sg_sandbox_outcome *o) {
 int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, char *const target[],
                      sg_eval_result *r, sg_err *err) {
+  return ncu_profile(task, build, opts, target, NULL, r, err);
+}
+
+static int ncu_profile(const sg_task *task, const sg_eval_build *build,
+                       const sg_eval_opts *opts, char *const target[],
+                       const profile_go *go, sg_eval_result *r, sg_err *err) {
   int rc;
   /* No runner started ahead may be starting beside the profiled kernel's
    * replays (its context, buffers and warm-up call would run on the same
-   * device); idle ones stay for the next validations. Every caller, cuda
-   * and kernelbench, gets this. */
+   * device); idle ones stay for the next validations (and this profile's
+   * own, when it was started ahead). Every caller, cuda and kernelbench,
+   * gets this. */
+  double ts = sg_clock_now_s();
   sg_cuda_ahead_settle(60);
   sg_eval_cuda_hand_over(); /* nor a judge still ending */
+  double settle_s = sg_clock_now_s() - ts;
   char *ncu = sg_eval_cuda_find_ncu();
   if (!ncu)
     return sg_err_set(err, SG_EUNSUPPORTED,
                       "ncu (Nsight Compute) not found: set SPECGEN_NCU or put "
                       "it in PATH");
   sg_sandbox_limits lim;
-  double wall = opts && opts->run_timeout_s > 0 ? opts->run_timeout_s : 120;
-  sg_eval_cuda_runner_limits(build, wall, &lim);
-  lim.output_cap_bytes = 8 << 20;
+  profile_limits(build, opts, &lim);
   sg_sandbox_outcome o;
   double t0 = sg_clock_now_s();
-  /* An ncu that does not know a name of the list is asked for the
-   * sections, which name what it has; it is not asked for the list again
-   * (each refusal costs an ncu start-up, about 1.5 s). */
-  static bool list_refused;
-  bool by_sections = list_refused;
-  rc = run_ncu(ncu, build->work_dir, by_sections, target, &lim, &o, err);
+  bool by_sections = ncu_list_refused, ahead = false;
+  rc = run_ncu(ncu, task, build, target, go, by_sections, &lim, &o, &ahead, err);
   if (!rc && !by_sections && o.end != SG_SANDBOX_TIMED_OUT && !ncu_collected(&o) &&
       ncu_refused_metric(&o)) {
     sg_sandbox_outcome_free(&o);
-    list_refused = by_sections = true;
-    rc = run_ncu(ncu, build->work_dir, true, target, &lim, &o, err);
+    ncu_list_refused = by_sections = true;
+    rc = run_ncu(ncu, task, build, target, go, true, &lim, &o, &ahead, err);
   }
   free(ncu);
   if (rc)
     return rc;
   r->run_s = sg_clock_now_s() - t0;
+  /* the wait before (other runners' start-up, a judge's end; this
+   * profile's own runner's, when it was started ahead but not yet ready) */
+  if (!r->stages)
+    r->stages = json_object();
+  json_object_set_new(r->stages, "settle_s", json_real(settle_s));
+  if (go)
+    json_object_set_new(r->stages, "started_ahead", json_boolean(ahead));
   if (o.end == SG_SANDBOX_TIMED_OUT) {
     r->status = SG_EVAL_TIMEOUT;
     set_message(r, "timeout: profiling did not finish in time");

@@ -25,6 +25,11 @@ void sg_eval_cuda_expect(const sg_task *task, const sg_eval_build *build,
 int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
                          const sg_eval_opts *opts, sg_eval_result *r,
                          sg_err *err);
+/* A candidate of task with build's reference will be profiled on
+ * opts->device soon: its runner (ncu over specgen-cuda-run --go-fd) starts
+ * now, unless one waits already (sg_cuda_ahead_start_argv). */
+void sg_eval_cuda_expect_profile(const sg_task *task, const sg_eval_build *build,
+                                 const sg_eval_opts *opts);
 
 /* Shared with the kernelbench evaluator (sg_eval_kernelbench.c). */
 struct sg_sandbox_outcome;
@@ -42,9 +47,9 @@ void sg_eval_cuda_runner_limits(const sg_eval_build *build, double wall_s,
  * outlasts 10 s is killed); returns the seconds waited. */
 double sg_eval_cuda_hand_over(void);
 /* Runs ncu over target (a program that brackets the candidate's work with
- * cuProfilerStart/Stop) and fills r->metrics and r->profile_text. Ends
- * every runner started ahead first (sg_cuda_ahead_release): ncu needs the
- * device whole. */
+ * cuProfilerStart/Stop) and fills r->metrics and r->profile_text. Waits
+ * first until every runner started ahead is ready (sg_cuda_ahead_settle)
+ * and the judges before have ended: nothing starts beside the replays. */
 int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, char *const target[],
                      sg_eval_result *r, sg_err *err);

@@ -180,6 +180,25 @@ static int get_build(const sg_worker_eval *e, const sg_worker_request *req,
   return 0;
 }
 
+/* Whether this process has profiled a candidate of task_dir (remembered for
+ * the last PROFILED_TASKS tasks). A validation of such a task starts its
+ * profile's runner ahead (sg_eval_expect_profile): the pool profiles the
+ * valid candidates, often on the device that validated them. */
+#define PROFILED_TASKS 8
+static bool profiled_before(const char *task_dir, bool remember) {
+  static char *seen[PROFILED_TASKS];
+  static int next;
+  for (int i = 0; i < PROFILED_TASKS; i++)
+    if (seen[i] && strcmp(seen[i], task_dir) == 0)
+      return true;
+  if (remember) {
+    free(seen[next]);
+    seen[next] = sg_strdup(task_dir);
+    next = (next + 1) % PROFILED_TASKS;
+  }
+  return false;
+}
+
 /* One request, from its directory to its result line. */
 static void evaluate(const sg_worker_eval *e, const char *run_dir, int res_fd) {
   sg_worker_request req;
@@ -210,8 +229,11 @@ static void evaluate(const sg_worker_eval *e, const char *run_dir, int res_fd) {
     send_line(res_fd, json_pack("{s:o}", "compiled", c));
     if (r.status == SG_EVAL_OK && req.type != SG_WREQ_COMPILE) {
       double compile_s = r.compile_s;
-      rc = req.type == SG_WREQ_PROFILE ? sg_eval_profile(task, &build, &opts, &r, &err)
-                                       : sg_eval_run(task, &build, &opts, &r, &err);
+      bool profile = req.type == SG_WREQ_PROFILE;
+      if (profiled_before(task->dir, profile) && !profile)
+        sg_eval_expect_profile(task, &build, &opts);
+      rc = profile ? sg_eval_profile(task, &build, &opts, &r, &err)
+                   : sg_eval_run(task, &build, &opts, &r, &err);
       r.compile_s = compile_s;
     }
   }

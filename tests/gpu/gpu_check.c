@@ -13,7 +13,9 @@
  * and the cheats); an example labelled cheat_* that ends ok must also be no faster
  * than 1.5x the reference (it is a would-be cheat whose honest speed is
  * known). Compiles run ahead in child processes (SG_GPU_CHECK_JOBS at once,
- * default 8) while the device runs the examples in order. A table is printed
+ * default 8) while the device runs the examples in order; with --profile,
+ * an example whose name says ok gets its profile's runner started beside
+ * its validation (SG_GPU_CHECK_PROFILE_AHEAD=0: not). A table is printed
  * as it goes (compile, run and profile seconds, reference and candidate
  * medians, speedup, KernelBench's verdict, ncu verdict); --jsonl writes one
  * JSON object per example; the end gives the medians of validation and
@@ -130,11 +132,12 @@ static bool cheat_too_fast(const job *jb, const sg_eval_result *r) {
 /* What the whole check keeps: options, the JSON lines file, the counts and
  * the stage times of the valid examples. */
 typedef struct check {
-  bool compile_only, profile;
+  bool compile_only, profile, profile_ahead;
   FILE *jf;
   int failures, checked;
   double *valid, *runs, *comps, *profs;
-  size_t nvalid, nprof;
+  double *profs_req; /* a profile's run and the wait before it (settle_s) */
+  size_t nvalid, nprof, profs_ahead;
 } check;
 
 /* One example's outcome. */
@@ -166,6 +169,12 @@ static void evaluate(check *ck, job *jb, job *next, outcome *oc) {
   oc->comp_s = oc->r.compile_s;
   if (!oc->rc && oc->r.status == SG_EVAL_OK && !ck->compile_only) {
     expect_next(jb, next);
+    /* a profile follows when it is valid, as its name says: its runner
+     * (ncu's start-up and the context under it) starts beside the
+     * validation ($SG_GPU_CHECK_PROFILE_AHEAD=0: not, to compare) */
+    if (ck->profile && ck->profile_ahead && worth_profiling(jb) &&
+        strcmp(jb->expected, "ok") == 0)
+      sg_eval_expect_profile(jb->task, &b, &o);
     oc->stage = "run";
     oc->rc = sg_eval_run(jb->task, &b, &o, &oc->r, &oc->err);
     if (!oc->rc && oc->r.status == SG_EVAL_OK) {
@@ -180,6 +189,10 @@ static void evaluate(check *ck, job *jb, job *next, outcome *oc) {
         oc->pr.status = SG_EVAL_INFRA_ERROR;
         oc->pr.message = sg_strdup(oc->err.msg);
       } else if (oc->pr.status == SG_EVAL_OK) {
+        json_t *st = oc->pr.stages;
+        double settle = json_number_value(json_object_get(st, "settle_s"));
+        ck->profs_req[ck->nprof] = oc->pr.run_s + settle;
+        ck->profs_ahead += json_is_true(json_object_get(st, "started_ahead"));
         ck->profs[ck->nprof++] = oc->pr.run_s;
       }
     }
@@ -241,6 +254,8 @@ static void record(check *ck, const job *jb, const outcome *oc, bool pass) {
     if (pr->metrics) {
       json_object_set(j, "profile_metrics", pr->metrics);
       json_object_set_new(j, "profile_s", json_real(pr->run_s));
+      if (pr->stages)
+        json_object_set(j, "profile_stages", pr->stages);
       json_object_set_new(j, "profile_text",
                           json_string(pr->profile_text ? pr->profile_text : ""));
     }
@@ -316,16 +331,18 @@ static void free_jobs(job *jobs, size_t n) {
   free(jobs);
 }
 
-static void print_summary(double *valid, size_t nvalid, double *runs, double *comps,
-                          double *profs, size_t nprof) {
+static void print_summary(const check *ck) {
+  size_t nvalid = ck->nvalid, nprof = ck->nprof;
   if (nvalid)
     printf("# validation of a valid candidate (compile + run), median over %zu: %.2f s "
            "(compile %.2f s, run %.2f s)\n",
-           nvalid, sg_stats_median(valid, nvalid), sg_stats_median(comps, nvalid),
-           sg_stats_median(runs, nvalid));
+           nvalid, sg_stats_median(ck->valid, nvalid), sg_stats_median(ck->comps, nvalid),
+           sg_stats_median(ck->runs, nvalid));
   if (nprof)
-    printf("# profiling (ncu), median over %zu: %.2f s\n", nprof,
-           sg_stats_median(profs, nprof));
+    printf("# profiling (ncu), median over %zu: %.2f s (with the wait before it: %.2f s; "
+           "%zu by a runner started ahead)\n",
+           nprof, sg_stats_median(ck->profs, nprof), sg_stats_median(ck->profs_req, nprof),
+           ck->profs_ahead);
 }
 
 /* Options, then the loop over the examples: a little over 80 lines, kept
@@ -339,6 +356,8 @@ int main(int argc, char **argv) {
   check ck;
   memset(&ck, 0, sizeof ck);
   bool skip_kb = getenv("SKIP_KB") != NULL;
+  const char *pa = getenv("SG_GPU_CHECK_PROFILE_AHEAD");
+  ck.profile_ahead = !(pa && strcmp(pa, "0") == 0);
   char *tasks_wanted[64];
   int ntw = 0;
   const char *example_filter = NULL, *jsonl = NULL;
@@ -387,6 +406,7 @@ int main(int argc, char **argv) {
   ck.runs = sg_calloc(njobs + 1, sizeof *ck.runs);
   ck.comps = sg_calloc(njobs + 1, sizeof *ck.comps);
   ck.profs = sg_calloc(njobs + 1, sizeof *ck.profs);
+  ck.profs_req = sg_calloc(njobs + 1, sizeof *ck.profs_req);
   /* Python candidates build PyTorch extensions (about a minute each, on the
    * CPU): start them all now, so that they build while the device runs the
    * CUDA examples. */
@@ -413,7 +433,7 @@ int main(int argc, char **argv) {
   sg_task_list_free(tasks, ntasks);
   if (ck.jf)
     fclose(ck.jf);
-  print_summary(ck.valid, ck.nvalid, ck.runs, ck.comps, ck.profs, ck.nprof);
+  print_summary(&ck);
   /* what a sequence of candidates costs, compiles overlapped with runs */
   if (njobs)
     printf("# wall of the whole sequence: %.1f s for %zu examples, %.2f s each\n", loop_s,
@@ -422,6 +442,7 @@ int main(int argc, char **argv) {
   free(ck.runs);
   free(ck.comps);
   free(ck.profs);
+  free(ck.profs_req);
   printf("# %d examples checked, %d as expected\n", ck.checked, ck.checked - ck.failures);
   return ck.failures ? 1 : 0;
 }

@@ -429,6 +429,53 @@ static void test_expected_waiting_or_none_starts_nothing(void) {
   teardown(&f);
 }
 
+/* A profile's way: its runner is started when the caller says a profile
+ * comes (start_argv: now, and once), and a run "once" starts no runner
+ * after it and leaves the caller's expectation for the next run. */
+static void test_started_now_and_run_once(void) {
+  fixture f;
+  setup(&f);
+  char fd[16];
+  snprintf(fd, sizeof fd, "%d", SG_SANDBOX_PASS_FD(0));
+  char *prof[] = {f.runner, "--task", "/t/p", "--go-fd", fd, NULL};
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_cuda_ahead_start_argv(0, prof, &f.lim, &err), err);
+  SG_CHECK(wait_log(&f, "ready", 1));
+  SG_CHECK_OK(sg_cuda_ahead_start_argv(0, prof, &f.lim, &err), err);
+  SG_CHECK(starts_for(&f, "/t/p") == 1);
+  sg_cuda_ahead_key b = key_for(&f, "/t/b");
+  sg_cuda_ahead_expect(&b, &f.lim);
+  bool ahead = false;
+  sg_sandbox_outcome o;
+  SG_CHECK_OK(sg_cuda_ahead_run_once_argv(0, prof, "/c/p.so", 7, &f.lim, &o, &ahead, &err),
+              err);
+  SG_CHECK(ahead);
+  SG_CHECK(o.result && strstr(o.result, "ran 7 /c/p.so") != NULL);
+  sg_sandbox_outcome_free(&o);
+  /* not started ahead: one is started now for it, and none after */
+  SG_CHECK_OK(sg_cuda_ahead_run_once_argv(0, prof, "/c/q.so", 8, &f.lim, &o, &ahead, &err),
+              err);
+  SG_CHECK(!ahead);
+  SG_CHECK(o.result && strstr(o.result, "ran 8 /c/q.so") != NULL);
+  sg_sandbox_outcome_free(&o);
+  usleep(200000); /* a runner started by mistake would have logged by now */
+  SG_CHECK(starts_for(&f, "/t/p") == 2);
+  SG_CHECK(log_count(&f, "start", NULL) == 2);
+  /* the expectation is still there for the next validation */
+  free(run(&f, "/t/a", "/c/one.so", 1, &ahead, &o));
+  sg_sandbox_outcome_free(&o);
+  SG_CHECK(wait_log(&f, "start", 4));
+  SG_CHECK(starts_for(&f, "/t/b") == 1);
+  /* nothing is started while runners ahead are off */
+  sg_cuda_ahead_use(false);
+  char *other[] = {f.runner, "--task", "/t/q", "--go-fd", fd, NULL};
+  SG_CHECK_OK(sg_cuda_ahead_start_argv(0, other, &f.lim, &err), err);
+  usleep(200000);
+  SG_CHECK(starts_for(&f, "/t/q") == 0);
+  teardown(&f);
+}
+
 static void test_off_by_environment(void) {
   fixture f;
   setup(&f);
@@ -453,4 +500,5 @@ SG_TEST_MAIN(SG_TEST(test_next_candidate_gets_the_runner_started_ahead),
              SG_TEST(test_settle_ends_a_runner_not_ready_in_time),
              SG_TEST(test_expected_task_starts_instead),
              SG_TEST(test_expected_waiting_or_none_starts_nothing),
+             SG_TEST(test_started_now_and_run_once),
              SG_TEST(test_off_by_environment))

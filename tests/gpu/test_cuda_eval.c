@@ -7,6 +7,7 @@
  * no CUDA device is present. */
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "eval/sg_cuda_ahead.h"
 #include "eval/sg_eval.h"
 #include "eval/sg_eval_cuda.h"
 #include "eval/sg_sandbox.h"
@@ -163,11 +164,15 @@ static void test_cxx17_and_the_standard_library_compile(void) {
 static char *standin_ncu(void) {
   char *d = tmp_dir("sg-ncu");
   char *script = sg_asprintf(
-      "#!/bin/sh\n"
+      "#!/bin/bash\n"
       "d=%s; data=%s/tests/gpu/data\n"
-      "m=; s=; f=\n"
+      "m=; s=; f=; fd=; prev=\n"
       "for a in \"$@\"; do case \"$a\" in --metrics) m=1;; --section) s=1;;\n"
-      "  --section-folder) f=1;; esac; done\n"
+      "  --section-folder) f=1;; esac; [ \"$prev\" = --go-fd ] && fd=$a; prev=$a; done\n"
+      /* a target started ahead: ready, then its go, as specgen-cuda-run */
+      "if [ -n \"$fd\" ]; then echo start >> $d/ahead; printf R >&$fd\n"
+      "  read -r seed path <&$fd || exit 4; printf G >&$fd\n"
+      "  echo \"go $seed $path\" >> $d/ahead; fi\n"
       "[ -f $d/crash ] && { echo '==ERROR== The application returned an error code (1).' >&2; "
       "echo metrics >> $d/log; exit 1; }\n"
       "if [ -n \"$m\" ]; then\n"
@@ -197,19 +202,36 @@ static char *read_log(const char *d) {
   return text;
 }
 
+/* hinge_loss's ok-reference compiled into *b, and the stand-in ncu (its
+ * directory returned). */
+static char *profile_fixture(sg_task **t, sg_eval_build *b) {
+  need_nvcc();
+  *t = load("hinge_loss");
+  sg_eval_result r;
+  compile_example(*t, "ok-reference.cu", b, &r);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_OK);
+  sg_eval_result_free(&r);
+  return standin_ncu();
+}
+
+static void profile_fixture_end(char *d, sg_task *t, sg_eval_build *b) {
+  sg_err err;
+  unsetenv("SPECGEN_NCU");
+  sg_rm_rf(d, &err);
+  free(d);
+  sg_eval_build_free(b);
+  sg_task_free(t);
+}
+
 /* A profile asks ncu for the metrics list with an empty section folder; a
  * profile that fails for another reason is not asked twice; an ncu that
  * refuses a name of the list is asked again for the sections, and from
  * then on for the sections only. The metrics say which way they came. */
 static void test_profile_metrics_then_sections(void) {
-  need_nvcc();
-  sg_task *t = load("hinge_loss");
+  sg_task *t;
   sg_eval_build b;
   sg_eval_result r;
-  compile_example(t, "ok-reference.cu", &b, &r);
-  SG_CHECK_EQ_INT(r.status, SG_EVAL_OK);
-  sg_eval_result_free(&r);
-  char *d = standin_ncu();
+  char *d = profile_fixture(&t, &b);
   sg_eval_opts o;
   sg_eval_opts_default(&o);
   sg_err err;
@@ -244,11 +266,68 @@ static void test_profile_metrics_then_sections(void) {
     }
     sg_eval_result_free(&r);
   }
-  unsetenv("SPECGEN_NCU");
-  sg_rm_rf(d, &err);
-  free(d);
-  sg_eval_build_free(&b);
-  sg_task_free(t);
+  profile_fixture_end(d, t, &b);
+}
+
+/* How many lines of $d/ahead start with word. */
+static int ahead_count(const char *d, const char *word) {
+  char *p = sg_asprintf("%s/ahead", d);
+  FILE *f = fopen(p, "r");
+  free(p);
+  int n = 0;
+  char line[4096];
+  while (f && fgets(line, sizeof line, f))
+    n += strncmp(line, word, strlen(word)) == 0;
+  if (f)
+    fclose(f);
+  return n;
+}
+
+/* With runners ahead (a process that validates a sequence), a profile the
+ * caller announced goes to ncu started beforehand, which is given the
+ * candidate and seed on its go descriptor; one not announced starts now,
+ * and none is started after it. Without runners ahead, the candidate is on
+ * ncu's command line. */
+static void test_profile_runner_started_ahead(void) {
+  sg_task *t;
+  sg_eval_build b;
+  sg_eval_result r;
+  char *d = profile_fixture(&t, &b);
+  sg_eval_opts o;
+  sg_eval_opts_default(&o);
+  o.seed = 42;
+  sg_err err;
+  sg_cuda_ahead_use(true);
+  sg_eval_expect_profile(t, &b, &o);
+  for (int i = 0; i < 1000 && ahead_count(d, "start") < 1; i++)
+    usleep(10000);
+  SG_CHECK(ahead_count(d, "start") == 1);
+  SG_CHECK(ahead_count(d, "go") == 0); /* it waits for its candidate */
+  sg_eval_expect_profile(t, &b, &o);   /* one is waiting: no second */
+  char *go = sg_asprintf("go 42 %s", b.artifact);
+  for (int round = 0; round < 2; round++) {
+    sg_eval_result_init(&r);
+    SG_CHECK_OK(sg_eval_profile(t, &b, &o, &r, &err), err);
+    SG_CHECK_MSG(r.status == SG_EVAL_OK, "round %d: %s", round, r.message ? r.message : "");
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(r.metrics, "collected_by")), "metrics");
+    SG_CHECK(json_is_boolean(json_object_get(r.stages, "started_ahead")));
+    SG_CHECK(json_is_true(json_object_get(r.stages, "started_ahead")) == (round == 0));
+    SG_CHECK(json_is_number(json_object_get(r.stages, "settle_s")));
+    SG_CHECK(ahead_count(d, go) == round + 1);
+    sg_eval_result_free(&r);
+  }
+  usleep(200000); /* a runner started after the profile would have logged */
+  SG_CHECK(ahead_count(d, "start") == 2);
+  sg_cuda_ahead_use(false);
+  sg_eval_expect_profile(t, &b, &o); /* off: nothing starts */
+  sg_eval_result_init(&r);
+  SG_CHECK_OK(sg_eval_profile(t, &b, &o, &r, &err), err);
+  SG_CHECK(r.status == SG_EVAL_OK);
+  SG_CHECK(json_object_get(r.stages, "started_ahead") == NULL);
+  sg_eval_result_free(&r);
+  SG_CHECK(ahead_count(d, "start") == 2);
+  free(go);
+  profile_fixture_end(d, t, &b);
 }
 
 static void test_rules_reject_before_compiling(void) {
@@ -434,16 +513,21 @@ static void test_runner_usage(void) {
   rc = system(cmd);
   free(cmd);
   SG_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
-  /* A task that does not load: an infra_error answer naming it. */
-  cmd = sg_asprintf("%s --task /nonexistent/task --cand y.so --ref r.so", runner);
-  FILE *f = popen(cmd, "r");
-  free(cmd);
-  char buf[2048] = "";
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  pclose(f);
-  SG_CHECK_CONTAINS(buf, "\"status\":\"infra_error\"");
-  SG_CHECK_CONTAINS(buf, "/nonexistent/task");
+  /* A task that does not load: an infra_error answer naming it, in both
+   * modes, also for a runner started ahead (a go descriptor, no --cand). */
+  const char *forms[] = {"--cand y.so", "--mode profile --cand y.so",
+                         "--mode profile --go-fd 9", "--go-fd 9"};
+  for (int i = 0; i < 4; i++) {
+    cmd = sg_asprintf("%s --task /nonexistent/task %s --ref r.so", runner, forms[i]);
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    char buf[2048] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    SG_CHECK_MSG(WIFEXITED(pclose(f)), "%s", forms[i]);
+    SG_CHECK_CONTAINS(buf, "\"status\":\"infra_error\"");
+    SG_CHECK_CONTAINS(buf, "/nonexistent/task");
+  }
 }
 
 /* compute-sanitizer's report, in its documented layout, cut for the LLM. */
@@ -507,6 +591,7 @@ static void gpu_examples_have_their_status(void) {
 }
 
 SG_TEST_MAIN({"compile_ok_builds_both", test_compile_ok_builds_both},
+             {"profile_runner_started_ahead", test_profile_runner_started_ahead},
              {"profile_metrics_then_sections", test_profile_metrics_then_sections},
              {"cxx17_and_the_standard_library_compile",
               test_cxx17_and_the_standard_library_compile},

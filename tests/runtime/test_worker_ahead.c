@@ -42,18 +42,21 @@ static const char *fake_runner =
     "printf '{\"status\":\"ok\",\"message\":\"fake run\",\"ref_ms\":2,\"cand_ms\":1,"
     "\"go_wait_s\":0}' >&$SG_RESULT_FD\n";
 
-/* Counts the runners of the log alive now; writes "ncu alive=N", and "ncu
- * ref" when the profile target was given the reference's library (it draws
- * the inputs with its generator). */
+/* Writes "ncu ref" when the profile target was given the reference's
+ * library (it draws the inputs with its generator); a target started ahead
+ * (--go-fd) logs "ncu-ahead" and takes its go as the runner does. Then it
+ * counts the validation runners of the log alive and writes "ncu alive=N". */
 static const char *fake_ncu =
     "#!/bin/bash\n"
     "d=$FAKE_DIR\n"
+    "prev=; fd=; for a in \"$@\"; do [ \"$prev\" = --ref ] && [ -f \"$a\" ] && echo \"ncu ref\" >> $d/log;"
+    " [ \"$prev\" = --go-fd ] && fd=$a; prev=$a; done\n"
+    "if [ -n \"$fd\" ]; then echo \"ncu-ahead $$\" >> $d/log; printf R >&$fd\n"
+    "  read -r seed path <&$fd || exit 4; printf G >&$fd; fi\n"
     "n=0\n"
     "while read -r what pid; do [ $what = start ] && kill -0 $pid 2>/dev/null && n=$((n+1));"
     " done < $d/log\n"
-    "echo \"ncu alive=$n\" >> $d/log\n"
-    "prev=; for a in \"$@\"; do [ \"$prev\" = --ref ] && [ -f \"$a\" ] && echo \"ncu ref\" >> $d/log;"
-    " prev=$a; done\n";
+    "echo \"ncu alive=$n\" >> $d/log\n";
 
 static char *fake_dir;
 
@@ -403,10 +406,40 @@ static void test_profile_keeps_the_idle_runner_ahead(void) {
   teardown();
 }
 
+/* Whether a profile's result says a runner started ahead served it. */
+static bool profiled_ahead(wproc *w, const char *id) {
+  send_request(w, "profile", id, "run");
+  json_t *r = evaluation(w, id);
+  json_t *st = json_object_get(json_object_get(r, "result"), "stages");
+  SG_CHECK(json_is_boolean(json_object_get(st, "started_ahead")));
+  bool ahead = json_is_true(json_object_get(st, "started_ahead"));
+  json_decref(r);
+  return ahead;
+}
+
+/* Once a worker has profiled a task, a validation of that task starts the
+ * profile's runner (ncu over a runner with a go descriptor) beside it, and
+ * the profile after it is served by that one. */
+static void test_validation_starts_the_next_profile_ahead(void) {
+  char *work;
+  wproc w;
+  begin(&w, &work, NULL);
+  SG_CHECK(!validated_ahead(&w, "a"));
+  SG_CHECK(!profiled_ahead(&w, "p1")); /* nothing told it a profile comes */
+  SG_CHECK_EQ_INT(log_count("ncu-ahead "), 1);
+  SG_CHECK(validated_ahead(&w, "b"));
+  wait_log("ncu-ahead ", 2); /* started beside b */
+  SG_CHECK(profiled_ahead(&w, "p2"));
+  SG_CHECK_EQ_INT(log_count("ncu-ahead "), 2);
+  finish(&w, work);
+  teardown();
+}
+
 SG_TEST_MAIN(SG_TEST(test_second_request_is_served_ahead),
              SG_TEST(test_abort_mid_run_keeps_the_runner_ahead),
              SG_TEST(test_abort_unanswered_kills_the_process),
              SG_TEST(test_eval_process_dying_is_an_infra_error),
              SG_TEST(test_recycled_after_its_requests),
              SG_TEST(test_cached_builds_share_the_runner),
-             SG_TEST(test_profile_keeps_the_idle_runner_ahead))
+             SG_TEST(test_profile_keeps_the_idle_runner_ahead),
+             SG_TEST(test_validation_starts_the_next_profile_ahead))
