@@ -169,6 +169,9 @@ static char *standin_ncu(void) {
       "m=; s=; f=; fd=; prev=\n"
       "for a in \"$@\"; do case \"$a\" in --metrics) m=1;; --section) s=1;;\n"
       "  --section-folder) f=1;; esac; [ \"$prev\" = --go-fd ] && fd=$a; prev=$a; done\n"
+      /* an ncu that does not know a name refuses before its target starts */
+      "[ -n \"$m\" ] && [ -f $d/refuse ] && { echo metrics >> $d/log; echo folder >> $d/log;"
+      " echo '==ERROR== Failed to find metric regex:^sm__pipe_.*$' >&2; exit 1; }\n"
       /* a target started ahead: ready, then its go, as specgen-cuda-run */
       "if [ -n \"$fd\" ]; then echo start >> $d/ahead; printf R >&$fd\n"
       "  read -r seed path <&$fd || exit 4; printf G >&$fd\n"
@@ -177,8 +180,6 @@ static char *standin_ncu(void) {
       "echo metrics >> $d/log; exit 1; }\n"
       "if [ -n \"$m\" ]; then\n"
       "  echo metrics >> $d/log; [ -n \"$f\" ] && echo folder >> $d/log\n"
-      "  [ -f $d/refuse ] && { echo '==ERROR== Failed to find metric regex:^sm__pipe_.*$' >&2; "
-      "exit 1; }\n"
       "  cat $data/ncu_hinge_loss_fast_metrics.csv; exit 0\n"
       "fi\n"
       "[ -n \"$s\" ] && echo sections >> $d/log\n"
@@ -318,6 +319,24 @@ static void test_profile_runner_started_ahead(void) {
   }
   usleep(200000); /* a runner started after the profile would have logged */
   SG_CHECK(ahead_count(d, "start") == 2);
+  /* An ncu that refuses the list: the runner announced with it dies
+   * before it is ready; the profile asks for the sections (a runner
+   * started now), and the next one announced is asked for them too. */
+  put_file(d, "refuse", "");
+  sg_eval_expect_profile(t, &b, &o);
+  for (int round = 0; round < 2; round++) {
+    sg_eval_result_init(&r);
+    SG_CHECK_OK(sg_eval_profile(t, &b, &o, &r, &err), err);
+    SG_CHECK_MSG(r.status == SG_EVAL_OK, "refused, round %d: %s", round,
+                 r.message ? r.message : "");
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(r.metrics, "collected_by")),
+                    "sections");
+    SG_CHECK(json_is_true(json_object_get(r.stages, "started_ahead")) == (round == 1));
+    sg_eval_result_free(&r);
+    if (round == 0)
+      sg_eval_expect_profile(t, &b, &o);
+  }
+  SG_CHECK(ahead_count(d, go) == 4);
   sg_cuda_ahead_use(false);
   sg_eval_expect_profile(t, &b, &o); /* off: nothing starts */
   sg_eval_result_init(&r);
@@ -325,7 +344,7 @@ static void test_profile_runner_started_ahead(void) {
   SG_CHECK(r.status == SG_EVAL_OK);
   SG_CHECK(json_object_get(r.stages, "started_ahead") == NULL);
   sg_eval_result_free(&r);
-  SG_CHECK(ahead_count(d, "start") == 2);
+  SG_CHECK(ahead_count(d, "start") == 4);
   free(go);
   profile_fixture_end(d, t, &b);
 }
