@@ -59,7 +59,8 @@ typedef struct sg_eval_result {
   char *kernelbench_status;
   /* Where the device stage's time went, by its own clock (cuda: context_s,
    * ready_s, correctness_s, timing_wall_s, and started_ahead, ahead_s,
-   * go_wait_s, warm_up_ms for a runner started ahead; docs/gpu.md), or
+   * go_wait_s, warm_up_ms for a runner started ahead; a profile's
+   * settle_s, the wait before it, and started_ahead; docs/gpu.md), or
    * NULL. Owned. */
   json_t *stages;
 } sg_eval_result;
