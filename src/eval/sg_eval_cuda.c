@@ -891,16 +891,24 @@ static uint64_t profile_seed(const sg_eval_opts *opts) {
   return opts && opts->seed ? opts->seed : 1;
 }
 
-/* A profile of a cuda candidate, run by ncu_profile. */
-typedef struct profile_go {
-  int device;
-  const char *runner, *cand;
-  uint64_t seed;
-} profile_go;
-
-static int ncu_profile(const sg_task *task, const sg_eval_build *build,
-                       const sg_eval_opts *opts, char *const target[],
-                       const profile_go *go, sg_eval_result *r, sg_err *err);
+void sg_eval_cuda_ncu_expect(const sg_eval_build *build, const sg_eval_opts *opts,
+                             int device, char *const ahead_target[]) {
+  sg_err err;
+  sg_err_clear(&err);
+  if (!sg_cuda_ahead_enabled())
+    return;
+  char *ncu = sg_eval_cuda_find_ncu();
+  char *sections = ncu_list_refused ? NULL : ncu_section_dir(build, &err);
+  if (ncu && (sections || ncu_list_refused)) {
+    char *argv[96];
+    ncu_argv(ncu, sections, ahead_target, argv, 96);
+    sg_sandbox_limits lim;
+    profile_limits(build, opts, &lim);
+    (void)sg_cuda_ahead_start_argv(device, argv, &lim, &err);
+  }
+  free(sections);
+  free(ncu);
+}
 
 void sg_eval_cuda_expect_profile(const sg_task *task, const sg_eval_build *build,
                                  const sg_eval_opts *opts) {
@@ -911,19 +919,11 @@ void sg_eval_cuda_expect_profile(const sg_task *task, const sg_eval_build *build
       sg_eval_cuda_parse_device(opts ? opts->device : NULL, &dev, &err))
     return;
   char *runner = sg_eval_cuda_find_runner();
-  char *ncu = sg_eval_cuda_find_ncu();
-  char *sections = ncu_list_refused ? NULL : ncu_section_dir(build, &err);
-  if (runner && ncu && (sections || ncu_list_refused)) {
+  if (runner) {
     profile_target t;
-    char *argv[96];
-    ncu_argv(ncu, sections, profile_target_argv(&t, runner, task, build, dev, NULL, 0),
-             argv, 96);
-    sg_sandbox_limits lim;
-    profile_limits(build, opts, &lim);
-    (void)sg_cuda_ahead_start_argv(dev, argv, &lim, &err);
+    sg_eval_cuda_ncu_expect(build, opts, dev,
+                            profile_target_argv(&t, runner, task, build, dev, NULL, 0));
   }
-  free(sections);
-  free(ncu);
   free(runner);
 }
 
@@ -936,20 +936,22 @@ int sg_eval_cuda_profile(const sg_task *task, const sg_eval_build *build,
   if (rc)
     return rc;
   uint64_t seed = profile_seed(opts);
-  profile_target t;
+  profile_target t, ta;
   char **target = profile_target_argv(&t, runner, task, build, dev, build->artifact, seed);
   /* With runners ahead, the profile goes to one for its task (started by
    * sg_eval_cuda_expect_profile, or now) */
-  profile_go go = {dev, runner, build->artifact, seed};
-  rc = ncu_profile(task, build, opts, target, sg_cuda_ahead_enabled() ? &go : NULL, r, err);
+  sg_eval_ncu_ahead go = {dev, profile_target_argv(&ta, runner, task, build, dev, NULL, 0),
+                          build->artifact, seed};
+  rc = sg_eval_cuda_ncu(task, build, opts, target, sg_cuda_ahead_enabled() ? &go : NULL, r,
+                        err);
   free(runner);
   return rc;
 }
 
-/* ncu over target, in the sandbox; with go, over a runner started ahead for
- * go's task (the one waiting, else one started now) given go's candidate. */
-static int run_ncu(const char *ncu, const sg_task *task, const sg_eval_build *build,
-                   char *const target[], const profile_go *go, bool by_sections,
+/* ncu over target, in the sandbox; with go, over go's target started ahead
+ * (the one waiting, else one started now) given go's candidate. */
+static int run_ncu(const char *ncu, const sg_eval_build *build, char *const target[],
+                   const sg_eval_ncu_ahead *go, bool by_sections,
                    const sg_sandbox_limits *lim, sg_sandbox_outcome *o, bool *ahead,
                    sg_err *err) {
   *ahead = false;
@@ -959,9 +961,7 @@ static int run_ncu(const char *ncu, const sg_task *task, const sg_eval_build *bu
   char *argv[96];
   int rc;
   if (go) {
-    profile_target t;
-    ncu_argv(ncu, sections,
-             profile_target_argv(&t, go->runner, task, build, go->device, NULL, 0), argv, 96);
+    ncu_argv(ncu, sections, go->target, argv, 96);
     rc = sg_cuda_ahead_run_once_argv(go->device, argv, go->cand, go->seed, lim, o, ahead,
                                      err);
   } else {
@@ -989,13 +989,7 @@ static bool ncu_refused_metric(const sg_sandbox_outcome *o) {
 
 int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, char *const target[],
-                     sg_eval_result *r, sg_err *err) {
-  return ncu_profile(task, build, opts, target, NULL, r, err);
-}
-
-static int ncu_profile(const sg_task *task, const sg_eval_build *build,
-                       const sg_eval_opts *opts, char *const target[],
-                       const profile_go *go, sg_eval_result *r, sg_err *err) {
+                     const sg_eval_ncu_ahead *go, sg_eval_result *r, sg_err *err) {
   int rc;
   /* No runner started ahead may be starting beside the profiled kernel's
    * replays (its context, buffers and warm-up call would run on the same
@@ -1016,12 +1010,12 @@ static int ncu_profile(const sg_task *task, const sg_eval_build *build,
   sg_sandbox_outcome o;
   double t0 = sg_clock_now_s();
   bool by_sections = ncu_list_refused, ahead = false;
-  rc = run_ncu(ncu, task, build, target, go, by_sections, &lim, &o, &ahead, err);
+  rc = run_ncu(ncu, build, target, go, by_sections, &lim, &o, &ahead, err);
   if (!rc && !by_sections && o.end != SG_SANDBOX_TIMED_OUT && !ncu_collected(&o) &&
       ncu_refused_metric(&o)) {
     sg_sandbox_outcome_free(&o);
     ncu_list_refused = by_sections = true;
-    rc = run_ncu(ncu, task, build, target, go, true, &lim, &o, &ahead, err);
+    rc = run_ncu(ncu, build, target, go, true, &lim, &o, &ahead, err);
   }
   free(ncu);
   if (rc)

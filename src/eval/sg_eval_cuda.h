@@ -46,13 +46,28 @@ void sg_eval_cuda_runner_limits(const sg_eval_build *build, double wall_s,
  * judges' teardown must not overlap a timing or a profile; one that
  * outlasts 10 s is killed); returns the seconds waited. */
 double sg_eval_cuda_hand_over(void);
+/* A profile's target started ahead: its command line with a go descriptor
+ * (SG_SANDBOX_PASS_FD(0)) in place of the candidate and seed, which its go
+ * line gives (sg_cuda_ahead_run_argv). */
+typedef struct sg_eval_ncu_ahead {
+  int device;
+  char *const *target;
+  const char *cand;
+  uint64_t seed;
+} sg_eval_ncu_ahead;
 /* Runs ncu over target (a program that brackets the candidate's work with
- * cuProfilerStart/Stop) and fills r->metrics and r->profile_text. Waits
- * first until every runner started ahead is ready (sg_cuda_ahead_settle)
- * and the judges before have ended: nothing starts beside the replays. */
+ * cuProfilerStart/Stop) and fills r->metrics and r->profile_text; with
+ * ahead, over ahead's target started ahead instead (the one waiting, else
+ * one started now; none is started after it). Waits first until every
+ * runner started ahead is ready (sg_cuda_ahead_settle) and the judges
+ * before have ended: nothing starts beside the replays. */
 int sg_eval_cuda_ncu(const sg_task *task, const sg_eval_build *build,
                      const sg_eval_opts *opts, char *const target[],
-                     sg_eval_result *r, sg_err *err);
+                     const sg_eval_ncu_ahead *ahead, sg_eval_result *r, sg_err *err);
+/* Starts ncu over ahead_target on device now (as sg_eval_cuda_ncu would
+ * run it), unless one waits already: a profile comes soon. */
+void sg_eval_cuda_ncu_expect(const sg_eval_build *build, const sg_eval_opts *opts,
+                             int device, char *const ahead_target[]);
 
 /* The kernelbench evaluator (docs/gpu.md): a Python harness under the user's
  * PyTorch (python/specgen_kb). */

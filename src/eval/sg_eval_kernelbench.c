@@ -236,25 +236,50 @@ static int kb_run(const sg_task *task, const sg_eval_build *build,
   return run_harness(task, build, build->artifact, "validate", opts, wall, r, err);
 }
 
-/* The next validation here is of task: its judge starts ahead (as
- * run_harness's validate mode would start it). */
-static void kb_expect(const sg_task *task, const sg_eval_build *build,
-                      const sg_eval_opts *opts) {
-  sg_eval_opts d;
-  sg_eval_opts_default(&d);
-  if (!opts)
-    opts = &d;
+/* opts's device when task's harness may be started ahead (runners ahead
+ * are on, and its paths are absolute: it runs in a directory of its own),
+ * else -1. */
+static int ahead_device(const sg_task *task, const sg_eval_opts *opts) {
   int dev = 0;
   sg_err err;
   if (!sg_cuda_ahead_enabled() || task->reference_path[0] != '/' ||
       sg_eval_cuda_parse_device(opts->device, &dev, &err))
+    return -1;
+  return dev;
+}
+
+/* A validation (mode "validate": its judge, when the current run is
+ * ready, as run_harness would start it) or a profile ("profile": its
+ * harness under ncu, now) of task comes next here: it starts ahead. */
+static void expect_mode(const sg_task *task, const sg_eval_build *build,
+                        const sg_eval_opts *opts, const char *mode) {
+  sg_eval_opts d;
+  sg_eval_opts_default(&d);
+  if (!opts)
+    opts = &d;
+  int dev = ahead_device(task, opts);
+  if (dev < 0)
     return;
   kb_argv a;
-  harness_argv(&a, task, NULL, "validate", opts, dev);
-  sg_sandbox_limits lim;
-  harness_limits(build, opts->run_timeout_s > 0 ? opts->run_timeout_s : 120, &lim);
-  sg_cuda_ahead_expect_argv(dev, a.v, &lim);
+  harness_argv(&a, task, NULL, mode, opts, dev);
+  if (strcmp(mode, "profile") == 0) {
+    sg_eval_cuda_ncu_expect(build, opts, dev, a.v);
+  } else {
+    sg_sandbox_limits lim;
+    harness_limits(build, opts->run_timeout_s > 0 ? opts->run_timeout_s : 120, &lim);
+    sg_cuda_ahead_expect_argv(dev, a.v, &lim);
+  }
   free_argv(&a);
+}
+
+static void kb_expect(const sg_task *task, const sg_eval_build *build,
+                      const sg_eval_opts *opts) {
+  expect_mode(task, build, opts, "validate");
+}
+
+static void kb_expect_profile(const sg_task *task, const sg_eval_build *build,
+                              const sg_eval_opts *opts) {
+  expect_mode(task, build, opts, "profile");
 }
 
 static int kb_profile(const sg_task *task, const sg_eval_build *build,
@@ -267,9 +292,16 @@ static int kb_profile(const sg_task *task, const sg_eval_build *build,
   int rc = sg_eval_cuda_parse_device(opts->device, &dev, err);
   if (rc)
     return rc;
-  kb_argv a;
+  kb_argv a, ahead_argv;
   harness_argv(&a, task, build->artifact, "profile", opts, dev);
-  rc = sg_eval_cuda_ncu(task, build, opts, a.v, r, err);
+  /* With runners ahead, the harness under ncu has imported PyTorch and
+   * made its context before its go (kb_expect_profile, or now). */
+  char *abs_cand = ahead_device(task, opts) >= 0 ? realpath(build->artifact, NULL) : NULL;
+  harness_argv(&ahead_argv, task, NULL, "profile", opts, dev);
+  sg_eval_ncu_ahead go = {dev, ahead_argv.v, abs_cand, harness_seed(opts)};
+  rc = sg_eval_cuda_ncu(task, build, opts, a.v, abs_cand ? &go : NULL, r, err);
+  free(abs_cand);
+  free_argv(&ahead_argv);
   free_argv(&a);
   return rc;
 }
@@ -277,4 +309,5 @@ static int kb_profile(const sg_task *task, const sg_eval_build *build,
 const sg_evaluator sg_evaluator_kernelbench = {
     .name = "kernelbench", .device_kind = "cuda", .gpu = true,
     .hardware_counters = true, .profiling = SG_PROFILE_COUNTERS,
-    .compile = kb_compile, .run = kb_run, .profile = kb_profile, .expect = kb_expect};
+    .compile = kb_compile, .run = kb_run, .profile = kb_profile, .expect = kb_expect,
+    .expect_profile = kb_expect_profile};

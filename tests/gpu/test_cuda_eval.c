@@ -349,6 +349,51 @@ static void test_profile_runner_started_ahead(void) {
   profile_fixture_end(d, t, &b);
 }
 
+/* The kernelbench profile the same way: its harness, started under ncu
+ * when the profile is announced, gets the candidate's absolute path and
+ * the seed on its go line. (The stand-in ncu answers for its target.) */
+static void test_profile_kb_runner_started_ahead(void) {
+  sg_task *t = NULL;
+  sg_err err;
+  char *dir = sg_asprintf("%s/tasks/kernelbench/relu", SG_SOURCE_ROOT);
+  SG_CHECK_OK(sg_task_load(dir, &t, &err), err);
+  free(dir);
+  char *d = standin_ncu();
+  sg_eval_build b;
+  memset(&b, 0, sizeof b);
+  b.artifact = sg_asprintf("%s/tasks/kernelbench/relu/examples/ok-load_inline.py",
+                           SG_SOURCE_ROOT);
+  b.reference_artifact = sg_strdup(t->reference_path);
+  b.work_dir = sg_strdup(d);
+  sg_eval_opts o;
+  sg_eval_opts_default(&o);
+  o.seed = 7;
+  sg_cuda_ahead_use(true);
+  sg_eval_expect_profile(t, &b, &o);
+  for (int i = 0; i < 1000 && ahead_count(d, "start") < 1; i++)
+    usleep(10000);
+  SG_CHECK(ahead_count(d, "start") == 1);
+  sg_eval_result r;
+  sg_eval_result_init(&r);
+  SG_CHECK_OK(sg_eval_profile(t, &b, &o, &r, &err), err);
+  SG_CHECK_MSG(r.status == SG_EVAL_OK, "%s", r.message ? r.message : "");
+  SG_CHECK(json_is_true(json_object_get(r.stages, "started_ahead")));
+  sg_eval_result_free(&r);
+  char *go = sg_asprintf("go 7 %s", b.artifact);
+  SG_CHECK(ahead_count(d, go) == 1);
+  free(go);
+  sg_cuda_ahead_use(false);
+  sg_eval_result_init(&r);
+  SG_CHECK_OK(sg_eval_profile(t, &b, &o, &r, &err), err);
+  SG_CHECK(r.status == SG_EVAL_OK);
+  SG_CHECK(json_object_get(r.stages, "started_ahead") == NULL);
+  sg_eval_result_free(&r);
+  SG_CHECK(ahead_count(d, "start") == 1);
+  free(b.work_dir); /* the fixture's directory: removed below */
+  b.work_dir = NULL;
+  profile_fixture_end(d, t, &b);
+}
+
 static void test_rules_reject_before_compiling(void) {
   sg_task *t = load("hinge_loss");
   sg_eval_build b;
@@ -611,6 +656,7 @@ static void gpu_examples_have_their_status(void) {
 
 SG_TEST_MAIN({"compile_ok_builds_both", test_compile_ok_builds_both},
              {"profile_runner_started_ahead", test_profile_runner_started_ahead},
+             {"profile_kb_runner_started_ahead", test_profile_kb_runner_started_ahead},
              {"profile_metrics_then_sections", test_profile_metrics_then_sections},
              {"cxx17_and_the_standard_library_compile",
               test_cxx17_and_the_standard_library_compile},

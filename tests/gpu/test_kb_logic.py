@@ -177,7 +177,7 @@ class GoLine(unittest.TestCase):
 
     def test_usage_errors(self):
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-        for args in (["--task", "t.py", "--mode", "profile", "--cand", "c.py", "--go-fd", "5"],
+        for args in (["--task", "t.py", "--mode", "compile", "--cand", "c.py", "--go-fd", "5"],
                      ["--task", "t.py"]):
             p = subprocess.run([sys.executable, "-m", "specgen_kb.harness"] + args,
                                env=env, capture_output=True, text=True)
