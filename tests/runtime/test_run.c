@@ -239,9 +239,8 @@ static void test_run_two_tasks_end_to_end(void) {
    * generations' ids, which the built-in model draws from, are fixed but for
    * their run-wide sequence number, and the two tasks' second generations
    * take their numbers in the order their first evaluations end. With
-   * --seed 3 one order gives both tasks a valid kernel, the other one task
-   * (seen on a loaded machine). Forks have their own test
-   * (test_spec_on_forks). */
+   * --seed 3 that gave both tasks a valid kernel on some machines and one
+   * task on another. Forks have their own test (test_spec_on_forks). */
   const char *args[] = {"run", "--task", "hinge_loss", "--task", "diag_matmul",
                         "--devices", "cpu:0-1", "--iterations", "2", "--out", out,
                         "--spec", "off", "--seed", "3", FAST, NULL};
