@@ -407,6 +407,14 @@ void sg_remote_slot_line(sg_remote_slot *x, const char *line, size_t len) {
       entry_close(x, x->entry);
     cur_clear(x);
   } else if (req.type == SG_WREQ_ABORT) {
+    /* an abort that crossed a result already forwarded: the pool drops
+     * that result and sends no ping, so nobody will store it */
+    for (ack *k = x->acks; k && req.id; k = k->next)
+      if (k->wire && strcmp(k->wire, req.id) == 0) {
+        free(k->wire);
+        k->wire = NULL;
+      }
+    flush_acks(x);
     if (x->wire && strcmp(x->wire, req.id) == 0) {
       if (x->consumer) { /* taken: its worker stops evaluating it */
         char *ctl = sg_remote_key_control(x->o->run_id, x->consumer);
@@ -580,6 +588,16 @@ void sg_remote_slot_finish(sg_remote_slot *x) {
     return;
   x->finishing = true;
   x->t_finish = sg_clock_now_s();
+  /* the pool writes nothing more: a result it did not ping for (it was
+   * closing, or dropped it) is never stored, and its entry would otherwise
+   * stay pending in the group for good */
+  for (ack *k = x->acks; k; k = k->next) {
+    free(k->wire);
+    k->wire = NULL;
+  }
+  if (x->entry)
+    entry_close(x, x->entry);
+  cur_clear(x);
   flush_acks(x);
 }
 

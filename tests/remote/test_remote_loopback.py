@@ -258,6 +258,27 @@ class Loopback(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 60)
         wait_for(lambda: pending(self.redis) == 1, "only 2.1 pending (1.1 closed)")
 
+    def test_result_nobody_stores_is_still_acknowledged(self):
+        """A result the pool will never store leaves nothing pending: an
+        abort that crossed the result (the pool drops it, no ping comes), and
+        a result forwarded but not stored when the pool's input ends."""
+        h = self.host("hostA")
+        h.wait_ready()
+        p = self.proxy()
+        p.validate("1.1", example("ok-fast.c"))
+        self.assertEqual(p.result("1.1")["status"], "ok")
+        self.assertEqual(pending(self.redis), 1)
+        p.send({"type": "abort", "id": "1.1"})  # crossed its result
+        wait_for(lambda: pending(self.redis) == 0, "the crossed request acknowledged")
+        p.validate("2.1", example("ok-fast.c"))
+        self.assertEqual(p.result("2.1")["status"], "ok")
+        self.assertEqual(pending(self.redis), 1)
+        p.send({"type": "shutdown"})
+        p.p.stdin.close()  # no ping for 2.1: nobody will store it now
+        p.p.wait(timeout=30)
+        self.assertEqual(pending(self.redis), 0)
+        self.assertEqual(self.redis.cli("XLEN", "specgen:%s:req:cpu" % RUN), "0")
+
     def test_request_of_another_run_refused_with_the_reason(self):
         h = self.host("hostA", run="otherrun")
         h.wait_ready()
