@@ -127,8 +127,9 @@ int sg_remote_slot_new(uv_loop_t *loop, const sg_remote_proxy_opts *o,
                        sg_remote_slot **slot, sg_err *err);
 /* One request line from the pool (without its '\n'). */
 void sg_remote_slot_line(sg_remote_slot *s, const char *line, size_t len);
-/* The pool is gone (the end of stdin): the slot stops, and frees itself,
- * once its acknowledgements went out (2 s at most). */
+/* The pool is gone (the end of stdin): every entry the slot still holds is
+ * closed (nobody will store its result now), and the slot stops, and frees
+ * itself, once its acknowledgements went out (2 s at most). */
 void sg_remote_slot_finish(sg_remote_slot *s);
 /* Stops now; freed once its handles are closed (run the loop). NULL is fine. */
 void sg_remote_slot_close(sg_remote_slot *s);
