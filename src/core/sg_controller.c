@@ -92,6 +92,9 @@ struct sg_controller {
   sg_ctl_opts o;
   sg_ctl_stats st;
   sg_search_plan plan;
+  gen det;                   /* sg_ctl_opts.cutoff_detach: a main of an
+                                ended iteration still generating (live),
+                                its answer text only */
 };
 
 const char *sg_ctl_state_name(sg_ctl_state s) {
@@ -236,6 +239,35 @@ static void free_gens(sg_controller *c) {
   c->nlive_forks = 0;
 }
 
+/* The detached main generation with this id, if it still generates. */
+static gen *find_detached(sg_controller *c, uint64_t id) {
+  return c->det.live && c->det.id == id ? &c->det : NULL;
+}
+
+static void detached_free(sg_controller *c) {
+  sg_buf_free(&c->det.content);
+  sg_buf_free(&c->det.reasoning);
+  sg_scanner_free(c->det.scanner);
+  memset(&c->det, 0, sizeof c->det);
+}
+
+/* Main generation g of the ending iteration goes on detached: its answer
+ * is all that is kept (no reasoning, no scanner, no forks from it). */
+static void detach(sg_controller *c, gen *g) {
+  assert(g->kind == SG_GEN_MAIN && g->live && !c->det.live);
+  detached_free(c);
+  c->det = *g;
+  sg_buf_free(&c->det.reasoning);
+  sg_scanner_free(c->det.scanner);
+  c->det.scanner = NULL;
+  /* the iteration's copy owns nothing now, and is no longer live */
+  sg_buf_init(&g->content, c->o.max_text_bytes);
+  sg_buf_init(&g->reasoning, c->o.max_text_bytes);
+  g->scanner = NULL;
+  g->live = false;
+  c->st.detached++;
+}
+
 static cand_state cand_get(const sg_controller *c, uint64_t id) {
   if (id == 0 || id > c->hist.n)
     return CAND_NONE;
@@ -280,6 +312,11 @@ static void workflow_done(sg_controller *c, int64_t now_us,
                           sg_ctl_reason reason, sg_ctl_actions *out) {
   ctl_set_state(c, SG_CTL_DONE);
   free_gens(c);
+  if (c->det.live) {
+    sg_ctl_action *a = emit(c, out, SG_CACT_CANCEL_GEN);
+    a->u.cancel.gen = c->det.id;
+    detached_free(c);
+  }
   c->st.end_us = now_us;
   sg_ctl_action *a = emit(c, out, SG_CACT_WORKFLOW_DONE);
   a->u.done.reason = reason;
@@ -334,6 +371,11 @@ static int end_iteration(sg_controller *c, int64_t now_us,
     gen *g = &c->gens[i];
     if (!g->live)
       continue;
+    if (reason == SG_REASON_CUTOFF && c->o.cutoff_detach && g->kind == SG_GEN_MAIN &&
+        !c->det.live) {
+      detach(c, g);
+      continue;
+    }
     main_running |= g->kind == SG_GEN_MAIN;
     gen_stopped(c, g);
     sg_ctl_action *a = emit(c, out, SG_CACT_CANCEL_GEN);
@@ -505,13 +547,15 @@ static void count_usage(sg_controller *c, gen *g, const sg_usage *u) {
 static void on_chunk(sg_controller *c, const sg_ctl_event *ev,
                      sg_ctl_actions *out) {
   gen *g = find_gen(c, ev->u.chunk.gen);
+  if (g == NULL)
+    g = find_detached(c, ev->u.chunk.gen);
   if (g == NULL || !g->live)
     return;
   g->provisional += ev->u.chunk.tokens;
   c->tokens += ev->u.chunk.tokens;
   if (ev->u.chunk.content != NULL && ev->u.chunk.content_len > 0)
     sg_buf_append(&g->content, ev->u.chunk.content, ev->u.chunk.content_len);
-  if (g->kind != SG_GEN_MAIN || ev->u.chunk.reasoning == NULL ||
+  if (g->kind != SG_GEN_MAIN || g->scanner == NULL || ev->u.chunk.reasoning == NULL ||
       ev->u.chunk.reasoning_len == 0)
     return;
   sg_buf_append(&g->reasoning, ev->u.chunk.reasoning,
@@ -550,12 +594,22 @@ static void take_candidate(sg_controller *c, gen *g, const char *text,
   a->u.submit.source_len = k->source_len;
 }
 
+/* A generation's answer: its candidate is extracted and submitted. A main
+ * a cutoff detached gives its kernel to the iteration running now, as a
+ * main generation's (the scheduler aborts it at this iteration's end if it
+ * is still being evaluated then, like any of the iteration's). */
 static int on_finished(sg_controller *c, const sg_ctl_event *ev,
                        sg_ctl_actions *out, sg_err *err) {
-  gen *g = find_gen(c, ev->u.finished.gen);
+  gen *g = find_detached(c, ev->u.finished.gen);
+  bool detached = g != NULL;
+  if (!detached)
+    g = find_gen(c, ev->u.finished.gen);
   if (g == NULL || !g->live)
     return 0;
-  gen_stopped(c, g);
+  if (detached)
+    g->live = false;
+  else
+    gen_stopped(c, g);
   count_usage(c, g, &ev->u.finished.usage);
   const char *text = ev->u.finished.text;
   size_t len = ev->u.finished.len;
@@ -564,11 +618,21 @@ static int on_finished(sg_controller *c, const sg_ctl_event *ev,
     len = g->content.len;
   }
   take_candidate(c, g, text, len, out);
+  if (detached) {
+    c->st.detached_answers++;
+    detached_free(c);
+    return 0;
+  }
   return maybe_fallback(c, ev->now_us, out, err);
 }
 
 static int on_failed(sg_controller *c, const sg_ctl_event *ev,
                      sg_ctl_actions *out, sg_err *err) {
+  if (find_detached(c, ev->u.failed.gen)) {
+    count_usage(c, &c->det, &ev->u.failed.usage);
+    detached_free(c);
+    return 0;
+  }
   gen *g = find_gen(c, ev->u.failed.gen);
   if (g == NULL || !g->live)
     return 0;
@@ -750,6 +814,9 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   if (!(o->cutoff >= 0 && o->cutoff <= 100))
     return sg_err_set(err, SG_EINVAL, "controller: cutoff must be in 0..100, got %g",
                       o->cutoff);
+  if (o->cutoff_detach && o->cutoff <= 0)
+    return sg_err_set(err, SG_EINVAL, "controller: cutoff_detach needs a cutoff "
+                      "(cutoff > 0)");
   if (!(o->decide_at_validation == 0 ||
         (o->decide_at_validation >= 1 && o->decide_at_validation <= 10)))
     return sg_err_set(err, SG_EINVAL, "controller: decide_at_validation must be "
@@ -774,6 +841,7 @@ void sg_controller_free(sg_controller *c) {
   if (c == NULL)
     return;
   free_gens(c);
+  detached_free(c);
   free(c->gens);
   free(c->cand);
   sg_history_free(&c->hist);

@@ -252,6 +252,14 @@ typedef struct sg_ctl_opts {
                               begins: its trace is unlikely to lead a fork
                               anywhere, and its own answer is rarely worth
                               the rest of the reasoning */
+  bool cutoff_detach;      /* with cutoff: the main generation a cutoff
+                              ends is not cancelled but finishes detached
+                              (one at a time per workflow; a later cutoff
+                              while one runs cancels as before): the next
+                              iteration starts at once, and the detached
+                              answer's kernel joins the iteration running
+                              when it arrives, so the cutoff saves the
+                              wait without losing the answer */
   double decide_at_validation; /* 0: off (the paper: the criterion sees
                               profiled speedups only). M >= 1: a kernel
                               whose validation-measured speedup / M passes
@@ -343,6 +351,8 @@ typedef struct sg_ctl_stats {
   uint64_t forks_by_reason[SG_REASON__COUNT];
   uint64_t forks_by_trigger[SG_TRIGGER__COUNT];
   uint64_t candidates, validated_ok, profiled;
+  uint32_t detached;             /* mains a cutoff left running detached */
+  uint32_t detached_answers;     /* of those, finished with an answer */
   uint64_t prompt_tokens, completion_tokens, cached_tokens;
   int64_t start_us, end_us;      /* end_us 0 until DONE */
 } sg_ctl_stats;

@@ -183,6 +183,11 @@ static const sg_run_key keys[] = {
      .help = "end an iteration with nothing valid once its reasoning passes F x "
              "the longest recent valid fork's prefix (0: off)",
      .group = G_SEARCH},
+    {.name = "cutoff-detach", .type = SG_KEY_BOOL, .offset = OFF(cutoff_detach),
+     .help = "with cutoff: the main generation a cutoff ends is not cancelled; "
+             "it finishes while the next iteration runs, and its kernel joins "
+             "that iteration (off)",
+     .group = G_SEARCH},
     {.name = "decide-at-validation", .type = SG_KEY_DOUBLE,
      .offset = OFF(decide_at_validation), .min = 0, .max = 10, .value_name = "M",
      .help = "accept a kernel when it validates if its validation speedup / M "

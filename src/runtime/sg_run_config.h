@@ -79,6 +79,8 @@ typedef struct sg_run_config {
   double fork_gate;        /* fork-gate: forks gated by expected value
                               (0: off; sg_ctl_opts) */
   double cutoff;           /* cutoff: hopeless iterations end (0: off) */
+  bool cutoff_detach;      /* cutoff-detach: the main generation a cutoff
+                              ends finishes detached (off; needs cutoff) */
   double decide_at_validation; /* decide-at-validation: the criterion asked
                               at validation, margin M (0: off) */
   double tick;             /* tick: s between controller ticks (0.25) */

@@ -186,6 +186,10 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
     return sg_err_set(err, SG_EINVAL,
                       "decide-at-validation: expected 0 (off) or a margin in "
                       "1..10, got %g", c->decide_at_validation);
+  if (c->cutoff_detach && c->cutoff <= 0)
+    return sg_err_set(err, SG_EINVAL,
+                      "cutoff-detach: needs a cutoff (cutoff > 0), got cutoff %g",
+                      c->cutoff);
   if (c->server_fault) {
     sg_llm_fault f;
     if (sg_llm_fault_parse(c->server_fault, &f, err) < 0)

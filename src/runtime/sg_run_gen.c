@@ -184,7 +184,7 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
   }
   sg_run_emit(r, "generation",
        json_pack("{s:s, s:i, s:s, s:s, s:I, s:s?}", "task", f->task->name,
-                 "iteration", (int)f->iter_open + 1, "kind", sg_gen_kind_name(g->kind),
+                 "iteration", (int)g->iteration + 1, "kind", sg_gen_kind_name(g->kind),
                  "outcome", ok ? "completed" : "failed", "completion_tokens",
                  (json_int_t)(u.present ? u.completion_tokens : (int64_t)g->chunks),
                  "error", ok ? NULL : res->message));
@@ -374,6 +374,7 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   g->w = w;
   g->gen = a->u.start.gen;
   g->kind = a->u.start.kind;
+  g->iteration = a->iteration;
   g->store_id = store_id;
   g->prompt_bytes = strlen(pt->system) + strlen(pt->user) +
                     (spec ? (size_t)a->u.start.prefix_len : 0);

@@ -42,6 +42,8 @@ typedef struct rgen {
   run *r;
   uint32_t w;
   uint64_t gen;            /* the controller's id */
+  uint32_t iteration;      /* the one it started in (a main a cutoff
+                              detached ends in a later one) */
   sg_gen_kind kind;
   int64_t store_id;
   sg_llm_stream *stream;   /* NULL once ended */

@@ -150,6 +150,7 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.max_live_forks = cfg->max_live_forks;
     o.fork_gate = cfg->fork_gate;
     o.cutoff = cfg->cutoff;
+    o.cutoff_detach = cfg->cutoff_detach;
     o.decide_at_validation = cfg->decide_at_validation;
     o.max_iterations = (uint32_t)cfg->iterations;
     o.max_wall_us = (int64_t)(cfg->time_budget * 1e6);

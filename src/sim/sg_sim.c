@@ -625,6 +625,7 @@ static int setup(sim *s) {
     o.fork_gate = s->v->fork_gate ? p->fork_gate : 0;
     o.cutoff = s->v->cutoff ? p->cutoff : 0;
     o.decide_at_validation = s->v->at_validation;
+    o.cutoff_detach = s->v->cutoff_detach;
     o.max_iterations = (uint32_t)p->iterations;
     o.max_wall_us = p->budget_wall_s > 0 ? sim_s_to_us(p->budget_wall_s) : 0;
     o.max_tokens = (uint64_t)llround(p->budget_tokens);
@@ -688,6 +689,8 @@ static void finish_stats(sim *s) {
     r->controller_early += cs.early_terminations;
     r->forks_trigger += cs.forks_by_reason[SG_REASON_FORK_TRIGGER];
     r->forks_idle += cs.forks_by_reason[SG_REASON_FORK_IDLE];
+    r->detached += cs.detached;
+    r->detached_answers += cs.detached_answers;
     const sg_history *h = sg_controller_history(s->wf[w].ctl);
     const sg_kernel *k = h->best_id ? sg_history_get(h, h->best_id) : NULL;
     /* A workflow that never profiled a kernel keeps the reference: 1.0

@@ -44,6 +44,7 @@ typedef struct sg_sim_variant {
   bool cutoff;          /* sg_ctl_opts.cutoff = ctl.cutoff */
   bool split_capacity;  /* sg_sched_opts.split_capacity */
   double at_validation; /* sg_ctl_opts.decide_at_validation (0: off) */
+  bool cutoff_detach;   /* sg_ctl_opts.cutoff_detach (with cutoff) */
 } sg_sim_variant;
 
 /* The paper's ablation, run by default: "baseline", "spec",
@@ -55,7 +56,9 @@ typedef struct sg_sim_variant {
  * "beyond" (all three). */
 /* "full+vd", "full+cutoff+vd", "full+gate+cutoff+vd", "beyond+vd": the
  * criterion also asked at validation (margin 1; "NAME:M" sets M). */
-#define SG_SIM_VARIANTS_ALL 18
+/* "...+detach...": the cutoff's main generation finishes detached
+ * (sg_ctl_opts.cutoff_detach). */
+#define SG_SIM_VARIANTS_ALL 22
 const char *sg_sim_variant_name(int i); /* 0 .. SG_SIM_VARIANTS_ALL - 1 */
 /* SG_ENOENT naming the known ones for an unknown name. */
 int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err);
@@ -84,6 +87,8 @@ typedef struct sg_sim_result {
   uint64_t spec_validated, spec_valid; /* fork candidates */
   uint64_t forks;                /* speculative generations started */
   uint64_t forks_trigger, forks_idle; /* by the controller's reason */
+  uint64_t detached, detached_answers; /* mains a cutoff left running, and
+                                    those that gave an answer (cutoff_detach) */
   uint64_t main_gens;
   uint64_t gens_cancelled, gens_failed;
   double main_gen_s;             /* summed duration of completed main gens */

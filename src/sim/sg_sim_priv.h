@@ -81,6 +81,8 @@ typedef struct sim_wf {
   bool done;
   int64_t done_us;
   uint64_t main_gen;    /* the live main generation, 0: none */
+  uint64_t detached;    /* a main of an ended iteration still generating
+                           (sg_ctl_opts.cutoff_detach), 0: none */
 } sim_wf;
 
 typedef struct sim_req {

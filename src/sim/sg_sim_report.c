@@ -148,6 +148,9 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_object_set_new(o, "forks", json_integer((json_int_t)r->forks));
     json_object_set_new(o, "forks_trigger", json_integer((json_int_t)r->forks_trigger));
     json_object_set_new(o, "forks_idle", json_integer((json_int_t)r->forks_idle));
+    json_object_set_new(o, "detached", json_integer((json_int_t)r->detached));
+    json_object_set_new(o, "detached_answers",
+                        json_integer((json_int_t)r->detached_answers));
     json_object_set_new(o, "spec_valid_fraction",
                         num(r->spec_validated
                                 ? (double)r->spec_valid / (double)r->spec_validated

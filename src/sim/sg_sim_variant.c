@@ -8,24 +8,29 @@
 #include <string.h>
 
 static const sg_sim_variant variants[SG_SIM_VARIANTS_ALL] = {
-    {"baseline", false, false, false, false, false, false, false, false, 0},
-    {"spec", true, false, false, false, false, false, false, false, 0},
-    {"spec+realloc", true, true, false, false, false, false, false, false, 0},
-    {"spec+realloc+priority", true, true, true, false, false, false, false, false, 0},
-    {"full", true, true, true, true, false, false, false, false, 0},
-    {"full+wc", true, true, true, true, true, false, false, false, 0},
-    {"full+gate", true, true, true, true, false, true, false, false, 0},
-    {"full+cutoff", true, true, true, true, false, false, true, false, 0},
-    {"full+gate+cutoff", true, true, true, true, false, true, true, false, 0},
-    {"beyond", true, true, true, true, true, true, true, false, 0},
-    {"full+vd", true, true, true, true, false, false, false, false, 1},
-    {"full+cutoff+vd", true, true, true, true, false, false, true, false, 1},
-    {"full+gate+cutoff+vd", true, true, true, true, false, true, true, false, 1},
-    {"beyond+vd", true, true, true, true, true, true, true, false, 1},
-    {"full+wcs", true, true, true, true, true, false, false, true, 0},
-    {"full+wcs+vd", true, true, true, true, true, false, false, true, 1},
-    {"full+wcs+cutoff+vd", true, true, true, true, true, false, true, true, 1},
-    {"full+wcs+gate+cutoff+vd", true, true, true, true, true, true, true, true, 1},
+    {"baseline", false, false, false, false, false, false, false, false, 0, false},
+    {"spec", true, false, false, false, false, false, false, false, 0, false},
+    {"spec+realloc", true, true, false, false, false, false, false, false, 0, false},
+    {"spec+realloc+priority", true, true, true, false, false, false, false, false, 0, false},
+    {"full", true, true, true, true, false, false, false, false, 0, false},
+    {"full+wc", true, true, true, true, true, false, false, false, 0, false},
+    {"full+gate", true, true, true, true, false, true, false, false, 0, false},
+    {"full+cutoff", true, true, true, true, false, false, true, false, 0, false},
+    {"full+gate+cutoff", true, true, true, true, false, true, true, false, 0, false},
+    {"beyond", true, true, true, true, true, true, true, false, 0, false},
+    {"full+vd", true, true, true, true, false, false, false, false, 1, false},
+    {"full+cutoff+vd", true, true, true, true, false, false, true, false, 1, false},
+    {"full+gate+cutoff+vd", true, true, true, true, false, true, true, false, 1, false},
+    {"beyond+vd", true, true, true, true, true, true, true, false, 1, false},
+    {"full+wcs", true, true, true, true, true, false, false, true, 0, false},
+    {"full+wcs+vd", true, true, true, true, true, false, false, true, 1, false},
+    {"full+wcs+cutoff+vd", true, true, true, true, true, false, true, true, 1, false},
+    {"full+wcs+gate+cutoff+vd", true, true, true, true, true, true, true, true, 1, false},
+    {"full+cutoff+detach", true, true, true, true, false, false, true, false, 0, true},
+    {"full+cutoff+detach+vd", true, true, true, true, false, false, true, false, 1, true},
+    {"full+gate+cutoff+detach+vd", true, true, true, true, false, true, true, false, 1, true},
+    {"full+wcs+gate+cutoff+detach+vd", true, true, true, true, true, true, true, true, 1,
+     true},
 };
 
 const char *sg_sim_variant_name(int i) {
@@ -57,11 +62,13 @@ int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err) {
     snprintf(v->name, sizeof v->name, "%s", name);
     return 0;
   }
+  char known[1024];
+  size_t off = 0;
+  for (int i = 0; i < SG_SIM_VARIANTS_ALL && off < sizeof known; i++)
+    off += (size_t)snprintf(known + off, sizeof known - off, "%s%s", i ? ", " : "",
+                            variants[i].name);
   return sg_err_set(err, SG_ENOENT,
-                    "unknown configuration \"%s\" (known: baseline, spec, "
-                    "spec+realloc, spec+realloc+priority, full, full+wc, "
-                    "full+gate, full+cutoff, full+gate+cutoff, beyond, "
-                    "full+vd, full+cutoff+vd, full+gate+cutoff+vd, beyond+vd; "
-                    "+vd ones take a margin, e.g. full+vd:1.1)",
-                    name);
+                    "unknown configuration \"%s\" (known: %s; +vd ones take a "
+                    "margin, e.g. full+vd:1.1)",
+                    name, known);
 }

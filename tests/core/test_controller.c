@@ -460,17 +460,23 @@ static void cutoff13(sg_ctl_opts *o) { o->cutoff = 1.3; }
  * nothing valid and nothing in flight ends with reason cutoff, cancelling
  * its main generation; short of 1.3 L, or with a fork still writing, it
  * does not. */
+/* SG_CTL_GATE_WINDOW iterations, each ended by a valid fork from a prefix
+ * of len(FILLER PHRASE) bytes: the cutoff has learned its window. */
+static void learn_cutoff_window(fx *f) {
+  for (int i = 0; i < SG_CTL_GATE_WINDOW; i++) {
+    tick(f, 0, 0);
+    SG_CHECK_EQ_INT(count(f, SG_CACT_END_ITERATION), 0); /* not yet learned */
+    uint64_t g = fork_on(f, FILLER PHRASE);
+    spec_to_profile(f, g, 2.0);
+    SG_CHECK(act(f, SG_CACT_END_ITERATION, 0) != NULL);
+    f->main_gen = act(f, SG_CACT_START_GEN, 0)->u.start.gen;
+  }
+}
+
 static void test_cutoff_ends_hopeless_iterations(void) {
   fx f;
   fx_init(&f, "first-valid", cutoff13);
-  for (int i = 0; i < SG_CTL_GATE_WINDOW; i++) {
-    tick(&f, 0, 0);
-    SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0); /* not yet learned */
-    uint64_t g = fork_on(&f, FILLER PHRASE);
-    spec_to_profile(&f, g, 2.0);
-    SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
-    f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
-  }
+  learn_cutoff_window(&f);
   chunk(&f, f.main_gen, FILLER FILLER, NULL, 5); /* short of 1.3 x the prefix */
   tick(&f, 0, 0);
   SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
@@ -487,6 +493,105 @@ static void test_cutoff_ends_hopeless_iterations(void) {
   SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_CUTOFF);
   SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 1);
   SG_CHECK_STR_EQ(sg_ctl_reason_name(SG_REASON_CUTOFF), "cutoff");
+  fx_free(&f);
+}
+
+static void cutoff_detach(sg_ctl_opts *o) {
+  o->cutoff = 1.3;
+  o->cutoff_detach = true;
+  o->max_iterations = 20;
+}
+
+/* Reasoning past the cutoff, then a tick: the iteration ends (cutoff). */
+static void cut_off(fx *f) {
+  chunk(f, f->main_gen, FILLER FILLER FILLER FILLER, NULL, 5);
+  tick(f, 0, 0);
+  const sg_ctl_action *end = act(f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_CUTOFF);
+}
+
+/* cutoff_detach: the main generation a cutoff ends goes on, detached. The
+ * next iteration starts at once; the detached main forks nothing, its
+ * answer's kernel joins the iteration running when it arrives (and may end
+ * it); a second cutoff while one runs cancels as before; the workflow's
+ * end cancels it; a detached main that fails leaves nothing behind. */
+static void test_cutoff_detach_keeps_the_main_answer(void) {
+  fx f;
+  fx_init(&f, "first-valid", cutoff_detach);
+  learn_cutoff_window(&f);
+  uint64_t old = f.main_gen;
+  uint32_t it = sg_controller_iteration(f.c);
+  cut_off(&f);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 0); /* detached, not cancelled */
+  const sg_ctl_action *s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->u.start.kind == SG_GEN_MAIN && s->u.start.gen != old);
+  f.main_gen = s->u.start.gen;
+  SG_CHECK_EQ_INT(sg_controller_iteration(f.c), it + 1);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.detached, 1);
+  SG_CHECK_EQ_INT(st.early_terminations, SG_CTL_GATE_WINDOW); /* a cutoff is not early */
+  /* its reasoning forks nothing, even with devices free; its answer streams */
+  set_cap(&f, 4, 4);
+  chunk(&f, old, FILLER PHRASE PHRASE, "Here it is.\n```c\nvoid hinge(float *x) ", 5);
+  tick(&f, 4, 4);
+  for (size_t i = 0; i < f.a.n; i++)
+    SG_CHECK(f.a.v[i].type != SG_CACT_START_GEN || f.a.v[i].u.start.parent_gen != old);
+  chunk(&f, old, NULL, "{ x[0] = 1; }\n```\n", 5);
+  finish(&f, old, NULL); /* the answer from its streamed content */
+  uint64_t cand = submitted(&f, SG_PHASE_VALIDATE);
+  SG_CHECK(cand != 0);
+  const sg_kernel *k = sg_history_get(sg_controller_history(f.c), cand);
+  SG_CHECK(k != NULL && k->origin == SG_GEN_MAIN && k->gen == old);
+  SG_CHECK_EQ_INT(k->iteration, it + 1); /* the iteration running now */
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.detached_answers, 1);
+  finish(&f, old, CODE); /* once only */
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  /* valid and accepted: it ends the current iteration like any kernel */
+  eval(&f, cand, SG_PHASE_VALIDATE, SG_EVAL_OK, 3.0);
+  eval(&f, cand, SG_PHASE_PROFILE, SG_EVAL_OK, 3.0);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_EARLY &&
+           end->u.end.best_kernel == cand);
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+
+  /* two cutoffs while the first still runs: the second main is cancelled */
+  uint64_t first = f.main_gen;
+  cut_off(&f);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 0);
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  uint64_t second = f.main_gen;
+  cut_off(&f);
+  const sg_ctl_action *c = act(&f, SG_CACT_CANCEL_GEN, 0);
+  SG_CHECK(c != NULL && c->u.cancel.gen == second && count(&f, SG_CACT_CANCEL_GEN) == 1);
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  /* the detached one fails: nothing follows, later events for it are
+   * ignored, and the next cutoff detaches again */
+  fail_gen(&f, first);
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  finish(&f, first, CODE);
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  uint64_t third = f.main_gen;
+  cut_off(&f);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 0);
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.detached, 3);
+  SG_CHECK_EQ_INT(st.detached_answers, 1);
+  /* the workflow's end cancels the detached main before WORKFLOW_DONE */
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  sg_ctl_event e = {.type = SG_CEV_GEN_FAILED};
+  e.u.failed.gen = f.main_gen;
+  e.u.failed.error = SG_EHTTP;
+  while (sg_controller_state(f.c) != SG_CTL_DONE) {
+    SG_CHECK_OK(ev(&f, &e), f.err); /* each main fails: fallback, next */
+    const sg_ctl_action *n = act(&f, SG_CACT_START_GEN, 0);
+    if (n != NULL)
+      e.u.failed.gen = n->u.start.gen;
+  }
+  const sg_ctl_action *cancel = act(&f, SG_CACT_CANCEL_GEN, 0);
+  SG_CHECK(cancel != NULL && cancel->u.cancel.gen == third);
+  SG_CHECK(cancel < act(&f, SG_CACT_WORKFLOW_DONE, 0));
   fx_free(&f);
 }
 
@@ -1189,6 +1294,7 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_fork_on_idle_devices),
              SG_TEST(test_fork_gate_by_expected_value),
              SG_TEST(test_cutoff_ends_hopeless_iterations),
+             SG_TEST(test_cutoff_detach_keeps_the_main_answer),
              SG_TEST(test_decide_at_validation),
              SG_TEST(test_restore_after_decide_at_validation),
              SG_TEST(test_many_forks_by_id),

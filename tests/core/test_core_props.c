@@ -10,7 +10,10 @@
  *   - no device runs two requests; the driver's view and the scheduler's agree;
  *   - no request is started (compile or device) for an ended iteration;
  *   - every cancel names a generation that is still running;
- * and at the end: every workflow finished, within its budgets.
+ * and at the end: every workflow finished, within its budgets, with none of
+ * its generations still running (a main a cutoff detached included). The
+ * options beyond the paper (cutoff, detached mains, fork gate, deciding at
+ * validation) are drawn too, and the driver must reach the detached path.
  * Also here: the sources and headers of src/core include only the core,
  * src/common's pure parts and standard C headers.
  */
@@ -88,6 +91,7 @@ typedef struct world {
   bool done[MAX_WF];
   int fault_gen, fault_infra, fault_compile; /* percent */
   uint64_t steps, forks, early, dead, aborted;
+  uint64_t cutoffs, detached, detached_answers;
   uint64_t resplits, resplits_after_first_done;
   uint64_t trace; /* a hash of every action, in order */
 } world;
@@ -204,6 +208,7 @@ static void run_ctl_actions(world *w, int wf, sg_ctl_actions *acts) {
     case SG_CACT_END_ITERATION:
       if (a->u.end.reason == SG_REASON_EARLY)
         w->early++;
+      w->cutoffs += a->u.end.reason == SG_REASON_CUTOFF;
       sg_sched_actions_clear(&w->sa);
       SG_CHECK_OK(sg_scheduler_iteration_boundary(
                       w->s, (uint32_t)wf, a->iteration + 1, w->now, &w->sa,
@@ -511,6 +516,18 @@ static void run_seed(uint64_t seed, int fault_gen, int fault_infra,
     if (chance(&w->r, 30))
       o->max_tokens = 200 + (uint64_t)below(&w->r, 3000);
     o->scanner.min_gap_bytes = (uint64_t)below(&w->r, 100);
+    /* the policies beyond the paper, drawn last (the draws above are the
+     * earlier versions' own) */
+    if (chance(&w->r, 40)) {
+      o->cutoff = 0.05 * (1 + below(&w->r, 30));
+      o->cutoff_detach = chance(&w->r, 60);
+      /* long enough for SG_CTL_GATE_WINDOW forks to validate */
+      o->max_iterations = 10 + (uint32_t)below(&w->r, 20);
+    }
+    if (chance(&w->r, 30))
+      o->fork_gate = 0.1 * (1 + below(&w->r, 10));
+    if (chance(&w->r, 30))
+      o->decide_at_validation = 1 + 0.25 * below(&w->r, 5);
     SG_CHECK_OK(sg_controller_new(o, &w->c[wf], &err), err);
   }
   sg_ctl_actions_init(&w->ca);
@@ -529,6 +546,15 @@ static void run_seed(uint64_t seed, int fault_gen, int fault_infra,
   for (int d = 0; d < w->devices; d++)
     SG_CHECK_EQ_INT(w->dev_busy[d], 0);
   for (int wf = 0; wf < w->nwf; wf++) {
+    sg_ctl_stats st;
+    sg_controller_stats(w->c[wf], &st);
+    w->detached += st.detached;
+    w->detached_answers += st.detached_answers;
+    /* a detached main never outlives its workflow */
+    for (int i = 0; i < w->ngens; i++)
+      SG_CHECK_MSG(w->gens[i].wf != wf || !w->gens[i].live,
+                   "seed %llu: generation %llu of a finished workflow still runs",
+                   (unsigned long long)seed, (unsigned long long)w->gens[i].id);
     sg_controller_free(w->c[wf]);
     sg_termination_free(w->term[wf]);
     sg_search_free(w->search[wf]);
@@ -541,13 +567,20 @@ static void run_seed(uint64_t seed, int fault_gen, int fault_infra,
 static world the_world; /* large: keep it off the stack */
 
 static void test_props_many_seeds(void) {
-  uint64_t forks = 0, early = 0, late_resplits = 0;
+  uint64_t forks = 0, early = 0, late_resplits = 0, cutoffs = 0, detached = 0,
+           answers = 0;
   for (uint64_t seed = 1; seed <= 300; seed++) {
     run_seed(seed, 5, 2, 8, &the_world);
     forks += the_world.forks;
     early += the_world.early;
     late_resplits += the_world.resplits_after_first_done;
+    cutoffs += the_world.cutoffs;
+    detached += the_world.detached;
+    answers += the_world.detached_answers;
   }
+  SG_CHECK_MSG(cutoffs >= 5 && detached >= 3 && answers >= 1,
+               "%llu cutoffs, %llu detached, %llu answered", (unsigned long long)cutoffs,
+               (unsigned long long)detached, (unsigned long long)answers);
   /* the driver reaches the interesting paths, or it proves nothing */
   SG_CHECK(forks > 100);
   SG_CHECK(early > 10);

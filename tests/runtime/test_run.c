@@ -419,6 +419,66 @@ static void test_spec_on_forks(void) {
   free(dir);
 }
 
+/* --cutoff-detach: a main generation a cutoff ends is not cancelled. It
+ * finishes while a later iteration runs, and its kernel joins that
+ * iteration as a main candidate. Once 8 forks have validated, a cutoff of
+ * 0.3 fires in one to four of the remaining iterations (seen in runs of
+ * 20 on a loaded machine); at the default tick a cut iteration lasts long
+ * enough for the detached main (about a second) to finish in the run. */
+static void test_cutoff_detach(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                        "--iterations", "24", "--out", dir, "--json", "--cutoff", "0.3",
+                        "--cutoff-detach", "--server-speed", "3000", "--runs", "3",
+                        "--warmups", "1", NULL};
+  proc p;
+  int rc = run_cmd(args, 600, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  json_t *evs = events_of(&p);
+  /* walk the events: the iterations ended so far, and each main generation
+   * that completed after its own iteration had ended (cutoff) */
+  int cutoffs = 0, late_mains = 0, late_candidates = 0, ended = 0;
+  bool after_late = false;
+  size_t i;
+  const json_t *ev;
+  json_array_foreach(evs, i, ev) {
+    const char *name = json_string_value(json_object_get(ev, "event"));
+    if (name == NULL)
+      continue;
+    if (strcmp(name, "iteration_end") == 0) {
+      ended = (int)json_integer_value(json_object_get(ev, "iteration"));
+      cutoffs += strcmp(json_string_value(json_object_get(ev, "reason")), "cutoff") == 0;
+    } else if (strcmp(name, "generation") == 0) {
+      const char *kind = json_string_value(json_object_get(ev, "kind"));
+      int it = (int)json_integer_value(json_object_get(ev, "iteration"));
+      after_late = strcmp(kind, "main") == 0 && it <= ended &&
+                   strcmp(json_string_value(json_object_get(ev, "outcome")), "completed") == 0;
+      late_mains += after_late;
+      continue;
+    } else if (strcmp(name, "candidate") == 0 && after_late) {
+      late_candidates +=
+          strcmp(json_string_value(json_object_get(ev, "origin")), "main") == 0;
+    }
+    after_late = false;
+  }
+  SG_CHECK_MSG(cutoffs >= 1, "%d cutoffs", cutoffs);
+  SG_CHECK_MSG(late_mains >= 1 && late_candidates == late_mains,
+               "%d mains completed after their iteration, %d of them gave a candidate",
+               late_mains, late_candidates);
+  /* in the store: those mains outlived their iteration; no main of a
+   * cut-off iteration was cancelled at its end, and none is left open */
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations g JOIN iterations i ON "
+                       "g.iteration_id = i.id WHERE i.end_reason = 'cutoff' AND "
+                       "g.kind = 'main' AND g.outcome = 'completed' AND "
+                       "g.ended_us > i.ended_us") >= 1);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE ended_us IS NULL") == 0);
+  json_decref(evs);
+  proc_free(&p);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
 /* The LLM failing: disconnects mid-stream and 500s that a retry gets past.
  * The run ends, the failures are recorded, nothing hangs. */
 static void test_llm_faults(void) {
@@ -845,6 +905,7 @@ static void test_external_endpoint_and_forks_that_cannot_start(void) {
 
 SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_external_endpoint_and_forks_that_cannot_start), SG_TEST(test_no_working_device_is_refused_before_the_run), SG_TEST(test_run_two_tasks_end_to_end),
              SG_TEST(test_json_events_and_spec_off), SG_TEST(test_spec_on_forks),
+             SG_TEST(test_cutoff_detach),
              SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),
              SG_TEST(test_sigkill_then_resume), SG_TEST(test_sigint_interrupts_resumably),
              SG_TEST(test_sigint_two_tasks_then_resume),

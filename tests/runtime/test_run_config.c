@@ -59,6 +59,7 @@ static const key_case cases[] = {
     {"split-capacity", "on", "true", "halves"},
     {"fork-gate", "0.5", "0.5", "1.5"},
     {"cutoff", "1.25", "1.25", "-1"},
+    {"cutoff-detach", "on", "true", "later"},
     {"decide-at-validation", "1.05", "1.05", "11"},
     {"tick", "0.01", "0.01", "0.009"},
     {"seed", "9223372036854775807", "9223372036854775807", "9223372036854775808"},
@@ -138,7 +139,7 @@ static void test_defaults(void) {
   SG_CHECK_EQ_INT(c.max_forks, 64);
   SG_CHECK_EQ_INT(c.max_live_forks, 16);
   SG_CHECK(!c.work_conserving && c.fork_gate == 0 && c.cutoff == 0);
-  SG_CHECK(c.decide_at_validation == 0 && !c.split_capacity);
+  SG_CHECK(c.decide_at_validation == 0 && !c.split_capacity && !c.cutoff_detach);
   SG_CHECK(c.tick == 0.25 && c.time_budget == 0);
   SG_CHECK_EQ_INT(c.seed, 1);
   SG_CHECK_EQ_INT(c.iterations, 10);
@@ -728,6 +729,8 @@ static void test_check(void) {
       {"--search=exec:", NULL, "search: exec: needs a command"},
       {"--search=exec:   ", NULL, "search: exec: needs a command"},
       {"--decide-at-validation=0.5", NULL, "decide-at-validation: expected 0"},
+      {"--cutoff-detach", NULL, "cutoff-detach: needs a cutoff"},
+      {"--cutoff-detach", "--cutoff=0", "cutoff-detach: needs a cutoff"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sg_run_config_init(&c);

@@ -79,6 +79,10 @@ static void json_has_the_documented_fields(void) {
     SG_CHECK_EQ_INT(json_integer_value(json_object_get(tok, "total")), pr + co);
     SG_CHECK(json_is_number(json_object_get(c, "consumption_ratio_vs_baseline")));
     SG_CHECK(json_is_integer(json_object_get(c, "early_terminations")));
+    /* the paper's configurations never leave a main generating */
+    SG_CHECK(json_is_integer(json_object_get(c, "detached")));
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(c, "detached")), 0);
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(c, "detached_answers")), 0);
     SG_CHECK(json_is_number(json_object_get(c, "best_speedup")));
     double x = json_real_value(json_object_get(c, "e2e_speedup_vs_baseline"));
     if (i == 0)

@@ -257,6 +257,18 @@ static void beyond_the_paper_configs(void) {
   SG_CHECK(vd3.profiling_feedback > vd.profiling_feedback);
   SG_CHECK_STR_EQ(vd3.name, "full+vd:3");
   SG_CHECK(wcs.forks < wc.forks);
+  /* The cutoff's mains go on detached only where asked, and answer (a
+   * campaign long enough for the cutoff to learn and fire) */
+  sg_sim_params longer = p;
+  longer.iterations = 40;
+  sg_sim_result cut = run(&longer, "full+cutoff");
+  sg_sim_result det = run(&longer, "full+cutoff+detach");
+  check_invariants(&longer, &det);
+  SG_CHECK_EQ_INT(cut.detached, 0);
+  SG_CHECK_MSG(det.detached > 0 && det.detached_answers > 0 &&
+                   det.detached_answers <= det.detached,
+               "%llu detached, %llu answers", (unsigned long long)det.detached,
+               (unsigned long long)det.detached_answers);
   sg_sim_variant v;
   sg_err err;
   SG_CHECK_EQ_INT(sg_sim_variant_parse("full:2", &v, &err), SG_EINVAL);
