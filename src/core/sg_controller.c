@@ -367,12 +367,14 @@ static int end_iteration(sg_controller *c, int64_t now_us,
                          sg_err *err) {
   assert(c->state == SG_CTL_GENERATING || c->state == SG_CTL_FALLBACK);
   bool main_running = false;
+  /* a cut main goes on only if an iteration follows to take its answer */
+  bool detaching = reason == SG_REASON_CUTOFF && c->o.cutoff_detach && !c->det.live &&
+                   !(c->o.max_iterations > 0 && c->st.iterations + 1 >= c->o.max_iterations);
   for (size_t i = 0; i < c->ngens; i++) {
     gen *g = &c->gens[i];
     if (!g->live)
       continue;
-    if (reason == SG_REASON_CUTOFF && c->o.cutoff_detach && g->kind == SG_GEN_MAIN &&
-        !c->det.live) {
+    if (detaching && g->kind == SG_GEN_MAIN && !c->det.live) {
       detach(c, g);
       continue;
     }

@@ -255,7 +255,8 @@ typedef struct sg_ctl_opts {
   bool cutoff_detach;      /* with cutoff: the main generation a cutoff
                               ends is not cancelled but finishes detached
                               (one at a time per workflow; a later cutoff
-                              while one runs cancels as before): the next
+                              while one runs, or one in the last iteration
+                              of the budget, cancels as before): the next
                               iteration starts at once, and the detached
                               answer's kernel joins the iteration running
                               when it arrives, so the cutoff saves the

@@ -595,6 +595,29 @@ static void test_cutoff_detach_keeps_the_main_answer(void) {
   fx_free(&f);
 }
 
+static void cutoff_detach_last(sg_ctl_opts *o) {
+  cutoff_detach(o);
+  o->max_iterations = SG_CTL_GATE_WINDOW + 1;
+}
+
+/* A cutoff in the workflow's last iteration cancels its main: no
+ * iteration follows to take the answer. */
+static void test_cutoff_detach_not_in_the_last_iteration(void) {
+  fx f;
+  fx_init(&f, "first-valid", cutoff_detach_last);
+  learn_cutoff_window(&f);
+  uint64_t last = f.main_gen;
+  cut_off(&f);
+  const sg_ctl_action *c = act(&f, SG_CACT_CANCEL_GEN, 0);
+  SG_CHECK(c != NULL && c->u.cancel.gen == last);
+  SG_CHECK(c < act(&f, SG_CACT_END_ITERATION, 0));
+  SG_CHECK(act(&f, SG_CACT_WORKFLOW_DONE, 0) != NULL);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.detached, 0);
+  fx_free(&f);
+}
+
 static void vd_off(sg_ctl_opts *o) { o->decide_at_validation = 0; }
 static void vd1(sg_ctl_opts *o) { o->decide_at_validation = 1; }
 static void vd2(sg_ctl_opts *o) { o->decide_at_validation = 2; }
@@ -1295,6 +1318,7 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_fork_gate_by_expected_value),
              SG_TEST(test_cutoff_ends_hopeless_iterations),
              SG_TEST(test_cutoff_detach_keeps_the_main_answer),
+             SG_TEST(test_cutoff_detach_not_in_the_last_iteration),
              SG_TEST(test_decide_at_validation),
              SG_TEST(test_restore_after_decide_at_validation),
              SG_TEST(test_many_forks_by_id),
