@@ -139,17 +139,29 @@ int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
    * longer reachable (see sim_wf). */
   if (!f->keep_set || a->iteration != f->keep_iter) {
     /* ... except a main generation an earlier iteration's cutoff left
-     * running (sg_ctl_opts.cutoff_detach): the last iteration's main, or
-     * one kept from before it, while it generates */
-    const sim_gen *last = f->main_gen ? sim_gen_get(s, w, f->main_gen, false) : NULL;
-    const sim_gen *kept = f->detached ? sim_gen_get(s, w, f->detached, false) : NULL;
-    if (last != NULL && last->epoch != 0)
-      f->detached = f->main_gen;
-    else if (kept == NULL || kept->epoch == 0)
-      f->detached = 0;
+     * running (sg_ctl_opts.cutoff_detach), while it generates: one of the
+     * last iteration's mains (they come first, ids consecutive), or the
+     * one kept from before it */
+    uint64_t still = 0;
+    if (f->keep_set && s->v->cutoff_detach) {
+      for (uint64_t id = f->iter_first;; id++) {
+        const sim_gen *m = sim_gen_get(s, w, id, false);
+        if (m == NULL || m->kind != SG_GEN_MAIN)
+          break;
+        if (m->epoch != 0) {
+          still = id;
+          break;
+        }
+      }
+      const sim_gen *kept = f->detached ? sim_gen_get(s, w, f->detached, false) : NULL;
+      if (still == 0 && kept != NULL && kept->epoch != 0)
+        still = f->detached;
+    }
+    f->detached = still;
     f->keep_set = true;
     f->keep_iter = a->iteration;
-    f->keep_from = f->detached ? f->detached : a->u.start.gen;
+    f->iter_first = a->u.start.gen;
+    f->keep_from = still ? still : a->u.start.gen;
   }
   sim_gen *g = sim_gen_get(s, w, a->u.start.gen, true);
   if (g == NULL || g->used)

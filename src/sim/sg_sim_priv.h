@@ -75,7 +75,9 @@ typedef struct sim_wf {
    * forks, not the campaign's (a thousand workflows fork millions). */
   sim_gen *gens;
   size_t ngens;
-  uint64_t keep_from;   /* the current iteration's first generation id */
+  uint64_t keep_from;   /* the current iteration's first generation id, or
+                           an older detached main's (below) */
+  uint64_t iter_first;  /* the current iteration's first generation id */
   uint32_t keep_iter;
   bool keep_set;
   bool done;

@@ -269,6 +269,16 @@ static void beyond_the_paper_configs(void) {
                    det.detached_answers <= det.detached,
                "%llu detached, %llu answers", (unsigned long long)det.detached,
                (unsigned long long)det.detached_answers);
+  /* with two mains an iteration, whichever one is detached keeps its slot
+   * in the generation ring until it answers: only a workflow's last one
+   * may go unanswered (cancelled at the workflow's end) */
+  snprintf(longer.search, sizeof longer.search, "best-of-n:2");
+  sg_sim_result two = run(&longer, "full+cutoff+detach");
+  check_invariants(&longer, &two);
+  SG_CHECK_MSG(two.detached > 0 && two.detached_answers <= two.detached &&
+                   two.detached - two.detached_answers <= (uint64_t)longer.workflows,
+               "%llu detached, %llu answers", (unsigned long long)two.detached,
+               (unsigned long long)two.detached_answers);
   sg_sim_variant v;
   sg_err err;
   SG_CHECK_EQ_INT(sg_sim_variant_parse("full:2", &v, &err), SG_EINVAL);
