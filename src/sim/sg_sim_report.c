@@ -228,18 +228,22 @@ char *sg_sim_report_table(const sg_sim_campaign *c) {
                 "termination %s\n\n",
                 p->preset[0] ? p->preset : "(none)", (unsigned long long)p->seed,
                 p->workflows, p->iterations, p->devices, p->termination);
+  int w = 22; /* the config column fits the longest name asked for */
+  for (size_t i = 0; i < c->n; i++)
+    if ((int)strlen(c->results[i].name) > w)
+      w = (int)strlen(c->results[i].name);
   sg_buf_printf(&b,
-                "%-22s %11s %8s %9s %6s %6s %6s %6s %7s %6s %8s %8s %8s %6s %7s %8s "
+                "%-*s %11s %8s %9s %6s %6s %6s %6s %7s %6s %8s %8s %8s %6s %7s %8s "
                 "%7s\n",
-                "config", "e2e_s", "x_base", "feedback", "x_base", "util", "val",
+                w, "config", "e2e_s", "x_base", "feedback", "x_base", "util", "val",
                 "prof", "cons_M", "x_base", "prompt_M", "uncach_M", "compl_M",
                 "early", "best_x", "x_base", "forks");
   for (size_t i = 0; i < c->n; i++) {
     const sg_sim_result *r = &c->results[i];
     sg_buf_printf(&b,
-                  "%-22s %11.1f %8.3f %9llu %6.3f %6.3f %6.3f %6.3f %7.2f %6.3f %8.2f "
+                  "%-*s %11.1f %8.3f %9llu %6.3f %6.3f %6.3f %6.3f %7.2f %6.3f %8.2f "
                   "%8.2f %8.2f %6llu %7.3f %8.3f %7llu\n",
-                  r->name, r->e2e_s, sg_sim_e2e_speedup(c, r),
+                  w, r->name, r->e2e_s, sg_sim_e2e_speedup(c, r),
                   (unsigned long long)r->profiling_feedback, sg_sim_feedback_ratio(c, r),
                   r->util_overall, r->util_validate, r->util_profile,
                   (double)sg_sim_consumption(r) / 1e6,
