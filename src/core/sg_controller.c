@@ -255,15 +255,11 @@ static void detached_free(sg_controller *c) {
  * is all that is kept (no reasoning, no scanner, no forks from it). */
 static void detach(sg_controller *c, gen *g) {
   assert(g->kind == SG_GEN_MAIN && g->live && !c->det.live);
-  detached_free(c);
-  c->det = *g;
-  sg_buf_free(&c->det.reasoning);
-  sg_scanner_free(c->det.scanner);
-  c->det.scanner = NULL;
-  /* the iteration's copy owns nothing now, and is no longer live */
-  sg_buf_init(&g->content, c->o.max_text_bytes);
-  sg_buf_init(&g->reasoning, c->o.max_text_bytes);
+  sg_buf_free(&g->reasoning);
+  sg_scanner_free(g->scanner);
   g->scanner = NULL;
+  c->det = *g; /* the answer's buffer moves; det is empty when not live */
+  sg_buf_init(&g->content, c->o.max_text_bytes);
   g->live = false;
   c->st.detached++;
 }

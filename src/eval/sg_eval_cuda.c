@@ -959,15 +959,10 @@ static int run_ncu(const char *ncu, const sg_eval_build *build, char *const targ
   if (!by_sections && !sections)
     return -1;
   char *argv[96];
-  int rc;
-  if (go) {
-    ncu_argv(ncu, sections, go->target, argv, 96);
-    rc = sg_cuda_ahead_run_once_argv(go->device, argv, go->cand, go->seed, lim, o, ahead,
-                                     err);
-  } else {
-    ncu_argv(ncu, sections, target, argv, 96);
-    rc = sg_sandbox_exec(lim, argv, o, err);
-  }
+  ncu_argv(ncu, sections, go ? go->target : target, argv, 96);
+  int rc = go ? sg_cuda_ahead_run_once_argv(go->device, argv, go->cand, go->seed, lim, o,
+                                            ahead, err)
+              : sg_sandbox_exec(lim, argv, o, err);
   free(sections);
   return rc;
 }
