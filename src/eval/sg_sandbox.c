@@ -293,12 +293,13 @@ static int poll_once(sg_sandbox *s, int fd, double timeout_s) {
     pfd[np] = (struct pollfd){.fd = fd, .events = POLLIN};
     map[np++] = -2;
   }
-  /* without a pidfd, look at the child every 10 ms; once it has ended,
-   * only look at what is readable now (nothing more will come to wait for) */
+  /* without a pidfd, look at the child every 10 ms; once it has ended (or
+   * closed its result, seen maybe in the round that found fd readable),
+   * only look at what is readable now: nothing more will come to wait for */
   double wait_s = timeout_s;
   if (s->pidfd < 0 && (wait_s < 0 || wait_s > 0.01))
     wait_s = 0.01;
-  if (s->exited)
+  if (s->exited || s->result_done)
     wait_s = 0;
   int ms = wait_s < 0 ? -1 : (int)ceil(fmin(wait_s, 3600.0) * 1000.0);
   int rc = poll(pfd, (nfds_t)np, ms);

@@ -792,6 +792,46 @@ static void test_end_at_result_lets_the_program_end(void) {
   free(dir);
 }
 
+/* A result closed in the same round as the caller's descriptor became
+ * readable: the wait after the one that said so ends at once, not at its
+ * timeout. */
+static void test_end_at_result_seen_with_the_callers_descriptor(void) {
+  char *flag = sg_asprintf("/tmp/sg-closed-%d", (int)getpid());
+  sg_sandbox_limits lim;
+  limits(&lim);
+  lim.wall_s = 60;
+  lim.forbid_spawn = false;
+  lim.end_at_result = true;
+  char rest[256], cmd[512];
+  snprintf(rest, sizeof rest, "touch %s; exec sleep 30", flag);
+  result_then(rest, cmd, sizeof cmd);
+  char *argv[] = {"sh", "-c", cmd, NULL};
+  sg_sandbox *s = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_sandbox_spawn(&lim, argv, false, &s, &err), err);
+  for (int i = 0; i < 2000 && access(flag, F_OK) != 0; i++)
+    usleep(10000);
+  SG_CHECK(access(flag, F_OK) == 0); /* its result is closed by now */
+  int p[2];
+  SG_CHECK(pipe(p) == 0);
+  SG_CHECK(write(p[1], "x", 1) == 1);
+  SG_CHECK_EQ_INT(sg_sandbox_wait(s, p[0], 20), 1);
+  char c;
+  SG_CHECK(read(p[0], &c, 1) == 1);
+  double t0 = sg_clock_now_s();
+  SG_CHECK_EQ_INT(sg_sandbox_wait(s, p[0], 20), 2);
+  SG_CHECK(sg_clock_now_s() - t0 < 10); /* not the wait's 20 s */
+  sg_sandbox_outcome o;
+  SG_CHECK_OK(sg_sandbox_finish(s, false, &o, &err), err);
+  SG_CHECK(o.ended_at_result);
+  sg_sandbox_outcome_free(&o);
+  SG_CHECK_EQ_INT(sg_sandbox_reap(0.5), 0);
+  close(p[0]);
+  close(p[1]);
+  unlink(flag);
+  free(flag);
+}
+
 /* Without the option, or without a result, the run lasts as long as the
  * program. */
 static void test_end_at_result_needs_the_option_and_a_result(void) {
@@ -868,5 +908,6 @@ SG_TEST_MAIN(SG_TEST(test_ok_captures_everything),
              SG_TEST(test_abort_kills_all_but_the_kept),
              SG_TEST(test_end_at_result_returns_before_the_exit),
              SG_TEST(test_end_at_result_lets_the_program_end),
+             SG_TEST(test_end_at_result_seen_with_the_callers_descriptor),
              SG_TEST(test_end_at_result_needs_the_option_and_a_result),
              SG_TEST(test_end_at_result_in_a_spawned_child))
