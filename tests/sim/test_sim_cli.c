@@ -2,6 +2,7 @@
  * documented fields, the same seed prints the same bytes, bad input exits 2
  * with a message naming the flag, file, line or key. */
 #include "sg_test.h"
+#include "sim/sg_sim.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -212,10 +213,26 @@ static void bad_yaml_names_file_line_key(void) {
   unlink(path);
 }
 
+/* Whether text has word on its own (not as the start of a longer name:
+ * "full+wc" is not named by "full+wcs"). */
+static bool names_word(const char *text, const char *word) {
+  size_t n = strlen(word);
+  for (const char *p = strstr(text, word); p; p = strstr(p + 1, word)) {
+    char before = p == text ? ' ' : p[-1], after = p[n];
+    if ((before == ' ' || before == ',') && (after == ',' || after == ';' || after == ' ' ||
+                                             after == '\n' || after == '\0'))
+      return true;
+  }
+  return false;
+}
+
 static void help_and_list_params(void) {
   char *out;
   SG_CHECK_EQ_INT(run("--help", &out, NULL), 0);
   SG_CHECK_CONTAINS(out, "--configs");
+  for (int i = 0; i < SG_SIM_VARIANTS_ALL; i++) /* every configuration is named */
+    SG_CHECK_MSG(names_word(out, sg_sim_variant_name(i)), "--help does not name %s",
+                 sg_sim_variant_name(i));
   free(out);
   SG_CHECK_EQ_INT(run("--list-params --set gen.mean_s=123", &out, NULL), 0);
   SG_CHECK_CONTAINS(out, "gen.mean_s");
