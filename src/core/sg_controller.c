@@ -92,6 +92,9 @@ struct sg_controller {
   sg_ctl_opts o;
   sg_ctl_stats st;
   sg_search_plan plan;
+  uint64_t pending_accept;   /* sg_ctl_opts.decide_with_siblings: a kernel
+                                accepted at validation, waiting for its
+                                sibling forks (0: none) */
   gen det;                   /* sg_ctl_opts.cutoff_detach: a main of an
                                 ended iteration still generating (live),
                                 its answer text only */
@@ -402,6 +405,7 @@ static int end_iteration(sg_controller *c, int64_t now_us,
       c->st.early_terminations++;
   }
   free_gens(c);
+  c->pending_accept = 0;
   c->iteration++;
   c->iter_valid = false;
   sg_ctl_reason spent = reason >= SG_REASON_BUDGET_ITERATIONS &&
@@ -689,6 +693,66 @@ static bool accept_at_validation(sg_controller *c, sg_kernel *k,
   return true;
 }
 
+/* Forks started together, from one main generation at one prefix. */
+static bool siblings(const gen *a, const gen *b) {
+  return a->kind == SG_GEN_SPEC && b->kind == SG_GEN_SPEC && a->parent == b->parent &&
+         a->prefix_len == b->prefix_len;
+}
+
+/* The fork that wrote kernel k, if it is one of this iteration's. */
+static const gen *fork_of(sg_controller *c, const sg_kernel *k) {
+  const gen *g = find_gen(c, k->gen);
+  return g != NULL && g->kind == SG_GEN_SPEC ? g : NULL;
+}
+
+/* Whether a sibling of the fork that wrote k may still give a kernel to
+ * decide on: still generating, or its kernel still validating. */
+static bool sibling_pending(sg_controller *c, const sg_kernel *k) {
+  const gen *kg = fork_of(c, k);
+  if (kg == NULL)
+    return false;
+  for (size_t i = c->nmain; i < c->ngens; i++) { /* the forks */
+    const gen *g = &c->gens[i];
+    if (g != kg && siblings(g, kg) &&
+        (g->live || (g->candidate != 0 && cand_get(c, g->candidate) == CAND_VALIDATING)))
+      return true;
+  }
+  return false;
+}
+
+/* sg_ctl_opts.decide_with_siblings: once no sibling of the waiting
+ * kernel's fork is pending, the fastest of them at validation is
+ * accepted. */
+static int settle_pending(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
+                          sg_err *err) {
+  sg_kernel *k = sg_history_get(&c->hist, c->pending_accept);
+  if (k == NULL || sibling_pending(c, k))
+    return 0;
+  const gen *kg = fork_of(c, k);
+  sg_kernel *best = k;
+  for (size_t i = c->iter_first_kernel; kg != NULL && i < c->hist.n; i++) {
+    sg_kernel *q = &c->hist.v[i];
+    const gen *qg = q->profiled && isfinite(q->speedup) ? fork_of(c, q) : NULL;
+    if (qg != NULL && siblings(qg, kg) && q->speedup > best->speedup)
+      best = q;
+  }
+  c->pending_accept = 0;
+  sg_termination_history view = sg_speedup_history_view(&c->hist.speedups);
+  return accept_early(c, best, best->speedup, &view, now_us, out, err);
+}
+
+/* A sibling of the waiting kernel validated with a speedup: it joins the
+ * history at that speedup, unprofiled, as the waiting one did. */
+static bool take_sibling(sg_controller *c, sg_kernel *k, double speedup) {
+  sg_kernel *w = sg_history_get(&c->hist, c->pending_accept);
+  const gen *kg = fork_of(c, k), *wg = w != NULL ? fork_of(c, w) : NULL;
+  if (kg == NULL || wg == NULL || !siblings(kg, wg) || !isfinite(speedup) || speedup <= 0)
+    return false;
+  cand_set(c, k->id, CAND_DONE);
+  sg_history_profiled(&c->hist, k->id, speedup, NULL);
+  return true;
+}
+
 static int on_eval(sg_controller *c, const sg_ctl_event *ev,
                    sg_ctl_actions *out, sg_err *err) {
   uint64_t id = ev->u.eval.candidate;
@@ -713,10 +777,18 @@ static int on_eval(sg_controller *c, const sg_ctl_event *ev,
     c->st.validated_ok++;
     c->iter_valid = true;
     note_valid(c, k);
+    if (c->pending_accept != 0 && take_sibling(c, k, ev->u.eval.speedup))
+      return 0; /* settled after the event */
     sg_termination_history view;
-    if (accept_at_validation(c, k, ev->u.eval.speedup, &view))
+    if (c->pending_accept == 0 && accept_at_validation(c, k, ev->u.eval.speedup, &view)) {
+      if (c->o.decide_with_siblings && sibling_pending(c, k)) {
+        c->pending_accept = k->id;
+        c->st.sibling_waits++;
+        return 0;
+      }
       return accept_early(c, k, ev->u.eval.speedup, &view, ev->now_us, out,
                           err);
+    }
     cand_set(c, id, CAND_PROFILING);
     sg_ctl_action *a = emit(c, out, SG_CACT_SUBMIT_EVAL);
     a->u.submit.candidate = id;
@@ -815,6 +887,9 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   if (o->cutoff_detach && o->cutoff <= 0)
     return sg_err_set(err, SG_EINVAL, "controller: cutoff_detach needs a cutoff "
                       "(cutoff > 0)");
+  if (o->decide_with_siblings && o->decide_at_validation <= 0)
+    return sg_err_set(err, SG_EINVAL, "controller: decide_with_siblings needs "
+                      "decide_at_validation");
   if (!(o->decide_at_validation == 0 ||
         (o->decide_at_validation >= 1 && o->decide_at_validation <= 10)))
     return sg_err_set(err, SG_EINVAL, "controller: decide_at_validation must be "
@@ -943,6 +1018,8 @@ int sg_controller_event(sg_controller *c, const sg_ctl_event *ev,
                       (int)ev->type);
   }
   if (rc < 0)
+    return rc;
+  if (c->pending_accept != 0 && (rc = settle_pending(c, ev->now_us, out, err)) < 0)
     return rc;
   return check_budget(c, ev->now_us, out, err);
 }

@@ -270,6 +270,13 @@ typedef struct sg_ctl_opts {
                               iteration (with its reasoning) ends one
                               profiling sooner. M > 1 asks for a margin,
                               as the validation's timing is the rougher */
+  bool decide_with_siblings; /* with decide_at_validation: a fork's kernel
+                              accepted at validation waits until its
+                              sibling forks (same main, same prefix) have
+                              given their kernels and validated them, and
+                              the fastest of them at validation is
+                              accepted: their tokens are spent already,
+                              and one draw is a poor pick of several */
   sg_scanner_opts scanner; /* the trigger scanner's options */
   /* Budgets; 0: unlimited. */
   uint32_t max_iterations;
@@ -348,6 +355,9 @@ typedef struct sg_ctl_stats {
   uint32_t criterion_accepts;    /* ended by the criterion (reason early) */
   uint32_t validation_accepts;   /* of those, accepted at validation
                                     (decide_at_validation) */
+  uint32_t sibling_waits;        /* kernels accepted at validation that
+                                    waited for their siblings
+                                    (decide_with_siblings) */
   uint64_t forks;
   uint64_t forks_by_reason[SG_REASON__COUNT];
   uint64_t forks_by_trigger[SG_TRIGGER__COUNT];

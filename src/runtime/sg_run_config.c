@@ -194,6 +194,12 @@ static const sg_run_key keys[] = {
              "passes the termination criterion, skipping its profile (0: off; "
              "else 1..10)",
      .group = G_SEARCH},
+    {.name = "decide-with-siblings", .type = SG_KEY_BOOL,
+     .offset = OFF(decide_with_siblings),
+     .help = "with decide-at-validation: a fork's kernel accepted there waits "
+             "for the forks started with it, and the fastest of them is "
+             "accepted (off)",
+     .group = G_SEARCH},
     {.name = "tick", .type = SG_KEY_DOUBLE, .offset = OFF(tick), .min = 0.01,
      .max = 60, .value_name = "S",
      .help = "seconds between controller ticks (0.25)", .group = G_SEARCH},

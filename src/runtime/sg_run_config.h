@@ -83,6 +83,9 @@ typedef struct sg_run_config {
                               ends finishes detached (off; needs cutoff) */
   double decide_at_validation; /* decide-at-validation: the criterion asked
                               at validation, margin M (0: off) */
+  bool decide_with_siblings; /* decide-with-siblings: accepted at validation,
+                              the fastest of a fork's siblings (off; needs
+                              decide-at-validation) */
   double tick;             /* tick: s between controller ticks (0.25) */
   uint64_t seed;           /* seed: (1) */
   /* budgets, per workflow; 0: none */

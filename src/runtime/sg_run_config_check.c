@@ -186,6 +186,11 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
     return sg_err_set(err, SG_EINVAL,
                       "decide-at-validation: expected 0 (off) or a margin in "
                       "1..10, got %g", c->decide_at_validation);
+  if (c->decide_with_siblings && c->decide_at_validation <= 0)
+    return sg_err_set(err, SG_EINVAL,
+                      "decide-with-siblings: needs decide-at-validation (a margin "
+                      "1..10), got decide-at-validation %g",
+                      c->decide_at_validation);
   if (c->cutoff_detach && c->cutoff <= 0)
     return sg_err_set(err, SG_EINVAL,
                       "cutoff-detach: needs a cutoff (cutoff > 0), got cutoff %g",

@@ -152,6 +152,7 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.cutoff = cfg->cutoff;
     o.cutoff_detach = cfg->cutoff_detach;
     o.decide_at_validation = cfg->decide_at_validation;
+    o.decide_with_siblings = cfg->decide_with_siblings;
     o.max_iterations = (uint32_t)cfg->iterations;
     o.max_wall_us = (int64_t)(cfg->time_budget * 1e6);
     o.max_tokens = cfg->token_budget;

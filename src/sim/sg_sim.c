@@ -626,6 +626,7 @@ static int setup(sim *s) {
     o.cutoff = s->v->cutoff ? p->cutoff : 0;
     o.decide_at_validation = s->v->at_validation;
     o.cutoff_detach = s->v->cutoff_detach;
+    o.decide_with_siblings = s->v->siblings;
     o.max_iterations = (uint32_t)p->iterations;
     o.max_wall_us = p->budget_wall_s > 0 ? sim_s_to_us(p->budget_wall_s) : 0;
     o.max_tokens = (uint64_t)llround(p->budget_tokens);

@@ -45,6 +45,7 @@ typedef struct sg_sim_variant {
   bool split_capacity;  /* sg_sched_opts.split_capacity */
   double at_validation; /* sg_ctl_opts.decide_at_validation (0: off) */
   bool cutoff_detach;   /* sg_ctl_opts.cutoff_detach (with cutoff) */
+  bool siblings;        /* sg_ctl_opts.decide_with_siblings (with +vd) */
 } sg_sim_variant;
 
 /* The paper's ablation, run by default: "baseline", "spec",
@@ -57,8 +58,9 @@ typedef struct sg_sim_variant {
 /* "full+vd", "full+cutoff+vd", "full+gate+cutoff+vd", "beyond+vd": the
  * criterion also asked at validation (margin 1; "NAME:M" sets M). */
 /* "...+detach...": the cutoff's main generation finishes detached
- * (sg_ctl_opts.cutoff_detach). */
-#define SG_SIM_VARIANTS_ALL 22
+ * (sg_ctl_opts.cutoff_detach). "...+vds": deciding at validation among a
+ * fork's siblings (sg_ctl_opts.decide_with_siblings). */
+#define SG_SIM_VARIANTS_ALL 25
 const char *sg_sim_variant_name(int i); /* 0 .. SG_SIM_VARIANTS_ALL - 1 */
 /* SG_ENOENT naming the known ones for an unknown name. */
 int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err);

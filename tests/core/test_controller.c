@@ -691,6 +691,120 @@ static void test_decide_at_validation(void) {
   bare_free(&b);
 }
 
+static void vd_siblings(sg_ctl_opts *o) {
+  o->decide_at_validation = 1;
+  o->decide_with_siblings = true;
+}
+
+/* Forks three siblings from one trigger; their ids in g[0..3). */
+static void fork_three(fx *f, uint64_t g[3]) {
+  set_cap(f, 3, 3);
+  chunk(f, f->main_gen, PHRASE, NULL, 5);
+  SG_CHECK_EQ_INT(count(f, SG_CACT_START_GEN), 3);
+  for (int i = 0; i < 3; i++) {
+    const sg_ctl_action *s = act(f, SG_CACT_START_GEN, i);
+    SG_CHECK(s != NULL && s->u.start.kind == SG_GEN_SPEC);
+    g[i] = s ? s->u.start.gen : 0;
+  }
+}
+
+/* A fork's answer; returns the candidate submitted for validation. */
+static uint64_t answer(fx *f, uint64_t gen) {
+  finish(f, gen, CODE);
+  return submitted(f, SG_PHASE_VALIDATE);
+}
+
+/* decide_with_siblings: a fork's kernel accepted at validation waits for
+ * its siblings (still generating, or validating); each that validates
+ * with a speedup joins the history at it, unprofiled; once none is
+ * pending, the fastest is accepted. Siblings that fail, write no kernel
+ * or fail validation only end the wait. A kernel of the main generation
+ * meanwhile is profiled, not accepted at validation, and may end the
+ * iteration on its profile as usual. Off, the first is accepted at once;
+ * without decide_at_validation the option is refused. */
+static void test_decide_with_siblings(void) {
+  fx f;
+  fx_init(&f, "hist-avg", vd_siblings);
+  uint64_t g[3];
+  fork_three(&f, g);
+  uint64_t c1 = answer(&f, g[0]), c2 = answer(&f, g[1]);
+  eval(&f, c1, SG_PHASE_VALIDATE, SG_EVAL_OK, 2.0); /* passes: waits for c2, g[2] */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), 0);
+  eval(&f, c2, SG_PHASE_VALIDATE, SG_EVAL_OK, 3.0);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0); /* g[2] still writes */
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), 0);
+  fail_gen(&f, g[2]);
+  const sg_ctl_action *d = act(&f, SG_CACT_DECISION, 0);
+  SG_CHECK(d != NULL && d->u.decision.reason == SG_REASON_EARLY);
+  SG_CHECK_EQ_INT(d->u.decision.candidate, c2);
+  SG_CHECK(d->u.decision.speedup == 3.0);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_EARLY);
+  SG_CHECK_EQ_INT(end->u.end.best_kernel, c2);
+  const sg_history *h = sg_controller_history(f.c);
+  SG_CHECK(sg_history_get(h, c1)->profiled && sg_history_get(h, c1)->speedup == 2.0);
+  SG_CHECK(sg_history_get(h, c2)->profiled && h->best_id == c2);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK(st.validation_accepts == 1 && st.criterion_accepts == 1 && st.profiled == 0);
+  SG_CHECK_EQ_INT(st.sibling_waits, 1);
+
+  /* the next iteration: siblings that give nothing end the wait, and the
+   * main's kernel meanwhile goes to its profile */
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  fork_three(&f, g);
+  c1 = answer(&f, g[0]);
+  eval(&f, c1, SG_PHASE_VALIDATE, SG_EVAL_OK, 4.0); /* > mean {0, 2, 3} */
+  finish(&f, f.main_gen, CODE);
+  uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
+  SG_CHECK(cm != 0);
+  eval(&f, cm, SG_PHASE_VALIDATE, SG_EVAL_OK, 9.0);
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), cm); /* not accepted here */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  finish(&f, g[1], "no kernel in this answer");
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  uint64_t c3 = answer(&f, g[2]);
+  eval(&f, c3, SG_PHASE_VALIDATE, SG_EVAL_NUMERICAL_ERROR, NAN);
+  d = act(&f, SG_CACT_DECISION, 0);
+  SG_CHECK(d != NULL && d->u.decision.candidate == c1);
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
+  f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  eval(&f, cm, SG_PHASE_PROFILE, SG_EVAL_OK, 9.0); /* dropped at the boundary */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+
+  /* a profile that passes while one waits ends the iteration with it */
+  fork_three(&f, g);
+  c1 = answer(&f, g[0]);
+  eval(&f, c1, SG_PHASE_VALIDATE, SG_EVAL_OK, 5.0);
+  finish(&f, f.main_gen, CODE);
+  cm = submitted(&f, SG_PHASE_VALIDATE);
+  eval(&f, cm, SG_PHASE_VALIDATE, SG_EVAL_OK, 8.0);
+  eval(&f, cm, SG_PHASE_PROFILE, SG_EVAL_OK, 8.0);
+  d = act(&f, SG_CACT_DECISION, 0);
+  SG_CHECK(d != NULL && d->u.decision.candidate == cm);
+  end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.best_kernel == cm);
+  fx_free(&f);
+
+  fx_init(&f, "hist-avg", vd1); /* off: the first is accepted at once */
+  fork_three(&f, g);
+  c1 = answer(&f, g[0]);
+  eval(&f, c1, SG_PHASE_VALIDATE, SG_EVAL_OK, 2.0);
+  d = act(&f, SG_CACT_DECISION, 0);
+  SG_CHECK(d != NULL && d->u.decision.candidate == c1);
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
+  fx_free(&f);
+
+  bare b;
+  bare_init(&b, "hist-avg");
+  b.o.decide_with_siblings = true;
+  sg_controller *c = NULL;
+  SG_CHECK_EQ_INT(sg_controller_new(&b.o, &c, &b.err), SG_EINVAL);
+  SG_CHECK_CONTAINS(b.err.msg, "decide_with_siblings");
+  bare_free(&b);
+}
+
 /* A resumed workflow under decide_at_validation and the cutoff: a kernel
  * accepted at validation (validated ok, never profiled) comes back with
  * its validation speedup in the criterion's history and as the best
@@ -1320,6 +1434,7 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_cutoff_detach_keeps_the_main_answer),
              SG_TEST(test_cutoff_detach_not_in_the_last_iteration),
              SG_TEST(test_decide_at_validation),
+             SG_TEST(test_decide_with_siblings),
              SG_TEST(test_restore_after_decide_at_validation),
              SG_TEST(test_many_forks_by_id),
              SG_TEST(test_fork_cost_linear_in_forks),

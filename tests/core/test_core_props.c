@@ -13,7 +13,8 @@
  * and at the end: every workflow finished, within its budgets, with none of
  * its generations still running (a main a cutoff detached included). The
  * options beyond the paper (cutoff, detached mains, fork gate, deciding at
- * validation) are drawn too, and the driver must reach the detached path.
+ * validation, waiting for a fork's siblings there) are drawn too, and the
+ * driver must reach the detached and the waiting paths.
  * Also here: the sources and headers of src/core include only the core,
  * src/common's pure parts and standard C headers.
  */
@@ -91,7 +92,7 @@ typedef struct world {
   bool done[MAX_WF];
   int fault_gen, fault_infra, fault_compile; /* percent */
   uint64_t steps, forks, early, dead, aborted;
-  uint64_t cutoffs, detached, detached_answers;
+  uint64_t cutoffs, detached, detached_answers, sibling_waits;
   uint64_t resplits, resplits_after_first_done;
   uint64_t trace; /* a hash of every action, in order */
 } world;
@@ -526,8 +527,10 @@ static void run_seed(uint64_t seed, int fault_gen, int fault_infra,
     }
     if (chance(&w->r, 30))
       o->fork_gate = 0.1 * (1 + below(&w->r, 10));
-    if (chance(&w->r, 30))
+    if (chance(&w->r, 30)) {
       o->decide_at_validation = 1 + 0.25 * below(&w->r, 5);
+      o->decide_with_siblings = chance(&w->r, 50);
+    }
     SG_CHECK_OK(sg_controller_new(o, &w->c[wf], &err), err);
   }
   sg_ctl_actions_init(&w->ca);
@@ -550,6 +553,7 @@ static void run_seed(uint64_t seed, int fault_gen, int fault_infra,
     sg_controller_stats(w->c[wf], &st);
     w->detached += st.detached;
     w->detached_answers += st.detached_answers;
+    w->sibling_waits += st.sibling_waits;
     /* a detached main never outlives its workflow */
     for (int i = 0; i < w->ngens; i++)
       SG_CHECK_MSG(w->gens[i].wf != wf || !w->gens[i].live,
@@ -568,7 +572,7 @@ static world the_world; /* large: keep it off the stack */
 
 static void test_props_many_seeds(void) {
   uint64_t forks = 0, early = 0, late_resplits = 0, cutoffs = 0, detached = 0,
-           answers = 0;
+           answers = 0, waits = 0;
   for (uint64_t seed = 1; seed <= 300; seed++) {
     run_seed(seed, 5, 2, 8, &the_world);
     forks += the_world.forks;
@@ -577,10 +581,12 @@ static void test_props_many_seeds(void) {
     cutoffs += the_world.cutoffs;
     detached += the_world.detached;
     answers += the_world.detached_answers;
+    waits += the_world.sibling_waits;
   }
   SG_CHECK_MSG(cutoffs >= 5 && detached >= 3 && answers >= 1,
                "%llu cutoffs, %llu detached, %llu answered", (unsigned long long)cutoffs,
                (unsigned long long)detached, (unsigned long long)answers);
+  SG_CHECK_MSG(waits >= 3, "%llu waits for siblings", (unsigned long long)waits);
   /* the driver reaches the interesting paths, or it proves nothing */
   SG_CHECK(forks > 100);
   SG_CHECK(early > 10);

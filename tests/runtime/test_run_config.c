@@ -61,6 +61,7 @@ static const key_case cases[] = {
     {"cutoff", "1.25", "1.25", "-1"},
     {"cutoff-detach", "on", "true", "later"},
     {"decide-at-validation", "1.05", "1.05", "11"},
+    {"decide-with-siblings", "on", "true", "best"},
     {"tick", "0.01", "0.01", "0.009"},
     {"seed", "9223372036854775807", "9223372036854775807", "9223372036854775808"},
     {"iterations", "100000", "100000", "x"},
@@ -140,6 +141,7 @@ static void test_defaults(void) {
   SG_CHECK_EQ_INT(c.max_live_forks, 16);
   SG_CHECK(!c.work_conserving && c.fork_gate == 0 && c.cutoff == 0);
   SG_CHECK(c.decide_at_validation == 0 && !c.split_capacity && !c.cutoff_detach);
+  SG_CHECK(!c.decide_with_siblings);
   SG_CHECK(c.tick == 0.25 && c.time_budget == 0);
   SG_CHECK_EQ_INT(c.seed, 1);
   SG_CHECK_EQ_INT(c.iterations, 10);
@@ -731,6 +733,9 @@ static void test_check(void) {
       {"--decide-at-validation=0.5", NULL, "decide-at-validation: expected 0"},
       {"--cutoff-detach", NULL, "cutoff-detach: needs a cutoff"},
       {"--cutoff-detach", "--cutoff=0", "cutoff-detach: needs a cutoff"},
+      {"--decide-with-siblings", NULL, "decide-with-siblings: needs decide-at-validation"},
+      {"--decide-with-siblings", "--decide-at-validation=0",
+       "decide-with-siblings: needs decide-at-validation"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sg_run_config_init(&c);
