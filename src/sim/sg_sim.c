@@ -692,6 +692,7 @@ static void finish_stats(sim *s) {
     r->forks_idle += cs.forks_by_reason[SG_REASON_FORK_IDLE];
     r->detached += cs.detached;
     r->detached_answers += cs.detached_answers;
+    r->sibling_waits += cs.sibling_waits;
     const sg_history *h = sg_controller_history(s->wf[w].ctl);
     const sg_kernel *k = h->best_id ? sg_history_get(h, h->best_id) : NULL;
     /* A workflow that never profiled a kernel keeps the reference: 1.0

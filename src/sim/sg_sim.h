@@ -91,6 +91,8 @@ typedef struct sg_sim_result {
   uint64_t forks_trigger, forks_idle; /* by the controller's reason */
   uint64_t detached, detached_answers; /* mains a cutoff left running, and
                                     those that gave an answer (cutoff_detach) */
+  uint64_t sibling_waits;        /* kernels accepted at validation that
+                                    waited for siblings (decide_with_siblings) */
   uint64_t main_gens;
   uint64_t gens_cancelled, gens_failed;
   double main_gen_s;             /* summed duration of completed main gens */

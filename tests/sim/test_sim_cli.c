@@ -84,6 +84,8 @@ static void json_has_the_documented_fields(void) {
     SG_CHECK(json_is_integer(json_object_get(c, "detached")));
     SG_CHECK_EQ_INT(json_integer_value(json_object_get(c, "detached")), 0);
     SG_CHECK_EQ_INT(json_integer_value(json_object_get(c, "detached_answers")), 0);
+    SG_CHECK(json_is_integer(json_object_get(c, "sibling_waits")));
+    SG_CHECK_EQ_INT(json_integer_value(json_object_get(c, "sibling_waits")), 0);
     SG_CHECK(json_is_number(json_object_get(c, "best_speedup")));
     double x = json_real_value(json_object_get(c, "e2e_speedup_vs_baseline"));
     if (i == 0)

@@ -265,6 +265,11 @@ static void beyond_the_paper_configs(void) {
   sg_sim_result det = run(&longer, "full+cutoff+detach");
   check_invariants(&longer, &det);
   SG_CHECK_EQ_INT(cut.detached, 0);
+  /* a kernel accepted at validation waits for its siblings only where asked */
+  sg_sim_result vdl = run(&longer, "full+vd"), vds = run(&longer, "full+vds");
+  check_invariants(&longer, &vds);
+  SG_CHECK_EQ_INT(vdl.sibling_waits, 0);
+  SG_CHECK_MSG(vds.sibling_waits > 0, "%llu waits", (unsigned long long)vds.sibling_waits);
   SG_CHECK_MSG(det.detached > 0 && det.detached_answers > 0 &&
                    det.detached_answers <= det.detached,
                "%llu detached, %llu answers", (unsigned long long)det.detached,
