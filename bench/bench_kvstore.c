@@ -337,16 +337,23 @@ int main(int argc, char **argv) {
   int reps = 50;
   size_t fill = 1024 * MiB, max_size = 32 * MiB;
   sg_err err;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--device"))
+  /* every flag takes a value: a lone or unknown one is a usage error */
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 < argc && !strcmp(argv[i], "--device")) {
       device = argv[i + 1];
-    else if (!strcmp(argv[i], "--reps"))
+    } else if (i + 1 < argc && !strcmp(argv[i], "--reps")) {
       reps = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--fill") && sg_size_parse(argv[i + 1], &fill, &err) < 0)
-      die("--fill", err.msg);
-    else if (!strcmp(argv[i], "--max-size") &&
-             sg_size_parse(argv[i + 1], &max_size, &err) < 0)
-      die("--max-size", err.msg);
+    } else if (i + 1 < argc && !strcmp(argv[i], "--fill")) {
+      if (sg_size_parse(argv[i + 1], &fill, &err) < 0)
+        die("--fill", err.msg);
+    } else if (i + 1 < argc && !strcmp(argv[i], "--max-size")) {
+      if (sg_size_parse(argv[i + 1], &max_size, &err) < 0)
+        die("--max-size", err.msg);
+    } else {
+      fprintf(stderr, "usage: bench_kvstore [--device host|cuda:N] [--reps N] [--fill SIZE] "
+                      "[--max-size SIZE]\n");
+      return 2;
+    }
   }
   if (reps < 2)
     reps = 2;

@@ -127,21 +127,23 @@ int main(int argc, char **argv) {
   int reps = 3;
   const char *iterations = "3", *speed = "60", *tasks = "hinge_loss,diag_matmul",
              *devices = "cpu:0-1", *policy = NULL;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--specgen") == 0) {
+  /* every flag takes a value: a lone or unknown one is a usage error (not
+   * a whole benchmark run on the defaults) */
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 < argc && strcmp(argv[i], "--specgen") == 0) {
       free(specgen);
       specgen = sg_strdup(argv[i + 1]);
-    } else if (strcmp(argv[i], "--reps") == 0) {
+    } else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0) {
       reps = atoi(argv[i + 1]);
-    } else if (strcmp(argv[i], "--iterations") == 0) {
+    } else if (i + 1 < argc && strcmp(argv[i], "--iterations") == 0) {
       iterations = argv[i + 1];
-    } else if (strcmp(argv[i], "--speed") == 0) {
+    } else if (i + 1 < argc && strcmp(argv[i], "--speed") == 0) {
       speed = argv[i + 1];
-    } else if (strcmp(argv[i], "--tasks") == 0) {
+    } else if (i + 1 < argc && strcmp(argv[i], "--tasks") == 0) {
       tasks = argv[i + 1];
-    } else if (strcmp(argv[i], "--devices") == 0) {
+    } else if (i + 1 < argc && strcmp(argv[i], "--devices") == 0) {
       devices = argv[i + 1];
-    } else if (strcmp(argv[i], "--policy") == 0) {
+    } else if (i + 1 < argc && strcmp(argv[i], "--policy") == 0) {
       policy = argv[i + 1];
     } else {
       fprintf(stderr, "usage: bench_run [--specgen PATH] [--reps N] [--iterations N] "
