@@ -419,14 +419,11 @@ static void test_spec_on_forks(void) {
   free(dir);
 }
 
-/* --cutoff-detach: a main generation a cutoff ends is not cancelled. It
- * finishes while a later iteration runs, and its kernel joins that
- * iteration as a main candidate. Once 8 forks have validated, a cutoff of
- * 0.3 fires in one to four of the remaining iterations (seen in runs of
- * 20 on a loaded machine); at the default tick a cut iteration lasts long
- * enough for the detached main (about a second) to finish in the run. */
-static void test_cutoff_detach(void) {
-  char *dir = tmp_dir();
+/* One run of test_cutoff_detach's campaign into dir: how many iterations
+ * a cutoff ended, how many main generations completed after their own
+ * iteration had ended, and how many of those gave a main candidate. */
+static void cutoff_detach_run(const char *dir, int *cutoffs, int *late_mains,
+                              int *late_candidates) {
   const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
                         "--iterations", "24", "--out", dir, "--json", "--cutoff", "0.3",
                         "--cutoff-detach", "--server-speed", "3000", "--runs", "3",
@@ -437,7 +434,8 @@ static void test_cutoff_detach(void) {
   json_t *evs = events_of(&p);
   /* walk the events: the iterations ended so far, and each main generation
    * that completed after its own iteration had ended (cutoff) */
-  int cutoffs = 0, late_mains = 0, late_candidates = 0, ended = 0;
+  int ended = 0;
+  *cutoffs = *late_mains = *late_candidates = 0;
   bool after_late = false;
   size_t i;
   const json_t *ev;
@@ -447,33 +445,57 @@ static void test_cutoff_detach(void) {
       continue;
     if (strcmp(name, "iteration_end") == 0) {
       ended = (int)json_integer_value(json_object_get(ev, "iteration"));
-      cutoffs += strcmp(json_string_value(json_object_get(ev, "reason")), "cutoff") == 0;
+      *cutoffs += strcmp(json_string_value(json_object_get(ev, "reason")), "cutoff") == 0;
     } else if (strcmp(name, "generation") == 0) {
       const char *kind = json_string_value(json_object_get(ev, "kind"));
       int it = (int)json_integer_value(json_object_get(ev, "iteration"));
       after_late = strcmp(kind, "main") == 0 && it <= ended &&
                    strcmp(json_string_value(json_object_get(ev, "outcome")), "completed") == 0;
-      late_mains += after_late;
+      *late_mains += after_late;
       continue;
     } else if (strcmp(name, "candidate") == 0 && after_late) {
-      late_candidates +=
+      *late_candidates +=
           strcmp(json_string_value(json_object_get(ev, "origin")), "main") == 0;
     }
     after_late = false;
   }
-  SG_CHECK_MSG(cutoffs >= 1, "%d cutoffs", cutoffs);
+  json_decref(evs);
+  proc_free(&p);
+}
+
+/* --cutoff-detach: a main generation a cutoff ends is not cancelled. It
+ * finishes while a later iteration runs, and its kernel joins that
+ * iteration as a main candidate. Once 8 forks have validated, a cutoff of
+ * 0.3 fires in some of the remaining iterations; a cut iteration lasts
+ * long enough for the detached main (about a second) to finish in the run.
+ * Where the cutoff fires depends on timing (a fork or an evaluation in
+ * flight holds it off, and one in the last iteration detaches nothing): on
+ * a loaded machine a run of 24 iterations was seen to cut only its last.
+ * So up to four runs, until one shows a detached main's answer. */
+static void test_cutoff_detach(void) {
+  char *dir = NULL, seen[512] = "";
+  int cutoffs = 0, late_mains = 0, late_candidates = 0;
+  for (int attempt = 1; attempt <= 4 && late_mains == 0; attempt++) {
+    if (dir != NULL) {
+      sg_err e;
+      sg_rm_rf(dir, &e);
+      free(dir);
+    }
+    dir = tmp_dir();
+    cutoff_detach_run(dir, &cutoffs, &late_mains, &late_candidates);
+    size_t n = strlen(seen);
+    snprintf(seen + n, sizeof seen - n, " run %d: %d cutoffs, %d mains completed late;",
+             attempt, cutoffs, late_mains);
+  }
   SG_CHECK_MSG(late_mains >= 1 && late_candidates == late_mains,
-               "%d mains completed after their iteration, %d of them gave a candidate",
-               late_mains, late_candidates);
-  /* in the store: those mains outlived their iteration; no main of a
-   * cut-off iteration was cancelled at its end, and none is left open */
+               "%d of the late mains gave a candidate;%s", late_candidates, seen);
+  /* in the store: those mains outlived their iteration, and no generation
+   * is left open */
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations g JOIN iterations i ON "
                        "g.iteration_id = i.id WHERE i.end_reason = 'cutoff' AND "
                        "g.kind = 'main' AND g.outcome = 'completed' AND "
                        "g.ended_us > i.ended_us") >= 1);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE ended_us IS NULL") == 0);
-  json_decref(evs);
-  proc_free(&p);
   sg_err e;
   sg_rm_rf(dir, &e);
   free(dir);
