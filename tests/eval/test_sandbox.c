@@ -712,13 +712,18 @@ static void result_then(const char *rest, char *cmd, size_t cap) {
            rest);
 }
 
-/* Limits with end_at_result, and a program that closes its result, then
- * sleeps for 30 s. */
-static void result_then_sleep(sg_sandbox_limits *lim, char *cmd, size_t cap) {
+/* Limits with end_at_result, for a shell program that may spawn. */
+static void end_at_result_limits(sg_sandbox_limits *lim) {
   limits(lim);
   lim->wall_s = 60;
   lim->forbid_spawn = false;
   lim->end_at_result = true;
+}
+
+/* Limits with end_at_result, and a program that closes its result, then
+ * sleeps for 30 s. */
+static void result_then_sleep(sg_sandbox_limits *lim, char *cmd, size_t cap) {
+  end_at_result_limits(lim);
   result_then("exec sleep 30", cmd, cap);
 }
 
@@ -759,10 +764,7 @@ static void test_end_at_result_lets_the_program_end(void) {
   char *dir = sg_asprintf("/tmp/sg-linger-%d", (int)getpid());
   SG_CHECK(mkdir(dir, 0700) == 0);
   sg_sandbox_limits lim;
-  limits(&lim);
-  lim.wall_s = 60;
-  lim.forbid_spawn = false;
-  lim.end_at_result = true;
+  end_at_result_limits(&lim);
   char rest[512], cmd[768];
   snprintf(rest, sizeof rest,
            "sleep 30 & echo $! > %s/straggler; sleep 0.3; echo done > %s/ended", dir, dir);
@@ -798,10 +800,7 @@ static void test_end_at_result_lets_the_program_end(void) {
 static void test_end_at_result_seen_with_the_callers_descriptor(void) {
   char *flag = sg_asprintf("/tmp/sg-closed-%d", (int)getpid());
   sg_sandbox_limits lim;
-  limits(&lim);
-  lim.wall_s = 60;
-  lim.forbid_spawn = false;
-  lim.end_at_result = true;
+  end_at_result_limits(&lim);
   char rest[256], cmd[512];
   snprintf(rest, sizeof rest, "touch %s; exec sleep 30", flag);
   result_then(rest, cmd, sizeof cmd);
