@@ -98,6 +98,13 @@ struct sg_controller {
   gen det;                   /* sg_ctl_opts.cutoff_detach: a main of an
                                 ended iteration still generating (live),
                                 its answer text only */
+  gen ahead;                 /* sg_ctl_opts.next_ahead: the next
+                                iteration's main, started early (id 0:
+                                none); not live once it finished */
+  uint64_t ahead_base;       /* the best kernel when its prompt was made */
+  int ahead_trigger;         /* the class of the last trigger its text
+                                held while ahead, -1 none */
+  sg_prompt ahead_prompt;
 };
 
 const char *sg_ctl_state_name(sg_ctl_state s) {
@@ -180,20 +187,25 @@ static sg_ctl_action *emit(sg_controller *c, sg_ctl_actions *out,
   return a;
 }
 
-/* O(1): new_gen gives consecutive ids and appends, and free_gens empties
- * the array at each iteration's end, so this iteration's generation id sits
- * at index id - gens[0].id. A fork decision starts K generations, K the
- * pool's free capacity (hundreds in a pool of a thousand devices), and
- * every one of their events looks its generation up: a scan here made an
- * iteration cost O(K^2). */
+/* O(1) for the forks: new_gen gives consecutive ids and appends (a main
+ * started ahead takes an id among them and leaves a hole, see
+ * start_ahead), and free_gens empties the array at each iteration's end,
+ * so a fork's id sits at index nmain + id - gens[nmain].id. A fork
+ * decision starts K generations, K the pool's free capacity (hundreds in a
+ * pool of a thousand devices), and every one of their events looks its
+ * generation up: a scan here made an iteration cost O(K^2). The mains (one,
+ * or a plan's few) are scanned: an adopted main's id is older. */
 static gen *find_gen(sg_controller *c, uint64_t id) {
-  if (c->ngens == 0 || id < c->gens[0].id)
+  for (size_t i = 0; i < c->nmain; i++)
+    if (c->gens[i].id == id)
+      return &c->gens[i];
+  if (c->ngens == c->nmain || id < c->gens[c->nmain].id)
     return NULL;
-  uint64_t i = id - c->gens[0].id;
-  if (i >= c->ngens)
+  uint64_t i = id - c->gens[c->nmain].id;
+  if (i >= c->ngens - c->nmain)
     return NULL;
-  assert(c->gens[i].id == id);
-  return &c->gens[i];
+  assert(c->gens[c->nmain + i].id == id);
+  return &c->gens[c->nmain + i];
 }
 
 /* A generation stops generating (finished, failed or cancelled). */
@@ -206,12 +218,24 @@ static void gen_stopped(sg_controller *c, gen *g) {
   }
 }
 
-static gen *new_gen(sg_controller *c, sg_gen_kind kind, size_t prompt_index) {
+static gen *append_gen(sg_controller *c) {
   if (c->ngens == c->capgens) {
     c->capgens = c->capgens ? c->capgens * 2 : 8;
     c->gens = sg_realloc(c->gens, c->capgens * sizeof *c->gens);
   }
-  gen *g = &c->gens[c->ngens++];
+  return &c->gens[c->ngens++];
+}
+
+static void gen_init_bufs(sg_controller *c, gen *g) {
+  sg_buf_init(&g->content, c->o.max_text_bytes);
+  if (g->kind == SG_GEN_MAIN) {
+    sg_buf_init(&g->reasoning, c->o.max_text_bytes);
+    g->scanner = sg_scanner_new(&c->o.scanner);
+  }
+}
+
+static gen *new_gen(sg_controller *c, sg_gen_kind kind, size_t prompt_index) {
+  gen *g = append_gen(c);
   memset(g, 0, sizeof *g);
   g->id = ++c->next_gen;
   g->kind = kind;
@@ -223,11 +247,7 @@ static gen *new_gen(sg_controller *c, sg_gen_kind kind, size_t prompt_index) {
   } else {
     c->nlive_forks++;
   }
-  sg_buf_init(&g->content, c->o.max_text_bytes);
-  if (kind == SG_GEN_MAIN) {
-    sg_buf_init(&g->reasoning, c->o.max_text_bytes);
-    g->scanner = sg_scanner_new(&c->o.scanner);
-  }
+  gen_init_bufs(c, g);
   return g;
 }
 
@@ -266,6 +286,23 @@ static void detach(sg_controller *c, gen *g) {
   g->live = false;
   c->st.detached++;
 }
+
+/* The main generation started ahead with this id, if any (live or
+ * finished). */
+static gen *find_ahead(sg_controller *c, uint64_t id) {
+  return c->ahead.id != 0 && c->ahead.id == id ? &c->ahead : NULL;
+}
+
+static void ahead_free(sg_controller *c) {
+  sg_buf_free(&c->ahead.content);
+  sg_buf_free(&c->ahead.reasoning);
+  sg_scanner_free(c->ahead.scanner);
+  memset(&c->ahead, 0, sizeof c->ahead);
+  c->ahead_trigger = -1;
+}
+
+/* The main started ahead is not needed: cancelled if it still generates. */
+static void ahead_drop(sg_controller *c, sg_ctl_actions *out);
 
 static cand_state cand_get(const sg_controller *c, uint64_t id) {
   if (id == 0 || id > c->hist.n)
@@ -311,6 +348,7 @@ static void workflow_done(sg_controller *c, int64_t now_us,
                           sg_ctl_reason reason, sg_ctl_actions *out) {
   ctl_set_state(c, SG_CTL_DONE);
   free_gens(c);
+  ahead_drop(c, out);
   if (c->det.live) {
     sg_ctl_action *a = emit(c, out, SG_CACT_CANCEL_GEN);
     a->u.cancel.gen = c->det.id;
@@ -335,9 +373,47 @@ static sg_ctl_reason budget_spent(const sg_controller *c, int64_t now_us,
   return SG_REASON__COUNT;
 }
 
+static void take_candidate(sg_controller *c, gen *g, const char *text,
+                           size_t len, sg_ctl_actions *out);
+static int maybe_fallback(sg_controller *c, int64_t now_us,
+                          sg_ctl_actions *out, sg_err *err);
+static void fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
+                      sg_ctl_reason reason, int trigger, int64_t now_us,
+                      sg_ctl_actions *out);
+
+/* sg_ctl_opts.next_ahead: the main started ahead becomes this iteration's
+ * main, with the reasoning (or the answer) it has. */
+static int adopt_ahead(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
+                       sg_err *err) {
+  c->plan.n = 1;
+  c->plan.prompts[0] = c->ahead_prompt;
+  ctl_set_state(c, SG_CTL_GENERATING);
+  c->iter_first_kernel = c->hist.n;
+  c->iter_forks = 0;
+  gen *m = append_gen(c);
+  *m = c->ahead; /* its buffers move */
+  c->nmain = 1;
+  int trigger = c->ahead_trigger;
+  memset(&c->ahead, 0, sizeof c->ahead);
+  c->ahead_trigger = -1;
+  c->st.ahead_adopted++;
+  if (!m->live) { /* it finished while ahead: its answer is the candidate */
+    take_candidate(c, m, sg_buf_str(&m->content), m->content.len, out);
+    return maybe_fallback(c, now_us, out, err);
+  }
+  if (trigger >= 0) /* the text it wrote ahead holds a trigger: fork now */
+    fork_from(c, m, m->reasoning.len, SG_REASON_FORK_TRIGGER, trigger, now_us, out);
+  return 0;
+}
+
 static int start_iteration(sg_controller *c, int64_t now_us,
                            sg_ctl_actions *out, sg_err *err) {
   assert(c->ngens == 0);
+  if (c->ahead.id != 0) {
+    if (c->hist.best_id == c->ahead_base)
+      return adopt_ahead(c, now_us, out, err);
+    ahead_drop(c, out); /* asked to refine a kernel that is no longer the best */
+  }
   int rc = sg_search_next(c->o.search, &c->hist, c->iteration, &c->plan, err);
   if (rc < 0) {
     workflow_done(c, now_us, SG_REASON_SEARCH_FAILED, out);
@@ -417,6 +493,61 @@ static int end_iteration(sg_controller *c, int64_t now_us,
     return 0;
   }
   return start_iteration(c, now_us, out, err);
+}
+
+static void ahead_drop(sg_controller *c, sg_ctl_actions *out) {
+  if (c->ahead.id == 0)
+    return;
+  if (c->ahead.live) {
+    sg_ctl_action *a = emit(c, out, SG_CACT_CANCEL_GEN);
+    a->u.cancel.gen = c->ahead.id;
+    a->u.cancel.ahead = true;
+  }
+  ahead_free(c);
+}
+
+/* sg_ctl_opts.next_ahead: a candidate of this iteration went to
+ * validation, so the iteration may end soon; the next one's main starts
+ * now on the prompt the search gives for it now (with refine: the best
+ * kernel so far). Its id is one of this iteration's: a hole in gens[]
+ * (dead, no parent: no fork's sibling) keeps the forks' ids consecutive
+ * for find_gen. */
+static void start_ahead(sg_controller *c, sg_ctl_actions *out) {
+  if (!c->o.next_ahead || c->ahead.id != 0 ||
+      (c->state != SG_CTL_GENERATING && c->state != SG_CTL_FALLBACK))
+    return;
+  if (c->o.max_iterations > 0 && c->st.iterations + 1 >= c->o.max_iterations)
+    return; /* no iteration follows */
+  if (c->hist.best_id == 0)
+    return; /* the first kernel accepted will be the best: one started now
+               would be cancelled for it */
+  sg_search_plan plan;
+  sg_err e;
+  sg_err_clear(&e);
+  if (sg_search_next(c->o.search, &c->hist, c->iteration + 1, &plan, &e) < 0 ||
+      plan.n != 1)
+    return; /* the iteration's own start will ask again, and report */
+  c->ahead_prompt = plan.prompts[0];
+  c->ahead_base = c->hist.best_id;
+  c->ahead_trigger = -1;
+  gen *g = &c->ahead;
+  memset(g, 0, sizeof *g);
+  g->id = ++c->next_gen;
+  g->kind = SG_GEN_MAIN;
+  g->live = true;
+  gen_init_bufs(c, g);
+  gen *hole = append_gen(c);
+  memset(hole, 0, sizeof *hole);
+  hole->id = g->id;
+  hole->kind = SG_GEN_SPEC;
+  sg_ctl_action *a = emit(c, out, SG_CACT_START_GEN);
+  a->iteration = c->iteration + 1;
+  a->u.start.gen = g->id;
+  a->u.start.kind = SG_GEN_MAIN;
+  a->u.start.thinking = true;
+  a->u.start.prompt_index = 0;
+  a->u.start.prompt = &c->ahead_prompt;
+  c->st.ahead_started++;
 }
 
 /* Fallback (Algorithm 1, step 6): every main generation resolved. */
@@ -548,7 +679,9 @@ static void count_usage(sg_controller *c, gen *g, const sg_usage *u) {
 
 static void on_chunk(sg_controller *c, const sg_ctl_event *ev,
                      sg_ctl_actions *out) {
-  gen *g = find_gen(c, ev->u.chunk.gen);
+  gen *g = find_ahead(c, ev->u.chunk.gen);
+  if (g == NULL)
+    g = find_gen(c, ev->u.chunk.gen);
   if (g == NULL)
     g = find_detached(c, ev->u.chunk.gen);
   if (g == NULL || !g->live)
@@ -565,6 +698,11 @@ static void on_chunk(sg_controller *c, const sg_ctl_event *ev,
   trig_seen ts = {false, 0, -1};
   sg_scanner_feed(g->scanner, ev->u.chunk.reasoning,
                   ev->u.chunk.reasoning_len, on_trigger, &ts);
+  if (g == &c->ahead) { /* no forks before its iteration: remember */
+    if (ts.any)
+      c->ahead_trigger = ts.cls;
+    return;
+  }
   if (ts.any)
     fork_from(c, g, ts.offset, SG_REASON_FORK_TRIGGER, ts.cls, ev->now_us,
               out);
@@ -594,6 +732,7 @@ static void take_candidate(sg_controller *c, gen *g, const char *text,
   a->u.submit.phase = SG_PHASE_VALIDATE;
   a->u.submit.source = k->source;
   a->u.submit.source_len = k->source_len;
+  start_ahead(c, out);
 }
 
 /* A generation's answer: its candidate is extracted and submitted. A main
@@ -602,7 +741,19 @@ static void take_candidate(sg_controller *c, gen *g, const char *text,
  * is still being evaluated then, like any of the iteration's). */
 static int on_finished(sg_controller *c, const sg_ctl_event *ev,
                        sg_ctl_actions *out, sg_err *err) {
-  gen *g = find_detached(c, ev->u.finished.gen);
+  gen *g = find_ahead(c, ev->u.finished.gen);
+  if (g != NULL) { /* its answer waits for its iteration */
+    if (!g->live)
+      return 0;
+    g->live = false;
+    count_usage(c, g, &ev->u.finished.usage);
+    if (ev->u.finished.text != NULL) {
+      sg_buf_reset(&g->content);
+      sg_buf_append(&g->content, ev->u.finished.text, ev->u.finished.len);
+    }
+    return 0;
+  }
+  g = find_detached(c, ev->u.finished.gen);
   bool detached = g != NULL;
   if (!detached)
     g = find_gen(c, ev->u.finished.gen);
@@ -630,6 +781,14 @@ static int on_finished(sg_controller *c, const sg_ctl_event *ev,
 
 static int on_failed(sg_controller *c, const sg_ctl_event *ev,
                      sg_ctl_actions *out, sg_err *err) {
+  gen *ag = find_ahead(c, ev->u.failed.gen);
+  if (ag != NULL) { /* gone: the next iteration starts as usual */
+    if (ag->live) {
+      count_usage(c, ag, &ev->u.failed.usage);
+      ahead_free(c);
+    }
+    return 0;
+  }
   if (find_detached(c, ev->u.failed.gen)) {
     count_usage(c, &c->det, &ev->u.failed.usage);
     detached_free(c);
@@ -887,6 +1046,10 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   if (o->cutoff_detach && o->cutoff <= 0)
     return sg_err_set(err, SG_EINVAL, "controller: cutoff_detach needs a cutoff "
                       "(cutoff > 0)");
+  if (o->next_ahead && strcmp(sg_search_name(o->search), "refine") != 0)
+    return sg_err_set(err, SG_EINVAL, "controller: next_ahead needs the refine search "
+                      "(its next prompt refines the best kernel), not %s",
+                      sg_search_name(o->search));
   if (o->decide_with_siblings && o->decide_at_validation <= 0)
     return sg_err_set(err, SG_EINVAL, "controller: decide_with_siblings needs "
                       "decide_at_validation");
@@ -905,6 +1068,7 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   sg_controller *c = sg_calloc(1, sizeof *c);
   c->o = *o;
   c->state = SG_CTL_NEW;
+  c->ahead_trigger = -1;
   sg_history_init(&c->hist);
   *out = c;
   return 0;
@@ -915,6 +1079,7 @@ void sg_controller_free(sg_controller *c) {
     return;
   free_gens(c);
   detached_free(c);
+  ahead_free(c);
   free(c->gens);
   free(c->cand);
   sg_history_free(&c->hist);

@@ -184,6 +184,9 @@ typedef struct sg_ctl_action {
     } start;
     struct {                   /* CANCEL_GEN */
       uint64_t gen;
+      bool ahead;              /* a main started ahead for the next
+                                  iteration (next_ahead): not its
+                                  iteration's reasoning cut short */
     } cancel;
     struct {                   /* SUBMIT_EVAL */
       uint64_t candidate;
@@ -277,6 +280,23 @@ typedef struct sg_ctl_opts {
                               the fastest of them at validation is
                               accepted: their tokens are spent already,
                               and one draw is a poor pick of several */
+  bool next_ahead;         /* with the refine search: when a candidate of
+                              the iteration is submitted for validation
+                              and a best kernel exists (one at a time, not
+                              in the budget's last iteration), the next
+                              iteration's main generation starts
+                              at once (START_GEN with the next iteration's
+                              number), on the prompt the search gives now.
+                              It only generates (no forks) until the
+                              iteration ends; then, if the best kernel is
+                              the one it was asked to refine, it becomes
+                              the next iteration's main with the reasoning
+                              it has (forking from it at once if its text
+                              held a trigger), else it is cancelled and the
+                              next iteration starts as usual. The wait for
+                              the winner's evaluation overlaps the next
+                              reasoning; tokens are lost only when the best
+                              kernel changed */
   sg_scanner_opts scanner; /* the trigger scanner's options */
   /* Budgets; 0: unlimited. */
   uint32_t max_iterations;
@@ -364,6 +384,8 @@ typedef struct sg_ctl_stats {
   uint64_t candidates, validated_ok, profiled;
   uint32_t detached;             /* mains a cutoff left running detached */
   uint32_t detached_answers;     /* of those, finished with an answer */
+  uint32_t ahead_started;        /* next_ahead: mains started ahead */
+  uint32_t ahead_adopted;        /* of those, the next iteration's main */
   uint64_t prompt_tokens, completion_tokens, cached_tokens;
   int64_t start_us, end_us;      /* end_us 0 until DONE */
 } sg_ctl_stats;

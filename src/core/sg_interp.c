@@ -297,7 +297,7 @@ static void apply_ctl(sg_interp *it, uint32_t w) {
     case SG_CACT_CANCEL_GEN: {
       bool was_main = false;
       op_result(it, ops->gen_cancel(d, w, a->u.cancel.gen, &was_main));
-      f->main_cancelled |= was_main;
+      f->main_cancelled |= was_main && !a->u.cancel.ahead; /* not its iteration's */
       break;
     }
     case SG_CACT_SUBMIT_EVAL:

@@ -622,6 +622,222 @@ static void vd_off(sg_ctl_opts *o) { o->decide_at_validation = 0; }
 static void vd1(sg_ctl_opts *o) { o->decide_at_validation = 1; }
 static void vd2(sg_ctl_opts *o) { o->decide_at_validation = 2; }
 
+static void ahead10(sg_ctl_opts *o) {
+  o->next_ahead = true;
+  o->max_iterations = 10;
+}
+
+/* The first START_GEN of this kind in the last batch, or NULL. */
+static const sg_ctl_action *started(const fx *f, sg_gen_kind kind) {
+  for (size_t i = 0; i < f->a.n; i++)
+    if (f->a.v[i].type == SG_CACT_START_GEN && f->a.v[i].u.start.kind == kind)
+      return &f->a.v[i];
+  return NULL;
+}
+
+/* A fork from a fresh trigger writes a kernel: its candidate goes to
+ * validation (and, with next_ahead, the next main may start). */
+static uint64_t fork_submitted(fx *f, const char *text) {
+  uint64_t g = fork_on(f, text);
+  finish(f, g, CODE);
+  uint64_t cand = submitted(f, SG_PHASE_VALIDATE);
+  SG_CHECK(cand != 0);
+  return cand;
+}
+
+/* next_ahead: the first candidate of an iteration sent to validation,
+ * once a best kernel exists, starts the next iteration's main (START_GEN
+ * main with the next iteration's number), once; it forks nothing while ahead, and forks
+ * started after it are still found by id. The iteration ends: if the best
+ * kernel changed, it is cancelled (flagged as ahead) and a new main
+ * starts; if not, it is the next iteration's main with no START_GEN, and
+ * forks at once from the trigger its text held. */
+static void test_next_ahead(void) {
+  fx f;
+  fx_init(&f, "first-valid", ahead10);
+  /* no best kernel yet: the first one accepted will be, so none starts */
+  uint64_t c0 = fork_submitted(&f, PHRASE);
+  SG_CHECK(started(&f, SG_GEN_MAIN) == NULL);
+  eval(&f, c0, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.0);
+  eval(&f, c0, SG_PHASE_PROFILE, SG_EVAL_OK, 1.0);
+  f.main_gen = started(&f, SG_GEN_MAIN)->u.start.gen;
+  uint64_t c1 = fork_submitted(&f, PHRASE);
+  const sg_ctl_action *s = started(&f, SG_GEN_MAIN);
+  SG_CHECK(s != NULL && s->iteration == 2 && s->u.start.thinking && s->u.start.prompt != NULL);
+  SG_CHECK_EQ_INT(s->u.start.prompt->base_kernel, c0); /* the best so far */
+  uint64_t a1 = s->u.start.gen;
+  SG_CHECK_EQ_INT(sg_controller_iteration(f.c), 1);
+  set_cap(&f, 4, 4);
+  chunk(&f, a1, DESIGN, NULL, 5); /* a trigger, but no fork while ahead */
+  tick(&f, 4, 4);
+  for (size_t i = 0; i < f.a.n; i++)
+    SG_CHECK(f.a.v[i].type != SG_CACT_START_GEN || f.a.v[i].u.start.parent_gen != a1);
+  eval(&f, c1, SG_PHASE_VALIDATE, SG_EVAL_COMPILE_ERROR, NAN); /* the iteration goes on */
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  uint64_t c2 = fork_submitted(&f, FILLER DESIGN); /* a fork after the ahead main's id */
+  SG_CHECK(started(&f, SG_GEN_MAIN) == NULL); /* one ahead at a time */
+  eval(&f, c2, SG_PHASE_VALIDATE, SG_EVAL_OK, 2.0);
+  eval(&f, c2, SG_PHASE_PROFILE, SG_EVAL_OK, 2.0);
+  /* accepted, a new best: the main started ahead refines the wrong one */
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  const sg_ctl_action *cancel = NULL;
+  for (int i = 0; (cancel = act(&f, SG_CACT_CANCEL_GEN, i)) != NULL; i++)
+    if (cancel->u.cancel.gen == a1)
+      break;
+  SG_CHECK(end != NULL && cancel != NULL && cancel->u.cancel.ahead && cancel > end);
+  for (int i = 0; act(&f, SG_CACT_CANCEL_GEN, i) != NULL; i++)
+    SG_CHECK(act(&f, SG_CACT_CANCEL_GEN, i)->u.cancel.ahead ==
+             (act(&f, SG_CACT_CANCEL_GEN, i)->u.cancel.gen == a1));
+  s = started(&f, SG_GEN_MAIN);
+  SG_CHECK(s != NULL && s->iteration == 2 && s->u.start.gen != a1 &&
+           s->u.start.prompt->base_kernel == c2);
+  f.main_gen = s->u.start.gen;
+  chunk(&f, a1, FILLER, NULL, 5); /* the cancelled one's events are ignored */
+  finish(&f, a1, CODE);
+  SG_CHECK_EQ_INT(f.a.n, 0);
+
+  /* iteration 2: ahead on the best (c2); the accepted kernel is slower,
+   * so the best stands and the ahead main is adopted */
+  uint64_t c3 = fork_submitted(&f, PHRASE);
+  s = started(&f, SG_GEN_MAIN);
+  SG_CHECK(s != NULL && s->iteration == 3 && s->u.start.prompt->base_kernel == c2);
+  uint64_t a2 = s->u.start.gen;
+  chunk(&f, a2, FILLER DESIGN, NULL, 5);
+  eval(&f, c3, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.0);
+  eval(&f, c3, SG_PHASE_PROFILE, SG_EVAL_OK, 1.0);
+  end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_EARLY);
+  SG_CHECK(started(&f, SG_GEN_MAIN) == NULL);
+  for (int i = 0; act(&f, SG_CACT_CANCEL_GEN, i) != NULL; i++)
+    SG_CHECK(act(&f, SG_CACT_CANCEL_GEN, i)->u.cancel.gen != a2);
+  const sg_ctl_action *fk = started(&f, SG_GEN_SPEC);
+  SG_CHECK(fk != NULL && fk->u.start.parent_gen == a2 && fk > end &&
+           fk->u.start.prefix_len == strlen(FILLER DESIGN) && fk->iteration == 3);
+  SG_CHECK_EQ_INT(sg_controller_iteration(f.c), 3);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.ahead_started, 2);
+  SG_CHECK_EQ_INT(st.ahead_adopted, 1);
+  /* it is this iteration's main now: its text forks, its answer is a main's */
+  f.main_gen = a2;
+  uint64_t fk2 = fork_on(&f, PHRASE);
+  SG_CHECK(fk2 != 0);
+  finish(&f, a2, CODE);
+  uint64_t c4 = submitted(&f, SG_PHASE_VALIDATE);
+  const sg_kernel *k = sg_history_get(sg_controller_history(f.c), c4);
+  SG_CHECK(k != NULL && k->origin == SG_GEN_MAIN && k->gen == a2 && k->iteration == 3);
+  uint64_t a3 = started(&f, SG_GEN_MAIN)->u.start.gen;
+
+  /* the main started ahead finishes before its iteration: its answer is
+   * that iteration's candidate when it is adopted */
+  chunk(&f, a3, FILLER, NULL, 5);
+  finish(&f, a3, CODE);
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  eval(&f, c4, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.5);
+  eval(&f, c4, SG_PHASE_PROFILE, SG_EVAL_OK, 1.5);
+  SG_CHECK_EQ_INT(sg_controller_iteration(f.c), 4);
+  uint64_t c5 = submitted(&f, SG_PHASE_VALIDATE);
+  k = sg_history_get(sg_controller_history(f.c), c5);
+  SG_CHECK(k != NULL && k->gen == a3 && k->iteration == 4 && k->origin == SG_GEN_MAIN);
+  SG_CHECK(sg_controller_state(f.c) == SG_CTL_FALLBACK); /* its main is done */
+
+  /* one that fails while ahead: the next iteration starts a new main */
+  uint64_t a4 = started(&f, SG_GEN_MAIN)->u.start.gen; /* started by c5's submission */
+  fail_gen(&f, a4);
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  eval(&f, c5, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.2);
+  eval(&f, c5, SG_PHASE_PROFILE, SG_EVAL_OK, 1.2);
+  s = started(&f, SG_GEN_MAIN);
+  SG_CHECK(s != NULL && s->iteration == 5 && s->u.start.gen != a4);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 0);
+  f.main_gen = s->u.start.gen;
+
+  /* mains that fail end their iterations; the one started ahead is
+   * adopted in turn, then each iteration starts its own */
+  fork_submitted(&f, PHRASE);
+  uint64_t cur = f.main_gen, a5 = started(&f, SG_GEN_MAIN)->u.start.gen;
+  sg_ctl_event e = {.type = SG_CEV_GEN_FAILED};
+  e.u.failed.error = SG_EHTTP;
+  while (sg_controller_state(f.c) != SG_CTL_DONE) {
+    e.u.failed.gen = cur;
+    SG_CHECK_OK(ev(&f, &e), f.err);
+    const sg_ctl_action *n = started(&f, SG_GEN_MAIN);
+    cur = n != NULL ? n->u.start.gen : a5;
+  }
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.iterations, 10);
+  SG_CHECK_EQ_INT(st.ahead_adopted, 3);
+  fx_free(&f);
+}
+
+/* No main starts ahead of an iteration that will not run, and the option
+ * needs the refine search. */
+static void ahead_last(sg_ctl_opts *o) {
+  o->next_ahead = true;
+  o->max_iterations = 2;
+}
+
+static void ahead_tokens(sg_ctl_opts *o) {
+  ahead10(o);
+  o->max_tokens = 1000;
+}
+
+static void test_next_ahead_limits(void) {
+  fx f;
+  fx_init(&f, "first-valid", ahead_last);
+  uint64_t first = fork_submitted(&f, PHRASE);
+  eval(&f, first, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.0);
+  eval(&f, first, SG_PHASE_PROFILE, SG_EVAL_OK, 1.0);
+  f.main_gen = started(&f, SG_GEN_MAIN)->u.start.gen; /* the last iteration */
+  fork_submitted(&f, PHRASE);
+  SG_CHECK(started(&f, SG_GEN_MAIN) == NULL);
+  fx_free(&f);
+
+  /* a budget spent: the workflow's end cancels it (flagged as ahead)
+   * before WORKFLOW_DONE; its tokens count */
+  fx_init(&f, "first-valid", ahead_tokens);
+  uint64_t c0 = fork_submitted(&f, PHRASE); /* a best kernel first */
+  eval(&f, c0, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.0);
+  eval(&f, c0, SG_PHASE_PROFILE, SG_EVAL_OK, 1.0);
+  f.main_gen = started(&f, SG_GEN_MAIN)->u.start.gen;
+  fork_submitted(&f, PHRASE);
+  const sg_ctl_action *s = started(&f, SG_GEN_MAIN);
+  SG_CHECK(s != NULL);
+  uint64_t a = s->u.start.gen;
+  chunk(&f, a, FILLER, NULL, 2000);
+  const sg_ctl_action *cancel = NULL;
+  for (int i = 0; (cancel = act(&f, SG_CACT_CANCEL_GEN, i)) != NULL; i++)
+    if (cancel->u.cancel.gen == a)
+      break;
+  const sg_ctl_action *done = act(&f, SG_CACT_WORKFLOW_DONE, 0);
+  SG_CHECK(cancel != NULL && cancel->u.cancel.ahead && done != NULL && cancel < done);
+  SG_CHECK(done->u.done.reason == SG_REASON_BUDGET_TOKENS);
+  fx_free(&f);
+
+  sg_termination_registry treg;
+  sg_search_registry sreg;
+  sg_termination *term;
+  sg_search *search;
+  sg_err err;
+  sg_err_clear(&err);
+  sg_termination_registry_init(&treg);
+  sg_search_registry_init(&sreg);
+  SG_CHECK_OK(sg_termination_new(&treg, "first-valid", &term, &err), err);
+  SG_CHECK_OK(sg_search_new(&sreg, "best-of-n:2", 7, &search, &err), err);
+  sg_ctl_opts o;
+  sg_ctl_opts_default(&o);
+  o.search = search;
+  o.termination = term;
+  o.language = "c";
+  o.next_ahead = true;
+  sg_controller *c = NULL;
+  SG_CHECK_EQ_INT(sg_controller_new(&o, &c, &err), SG_EINVAL);
+  SG_CHECK(strstr(err.msg, "next_ahead") != NULL && strstr(err.msg, "refine") != NULL);
+  SG_CHECK(c == NULL);
+  sg_termination_free(term);
+  sg_search_free(search);
+}
+
 /* Runs a fork from a fresh trigger to its validation at this speedup. */
 static uint64_t fork_validated(fx *f, double speedup) {
   uint64_t g = fork_on(f, PHRASE);
@@ -1078,7 +1294,7 @@ static void test_fallback_to_main_generation(void) {
   fork_on(&f, DESIGN); /* a second fork, still running at the end */
   /* the main generation finishes: no more forks from it */
   finish(&f, f.main_gen, CODE);
-  SG_CHECK(sg_controller_state(f.c) == SG_CTL_FALLBACK);
+  SG_CHECK(sg_controller_state(f.c) == SG_CTL_FALLBACK); /* its main is done */
   uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
   SG_CHECK(cm != 0);
   tick(&f, 4, 4);
@@ -1435,6 +1651,8 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_cutoff_detach_not_in_the_last_iteration),
              SG_TEST(test_decide_at_validation),
              SG_TEST(test_decide_with_siblings),
+             SG_TEST(test_next_ahead),
+             SG_TEST(test_next_ahead_limits),
              SG_TEST(test_restore_after_decide_at_validation),
              SG_TEST(test_many_forks_by_id),
              SG_TEST(test_fork_cost_linear_in_forks),

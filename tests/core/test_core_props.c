@@ -13,8 +13,9 @@
  * and at the end: every workflow finished, within its budgets, with none of
  * its generations still running (a main a cutoff detached included). The
  * options beyond the paper (cutoff, detached mains, fork gate, deciding at
- * validation, waiting for a fork's siblings there) are drawn too, and the
- * driver must reach the detached and the waiting paths.
+ * validation, waiting for a fork's siblings there, the next iteration's
+ * main started ahead) are drawn too, and the driver must reach the
+ * detached, the waiting and the adopted and dropped ahead paths.
  * Also here: the sources and headers of src/core include only the core,
  * src/common's pure parts and standard C headers.
  */
@@ -92,7 +93,7 @@ typedef struct world {
   bool done[MAX_WF];
   int fault_gen, fault_infra, fault_compile; /* percent */
   uint64_t steps, forks, early, dead, aborted;
-  uint64_t cutoffs, detached, detached_answers, sibling_waits;
+  uint64_t cutoffs, detached, detached_answers, sibling_waits, ahead_started, ahead_adopted;
   uint64_t resplits, resplits_after_first_done;
   uint64_t trace; /* a hash of every action, in order */
 } world;
@@ -497,9 +498,9 @@ static void run_seed(uint64_t seed, int fault_gen, int fault_infra,
     SG_CHECK_OK(sg_termination_new(&w->treg, criteria[below(&w->r, 4)],
                                    &w->term[wf], &err),
                 err);
-    SG_CHECK_OK(sg_search_new(&w->sreg,
-                              chance(&w->r, 70) ? "refine" : "best-of-n:2",
-                              seed, &w->search[wf], &err),
+    bool refine = chance(&w->r, 70);
+    SG_CHECK_OK(sg_search_new(&w->sreg, refine ? "refine" : "best-of-n:2", seed,
+                              &w->search[wf], &err),
                 err);
     sg_ctl_opts *o = &w->opts[wf];
     sg_ctl_opts_default(o);
@@ -531,6 +532,7 @@ static void run_seed(uint64_t seed, int fault_gen, int fault_infra,
       o->decide_at_validation = 1 + 0.25 * below(&w->r, 5);
       o->decide_with_siblings = chance(&w->r, 50);
     }
+    o->next_ahead = refine && chance(&w->r, 40);
     SG_CHECK_OK(sg_controller_new(o, &w->c[wf], &err), err);
   }
   sg_ctl_actions_init(&w->ca);
@@ -554,6 +556,8 @@ static void run_seed(uint64_t seed, int fault_gen, int fault_infra,
     w->detached += st.detached;
     w->detached_answers += st.detached_answers;
     w->sibling_waits += st.sibling_waits;
+    w->ahead_started += st.ahead_started;
+    w->ahead_adopted += st.ahead_adopted;
     /* a detached main never outlives its workflow */
     for (int i = 0; i < w->ngens; i++)
       SG_CHECK_MSG(w->gens[i].wf != wf || !w->gens[i].live,
@@ -572,7 +576,7 @@ static world the_world; /* large: keep it off the stack */
 
 static void test_props_many_seeds(void) {
   uint64_t forks = 0, early = 0, late_resplits = 0, cutoffs = 0, detached = 0,
-           answers = 0, waits = 0;
+           answers = 0, waits = 0, ahead = 0, adopted = 0;
   for (uint64_t seed = 1; seed <= 300; seed++) {
     run_seed(seed, 5, 2, 8, &the_world);
     forks += the_world.forks;
@@ -582,11 +586,15 @@ static void test_props_many_seeds(void) {
     detached += the_world.detached;
     answers += the_world.detached_answers;
     waits += the_world.sibling_waits;
+    ahead += the_world.ahead_started;
+    adopted += the_world.ahead_adopted;
   }
   SG_CHECK_MSG(cutoffs >= 5 && detached >= 3 && answers >= 1,
                "%llu cutoffs, %llu detached, %llu answered", (unsigned long long)cutoffs,
                (unsigned long long)detached, (unsigned long long)answers);
   SG_CHECK_MSG(waits >= 3, "%llu waits for siblings", (unsigned long long)waits);
+  SG_CHECK_MSG(adopted >= 100 && ahead > adopted + 50, "%llu mains started ahead, %llu adopted",
+               (unsigned long long)ahead, (unsigned long long)adopted);
   /* the driver reaches the interesting paths, or it proves nothing */
   SG_CHECK(forks > 100);
   SG_CHECK(early > 10);
