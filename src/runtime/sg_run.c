@@ -125,6 +125,8 @@ static int op_workflow_done(void *data, uint32_t w, const sg_ctl_action *a) {
   run *r = data;
   wf *f = wf_of(r, w);
   sg_run_iteration_close(r, f, sg_ctl_reason_name(a->u.done.reason));
+  /* and the next one, if a main started ahead had opened it */
+  sg_run_iteration_close(r, f, sg_ctl_reason_name(a->u.done.reason));
   f->done = true;
   STORE(r, sg_run_write_best(r, f, true, err));
   bool failed = a->u.done.reason == SG_REASON_SEARCH_FAILED;

@@ -200,6 +200,13 @@ static const sg_run_key keys[] = {
              "for the forks started with it, and the fastest of them is "
              "accepted (off)",
      .group = G_SEARCH},
+    {.name = "next-ahead", .type = SG_KEY_BOOL, .offset = OFF(next_ahead),
+     .help = "with the refine search: when a candidate goes to validation and "
+             "a best kernel exists, the next iteration's main generation starts; "
+             "it becomes that "
+             "iteration's main if the best kernel is still the one it refines, "
+             "else it is cancelled (off)",
+     .group = G_SEARCH},
     {.name = "tick", .type = SG_KEY_DOUBLE, .offset = OFF(tick), .min = 0.01,
      .max = 60, .value_name = "S",
      .help = "seconds between controller ticks (0.25)", .group = G_SEARCH},

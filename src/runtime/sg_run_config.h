@@ -86,6 +86,9 @@ typedef struct sg_run_config {
   bool decide_with_siblings; /* decide-with-siblings: accepted at validation,
                               the fastest of a fork's siblings (off; needs
                               decide-at-validation) */
+  bool next_ahead;         /* next-ahead: the next iteration's main starts
+                              when a candidate goes to validation (off;
+                              needs the refine search) */
   double tick;             /* tick: s between controller ticks (0.25) */
   uint64_t seed;           /* seed: (1) */
   /* budgets, per workflow; 0: none */

@@ -191,6 +191,11 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
                       "decide-with-siblings: needs decide-at-validation (a margin "
                       "1..10), got decide-at-validation %g",
                       c->decide_at_validation);
+  if (c->next_ahead && (c->search == NULL || strcmp(c->search, "refine") != 0))
+    return sg_err_set(err, SG_EINVAL,
+                      "next-ahead: needs the refine search (the main started ahead "
+                      "refines the best kernel), got search %s",
+                      c->search ? c->search : "(none)");
   if (c->cutoff_detach && c->cutoff <= 0)
     return sg_err_set(err, SG_EINVAL,
                       "cutoff-detach: needs a cutoff (cutoff > 0), got cutoff %g",

@@ -230,6 +230,9 @@ void sg_run_iteration_open(run *r, wf *f, uint32_t iteration) {
                                     now_us(), &f->iter_store_id, err));
 }
 
+/* Closes the open iteration; the next one, if a main generation started
+ * ahead opened it (next-ahead), is then the open one, with that main's
+ * prompt. */
 void sg_run_iteration_close(run *r, wf *f, const char *reason) {
   if (f->iter_store_id == 0)
     return;
@@ -240,6 +243,38 @@ void sg_run_iteration_close(run *r, wf *f, const char *reason) {
       sg_prompt_text_free(&f->prompts[i]);
     f->have_prompt[i] = false;
   }
+  if (f->ahead_iter_store_id != 0) {
+    f->iter_store_id = f->ahead_iter_store_id;
+    f->iter_open = f->ahead_iter;
+    f->ahead_iter_store_id = 0;
+    if (f->have_ahead_prompt) {
+      f->prompts[0] = f->ahead_prompt; /* the controller starts it at index 0 */
+      f->have_prompt[0] = true;
+      f->have_ahead_prompt = false;
+    }
+  }
+}
+
+/* next-ahead: a main generation of the iteration after the open one opens
+ * it in the store now (it begins before this one ends) and has its own
+ * prompt; sg_run_iteration_close makes both the open ones. */
+static int ahead_open(run *r, wf *f, const sg_ctl_action *a, sg_err *e) {
+  if (f->ahead_iter_store_id == 0 || f->ahead_iter != a->iteration) {
+    assert(f->ahead_iter_store_id == 0);
+    f->ahead_iter = a->iteration;
+    STORE(r, sg_store_iteration_begin(r->store, f->store_id, (int64_t)a->iteration + 1,
+                                      now_us(), &f->ahead_iter_store_id, err));
+    if (r->failed)
+      return 0;
+  }
+  if (f->have_ahead_prompt)
+    sg_prompt_text_free(&f->ahead_prompt);
+  f->have_ahead_prompt = false;
+  if (sg_prompt_render(r->templates, f->task, sg_controller_history(f->ctl),
+                       a->u.start.prompt, a->iteration, &f->ahead_prompt, e) < 0)
+    return -1;
+  f->have_ahead_prompt = true;
+  return 0;
 }
 
 /* What the store keeps of a generation's prompt: the rendered messages, a
@@ -320,36 +355,48 @@ static void request_of(run *r, uint32_t w, const sg_ctl_action *a, const sg_prom
 }
 
 /* START_GEN: the iteration is opened in the store, the prompt rendered
- * (once per iteration and plan entry), the generation recorded and its
- * stream started. */
+ * (by each main generation; its forks reuse it), the generation recorded
+ * and its stream started. A main generation of the next iteration, started
+ * ahead (next-ahead), opens that one beside the open one. */
 static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   run *r = data;
   wf *f = wf_of(r, w);
-  sg_run_iteration_open(r, f, a->iteration);
-  if (r->failed)
-    return 0;
+  bool spec = a->u.start.kind == SG_GEN_SPEC;
+  bool ahead = !spec && f->iter_store_id != 0 && a->iteration != f->iter_open;
   sg_err e;
   sg_err_clear(&e);
   size_t pi = a->u.start.prompt_index;
   assert(pi < SG_SEARCH_MAX_MAINS);
-  if (!f->have_prompt[pi]) {
-    if (sg_prompt_render(r->templates, f->task, sg_controller_history(f->ctl),
-                         a->u.start.prompt, a->iteration, &f->prompts[pi], &e) < 0) {
-      sg_err_prefix(&e, "task %s: rendering the prompt", f->task->name);
-      sg_run_fail(r, &e);
-      return 0;
+  int rc = 0;
+  if (ahead) {
+    rc = ahead_open(r, f, a, &e);
+  } else {
+    sg_run_iteration_open(r, f, a->iteration);
+    if (!spec && f->have_prompt[pi]) { /* a main started ahead, then cancelled */
+      sg_prompt_text_free(&f->prompts[pi]);
+      f->have_prompt[pi] = false;
     }
-    f->have_prompt[pi] = true;
+    if (!r->failed && !f->have_prompt[pi]) {
+      rc = sg_prompt_render(r->templates, f->task, sg_controller_history(f->ctl),
+                            a->u.start.prompt, a->iteration, &f->prompts[pi], &e);
+      f->have_prompt[pi] = rc == 0;
+    }
   }
-  const sg_prompt_text *pt = &f->prompts[pi];
-  bool spec = a->u.start.kind == SG_GEN_SPEC;
+  if (rc < 0) {
+    sg_err_prefix(&e, "task %s: rendering the prompt", f->task->name);
+    sg_run_fail(r, &e);
+    return 0;
+  }
+  if (r->failed)
+    return 0;
+  const sg_prompt_text *pt = ahead ? &f->ahead_prompt : &f->prompts[pi];
   rgen *parent = spec ? gen_find(f, a->u.start.parent_gen) : NULL;
   size_t n_fork_ids = 0;
   int32_t *fork_prompt = spec ? fork_ids(r, parent, a->u.start.prefix_len, &n_fork_ids) : NULL;
   char *prompt_json = prompt_record(pt, spec ? a->u.start.prefix : NULL,
                                     spec ? (size_t)a->u.start.prefix_len : 0, n_fork_ids);
   sg_store_generation sg = {
-      .iteration_id = f->iter_store_id,
+      .iteration_id = ahead ? f->ahead_iter_store_id : f->iter_store_id,
       .kind = spec ? SG_STORE_GEN_SPEC : SG_STORE_GEN_MAIN,
       .parent_id = parent ? parent->store_id : 0,
       .prefix_bytes = spec ? (int64_t)a->u.start.prefix_len : 0,
@@ -381,7 +428,7 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   idmap_set(&f->gen_store, g->gen, store_id);
   sg_llm_callbacks cb = {g, on_reasoning, on_content, q.return_token_ids ? on_token_ids : NULL,
                          on_usage, on_finish, on_error};
-  int rc = sg_llm_stream_start(r->client, &q, &cb, &g->stream, &e);
+  rc = sg_llm_stream_start(r->client, &q, &cb, &g->stream, &e);
   free(prefix);
   free(fork_prompt);
   if (rc < 0) {

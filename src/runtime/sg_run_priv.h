@@ -99,6 +99,13 @@ typedef struct wf {
   uint32_t iter_open;      /* the controller iteration it belongs to */
   sg_prompt_text prompts[SG_SEARCH_MAX_MAINS]; /* this iteration's, rendered */
   bool have_prompt[SG_SEARCH_MAX_MAINS];
+  /* next-ahead: the next iteration, opened in the store by the main
+   * generation started ahead for it (0: none), and that main's prompt;
+   * they become the iteration's when this one closes. */
+  int64_t ahead_iter_store_id;
+  uint32_t ahead_iter;
+  sg_prompt_text ahead_prompt;
+  bool have_ahead_prompt;
   rgen *gens;
   idmap gen_store;         /* store generation id by controller generation id */
   idmap cand_store;        /* store candidate id by controller candidate id */

@@ -83,7 +83,6 @@ static int restore_candidates(run *r, wf *f, sg_err *err) {
 /* Restores one stored, unfinished workflow into its fresh controller. */
 static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
   int64_t now = now_us();
-  const json_t *open = json_object_get(sw, "open_iteration");
   const json_t *v;
   size_t i;
   json_array_foreach(json_object_get(sw, "open_generations"), i, v) {
@@ -104,9 +103,8 @@ static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
     if (rc < 0)
       return rc;
   }
-  if (json_is_object(open)) {
-    int rc = sg_store_iteration_end(r->store, json_integer_value(json_object_get(open, "id")),
-                                    "interrupted", now, err);
+  json_array_foreach(json_object_get(sw, "open_iterations"), i, v) {
+    int rc = sg_store_iteration_end(r->store, json_integer_value(v), "interrupted", now, err);
     if (rc < 0)
       return rc;
   }

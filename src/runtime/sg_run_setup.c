@@ -153,6 +153,7 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.cutoff_detach = cfg->cutoff_detach;
     o.decide_at_validation = cfg->decide_at_validation;
     o.decide_with_siblings = cfg->decide_with_siblings;
+    o.next_ahead = cfg->next_ahead;
     o.max_iterations = (uint32_t)cfg->iterations;
     o.max_wall_us = (int64_t)(cfg->time_budget * 1e6);
     o.max_tokens = cfg->token_budget;
@@ -240,6 +241,8 @@ void sg_run_free(run *r) {
     for (size_t k = 0; k < SG_SEARCH_MAX_MAINS; k++)
       if (f->have_prompt[k])
         sg_prompt_text_free(&f->prompts[k]);
+    if (f->have_ahead_prompt)
+      sg_prompt_text_free(&f->ahead_prompt);
     sg_controller_free(f->ctl);
     sg_search_free(f->search);
     sg_termination_free(f->term);

@@ -135,6 +135,17 @@ static int resume_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
     return rc;
   json_object_set_new(wf, "open_iteration", open_it ? open_it : json_null());
 
+  /* Every open one, by id: with next-ahead the next iteration is opened
+   * before the current one ends. */
+  json_t *open_its = json_array();
+  json_object_set_new(wf, "open_iterations", open_its);
+  rc = query_each(c->s, "iterations",
+                  "SELECT id FROM iterations "
+                  "WHERE workflow_id = ?1 AND ended_us IS NULL ORDER BY number",
+                  id, collect_ids, open_its, err);
+  if (rc)
+    return rc;
+
   json_t *counts = NULL;
   rc = query_each(c->s, "iterations",
                   "SELECT count(ended_us) AS iterations_ended, "

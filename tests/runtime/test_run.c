@@ -501,6 +501,50 @@ static void test_cutoff_detach(void) {
   free(dir);
 }
 
+/* --next-ahead: the next iteration's main starts while a candidate
+ * validates, so the store holds two open iterations at times. Killed
+ * then, the run resumes: both are closed as interrupted, nothing is left
+ * open, and the run finishes its budget; in the finished store some
+ * iteration began before the one before it ended, and each ended
+ * iteration has a main generation. */
+static void test_next_ahead_kill_and_resume(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
+                        "--iterations", "12", "--next-ahead", "--out", dir, "--json",
+                        FAST, NULL};
+  proc p;
+  proc_start(&p, args);
+  long long open_its = 0;
+  double end = mono_s() + 120;
+  while (open_its < 2 && mono_s() < end && !proc_pump(&p, 10)) {
+    if (strstr(sg_buf_str(&p.out), "\"event\":\"evaluation\"") == NULL)
+      continue; /* the store exists once an evaluation was recorded */
+    open_its = db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NULL");
+  }
+  SG_CHECK_MSG(open_its >= 2, "never two open iterations; stderr:\n%s", sg_buf_str(&p.err));
+  kill(-p.pid, SIGKILL);
+  SG_CHECK_EQ_INT(proc_wait(&p, 30), 128 + SIGKILL);
+  const char *resume[] = {"run", "--resume", dir, "--json", NULL};
+  proc q;
+  int rc = run_cmd(resume, 240, &q);
+  SG_CHECK_MSG(rc == 0, "resume: exit %d; stderr:\n%s", rc, sg_buf_str(&q.err));
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NULL") == 0);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE end_reason = 'interrupted'") >= 2);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE ended_us IS NULL") == 0);
+  SG_CHECK(db_int(dir, "SELECT max(number) FROM iterations") == 12);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations a JOIN iterations b ON "
+                       "b.workflow_id = a.workflow_id AND b.number = a.number + 1 "
+                       "WHERE b.started_us < a.ended_us") >= 1);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations i WHERE i.end_reason != "
+                       "'interrupted' AND NOT EXISTS (SELECT 1 FROM generations g WHERE "
+                       "g.iteration_id = i.id AND g.kind = 'main')") == 0);
+  proc_free(&p);
+  proc_free(&q);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
 /* The LLM failing: disconnects mid-stream and 500s that a retry gets past.
  * The run ends, the failures are recorded, nothing hangs. */
 static void test_llm_faults(void) {
@@ -927,7 +971,7 @@ static void test_external_endpoint_and_forks_that_cannot_start(void) {
 
 SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_external_endpoint_and_forks_that_cannot_start), SG_TEST(test_no_working_device_is_refused_before_the_run), SG_TEST(test_run_two_tasks_end_to_end),
              SG_TEST(test_json_events_and_spec_off), SG_TEST(test_spec_on_forks),
-             SG_TEST(test_cutoff_detach),
+             SG_TEST(test_cutoff_detach), SG_TEST(test_next_ahead_kill_and_resume),
              SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),
              SG_TEST(test_sigkill_then_resume), SG_TEST(test_sigint_interrupts_resumably),
              SG_TEST(test_sigint_two_tasks_then_resume),

@@ -62,6 +62,7 @@ static const key_case cases[] = {
     {"cutoff-detach", "on", "true", "later"},
     {"decide-at-validation", "1.05", "1.05", "11"},
     {"decide-with-siblings", "on", "true", "best"},
+    {"next-ahead", "on", "true", "soon"},
     {"tick", "0.01", "0.01", "0.009"},
     {"seed", "9223372036854775807", "9223372036854775807", "9223372036854775808"},
     {"iterations", "100000", "100000", "x"},
@@ -141,7 +142,7 @@ static void test_defaults(void) {
   SG_CHECK_EQ_INT(c.max_live_forks, 16);
   SG_CHECK(!c.work_conserving && c.fork_gate == 0 && c.cutoff == 0);
   SG_CHECK(c.decide_at_validation == 0 && !c.split_capacity && !c.cutoff_detach);
-  SG_CHECK(!c.decide_with_siblings);
+  SG_CHECK(!c.decide_with_siblings && !c.next_ahead);
   SG_CHECK(c.tick == 0.25 && c.time_budget == 0);
   SG_CHECK_EQ_INT(c.seed, 1);
   SG_CHECK_EQ_INT(c.iterations, 10);
@@ -708,6 +709,7 @@ static void test_check(void) {
       {"--search=evolve:islands=2,migrate=5", NULL},
       {"--search=exec:python3 search.py --fast", NULL},
       {"--json", NULL},
+      {"--next-ahead", "--search=refine"},
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     sg_run_config_init(&c);
@@ -736,6 +738,8 @@ static void test_check(void) {
       {"--decide-with-siblings", NULL, "decide-with-siblings: needs decide-at-validation"},
       {"--decide-with-siblings", "--decide-at-validation=0",
        "decide-with-siblings: needs decide-at-validation"},
+      {"--next-ahead", "--search=best-of-n:2", "next-ahead: needs the refine search"},
+      {"--next-ahead", "--search=evolve", "next-ahead: needs the refine search"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sg_run_config_init(&c);
