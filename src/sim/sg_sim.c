@@ -212,8 +212,13 @@ static int op_submitted(void *data, uint32_t w, const sg_ctl_action *a, sg_req_i
 static int op_iteration_end(void *data, uint32_t w, const sg_ctl_action *a,
                             bool main_cancelled) {
   sim *s = data;
-  (void)w;
+  sim_wf *f = &s->wf[w];
   s->res->iterations++;
+  f->cur_iter = a->iteration + 1;
+  if (f->ahead_gen != 0) { /* the next main, unless cancelled (a new one starts) */
+    f->main_gen = f->ahead_gen;
+    f->ahead_gen = 0;
+  }
   if (a->u.end.reason == SG_REASON_EARLY) {
     s->res->criterion_accepts++;
     /* Early in the paper's sense: the reasoning was still running (the
@@ -627,12 +632,13 @@ static int setup(sim *s) {
     o.decide_at_validation = s->v->at_validation;
     o.cutoff_detach = s->v->cutoff_detach;
     o.decide_with_siblings = s->v->siblings;
+    o.next_ahead = s->v->ahead;
     o.max_iterations = (uint32_t)p->iterations;
     o.max_wall_us = p->budget_wall_s > 0 ? sim_s_to_us(p->budget_wall_s) : 0;
     o.max_tokens = (uint64_t)llround(p->budget_tokens);
     rc = sg_controller_new(&o, &f->ctl, s->err);
     if (rc < 0)
-      return sg_err_prefix(s->err, "controller");
+      return rc; /* the message starts with "controller:" */
     sg_interp_set_controller(s->it, (uint32_t)w, f->ctl);
   }
   return 0;
@@ -693,6 +699,8 @@ static void finish_stats(sim *s) {
     r->detached += cs.detached;
     r->detached_answers += cs.detached_answers;
     r->sibling_waits += cs.sibling_waits;
+    r->ahead_started += cs.ahead_started;
+    r->ahead_adopted += cs.ahead_adopted;
     const sg_history *h = sg_controller_history(s->wf[w].ctl);
     const sg_kernel *k = h->best_id ? sg_history_get(h, h->best_id) : NULL;
     /* A workflow that never profiled a kernel keeps the reference: 1.0

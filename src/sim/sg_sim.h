@@ -46,6 +46,7 @@ typedef struct sg_sim_variant {
   double at_validation; /* sg_ctl_opts.decide_at_validation (0: off) */
   bool cutoff_detach;   /* sg_ctl_opts.cutoff_detach (with cutoff) */
   bool siblings;        /* sg_ctl_opts.decide_with_siblings (with +vd) */
+  bool ahead;           /* sg_ctl_opts.next_ahead */
 } sg_sim_variant;
 
 /* The paper's ablation, run by default: "baseline", "spec",
@@ -59,8 +60,10 @@ typedef struct sg_sim_variant {
  * criterion also asked at validation (margin 1; "NAME:M" sets M). */
 /* "...+detach...": the cutoff's main generation finishes detached
  * (sg_ctl_opts.cutoff_detach). "...+vds": deciding at validation among a
- * fork's siblings (sg_ctl_opts.decide_with_siblings). */
-#define SG_SIM_VARIANTS_ALL 25
+ * fork's siblings (sg_ctl_opts.decide_with_siblings). "...+ahead": the
+ * next iteration's main starts when a candidate goes to validation
+ * (sg_ctl_opts.next_ahead); "full+gate+vd" is its reference without. */
+#define SG_SIM_VARIANTS_ALL 30
 const char *sg_sim_variant_name(int i); /* 0 .. SG_SIM_VARIANTS_ALL - 1 */
 /* SG_ENOENT naming the known ones for an unknown name. */
 int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err);
@@ -93,6 +96,8 @@ typedef struct sg_sim_result {
                                     those that gave an answer (cutoff_detach) */
   uint64_t sibling_waits;        /* kernels accepted at validation that
                                     waited for siblings (decide_with_siblings) */
+  uint64_t ahead_started, ahead_adopted; /* mains started ahead, and those
+                                    that became their iteration's (next_ahead) */
   uint64_t main_gens;
   uint64_t gens_cancelled, gens_failed;
   double main_gen_s;             /* summed duration of completed main gens */

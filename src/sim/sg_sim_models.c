@@ -132,37 +132,45 @@ static void schedule_chunks(sim *s, uint32_t w, uint64_t id, const sim_gen *g,
     sim_push(s, g->reason_end_us, EV_CHUNK, w, id, g->epoch);
 }
 
+/* Iteration `iteration` of workflow w began with main generation
+ * first_main: older generations are no longer reachable (see sim_wf)... */
+static void keep_from_iteration(sim *s, uint32_t w, uint64_t first_main, uint32_t iteration) {
+  sim_wf *f = &s->wf[w];
+  /* ... except a main generation an earlier iteration's cutoff left
+   * running (sg_ctl_opts.cutoff_detach), while it generates: one of the
+   * last iteration's mains (they come first, ids consecutive), or the
+   * one kept from before it */
+  uint64_t still = 0;
+  if (f->keep_set && s->v->cutoff_detach) {
+    for (uint64_t id = f->iter_first;; id++) {
+      const sim_gen *m = sim_gen_get(s, w, id, false);
+      if (m == NULL || m->kind != SG_GEN_MAIN)
+        break;
+      if (m->epoch != 0) {
+        still = id;
+        break;
+      }
+    }
+    const sim_gen *kept = f->detached ? sim_gen_get(s, w, f->detached, false) : NULL;
+    if (still == 0 && kept != NULL && kept->epoch != 0)
+      still = f->detached;
+  }
+  f->detached = still;
+  f->keep_set = true;
+  f->keep_iter = iteration;
+  f->iter_first = first_main;
+  f->keep_from = still && still < first_main ? still : first_main;
+}
+
 int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   const sg_sim_params *p = s->p;
   sim_wf *f = &s->wf[w];
-  /* The first main generation of a new iteration: older ones are no
-   * longer reachable (see sim_wf). */
-  if (!f->keep_set || a->iteration != f->keep_iter) {
-    /* ... except a main generation an earlier iteration's cutoff left
-     * running (sg_ctl_opts.cutoff_detach), while it generates: one of the
-     * last iteration's mains (they come first, ids consecutive), or the
-     * one kept from before it */
-    uint64_t still = 0;
-    if (f->keep_set && s->v->cutoff_detach) {
-      for (uint64_t id = f->iter_first;; id++) {
-        const sim_gen *m = sim_gen_get(s, w, id, false);
-        if (m == NULL || m->kind != SG_GEN_MAIN)
-          break;
-        if (m->epoch != 0) {
-          still = id;
-          break;
-        }
-      }
-      const sim_gen *kept = f->detached ? sim_gen_get(s, w, f->detached, false) : NULL;
-      if (still == 0 && kept != NULL && kept->epoch != 0)
-        still = f->detached;
-    }
-    f->detached = still;
-    f->keep_set = true;
-    f->keep_iter = a->iteration;
-    f->iter_first = a->u.start.gen;
-    f->keep_from = still ? still : a->u.start.gen;
-  }
+  /* A main started ahead for the next iteration (sg_ctl_opts.next_ahead)
+   * belongs to no iteration yet; the first main of a new iteration starts
+   * it. */
+  bool ahead = a->iteration != f->cur_iter;
+  if (!ahead && (!f->keep_set || a->iteration != f->keep_iter))
+    keep_from_iteration(s, w, a->u.start.gen, a->iteration);
   sim_gen *g = sim_gen_get(s, w, a->u.start.gen, true);
   if (g == NULL || g->used)
     return sg_err_set(s->err, SG_EINVAL, "workflow %u: bad generation id %llu", w,
@@ -236,7 +244,12 @@ int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   }
   s->res->main_gens++;
   s->res->prompt_tokens += (uint64_t)llround(g->prompt_tokens);
-  f->main_gen = a->u.start.gen;
+  if (ahead) {
+    f->ahead_gen = a->u.start.gen;
+  } else {
+    f->main_gen = a->u.start.gen;
+    f->ahead_gen = 0;
+  }
   schedule_chunks(s, w, a->u.start.gen, g, trig_end, nends);
   free(trig_end);
   sim_push(s, g->end_us, EV_GEN_END, w, a->u.start.gen, g->epoch);
@@ -246,6 +259,10 @@ int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
 int sim_start_spec(sim *s, uint32_t w, const sg_ctl_action *a) {
   const sg_sim_params *p = s->p;
   sim_wf *f = &s->wf[w];
+  /* The first fork of an iteration whose main was started ahead and
+   * adopted: that main began it. */
+  if (f->keep_set && a->iteration != f->keep_iter)
+    keep_from_iteration(s, w, a->u.start.parent_gen, a->iteration);
   /* Create first: growing the table moves the records. */
   sim_gen *g = sim_gen_get(s, w, a->u.start.gen, true);
   sim_gen *parent = sim_gen_get(s, w, a->u.start.parent_gen, false);

@@ -83,6 +83,9 @@ typedef struct sim_wf {
   bool done;
   int64_t done_us;
   uint64_t main_gen;    /* the live main generation, 0: none */
+  uint64_t ahead_gen;   /* a main started ahead for the next iteration
+                           (sg_ctl_opts.next_ahead), 0: none */
+  uint32_t cur_iter;    /* the iteration the workflow is in */
   uint64_t detached;    /* a main of an ended iteration still generating
                            (sg_ctl_opts.cutoff_detach), 0: none */
 } sim_wf;

@@ -152,6 +152,8 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_object_set_new(o, "detached_answers",
                         json_integer((json_int_t)r->detached_answers));
     json_object_set_new(o, "sibling_waits", json_integer((json_int_t)r->sibling_waits));
+    json_object_set_new(o, "ahead_started", json_integer((json_int_t)r->ahead_started));
+    json_object_set_new(o, "ahead_adopted", json_integer((json_int_t)r->ahead_adopted));
     json_object_set_new(o, "spec_valid_fraction",
                         num(r->spec_validated
                                 ? (double)r->spec_valid / (double)r->spec_validated

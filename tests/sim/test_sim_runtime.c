@@ -274,6 +274,19 @@ static void beyond_the_paper_configs(void) {
                    det.detached_answers <= det.detached,
                "%llu detached, %llu answers", (unsigned long long)det.detached,
                (unsigned long long)det.detached_answers);
+  /* The next iteration's main starts ahead only where asked; most become
+   * their iteration's main, the rest are dropped (the best kernel changed
+   * under them), none in a workflow's last iteration, and the campaign is
+   * shorter for it */
+  sg_sim_result gv = run(&longer, "full+gate+vd"), ga = run(&longer, "full+gate+vd+ahead");
+  check_invariants(&longer, &ga);
+  SG_CHECK_EQ_INT(gv.ahead_started, 0);
+  SG_CHECK_MSG(ga.ahead_adopted > 0 && ga.ahead_adopted < ga.ahead_started &&
+                   ga.ahead_started <= (uint64_t)longer.workflows * (uint64_t)(longer.iterations - 1),
+               "%llu started ahead, %llu adopted", (unsigned long long)ga.ahead_started,
+               (unsigned long long)ga.ahead_adopted);
+  SG_CHECK_MSG(ga.e2e_geomean_s < gv.e2e_geomean_s, "%g s vs %g s", ga.e2e_geomean_s,
+               gv.e2e_geomean_s);
   /* with two mains an iteration, whichever one is detached keeps its slot
    * in the generation ring until it answers: only a workflow's last one
    * may go unanswered (cancelled at the workflow's end) */
@@ -290,6 +303,11 @@ static void beyond_the_paper_configs(void) {
   SG_CHECK_CONTAINS(err.msg, "+vd");
   SG_CHECK_EQ_INT(sg_sim_variant_parse("full+vd:0.5", &v, &err), SG_EINVAL);
   SG_CHECK_EQ_INT(sg_sim_variant_parse("full+vd:x", &v, &err), SG_EINVAL);
+  /* a main started ahead refines the best kernel: the refine search only */
+  sg_sim_result none;
+  SG_CHECK_OK(sg_sim_variant_parse("full+ahead", &v, &err), err);
+  SG_CHECK_EQ_INT(sg_sim_run(&longer, &v, &none, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "next_ahead needs the refine search");
 }
 
 /* task.table glm: workflow w is the paper's task w mod 10. T1 had no
