@@ -6,7 +6,9 @@
  * of what the paper measures — end-to-end time, profiling feedback (kernels
  * profiled), device utilization, early terminations — their on/off ratios,
  * and what the decisions cost: the controllers' CPU time per generation and
- * the loop thread's CPU time.
+ * the loop thread's CPU time; and the kernels found (the best speedups
+ * summed over tasks) and the paper's token consumption (uncached prompt
+ * plus completion).
  *
  * usage: bench_run [--specgen PATH] [--reps N] [--iterations N]
  *                  [--speed TOKENS_PER_S] [--tasks T1,T2,...] [--devices D]
@@ -38,7 +40,7 @@
 #define MAX_REPS 20
 
 typedef struct sample {
-  double e2e, feedback, util, early, forks, ctl_us_per_gen, loop_cpu, best;
+  double e2e, feedback, util, early, forks, ctl_us_per_gen, loop_cpu, best, tokens;
 } sample;
 
 static char *default_specgen(const char *argv0) {
@@ -89,6 +91,8 @@ static int run_one(const char *specgen, const char *spec, const char *policy,
     memset(out, 0, sizeof *out);
     out->e2e = json_number_value(json_object_get(s, "e2e_s"));
     out->util = json_number_value(json_object_get(json_object_get(s, "utilization"), "overall"));
+    /* the paper's token consumption: uncached prompt + completion */
+    out->tokens = json_number_value(json_object_get(json_object_get(s, "tokens"), "consumption"));
     const json_t *w;
     size_t i;
     json_array_foreach(json_object_get(s, "workflows"), i, w) {
@@ -173,13 +177,14 @@ int main(int argc, char **argv) {
   }
   printf("campaign: tasks %s, devices %s, %s iterations, test model %s tokens/s, "
          "%d repetitions (medians)\n\n", tasks, devices, iterations, speed, reps);
-  printf("%-10s %9s %9s %12s %6s %6s %10s %14s %12s\n", "spec", "e2e_s", "feedback",
-         "utilization", "early", "forks", "best_sum", "ctl_us/gen", "loop_cpu_s");
+  printf("%-10s %9s %9s %12s %6s %6s %10s %10s %14s %12s\n", "spec", "e2e_s", "feedback",
+         "utilization", "early", "forks", "best_sum", "tokens", "ctl_us/gen", "loop_cpu_s");
 #define ROW(name, a)                                                                    \
-  printf("%-10s %9.1f %9.1f %11.0f%% %6.1f %6.1f %10.2f %14.1f %12.2f\n", name,         \
+  printf("%-10s %9.1f %9.1f %11.0f%% %6.1f %6.1f %10.2f %10.0f %14.1f %12.2f\n", name,  \
          med(a, reps, offsetof(sample, e2e)), med(a, reps, offsetof(sample, feedback)),  \
          100 * med(a, reps, offsetof(sample, util)), med(a, reps, offsetof(sample, early)), \
          med(a, reps, offsetof(sample, forks)), med(a, reps, offsetof(sample, best)),    \
+         med(a, reps, offsetof(sample, tokens)),                                         \
          med(a, reps, offsetof(sample, ctl_us_per_gen)),                                 \
          med(a, reps, offsetof(sample, loop_cpu)))
   ROW("off", off);
@@ -195,8 +200,12 @@ int main(int argc, char **argv) {
     double e_p = med(pol, reps, offsetof(sample, e2e));
     double f_p = med(pol, reps, offsetof(sample, feedback));
     double u_p = med(pol, reps, offsetof(sample, util));
-    printf("policy (%s)/on: end-to-end time %.2fx, feedback %.2fx, utilization %.2fx\n",
-           policy, e_p / e_on, f_on > 0 ? f_p / f_on : 0.0, u_on > 0 ? u_p / u_on : 0.0);
+    double b_on = med(on, reps, offsetof(sample, best)), b_p = med(pol, reps, offsetof(sample, best));
+    double t_on = med(on, reps, offsetof(sample, tokens)), t_p = med(pol, reps, offsetof(sample, tokens));
+    printf("policy (%s)/on: end-to-end time %.2fx, feedback %.2fx, utilization %.2fx, "
+           "best kernels (sum) %.2fx, token consumption %.2fx\n",
+           policy, e_p / e_on, f_on > 0 ? f_p / f_on : 0.0, u_on > 0 ? u_p / u_on : 0.0,
+           b_on > 0 ? b_p / b_on : 0.0, t_on > 0 ? t_p / t_on : 0.0);
   }
   free(specgen);
   return 0;
