@@ -125,24 +125,21 @@ static int resume_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
   int64_t id = json_integer_value(json_object_get(wf, "id"));
   int rc;
 
-  json_t *open_it = NULL;
+  /* Every open iteration, by number: with next-ahead the next one is
+   * opened before the current one ends. The latest is "open_iteration". */
+  json_t *open_rows = json_array();
   rc = query_each(c->s, "iterations",
                   "SELECT id, number, started_us FROM iterations "
-                  "WHERE workflow_id = ?1 AND ended_us IS NULL "
-                  "ORDER BY number DESC LIMIT 1",
-                  id, collect_first, &open_it, err);
-  if (rc)
-    return rc;
-  json_object_set_new(wf, "open_iteration", open_it ? open_it : json_null());
-
-  /* Every open one, by id: with next-ahead the next iteration is opened
-   * before the current one ends. */
-  json_t *open_its = json_array();
-  json_object_set_new(wf, "open_iterations", open_its);
-  rc = query_each(c->s, "iterations",
-                  "SELECT id FROM iterations "
                   "WHERE workflow_id = ?1 AND ended_us IS NULL ORDER BY number",
-                  id, collect_ids, open_its, err);
+                  id, collect_array, open_rows, err);
+  size_t n_open = json_array_size(open_rows);
+  json_t *open_ids = json_array();
+  for (size_t i = 0; i < n_open; i++)
+    json_array_append(open_ids, json_object_get(json_array_get(open_rows, i), "id"));
+  json_object_set_new(wf, "open_iterations", open_ids);
+  json_object_set(wf, "open_iteration",
+                  n_open ? json_array_get(open_rows, n_open - 1) : json_null());
+  json_decref(open_rows);
   if (rc)
     return rc;
 
