@@ -62,8 +62,10 @@ typedef struct sg_sim_variant {
  * (sg_ctl_opts.cutoff_detach). "...+vds": deciding at validation among a
  * fork's siblings (sg_ctl_opts.decide_with_siblings). "...+ahead": the
  * next iteration's main starts when a candidate goes to validation
- * (sg_ctl_opts.next_ahead); "full+gate+vd" is its reference without. */
-#define SG_SIM_VARIANTS_ALL 30
+ * (sg_ctl_opts.next_ahead); "full+gate+vd" is its reference without;
+ * "full+gate+ahead" starts ahead without deciding at validation, so its
+ * winners are profiled. */
+#define SG_SIM_VARIANTS_ALL 31
 const char *sg_sim_variant_name(int i); /* 0 .. SG_SIM_VARIANTS_ALL - 1 */
 /* SG_ENOENT naming the known ones for an unknown name. */
 int sg_sim_variant_parse(const char *name, sg_sim_variant *v, sg_err *err);

@@ -42,6 +42,7 @@ static const sg_sim_variant variants[SG_SIM_VARIANTS_ALL] = {
      true},
     {"full+wcs+gate+vd+ahead", true, true, true, true, true, true, false, true, 1, false, false,
      true},
+    {"full+gate+ahead", true, true, true, true, false, true, false, false, 0, false, false, true},
 };
 
 const char *sg_sim_variant_name(int i) {

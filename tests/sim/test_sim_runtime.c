@@ -287,6 +287,21 @@ static void beyond_the_paper_configs(void) {
                (unsigned long long)ga.ahead_adopted);
   SG_CHECK_MSG(ga.e2e_geomean_s < gv.e2e_geomean_s, "%g s vs %g s", ga.e2e_geomean_s,
                gv.e2e_geomean_s);
+  /* Deciding at validation is what takes the profiles away (the goal's
+   * policy feeds almost none back); the main started ahead alone keeps
+   * most of full's, and is still shorter than the gate alone */
+  sg_sim_result fl = run(&longer, "full"), fg = run(&longer, "full+gate");
+  sg_sim_result gna = run(&longer, "full+gate+ahead");
+  check_invariants(&longer, &gna);
+  SG_CHECK_MSG(ga.profiling_feedback < fl.profiling_feedback / 4 &&
+                   gna.profiling_feedback > fl.profiling_feedback / 2,
+               "feedback: full %llu, +gate+vd+ahead %llu, +gate+ahead %llu",
+               (unsigned long long)fl.profiling_feedback,
+               (unsigned long long)ga.profiling_feedback,
+               (unsigned long long)gna.profiling_feedback);
+  SG_CHECK_MSG(gna.ahead_adopted > 0 && gna.e2e_geomean_s < fg.e2e_geomean_s,
+               "%llu adopted, %g s vs %g s", (unsigned long long)gna.ahead_adopted,
+               gna.e2e_geomean_s, fg.e2e_geomean_s);
   /* with two mains an iteration, whichever one is detached keeps its slot
    * in the generation ring until it answers: only a workflow's last one
    * may go unanswered (cancelled at the workflow's end) */
