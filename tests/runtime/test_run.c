@@ -163,6 +163,7 @@ static long long db_int(const char *dir, const char *sql) {
   char *path = sg_asprintf("%s/run.db", dir);
   sqlite3 *db = NULL;
   SG_CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000); /* the run may be writing */
   sqlite3_stmt *st = NULL;
   SG_CHECK_MSG(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql,
                sqlite3_errmsg(db));
@@ -501,29 +502,62 @@ static void test_cutoff_detach(void) {
   free(dir);
 }
 
+/* One --next-ahead run into dir, killed (SIGKILL) as soon as its store
+ * holds two open iterations. False when it never did: the run ended (or
+ * 120 s passed) first. */
+static bool next_ahead_run_killed(const char *dir) {
+  /* 20 timed runs: each profile, and so each window in which the next
+   * iteration is open beside the current one, lasts a few tenths of a
+   * second even unloaded, long enough for the poll below to see */
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
+                        "--iterations", "12", "--next-ahead", "--out", dir, "--json",
+                        "--server-speed", "3000", "--runs", "20", "--warmups", "1",
+                        "--tick", "0.05", NULL};
+  proc p;
+  proc_start(&p, args);
+  long long open_its = 0;
+  double end = mono_s() + 120;
+  bool exited = false;
+  while (open_its < 2 && mono_s() < end && !(exited = proc_pump(&p, 10))) {
+    if (strstr(sg_buf_str(&p.out), "\"event\":\"evaluation\"") == NULL)
+      continue; /* the store exists once an evaluation was recorded */
+    open_its = db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NULL");
+  }
+  if (open_its >= 2) {
+    kill(-p.pid, SIGKILL);
+    SG_CHECK_EQ_INT(proc_wait(&p, 30), 128 + SIGKILL);
+  } else {
+    if (!exited)
+      kill(-p.pid, SIGKILL);
+    proc_wait(&p, 30);
+    fprintf(stderr, "# a --next-ahead run ended without two open iterations seen; "
+                    "stderr:\n%s", sg_buf_str(&p.err));
+  }
+  proc_free(&p);
+  return open_its >= 2;
+}
+
 /* --next-ahead: the next iteration's main starts while a candidate
  * validates, so the store holds two open iterations at times. Killed
  * then, the run resumes: both are closed as interrupted, nothing is left
  * open, and the run finishes its budget; in the finished store some
  * iteration began before the one before it ended, and each ended
- * iteration has a main generation. */
+ * iteration has a main generation. Such a window lasts one evaluation;
+ * a poll on a loaded machine can miss every one of a run's, so up to
+ * four runs, until one is killed inside one. */
 static void test_next_ahead_kill_and_resume(void) {
-  char *dir = tmp_dir();
-  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
-                        "--iterations", "12", "--next-ahead", "--out", dir, "--json",
-                        FAST, NULL};
-  proc p;
-  proc_start(&p, args);
-  long long open_its = 0;
-  double end = mono_s() + 120;
-  while (open_its < 2 && mono_s() < end && !proc_pump(&p, 10)) {
-    if (strstr(sg_buf_str(&p.out), "\"event\":\"evaluation\"") == NULL)
-      continue; /* the store exists once an evaluation was recorded */
-    open_its = db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NULL");
+  char *dir = NULL;
+  bool killed = false;
+  for (int attempt = 1; attempt <= 4 && !killed; attempt++) {
+    if (dir != NULL) {
+      sg_err e;
+      sg_rm_rf(dir, &e);
+      free(dir);
+    }
+    dir = tmp_dir();
+    killed = next_ahead_run_killed(dir);
   }
-  SG_CHECK_MSG(open_its >= 2, "never two open iterations; stderr:\n%s", sg_buf_str(&p.err));
-  kill(-p.pid, SIGKILL);
-  SG_CHECK_EQ_INT(proc_wait(&p, 30), 128 + SIGKILL);
+  SG_CHECK_MSG(killed, "four --next-ahead runs, none seen with two open iterations");
   const char *resume[] = {"run", "--resume", dir, "--json", NULL};
   proc q;
   int rc = run_cmd(resume, 240, &q);
@@ -538,7 +572,6 @@ static void test_next_ahead_kill_and_resume(void) {
   SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations i WHERE i.end_reason != "
                        "'interrupted' AND NOT EXISTS (SELECT 1 FROM generations g WHERE "
                        "g.iteration_id = i.id AND g.kind = 'main')") == 0);
-  proc_free(&p);
   proc_free(&q);
   sg_err e;
   sg_rm_rf(dir, &e);
@@ -671,6 +704,7 @@ static int finished_evals(const char *dir, eval_row *rows, int max) {
   char *path = sg_asprintf("%s/run.db", dir);
   sqlite3 *db = NULL;
   SG_CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000); /* the run may be writing */
   sqlite3_stmt *st = NULL;
   SG_CHECK(sqlite3_prepare_v2(db, "SELECT id, status FROM evaluations WHERE status "
                                   "IS NOT NULL ORDER BY id", -1, &st, NULL) == SQLITE_OK);
