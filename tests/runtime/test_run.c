@@ -506,13 +506,9 @@ static void test_cutoff_detach(void) {
  * holds two open iterations. False when it never did: the run ended (or
  * 120 s passed) first. */
 static bool next_ahead_run_killed(const char *dir) {
-  /* 20 timed runs: each profile, and so each window in which the next
-   * iteration is open beside the current one, lasts a few tenths of a
-   * second even unloaded, long enough for the poll below to see */
   const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
                         "--iterations", "12", "--next-ahead", "--out", dir, "--json",
-                        "--server-speed", "3000", "--runs", "20", "--warmups", "1",
-                        "--tick", "0.05", NULL};
+                        FAST, NULL};
   proc p;
   proc_start(&p, args);
   long long open_its = 0;
