@@ -200,6 +200,10 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
     return sg_err_set(err, SG_EINVAL,
                       "cutoff-detach: needs a cutoff (cutoff > 0), got cutoff %g",
                       c->cutoff);
+  if (c->reasoning && strcmp(c->reasoning, "prompted") == 0 && c->llm == NULL)
+    return sg_err_set(err, SG_EINVAL,
+                      "reasoning: prompted needs llm (the built-in test server "
+                      "reasons on its own)");
   if (c->server_fault) {
     sg_llm_fault f;
     if (sg_llm_fault_parse(c->server_fault, &f, err) < 0)
