@@ -1,8 +1,9 @@
 /* sg_run_resume.c: a new run's first records, or a stored, unfinished run
  * restored (sg_run_priv.h): what was in flight when it stopped is closed in
- * the store (generations cancelled, evaluations aborted, the open iteration
- * interrupted), and each unfinished workflow's candidates, results and
- * progress are fed back into its fresh controller.
+ * the store (generations cancelled, evaluations aborted), the iteration it
+ * cut is redone (it stays open and does not count: `--iterations N` means N
+ * completed iterations), and each unfinished workflow's candidates, results
+ * and progress are fed back into its fresh controller.
  */
 #include "runtime/sg_run_priv.h"
 
@@ -96,19 +97,40 @@ static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
     sg_eval_result_init(&res);
     res.status = SG_EVAL_ABORTED;
     res.message = sg_strdup("interrupted: the run stopped before this evaluation "
-                            "ended; the resumed run does not redo it");
+                            "ended; the resumed run evaluates the kernel again only "
+                            "if its redone iteration writes it again");
     int rc = sg_store_eval_finish(r->store, json_integer_value(json_object_get(v, "id")),
                                   &res, now, err);
     sg_eval_result_free(&res);
     if (rc < 0)
       return rc;
   }
-  json_array_foreach(json_object_get(sw, "open_iterations"), i, v) {
-    int rc = sg_store_iteration_end(r->store, json_integer_value(v), "interrupted", now, err);
-    if (rc < 0)
-      return rc;
-  }
+  /* An iteration cut by the stop did not end: it is redone, in the same
+   * row (its generations and candidates stay its own), and does not count
+   * against the budget. The iterations ended are those below the first
+   * open one. With next-ahead the next iteration may be open beside it; it
+   * is kept for the resumed run to continue too. */
   int64_t ended = json_integer_value(json_object_get(sw, "next_iteration")) - 1;
+  const json_t *open_ids = json_object_get(sw, "open_iterations");
+  const json_t *open_nums = json_object_get(sw, "open_iteration_numbers");
+  json_array_foreach(open_ids, i, v) {
+    int64_t number = json_integer_value(json_array_get(open_nums, i));
+    if (i == 0) {
+      ended = number - 1;
+      f->iter_store_id = json_integer_value(v);
+      f->iter_open = (uint32_t)(number - 1);
+    } else if (i == 1 && number == ended + 2) {
+      f->ahead_iter_store_id = json_integer_value(v);
+      f->ahead_iter = (uint32_t)(number - 1);
+    } else {
+      /* not a run this version left (at most the open one and the next):
+       * closed, as it was before iterations were redone */
+      int rc = sg_store_iteration_end(r->store, json_integer_value(v), "interrupted", now,
+                                      err);
+      if (rc < 0)
+        return rc;
+    }
+  }
   if (ended < 0)
     ended = 0;
 
