@@ -39,6 +39,8 @@ typedef struct sg_run_config {
   double temperature;      /* temperature: < 0: server default (-1) */
   double gen_deadline;     /* gen-deadline: s, per generation (1800) */
   double idle_timeout;     /* idle-timeout: s between stream events (120) */
+  double llm_outage;       /* llm-outage: s of model server failures before
+                              the run stops, resumable (120) */
   /* the built-in test server (used only without llm) */
   double server_speed;     /* server-speed: tokens/s per stream (300) */
   char *server_fault;      /* server-fault: a fault spec applied to every
