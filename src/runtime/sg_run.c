@@ -38,6 +38,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -278,6 +279,7 @@ static void shutdown_all(run *r) {
     while (f->gens)
       sg_run_gen_cancel(r, (uint32_t)i, f->gens->gen);
   }
+  sg_run_eval_close_intervals(r);
   sg_run_kv_close(r);
   sg_pool_close(r->pool, POOL_CLOSE_S);
   r->pool = NULL;
@@ -359,6 +361,12 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
   out->dir = sg_strdup(r->dir);
   if (cfg->resume && access(cfg->resume, F_OK) != 0)
     return sg_err_set(err, SG_ENOENT, "--resume %s: no such directory", cfg->resume);
+  /* A file where the run directory goes is bad input (it failed as a store
+   * error, with a hint to resume what never began). */
+  struct stat st;
+  if (stat(r->dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    return sg_err_set(err, SG_EINVAL, "%s %s: a file, not a directory",
+                      cfg->resume ? "--resume" : "--out", r->dir);
   if ((rc = sg_run_remote_devices(r, err)) < 0)
     return rc;
   if ((rc = sg_run_load_workflows(r, err)) < 0)

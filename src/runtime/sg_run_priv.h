@@ -256,6 +256,9 @@ void sg_run_feedback_of(const sg_eval_result *res, sg_phase phase, char **messag
  * the scheduler's actions. */
 void sg_run_eval_ops(sg_interp_ops *ops);
 int sg_run_start_pool(run *r, const char *program, sg_err *err);
+/* A stop: the device time of the evaluations still on a device is recorded
+ * up to now, so the summary's utilization counts it as progress did. */
+void sg_run_eval_close_intervals(run *r);
 /* Appends the --remote device slots to the run's devices (sg_run_remote.c). */
 int sg_run_remote_devices(run *r, sg_err *err);
 /* sg_run_kv.c: the KV store of --kv-store (docs/kvstore.md). start does

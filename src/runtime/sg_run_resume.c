@@ -7,6 +7,8 @@
  */
 #include "runtime/sg_run_priv.h"
 
+#include "common/sg_buf.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -153,6 +155,40 @@ static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
                                         last > started ? last - started : 0, &tokens, err);
 }
 
+/* The stored workflows are the configuration's tasks, in order. */
+static bool same_tasks(const run *r, const json_t *sws) {
+  if (json_array_size(sws) != r->nwf)
+    return false;
+  for (size_t i = 0; i < r->nwf; i++) {
+    const char *task = json_string_value(json_object_get(json_array_get(sws, i), "task"));
+    if (task == NULL || strcmp(task, r->wfs[i].task->name) != 0)
+      return false;
+  }
+  return true;
+}
+
+/* A resume given other tasks than the run's (--task adds to the stored
+ * list): said as that, naming both lists. */
+static int tasks_changed(const run *r, const json_t *sws, sg_err *err) {
+  sg_buf had, now;
+  sg_buf_init(&had, 128);
+  sg_buf_init(&now, 128);
+  for (size_t i = 0; i < json_array_size(sws); i++) {
+    const char *task = json_string_value(json_object_get(json_array_get(sws, i), "task"));
+    sg_buf_printf(&had, "%s%s", i ? ", " : "", task ? task : "?");
+  }
+  for (size_t i = 0; i < r->nwf; i++)
+    sg_buf_printf(&now, "%s%s", i ? ", " : "", r->wfs[i].task->name);
+  int rc = sg_err_set(err, SG_EINVAL,
+                      "%s: the tasks cannot change on resume: the run has %s, this "
+                      "command asks for %s (resume without --task; a new run takes "
+                      "other tasks)",
+                      r->dir, sg_buf_str(&had), sg_buf_str(&now));
+  sg_buf_free(&had);
+  sg_buf_free(&now);
+  return rc;
+}
+
 /* Longer than 80 lines on purpose: the new-run and the resume paths share
  * their checks of the store against the configuration. */
 int sg_run_begin_or_resume(run *r, sg_err *err) {
@@ -204,9 +240,8 @@ int sg_run_begin_or_resume(run *r, sg_err *err) {
                     "--iterations N` with N above %d extends it, `specgen show %s` "
                     "prints its summary",
                     r->dir, cfg->iterations, r->dir, cfg->iterations, r->dir);
-  else if (json_array_size(sws) != r->nwf)
-    rc = sg_err_set(err, SG_ESTATE, "%s: the store holds %zu workflows, the "
-                    "configuration %zu tasks", r->dir, json_array_size(sws), r->nwf);
+  else if (!same_tasks(r, sws))
+    rc = tasks_changed(r, sws, err);
   if (rc == 0) {
     r->run_id = json_integer_value(json_object_get(run, "id"));
     r->t0_us = json_integer_value(json_object_get(run, "started_us"));
@@ -215,13 +250,6 @@ int sg_run_begin_or_resume(run *r, sg_err *err) {
     wf *f = &r->wfs[i];
     const json_t *sw = json_array_get(sws, i);
     f->store_id = json_integer_value(json_object_get(sw, "id"));
-    const char *task = json_string_value(json_object_get(sw, "task"));
-    if (task == NULL || strcmp(task, f->task->name) != 0) {
-      rc = sg_err_set(err, SG_ESTATE, "%s: workflow %zu is task %s, the "
-                      "configuration says %s", r->dir, i + 1, task ? task : "?",
-                      f->task->name);
-      break;
-    }
     if (strcmp(json_string_value(json_object_get(sw, "state")), "running") != 0) {
       f->done = true;
       char *path = sg_asprintf("%s/best/%s.%s", r->dir, f->task->name, sg_run_source_ext(f->task));

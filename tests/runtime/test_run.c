@@ -815,6 +815,11 @@ static bool run_stopped_mid_iteration(const char *dir, int sig) {
     SG_CHECK_MSG(rc == (sig == SIGKILL ? 128 + SIGKILL : 1), "signal %d: exit %d; stderr:\n%s",
                  sig, rc, sg_buf_str(&p.err));
     open = db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NULL") >= 1;
+    /* its events, for the tests that look at what it said */
+    char *path = sg_asprintf("%s/stopped-events.jsonl", dir);
+    sg_err e;
+    SG_CHECK_OK(sg_file_write(path, sg_buf_str(&p.out), p.out.len, &e), e);
+    free(path);
   } else {
     proc_wait(&p, 30);
   }
@@ -874,6 +879,101 @@ static void test_stop_mid_iteration_then_resume_redoes_it(void) {
     sg_rm_rf(dir, &e);
     free(dir);
   }
+}
+
+/* The last event named name in the JSON lines of file path (NULL: none). */
+static json_t *last_event_in(const char *path, const char *name) {
+  char *text = NULL;
+  size_t len = 0;
+  sg_err e;
+  SG_CHECK_OK(sg_file_read(path, 1 << 26, &text, &len, &e), e);
+  json_t *last = NULL;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    json_t *j = json_loads(line, 0, NULL);
+    if (j && strcmp(json_string_value(json_object_get(j, "event")), name) == 0) {
+      json_decref(last);
+      last = j;
+    } else {
+      json_decref(j);
+    }
+  }
+  free(text);
+  return last;
+}
+
+/* Issue 31, defect 6, on resuming: a stopped run's summary counts the
+ * device time of the evaluations the stop cut, as its progress did (it
+ * dropped it, so the summary's utilization fell below the last progress
+ * line's); a resume cannot change the tasks and says so (it said "the
+ * store holds 1 workflows, the configuration 2 tasks"); a --json run is
+ * resumed with --quiet (refused: "json and quiet: choose one"). */
+static void test_resume_takes_its_output_mode_and_keeps_its_tasks(void) {
+  bool stopped = false;
+  char *dir = retry_in_fresh_dir(3, run_stopped_mid_iteration, SIGINT, &stopped);
+  SG_CHECK_MSG(stopped, "three runs, none stopped inside an iteration");
+  char *ev = sg_asprintf("%s/stopped-events.jsonl", dir);
+  json_t *prog = last_event_in(ev, "progress");
+  json_t *end = last_event_in(ev, "run_end");
+  SG_CHECK(end != NULL);
+  if (prog != NULL) {
+    const json_t *s = json_object_get(end, "summary");
+    double busy_p = json_number_value(json_object_get(json_object_get(prog, "utilization"),
+                                                      "overall")) *
+                    json_number_value(json_object_get(prog, "t"));
+    double busy_s = json_number_value(json_object_get(json_object_get(s, "utilization"),
+                                                      "overall")) *
+                    json_number_value(json_object_get(s, "e2e_s"));
+    SG_CHECK_MSG(busy_s >= busy_p * 0.99 - 0.01,
+                 "device seconds: %.3f in the summary, %.3f at the last progress", busy_s,
+                 busy_p);
+  }
+  json_decref(prog);
+  json_decref(end);
+  free(ev);
+
+  const char *other[] = {"run", "--resume", dir, "--task", "diag_matmul", NULL};
+  proc q;
+  SG_CHECK_EQ_INT(run_cmd(other, 60, &q), 2);
+  SG_CHECK_CONTAINS(sg_buf_str(&q.err), "tasks cannot change on resume");
+  SG_CHECK_CONTAINS(sg_buf_str(&q.err), "hinge_loss");
+  proc_free(&q);
+
+  const char *quiet[] = {"run", "--resume", dir, "--quiet", NULL};
+  int rc = run_cmd(quiet, 240, &q);
+  SG_CHECK_MSG(rc == 0, "resume --quiet: exit %d; stderr:\n%s", rc, sg_buf_str(&q.err));
+  SG_CHECK(strstr(sg_buf_str(&q.out), "\"event\"") == NULL);
+  SG_CHECK(strstr(sg_buf_str(&q.err), "\"event\"") == NULL);
+  proc_free(&q);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
+/* --out (or --resume) naming a file: bad input, exit 2, and no hint to
+ * resume a run that never began (it failed as a store error, exit 1). */
+static void test_out_naming_a_file_is_bad_input(void) {
+  char *dir = tmp_dir();
+  char *file = sg_asprintf("%s/a-file", dir);
+  sg_err e;
+  SG_CHECK_OK(sg_file_write(file, "x\n", 2, &e), e);
+  const char *out[] = {"run", "--task", "hinge_loss", "--iterations", "1", "--out", file,
+                       NULL};
+  const char *res[] = {"run", "--resume", file, NULL};
+  const char *const *cases[] = {out, res};
+  const char *says[] = {"--out ", "no run here"};
+  for (size_t i = 0; i < 2; i++) {
+    proc p;
+    int rc = run_cmd(cases[i], 60, &p);
+    SG_CHECK_MSG(rc == 2, "case %zu: exit %d; stderr:\n%s", i, rc, sg_buf_str(&p.err));
+    SG_CHECK_CONTAINS(sg_buf_str(&p.err), says[i]);
+    if (i == 0)
+      SG_CHECK_CONTAINS(sg_buf_str(&p.err), "not a directory");
+    SG_CHECK(strstr(sg_buf_str(&p.err), "continues it") == NULL);
+    proc_free(&p);
+  }
+  sg_rm_rf(dir, &e);
+  free(file);
+  free(dir);
 }
 
 /* Ctrl-C: the run stops, says how to resume, exits 1, and resumes. */
@@ -989,6 +1089,10 @@ static void test_bad_usage(void) {
       {{"run", "--task", "hinge_loss", "--iteratons", "2", NULL}, "iterations"},
       {{"run", "--task", "cpu/hinge_loss", "--devices", "cuda:0", NULL}, "cuda"},
       {{"run", "--resume", "/nonexistent/run", NULL}, "/nonexistent/run"},
+      /* a core that does not exist: said before the run starts, as eval
+       * does (it started, restarted its worker 6 times and exited 1) */
+      {{"run", "--task", "hinge_loss", "--devices", "cpu:99", "--iterations", "1", NULL},
+       "cpu:99: no such core"},
       {{"show", "/nonexistent/run", NULL}, "no run here"},
       {{"show", NULL}, "usage"},
   };
@@ -1101,5 +1205,7 @@ SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_external_endpoint_and_forks_t
              SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),
              SG_TEST(test_sigkill_then_resume), SG_TEST(test_sigint_interrupts_resumably),
              SG_TEST(test_stop_mid_iteration_then_resume_redoes_it),
+             SG_TEST(test_resume_takes_its_output_mode_and_keeps_its_tasks),
+             SG_TEST(test_out_naming_a_file_is_bad_input),
              SG_TEST(test_sigint_two_tasks_then_resume),
              SG_TEST(test_resume_extends_a_finished_run))
