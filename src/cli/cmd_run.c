@@ -269,11 +269,16 @@ int sg_cmd_run(int argc0, char **argv0) {
   sg_err_clear(&err);
   int rc = sg_run_config_parse_args(&cfg, argc, argv, 1, &err);
   if (rc == 0 && cfg.resume) {
-    /* The stored configuration, then the flags given now on top. */
+    /* The stored configuration, then the flags given now on top. How this
+     * command prints is its own: --quiet given now replaces a stored
+     * --json, and --json a stored --quiet (they were refused together). */
     char *dir = sg_strdup(cfg.resume);
+    bool json = cfg.json, quiet = cfg.quiet;
     sg_run_config_free(&cfg);
     sg_run_config_init(&cfg);
     rc = sg_run_load_config(dir, &cfg, &err);
+    if (rc == 0 && (json || quiet))
+      cfg.json = cfg.quiet = false;
     if (rc == 0)
       rc = sg_run_config_parse_args(&cfg, argc, argv, 1, &err);
     free(cfg.resume);

@@ -242,8 +242,8 @@ int sg_eval_device_check(const char *device, sg_err *err) {
   bool gpu = false;
   for (size_t i = 0; sg_evaluator_at(i); i++)
     gpu |= strcmp(sg_evaluator_at(i)->device_kind, kind) == 0 && sg_evaluator_at(i)->gpu;
-  if (!gpu)
-    return 0;
+  if (!gpu) /* a core this process may not run on evaluates nothing either */
+    return strcmp(kind, "cpu") == 0 ? sg_eval_cpu_device_check(device, err) : 0;
   int ordinal = 0;
   int rc = sg_eval_cuda_parse_device(device, &ordinal, err);
   if (rc < 0)

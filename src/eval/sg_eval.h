@@ -166,9 +166,10 @@ const sg_evaluator *sg_evaluator_at(size_t i);
  * NULL for a kind no evaluator runs on. */
 const char *sg_eval_device_kind(const char *device);
 /* Whether device can evaluate at all, before anything is started on it:
- * cuda:N needs a CUDA driver that sees at least N+1 devices; cpu:N is
- * checked by the worker that takes it. SG_EINVAL with the reason ("cuda:0:
- * no CUDA driver on this machine (...)") otherwise. */
+ * cuda:N needs a CUDA driver that sees at least N+1 devices; cpu:N a core
+ * this process may run on. SG_EINVAL with the reason ("cuda:0: no CUDA
+ * driver on this machine (...)", "device cpu:99: no such core here (...)")
+ * otherwise. */
 int sg_eval_device_check(const char *device, sg_err *err);
 
 #endif

@@ -414,6 +414,12 @@ static int check_cpu_available(int cpu, sg_err *err) {
   return rc;
 }
 
+int sg_eval_cpu_device_check(const char *device, sg_err *err) {
+  int cpu = 0;
+  int rc = sg_eval_cpu_parse_device(device, &cpu, err);
+  return rc ? rc : check_cpu_available(cpu, err);
+}
+
 int sg_eval_cpu_run_logged(const sg_task *task, const sg_eval_build *build,
                            const sg_eval_opts *opts, sg_eval_result *r,
                            json_t **log, sg_err *err) {
@@ -421,7 +427,7 @@ int sg_eval_cpu_run_logged(const sg_task *task, const sg_eval_build *build,
     *log = NULL;
   int cpu = 0;
   int rc = sg_eval_cpu_parse_device(opts->device, &cpu, err);
-  if (rc || (rc = check_cpu_available(cpu, err)))
+  if (rc || (rc = sg_eval_cpu_device_check(opts->device, err)))
     return rc;
   if ((rc = check_opts(opts, err)))
     return rc;

@@ -130,6 +130,9 @@ char *sg_eval_signal_text(int sig);
 
 /* "cpu:N" (or NULL: cpu:0) to N; errors name the device. */
 int sg_eval_cpu_parse_device(const char *device, int *cpu, sg_err *err);
+/* The same, and the core is one this process may run on (SG_EINVAL, naming
+ * the cores it may use, when not). */
+int sg_eval_cpu_device_check(const char *device, sg_err *err);
 
 /* ---- the evaluator ---- */
 

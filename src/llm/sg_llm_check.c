@@ -654,6 +654,58 @@ static void probe_cancel(const ctx *x, sg_llm_check_report *r, double idle_s) {
             abort_note);
 }
 
+static int ctx_init(ctx *x, const sg_llm_check_opts *o, sg_err *err) {
+  if (o->base_url == NULL || o->base_url[0] == '\0')
+    return sg_err_set(err, SG_EINVAL, "no endpoint URL (--llm)");
+  if (o->model == NULL || o->model[0] == '\0')
+    return sg_err_set(err, SG_EINVAL, "no model (--model)");
+  x->o = o;
+  x->profile = o->profile ? o->profile : sg_llm_provider_get("generic");
+  if (o->client)
+    x->client = *o->client;
+  else
+    sg_llm_client_opts_init(&x->client);
+  return 0;
+}
+
+/* 1. streaming: a chat request streams and finishes. first keeps the
+ * generation (the caller frees it); true when it streamed. */
+static bool probe_stream(const ctx *x, sg_llm_probe *p, sg_llm_generation *first) {
+  sg_llm_request q;
+  base_request(x, &q, x->profile);
+  generate(x, &q, 0, first);
+  p->name = k_probe_names[SG_LLM_CHECK_STREAM];
+  p->status = first->code == 0 ? SG_LLM_PROBE_YES : SG_LLM_PROBE_NO;
+  if (first->code != 0) {
+    /* the message, cut to the detail's size */
+    size_t n = strnlen(first->message, sizeof p->detail - 1);
+    memcpy(p->detail, first->message, n);
+    p->detail[n] = '\0';
+  } else
+    snprintf(p->detail, sizeof p->detail,
+             "%llu reasoning + %llu content chunks, finish_reason %s, TTFT %.3f s, "
+             "%.1f tokens/s",
+             (unsigned long long)first->reasoning_chunks,
+             (unsigned long long)first->content_chunks,
+             first->finish_reason[0] ? first->finish_reason : "(none)", first->ttft_s,
+             first->tokens_per_s);
+  return first->code == 0;
+}
+
+int sg_llm_check_stream(const sg_llm_check_opts *o, sg_llm_probe *out, sg_err *err) {
+  memset(out, 0, sizeof *out);
+  out->name = k_probe_names[SG_LLM_CHECK_STREAM];
+  out->status = SG_LLM_PROBE_SKIPPED;
+  ctx x;
+  int rc = ctx_init(&x, o, err);
+  if (rc < 0)
+    return rc;
+  sg_llm_generation first;
+  probe_stream(&x, out, &first);
+  sg_llm_generation_free(&first);
+  return 0;
+}
+
 int sg_llm_check_run(const sg_llm_check_opts *o, sg_llm_check_report *out,
                      sg_err *err) {
   memset(out, 0, sizeof *out);
@@ -661,38 +713,20 @@ int sg_llm_check_run(const sg_llm_check_opts *o, sg_llm_check_report *out,
     out->probes[i].name = k_probe_names[i];
     out->probes[i].status = SG_LLM_PROBE_SKIPPED;
   }
-  if (o->base_url == NULL || o->base_url[0] == '\0')
-    return sg_err_set(err, SG_EINVAL, "no endpoint URL (--llm)");
-  if (o->model == NULL || o->model[0] == '\0')
-    return sg_err_set(err, SG_EINVAL, "no model (--model)");
   ctx x;
-  x.o = o;
-  x.profile = o->profile ? o->profile : sg_llm_provider_get("generic");
-  if (o->client)
-    x.client = *o->client;
-  else
-    sg_llm_client_opts_init(&x.client);
+  int rc = ctx_init(&x, o, err);
+  if (rc < 0)
+    return rc;
   out->profile_given = o->profile != NULL;
 
   /* 1. streaming */
-  sg_llm_request q;
-  base_request(&x, &q, x.profile);
   sg_llm_generation first;
-  generate(&x, &q, 0, &first);
-  if (first.code != 0) {
-    set_probe(out, SG_LLM_CHECK_STREAM, SG_LLM_PROBE_NO, "%s", first.message);
+  if (!probe_stream(&x, &out->probes[SG_LLM_CHECK_STREAM], &first)) {
     sg_llm_generation_free(&first);
     snprintf(out->profile, sizeof out->profile, "%s", x.profile->name);
     return 0;
   }
   out->usable = true;
-  set_probe(out, SG_LLM_CHECK_STREAM, SG_LLM_PROBE_YES,
-            "%llu reasoning + %llu content chunks, finish_reason %s, TTFT %.3f s, "
-            "%.1f tokens/s",
-            (unsigned long long)first.reasoning_chunks,
-            (unsigned long long)first.content_chunks,
-            first.finish_reason[0] ? first.finish_reason : "(none)", first.ttft_s,
-            first.tokens_per_s);
   /* 2. reasoning field */
   snprintf(out->reasoning_field, sizeof out->reasoning_field, "%s",
            first.reasoning_field);

@@ -89,4 +89,10 @@ const char *sg_llm_probe_status_name(sg_llm_probe_status s);
 int sg_llm_check_run(const sg_llm_check_opts *o, sg_llm_check_report *out,
                      sg_err *err);
 
+/* The stream probe alone, what `specgen run --llm` asks before it starts:
+ * one short chat request with o->profile (NULL: generic). Returns 0 when it
+ * ran, out->status saying whether the endpoint streamed an answer (YES) or
+ * not (NO, out->detail: why); a negative code only for bad options. */
+int sg_llm_check_stream(const sg_llm_check_opts *o, sg_llm_probe *out, sg_err *err);
+
 #endif

@@ -1,6 +1,8 @@
 /* sg_gen_account.c: the run's account of its generations (see the header). */
 #include "runtime/sg_gen_account.h"
 
+#include "common/sg_error.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -110,6 +112,19 @@ sg_gen_tokens sg_gen_tokens_of(sg_gen_account *a, const sg_llm_usage *u,
     a->completion_estimated += t.completion_estimated;
   }
   return t;
+}
+
+bool sg_gen_endpoint_failure(int code, long http_status) {
+  switch (code) {
+  case SG_ECONN:
+  case SG_EPROTO:
+  case SG_EPARSE:
+    return true;
+  case SG_EHTTP:
+    return http_status == 429 || http_status < 400 || http_status >= 500;
+  default:
+    return false;
+  }
 }
 
 const char *sg_gen_iteration_reason(const char *reason, uint64_t kernels) {

@@ -75,6 +75,17 @@ sg_gen_tokens sg_gen_tokens_of(sg_gen_account *a, const sg_llm_usage *u,
                                bool client_counted, uint64_t chunks,
                                size_t prompt_bytes);
 
+/* Whether a failed generation failed because of the model server, not the
+ * request or the model: it could not be reached or the connection broke
+ * (SG_ECONN), it answered 429 or 5xx after the client's retries, or an
+ * error inside a stream (SG_EHTTP, any other status than 4xx), or its
+ * reply could not be read (SG_EPROTO, SG_EPARSE). A 4xx other than 429
+ * (the request was refused) and a deadline (SG_ETIMEDOUT: the model took
+ * too long) are not. The run sends such a main generation again instead
+ * of ending its iteration without a kernel, and stops after --llm-outage
+ * seconds of them. */
+bool sg_gen_endpoint_failure(int code, long http_status);
+
 /* "no kernel" for an iteration the controller ended by fallback when no
  * kernel came out of it (the fallback evaluates the reasoning's kernel:
  * there was none); else reason unchanged. */

@@ -38,6 +38,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -278,6 +279,7 @@ static void shutdown_all(run *r) {
     while (f->gens)
       sg_run_gen_cancel(r, (uint32_t)i, f->gens->gen);
   }
+  sg_run_eval_close_intervals(r);
   sg_run_kv_close(r);
   sg_pool_close(r->pool, POOL_CLOSE_S);
   r->pool = NULL;
@@ -292,6 +294,7 @@ static void on_tick(uv_timer_t *t) {
     return;
   }
   int64_t now = now_us();
+  sg_run_gen_retry_due(r, now);
   sg_scheduler_tick(r->sched, now, NULL);
   for (size_t i = 0; i < r->nwf && !r->failed; i++) {
     wf *f = &r->wfs[i];
@@ -358,6 +361,12 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
   out->dir = sg_strdup(r->dir);
   if (cfg->resume && access(cfg->resume, F_OK) != 0)
     return sg_err_set(err, SG_ENOENT, "--resume %s: no such directory", cfg->resume);
+  /* A file where the run directory goes is bad input (it failed as a store
+   * error, with a hint to resume what never began). */
+  struct stat st;
+  if (stat(r->dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    return sg_err_set(err, SG_EINVAL, "%s %s: a file, not a directory",
+                      cfg->resume ? "--resume" : "--out", r->dir);
   if ((rc = sg_run_remote_devices(r, err)) < 0)
     return rc;
   if ((rc = sg_run_load_workflows(r, err)) < 0)
@@ -371,20 +380,22 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
   so.elastic = cfg->elastic;
   so.work_conserving = cfg->work_conserving;
   so.split_capacity = cfg->split_capacity;
+  sg_llm_client_opts co;
+  sg_llm_client_opts_init(&co);
+  co.api_key_env = cfg->llm ? cfg->api_key_env : "";
+  co.seed = cfg->seed;
+  /* The model first: an endpoint that does not answer is bad input, said
+   * before a run directory exists (not after every iteration failed). */
+  if ((rc = sg_run_start_model(r, err)) < 0 || (rc = sg_run_check_model(r, &co, err)) < 0)
+    return rc;
   if ((rc = sg_scheduler_new(&so, &r->sched, err)) < 0 || (rc = interp_new(r, err)) < 0 ||
       (rc = sg_store_open(r->dir, &r->store, err)) < 0 ||
       (rc = sg_run_begin_or_resume(r, err)) < 0)
     return rc;
   for (size_t i = 0; i < r->nwf; i++)
     sg_interp_set_controller(r->it, (uint32_t)i, r->wfs[i].done ? NULL : r->wfs[i].ctl);
-  if ((rc = sg_run_start_model(r, err)) < 0)
-    return rc;
   uv_loop_init(&r->loop);
   r->loop_ready = true;
-  sg_llm_client_opts co;
-  sg_llm_client_opts_init(&co);
-  co.api_key_env = cfg->llm ? cfg->api_key_env : "";
-  co.seed = cfg->seed;
   if ((rc = sg_llm_client_new(&r->loop, &co, &r->client, err)) < 0)
     return rc;
   if (cfg->spec && cfg->token_forks && r->provider && r->provider->token_ids) {

@@ -86,6 +86,11 @@ static const sg_run_key keys[] = {
      .min = 0, .max = 86400, .flags = SG_KEYF_MIN_OPEN, .value_name = "S",
      .help = "seconds without a stream event before a generation fails (120)",
      .group = G_MODEL},
+    {.name = "llm-outage", .type = SG_KEY_DOUBLE, .offset = OFF(llm_outage),
+     .min = 0, .max = 86400, .flags = SG_KEYF_MIN_OPEN, .value_name = "S",
+     .help = "seconds the model server may fail every request before the run "
+             "stops (resumable); meanwhile iterations wait, uncounted (120)",
+     .group = G_MODEL},
 
     {.name = "server-speed", .type = SG_KEY_DOUBLE, .offset = OFF(server_speed),
      .min = 0, .max = 1e6, .flags = SG_KEYF_MIN_OPEN, .value_name = "TOK/S",
@@ -280,6 +285,7 @@ void sg_run_config_init(sg_run_config *c) {
   c->temperature = -1;
   c->gen_deadline = 1800;
   c->idle_timeout = 120;
+  c->llm_outage = 120;
   c->server_speed = 300;
   c->compile_workers = 1;
   c->trials = 3;

@@ -42,6 +42,8 @@ typedef struct sg_run_config {
   char *reasoning;         /* reasoning: native|prompted: the model thinks on
                               its own, or is asked to think inside
                               <think>...</think> first (native) */
+  double llm_outage;       /* llm-outage: s of model server failures before
+                              the run stops, resumable (120) */
   /* the built-in test server (used only without llm) */
   double server_speed;     /* server-speed: tokens/s per stream (300) */
   char *server_fault;      /* server-fault: a fault spec applied to every

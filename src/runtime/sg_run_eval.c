@@ -177,6 +177,12 @@ static void device_interval(run *r, rreq *q) {
   q->device = -1;
 }
 
+void sg_run_eval_close_intervals(run *r) {
+  for (size_t id = 0; id < r->cap_reqs; id++)
+    if (r->reqs[id].live)
+      device_interval(r, &r->reqs[id]);
+}
+
 static void req_end(run *r, rreq *q) {
   if (!q->live)
     return;

@@ -159,12 +159,70 @@ static sg_usage usage_of(const sg_llm_usage *u, uint64_t chunks) {
   return o;
 }
 
+/* The prompt of main generation g while its iteration is the open one;
+ * NULL once it is not (a main a cutoff detached, one started ahead): such a
+ * main is not sent again. *row: the iteration's store id. */
+static const sg_prompt_text *main_prompt(const wf *f, const rgen *g, int64_t *row) {
+  if (g->kind != SG_GEN_MAIN || f->iter_store_id == 0 || g->iteration != f->iter_open ||
+      g->prompt_index >= SG_SEARCH_MAX_MAINS || !f->have_prompt[g->prompt_index])
+    return NULL;
+  *row = f->iter_store_id;
+  return &f->prompts[g->prompt_index];
+}
+
+/* How long a main waits before it is sent again: 1 s, doubling, at most
+ * 15 s (the client's own retries of 429 and 5xx came first). */
+static int64_t retry_wait_us(int retries) {
+  int64_t us = 1000000;
+  for (int i = 0; i < retries && us < 15000000; i++)
+    us *= 2;
+  return us < 15000000 ? us : 15000000;
+}
+
+/* A generation ended: a completed one ends any outage of the model server;
+ * a failure of the server's (sg_gen_endpoint_failure) starts one or goes
+ * on with it, and once it has lasted --llm-outage seconds the run stops,
+ * resumable: the open iterations stay open in the store and are redone. */
+static void outage_note(run *r, bool ok, bool endpoint, const char *message) {
+  if (ok) {
+    r->outage_since_us = 0;
+    r->outage_warned = false;
+    return;
+  }
+  if (!endpoint)
+    return;
+  int64_t now = now_us();
+  if (r->outage_since_us == 0)
+    r->outage_since_us = now;
+  double s = (double)(now - r->outage_since_us) / 1e6;
+  if (s < r->cfg->llm_outage || r->stopping)
+    return;
+  char cause[SG_GEN_CAUSE_BYTES];
+  sg_gen_cause(message, cause, sizeof cause);
+  sg_err e;
+  sg_err_clear(&e);
+  sg_err_set(&e, SG_ECONN,
+             "the model server %s failed every request for %.0f s (llm-outage %g s; "
+             "the last: %s): the run stopped; the iterations it cut do not count",
+             r->base_url, s, r->cfg->llm_outage, cause);
+  sg_run_fail(r, &e);
+}
+
 static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
   run *r = g->r;
   wf *f = wf_of(r, g->w);
   g->stream = NULL; /* freed by the client after this callback */
-  gen_unlink(f, g);
-  gen_counts(f, g, -1);
+  bool endpoint = !ok && sg_gen_endpoint_failure(res->code, res->http_status);
+  int64_t row = 0;
+  /* The server failed a main before it streamed anything: no kernel came
+   * because of the server, not the model, so the iteration does not end
+   * (and count) for it: it waits, and the main is sent again. */
+  bool again = endpoint && g->chunks == 0 && !res->output_started &&
+               main_prompt(f, g, &row) != NULL;
+  if (!again) {
+    gen_unlink(f, g);
+    gen_counts(f, g, -1);
+  }
   sg_llm_usage u = res->usage.present ? res->usage : g->usage;
   gen_record_end(r, g, &u, res->usage.present && res->usage_estimated, res->finish_reason,
                  ok ? SG_STORE_GEN_COMPLETED : SG_STORE_GEN_FAILED);
@@ -194,6 +252,31 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
                  "outcome", ok ? "completed" : "failed", "completion_tokens",
                  (json_int_t)(u.present ? u.completion_tokens : (int64_t)g->chunks),
                  "error", ok ? NULL : res->message));
+  outage_note(r, ok, endpoint, res->message);
+  if (again && r->stopping) {
+    /* stopped (this outage, or a signal): the iteration stays open in the
+     * store, and a resumed run redoes it */
+    gen_unlink(f, g);
+    gen_counts(f, g, -1);
+    sg_run_gen_free(g);
+    sg_run_drain(r);
+    return;
+  }
+  if (again) {
+    int64_t wait = retry_wait_us(g->retries++);
+    g->retry_at_us = now_us() + wait;
+    if (!r->outage_warned) {
+      r->outage_warned = true;
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "the model server %s failed before the main generation streamed "
+               "anything: the iteration waits and sends it again (first in %.0f s); "
+               "after %g s of failures (--llm-outage) the run stops, resumable",
+               r->base_url, (double)wait / 1e6, r->cfg->llm_outage);
+      sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", msg));
+    }
+    return;
+  }
   sg_ctl_event ev;
   memset(&ev, 0, sizeof ev);
   ev.now_us = now_us();
@@ -387,6 +470,84 @@ static void request_of(run *r, uint32_t w, const sg_ctl_action *a, const sg_prom
   }
 }
 
+/* Records generation g (of START_GEN a, with prompt pt, in the iteration
+ * whose store id is iter_row) and starts its stream. False when it did not
+ * start: a store failure (the run stops), or a request that cannot be
+ * expressed (a profile without prefix continuation, say): a failed
+ * generation, recorded, and reported to the controller after this action
+ * list, as a stream error would be. g is freed then (unlinked first when it
+ * was a main waiting to be sent again). */
+static bool gen_launch(run *r, wf *f, rgen *g, const sg_ctl_action *a,
+                       const sg_prompt_text *pt, int64_t iter_row) {
+  bool spec = a->u.start.kind == SG_GEN_SPEC;
+  bool linked = g->retry_at_us != 0;
+  rgen *parent = spec ? gen_find(f, a->u.start.parent_gen) : NULL;
+  size_t n_fork_ids = 0;
+  int32_t *fork_prompt = spec ? fork_ids(r, parent, a->u.start.prefix_len, &n_fork_ids) : NULL;
+  /* Prompted reasoning: a main generation's system message asks it to
+   * reason first (think.txt) and its answer starts inside "<think>"; a fork
+   * sees neither, and continues the thinking closed, like any fork. */
+  bool prompted = r->prompted && !spec;
+  sg_prompt_text sent = *pt;
+  char *system = prompted ? sg_asprintf("%s\n\n%s", pt->system, pt->think) : NULL;
+  if (system)
+    sent.system = system;
+  char *prompt_json = prompt_record(&sent, spec ? a->u.start.prefix : NULL,
+                                    spec ? (size_t)a->u.start.prefix_len : 0, n_fork_ids,
+                                    prompted ? k_prompted_prefill : NULL);
+  sg_store_generation sg = {
+      .iteration_id = iter_row,
+      .kind = spec ? SG_STORE_GEN_SPEC : SG_STORE_GEN_MAIN,
+      .parent_id = parent ? parent->store_id : 0,
+      .prefix_bytes = spec ? (int64_t)a->u.start.prefix_len : 0,
+      .prompt = prompt_json,
+      .started_us = now_us(),
+  };
+  int64_t store_id = 0;
+  STORE(r, sg_store_generation_begin(r->store, &sg, &store_id, err));
+  free(prompt_json);
+  int rc = 0;
+  sg_err e;
+  sg_err_clear(&e);
+  if (!r->failed) {
+    gen_request gq;
+    request_of(r, g->w, a, &sent, fork_prompt, n_fork_ids, prompted, &gq);
+    g->store_id = store_id;
+    g->prompt_bytes = strlen(sent.system) + strlen(sent.user) +
+                      (spec ? (size_t)a->u.start.prefix_len : 0);
+    sg_buf_free(&g->think); /* a main sent again starts its thinking anew */
+    g->content_bytes = 0;
+    if (prompted)
+      sg_buf_init(&g->think, SG_PROMPTED_THINK_MAX);
+    idmap_set(&f->gen_store, g->gen, store_id);
+    sg_llm_callbacks cb = {g,         on_reasoning, on_content,
+                           gq.q.return_token_ids ? on_token_ids : NULL,
+                           on_usage,  on_finish,    on_error};
+    rc = sg_llm_stream_start(r->client, &gq.q, &cb, &g->stream, &e);
+    free(gq.prefix);
+  }
+  free(fork_prompt);
+  free(system);
+  if (r->failed || rc < 0) {
+    if (rc < 0) {
+      gen_record_end(r, g, NULL, false, NULL, SG_STORE_GEN_FAILED);
+      if (sg_gen_account_failed(&r->acct, e.msg))
+        sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message",
+                                            e.msg));
+      sg_interp_gen_failed(r->it, g->w, g->gen, rc, e.msg);
+    }
+    if (linked) {
+      gen_unlink(f, g);
+      gen_counts(f, g, -1);
+    }
+    sg_run_gen_free(g);
+    return false;
+  }
+  g->retry_at_us = 0;
+  r->generations++;
+  return true;
+}
+
 /* START_GEN: the iteration is opened in the store, the prompt rendered
  * (by each main generation; its forks reuse it), the generation recorded
  * and its stream started. A main generation of the next iteration, started
@@ -423,76 +584,19 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   if (r->failed)
     return 0;
   const sg_prompt_text *pt = ahead ? &f->ahead_prompt : &f->prompts[pi];
-  rgen *parent = spec ? gen_find(f, a->u.start.parent_gen) : NULL;
-  size_t n_fork_ids = 0;
-  int32_t *fork_prompt = spec ? fork_ids(r, parent, a->u.start.prefix_len, &n_fork_ids) : NULL;
-  /* Prompted reasoning: a main generation's system message asks it to
-   * reason first (think.txt) and its answer starts inside "<think>"; a fork
-   * sees neither, and continues the thinking closed, like any fork. */
-  bool prompted = r->prompted && !spec;
-  sg_prompt_text sent = *pt;
-  char *system = prompted ? sg_asprintf("%s\n\n%s", pt->system, pt->think) : NULL;
-  if (system)
-    sent.system = system;
-  char *prompt_json = prompt_record(&sent, spec ? a->u.start.prefix : NULL,
-                                    spec ? (size_t)a->u.start.prefix_len : 0, n_fork_ids,
-                                    prompted ? k_prompted_prefill : NULL);
-  sg_store_generation sg = {
-      .iteration_id = ahead ? f->ahead_iter_store_id : f->iter_store_id,
-      .kind = spec ? SG_STORE_GEN_SPEC : SG_STORE_GEN_MAIN,
-      .parent_id = parent ? parent->store_id : 0,
-      .prefix_bytes = spec ? (int64_t)a->u.start.prefix_len : 0,
-      .prompt = prompt_json,
-      .started_us = now_us(),
-  };
-  int64_t store_id = 0;
-  STORE(r, sg_store_generation_begin(r->store, &sg, &store_id, err));
-  free(prompt_json);
-  if (r->failed) {
-    free(fork_prompt);
-    free(system);
-    return 0;
-  }
-
-  gen_request gq;
-  request_of(r, w, a, &sent, fork_prompt, n_fork_ids, prompted, &gq);
-  sg_llm_request q = gq.q;
-  char *prefix = gq.prefix;
-
   rgen *g = sg_calloc(1, sizeof *g);
   g->r = r;
   g->w = w;
   g->gen = a->u.start.gen;
   g->kind = a->u.start.kind;
   g->iteration = a->iteration;
-  g->store_id = store_id;
-  g->prompt_bytes = strlen(sent.system) + strlen(sent.user) +
-                    (spec ? (size_t)a->u.start.prefix_len : 0);
-  if (prompted)
-    sg_buf_init(&g->think, SG_PROMPTED_THINK_MAX);
-  idmap_set(&f->gen_store, g->gen, store_id);
-  sg_llm_callbacks cb = {g, on_reasoning, on_content, q.return_token_ids ? on_token_ids : NULL,
-                         on_usage, on_finish, on_error};
-  rc = sg_llm_stream_start(r->client, &q, &cb, &g->stream, &e);
-  free(prefix);
-  free(fork_prompt);
-  free(system);
-  if (rc < 0) {
-    /* The request cannot be expressed (a profile without prefix
-     * continuation, say): a failed generation, recorded, and reported to
-     * the controller after this action list, as a stream error would be. */
-    gen_record_end(r, g, NULL, false, NULL, SG_STORE_GEN_FAILED);
-    if (sg_gen_account_failed(&r->acct, e.msg))
-      sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message",
-                                          e.msg));
-    sg_interp_gen_failed(r->it, w, g->gen, rc, e.msg);
-    sg_run_gen_free(g);
+  g->thinking = a->u.start.thinking;
+  g->prompt_index = pi;
+  if (!gen_launch(r, f, g, a, pt, ahead ? f->ahead_iter_store_id : f->iter_store_id))
     return 0;
-  }
   g->next = f->gens;
   f->gens = g;
   gen_counts(f, g, 1);
-  r->generations++;
   if (spec)
     sg_run_emit(r, "fork", json_pack("{s:s, s:i, s:I}", "task", f->task->name, "iteration",
                               (int)a->iteration + 1, "prefix_bytes",
@@ -512,7 +616,8 @@ static bool gen_cancel(run *r, uint32_t w, uint64_t gen) {
   gen_unlink(f, g);
   gen_counts(f, g, -1);
   bool main = g->kind == SG_GEN_MAIN;
-  gen_record_end(r, g, &g->usage, false, "cancelled", SG_STORE_GEN_CANCELLED);
+  if (g->retry_at_us == 0) /* a main waiting to be sent again was recorded failed */
+    gen_record_end(r, g, &g->usage, false, "cancelled", SG_STORE_GEN_CANCELLED);
   sg_run_gen_free(g);
   return main;
 }
@@ -522,6 +627,45 @@ void sg_run_gen_cancel(run *r, uint32_t w, uint64_t gen) { (void)gen_cancel(r, w
 static int op_gen_cancel(void *data, uint32_t w, uint64_t gen, bool *was_main) {
   *was_main = gen_cancel(data, w, gen);
   return 0;
+}
+
+void sg_run_gen_retry_due(run *r, int64_t now) {
+  for (size_t i = 0; i < r->nwf && !r->stopping; i++) {
+    wf *f = &r->wfs[i];
+    rgen *next;
+    for (rgen *g = f->gens; g; g = next) {
+      next = g->next;
+      if (g->retry_at_us == 0 || g->retry_at_us > now)
+        continue;
+      int64_t row = 0;
+      const sg_prompt_text *pt = main_prompt(f, g, &row);
+      if (pt == NULL) {
+        /* its iteration ended without cancelling it (a cutoff detached
+         * it): it ends as the failure it was */
+        gen_unlink(f, g);
+        gen_counts(f, g, -1);
+        sg_interp_gen_failed(r->it, (uint32_t)i, g->gen, SG_ECONN,
+                             "the model server failed it before its iteration ended");
+        sg_run_gen_free(g);
+        continue;
+      }
+      sg_ctl_action a;
+      memset(&a, 0, sizeof a);
+      a.iteration = g->iteration;
+      a.u.start.kind = SG_GEN_MAIN;
+      a.u.start.gen = g->gen;
+      a.u.start.thinking = g->thinking;
+      a.u.start.prompt_index = g->prompt_index;
+      free(g->prompt_ids);
+      free(g->ids);
+      free(g->marks);
+      g->prompt_ids = g->ids = NULL;
+      g->marks = NULL;
+      g->n_prompt_ids = g->n_ids = g->cap_ids = g->n_marks = g->cap_marks = 0;
+      memset(&g->usage, 0, sizeof g->usage);
+      gen_launch(r, f, g, &a, pt, row);
+    }
+  }
 }
 
 void sg_run_gen_ops(sg_interp_ops *ops) {

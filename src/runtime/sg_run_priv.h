@@ -67,6 +67,13 @@ typedef struct rgen {
     size_t nids;
   } *marks;
   size_t n_marks, cap_marks;
+  /* a main: what START_GEN asked, to send it again; retry_at_us: when, for
+   * a main the model server failed before it streamed anything (0: not
+   * waiting; its store row then is ended, failed) */
+  bool thinking;
+  size_t prompt_index;
+  int64_t retry_at_us;
+  int retries;
   struct rgen *next;
 } rgen;
 
@@ -177,6 +184,9 @@ struct run {
   size_t n_end_think;      /* NULL when forks go as chat continuations */
   int dead_devices;
   char *last_infra;        /* the latest infrastructure failure, for errors */
+  int64_t outage_since_us; /* the model server's first failure since a
+                              generation last completed (0: none) */
+  bool outage_warned;      /* the waiting was said, this outage */
   /* what the decisions cost: CPU time inside the controllers, and the loop
    * thread's CPU time in all (client, store, pool, core) */
   uint64_t generations;
@@ -241,6 +251,9 @@ void sg_run_gen_free(rgen *g);
 /* The interpreter's ops for generations: gen_start, gen_cancel. */
 void sg_run_gen_ops(sg_interp_ops *ops);
 void sg_run_gen_cancel(run *r, uint32_t w, uint64_t gen);
+/* Sends again the main generations whose wait after a failure of the model
+ * server is over (each tick). */
+void sg_run_gen_retry_due(run *r, int64_t now);
 /* The iteration the controller's action belongs to is open in the store. */
 void sg_run_iteration_open(run *r, wf *f, uint32_t iteration);
 void sg_run_iteration_close(run *r, wf *f, const char *reason);
@@ -254,6 +267,9 @@ void sg_run_feedback_of(const sg_eval_result *res, sg_phase phase, char **messag
  * the scheduler's actions. */
 void sg_run_eval_ops(sg_interp_ops *ops);
 int sg_run_start_pool(run *r, const char *program, sg_err *err);
+/* A stop: the device time of the evaluations still on a device is recorded
+ * up to now, so the summary's utilization counts it as progress did. */
+void sg_run_eval_close_intervals(run *r);
 /* Appends the --remote device slots to the run's devices (sg_run_remote.c). */
 int sg_run_remote_devices(run *r, sg_err *err);
 /* sg_run_kv.c: the KV store of --kv-store (docs/kvstore.md). start does
@@ -274,6 +290,10 @@ const char *sg_run_source_ext(const sg_task *t);
 int sg_run_write_best(run *r, wf *f, bool write, sg_err *err);
 int sg_run_load_workflows(run *r, sg_err *err);
 int sg_run_start_model(run *r, sg_err *err);
+/* An endpoint given with --llm streams a short answer (the stream probe of
+ * `specgen llm check`), else SG_EINVAL saying why: checked before the run
+ * starts. Nothing for the built-in test server. */
+int sg_run_check_model(run *r, const sg_llm_client_opts *client, sg_err *err);
 json_t *sg_run_summary(run *r, sg_err *err);
 void sg_run_free(run *r);
 

@@ -1,10 +1,13 @@
 /* sg_run_resume.c: a new run's first records, or a stored, unfinished run
  * restored (sg_run_priv.h): what was in flight when it stopped is closed in
- * the store (generations cancelled, evaluations aborted, the open iteration
- * interrupted), and each unfinished workflow's candidates, results and
- * progress are fed back into its fresh controller.
+ * the store (generations cancelled, evaluations aborted), the iteration it
+ * cut is redone (it stays open and does not count: `--iterations N` means N
+ * completed iterations), and each unfinished workflow's candidates, results
+ * and progress are fed back into its fresh controller.
  */
 #include "runtime/sg_run_priv.h"
+
+#include "common/sg_buf.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -96,19 +99,40 @@ static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
     sg_eval_result_init(&res);
     res.status = SG_EVAL_ABORTED;
     res.message = sg_strdup("interrupted: the run stopped before this evaluation "
-                            "ended; the resumed run does not redo it");
+                            "ended; the resumed run evaluates the kernel again only "
+                            "if its redone iteration writes it again");
     int rc = sg_store_eval_finish(r->store, json_integer_value(json_object_get(v, "id")),
                                   &res, now, err);
     sg_eval_result_free(&res);
     if (rc < 0)
       return rc;
   }
-  json_array_foreach(json_object_get(sw, "open_iterations"), i, v) {
-    int rc = sg_store_iteration_end(r->store, json_integer_value(v), "interrupted", now, err);
-    if (rc < 0)
-      return rc;
-  }
+  /* An iteration cut by the stop did not end: it is redone, in the same
+   * row (its generations and candidates stay its own), and does not count
+   * against the budget. The iterations ended are those below the first
+   * open one. With next-ahead the next iteration may be open beside it; it
+   * is kept for the resumed run to continue too. */
   int64_t ended = json_integer_value(json_object_get(sw, "next_iteration")) - 1;
+  const json_t *open_ids = json_object_get(sw, "open_iterations");
+  const json_t *open_nums = json_object_get(sw, "open_iteration_numbers");
+  json_array_foreach(open_ids, i, v) {
+    int64_t number = json_integer_value(json_array_get(open_nums, i));
+    if (i == 0) {
+      ended = number - 1;
+      f->iter_store_id = json_integer_value(v);
+      f->iter_open = (uint32_t)(number - 1);
+    } else if (i == 1 && number == ended + 2) {
+      f->ahead_iter_store_id = json_integer_value(v);
+      f->ahead_iter = (uint32_t)(number - 1);
+    } else {
+      /* not a run this version left (at most the open one and the next):
+       * closed, as it was before iterations were redone */
+      int rc = sg_store_iteration_end(r->store, json_integer_value(v), "interrupted", now,
+                                      err);
+      if (rc < 0)
+        return rc;
+    }
+  }
   if (ended < 0)
     ended = 0;
 
@@ -129,6 +153,40 @@ static int resume_workflow(run *r, wf *f, const json_t *sw, sg_err *err) {
   int64_t started = json_integer_value(json_object_get(sw, "started_us"));
   return sg_controller_restore_progress(f->ctl, (uint32_t)ended,
                                         last > started ? last - started : 0, &tokens, err);
+}
+
+/* The stored workflows are the configuration's tasks, in order. */
+static bool same_tasks(const run *r, const json_t *sws) {
+  if (json_array_size(sws) != r->nwf)
+    return false;
+  for (size_t i = 0; i < r->nwf; i++) {
+    const char *task = json_string_value(json_object_get(json_array_get(sws, i), "task"));
+    if (task == NULL || strcmp(task, r->wfs[i].task->name) != 0)
+      return false;
+  }
+  return true;
+}
+
+/* A resume given other tasks than the run's (--task adds to the stored
+ * list): said as that, naming both lists. */
+static int tasks_changed(const run *r, const json_t *sws, sg_err *err) {
+  sg_buf had, now;
+  sg_buf_init(&had, 128);
+  sg_buf_init(&now, 128);
+  for (size_t i = 0; i < json_array_size(sws); i++) {
+    const char *task = json_string_value(json_object_get(json_array_get(sws, i), "task"));
+    sg_buf_printf(&had, "%s%s", i ? ", " : "", task ? task : "?");
+  }
+  for (size_t i = 0; i < r->nwf; i++)
+    sg_buf_printf(&now, "%s%s", i ? ", " : "", r->wfs[i].task->name);
+  int rc = sg_err_set(err, SG_EINVAL,
+                      "%s: the tasks cannot change on resume: the run has %s, this "
+                      "command asks for %s (resume without --task; a new run takes "
+                      "other tasks)",
+                      r->dir, sg_buf_str(&had), sg_buf_str(&now));
+  sg_buf_free(&had);
+  sg_buf_free(&now);
+  return rc;
 }
 
 /* Longer than 80 lines on purpose: the new-run and the resume paths share
@@ -182,9 +240,8 @@ int sg_run_begin_or_resume(run *r, sg_err *err) {
                     "--iterations N` with N above %d extends it, `specgen show %s` "
                     "prints its summary",
                     r->dir, cfg->iterations, r->dir, cfg->iterations, r->dir);
-  else if (json_array_size(sws) != r->nwf)
-    rc = sg_err_set(err, SG_ESTATE, "%s: the store holds %zu workflows, the "
-                    "configuration %zu tasks", r->dir, json_array_size(sws), r->nwf);
+  else if (!same_tasks(r, sws))
+    rc = tasks_changed(r, sws, err);
   if (rc == 0) {
     r->run_id = json_integer_value(json_object_get(run, "id"));
     r->t0_us = json_integer_value(json_object_get(run, "started_us"));
@@ -193,13 +250,6 @@ int sg_run_begin_or_resume(run *r, sg_err *err) {
     wf *f = &r->wfs[i];
     const json_t *sw = json_array_get(sws, i);
     f->store_id = json_integer_value(json_object_get(sw, "id"));
-    const char *task = json_string_value(json_object_get(sw, "task"));
-    if (task == NULL || strcmp(task, f->task->name) != 0) {
-      rc = sg_err_set(err, SG_ESTATE, "%s: workflow %zu is task %s, the "
-                      "configuration says %s", r->dir, i + 1, task ? task : "?",
-                      f->task->name);
-      break;
-    }
     if (strcmp(json_string_value(json_object_get(sw, "state")), "running") != 0) {
       f->done = true;
       char *path = sg_asprintf("%s/best/%s.%s", r->dir, f->task->name, sg_run_source_ext(f->task));

@@ -5,6 +5,8 @@
  */
 #include "runtime/sg_run_priv.h"
 
+#include "llm/sg_llm_check.h"
+
 #include "common/sg_file.h"
 #include "runtime/sg_task_files.h"
 
@@ -198,6 +200,26 @@ int sg_run_start_model(run *r, sg_err *err) {
   r->model = "specgen-test";
   r->provider = sg_llm_provider_get("vllm");
   return 0;
+}
+
+int sg_run_check_model(run *r, const sg_llm_client_opts *client, sg_err *err) {
+  const sg_run_config *cfg = r->cfg;
+  if (cfg->llm == NULL)
+    return 0; /* the built-in test server plays the model */
+  sg_llm_check_opts o = {.base_url = r->base_url, .model = r->model,
+                         .profile = r->provider, .client = client,
+                         .timeout_s = cfg->idle_timeout, .max_tokens = 16};
+  sg_llm_probe p;
+  int rc = sg_llm_check_stream(&o, &p, err);
+  if (rc < 0)
+    return sg_err_prefix(err, "--llm %s", cfg->llm);
+  if (p.status == SG_LLM_PROBE_YES)
+    return 0;
+  return sg_err_set(err, SG_EINVAL,
+                    "--llm %s: the model server does not answer a short chat request "
+                    "for model %s (%s); nothing was started (`specgen llm check --llm "
+                    "%s --model %s` probes it)",
+                    cfg->llm, r->model, p.detail, cfg->llm, r->model);
 }
 
 json_t *sg_run_summary(run *r, sg_err *err) {

@@ -251,6 +251,7 @@ int sg_store_row_json(sg_store *s, const char *table, int64_t id,
  *       "open_iteration": {"id", "number", "started_us"} or null,
  *       "open_iterations": [ids of every open one, by number] (a main
  *         started ahead opens the next before the current one ends),
+ *       "open_iteration_numbers": [their numbers, in the same order],
  *       "open_generations": [ids begun, never ended],
  *       "pending_evaluations": [{"id", "candidate_id", "phase"}]: queued or
  *          started, never finished: submit them again,

@@ -133,10 +133,14 @@ static int resume_workflow(void *ud, sqlite3_stmt *st, sg_err *err) {
                   "WHERE workflow_id = ?1 AND ended_us IS NULL ORDER BY number",
                   id, collect_array, open_rows, err);
   size_t n_open = json_array_size(open_rows);
-  json_t *open_ids = json_array();
-  for (size_t i = 0; i < n_open; i++)
+  json_t *open_ids = json_array(), *open_numbers = json_array();
+  for (size_t i = 0; i < n_open; i++) {
     json_array_append(open_ids, json_object_get(json_array_get(open_rows, i), "id"));
+    json_array_append(open_numbers,
+                      json_object_get(json_array_get(open_rows, i), "number"));
+  }
   json_object_set_new(wf, "open_iterations", open_ids);
+  json_object_set_new(wf, "open_iteration_numbers", open_numbers);
   json_object_set(wf, "open_iteration",
                   n_open ? json_array_get(open_rows, n_open - 1) : json_null());
   json_decref(open_rows);

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# run_failures.sh SPECGEN: a model that fails says so (issue: a run against a
-# server that refused every request printed only "ended (fallback)" and
-# exited 0). Three real failures over loopback, each through `specgen run`'s
-# human output:
-#   refused   a closed port: connection refused
-#   http400   a server that answers every request with HTTP 400 and an
-#             empty body (what llama-cpp-python does with a non-UUID id)
-#   http500   the built-in server failing every attempt with HTTP 500, so
-#             the retries give up
-# Each: exit 1 with "no generation succeeded" and the cause; the cause
-# printed once however many generations hit it; the summary counts the
-# failures; iterations say "no kernel", never "fallback". Speaks TAP.
+# run_failures.sh SPECGEN: a model server that fails costs no iterations
+# (issue 31: each iteration ended "no kernel" after a few seconds, the run
+# "finished" and could not be resumed). Real failures over loopback, through
+# `specgen run`'s human output:
+#   before the run: a closed port (connection refused), a server answering
+#     every request with HTTP 400, one with HTTP 500, one with a body that
+#     is not an event stream: exit 2, the cause, no run directory
+#   during the run: the built-in server failing every attempt with HTTP 500,
+#     and a server that answered the start's check and then fails: the
+#     iteration waits and sends its main generation again, and after
+#     --llm-outage seconds the run stops with exit 1, saying why and how to
+#     resume, with no iteration counted; resumed with the server well, it
+#     finishes its budget.
+# Speaks TAP.
 set -uo pipefail
 SPECGEN=$1
 . "$(dirname "$0")/../tap.sh"
@@ -24,17 +26,50 @@ trap cleanup EXIT
 
 # A port that was free a moment ago and has no listener now.
 closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-# A server that refuses every request with an empty 400; it prints its port.
-python3 -u - >"$work/port" 2>/dev/null <<'PY' &
-import http.server
+# A server that answers as $work/mode says: 400, 500, garbage (200 with a
+# plain-text body), ok (a short streamed answer with no kernel in it), or
+# ok-once (ok, then 500 from the next request on). It prints its port.
+echo ok >"$work/mode"
+MODE="$work/mode" python3 -u - >"$work/port" 2>/dev/null <<'PY' &
+import http.server, json, os
+mode_file = os.environ["MODE"]
+def chunk(delta, finish):
+    return "data: " + json.dumps({"id": "x", "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
 class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self): self.do_POST()
+    def do_GET(self):
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
     def do_POST(self):
         n = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(n)
-        self.send_response(400)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+        mode = open(mode_file).read().strip()
+        if mode == "ok-once":
+            open(mode_file, "w").write("500\n")
+            mode = "ok"
+        if mode in ("400", "500"):
+            body = b'{"error": {"message": "refused by the test", "type": "x"}}'
+            self.send_response(int(mode))
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif mode == "garbage":
+            body = b"<html>this is not an event stream</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        else:
+            body = (chunk({"role": "assistant", "content": "No kernel from this model."}, None)
+                    + chunk({}, "stop") + "data: [DONE]\n\n").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
     def log_message(self, *a): pass
 s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
 print(s.server_address[1])
@@ -42,33 +77,81 @@ s.serve_forever()
 PY
 srv=$!
 for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-p400=$(head -1 "$work/port")
+port=$(head -1 "$work/port")
+url="http://127.0.0.1:$port"
 
-echo "1..15"
+# ended_iterations DIR [WHERE]: iterations ended (and not "interrupted")
+ended_iterations() {
+  python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1] + "/run.db")
+print(db.execute("SELECT count(*) FROM iterations WHERE ended_us IS NOT NULL "
+                 "AND end_reason != ?", ("interrupted",)).fetchone()[0])' "$1"
+}
+main_failures() {
+  python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1] + "/run.db")
+print(db.execute("SELECT count(*) FROM generations WHERE kind = ? AND outcome = ?",
+                 ("main", "failed")).fetchone()[0])' "$1"
+}
+
+echo "1..13"
 common=(--task hinge_loss --devices cpu:0 --iterations 2 --runs 3 --warmups 1 --tick 0.05)
-for kind in refused http400 http500; do
+
+# Before the run: refused with exit 2, nothing started.
+for kind in refused http400 http500 garbage; do
   case $kind in
-    refused) args=(--llm "http://127.0.0.1:$closed" --model m); cause="connection failed";;
-    http400) args=(--llm "http://127.0.0.1:$p400" --model m); cause="HTTP 400";;
-    http500) args=(--server-fault status500:99 --server-speed 3000); cause="HTTP 500";;
+    refused) u="http://127.0.0.1:$closed"; cause="connection failed";;
+    http400) u=$url; echo 400 >"$work/mode"; cause="HTTP 400";;
+    http500) u=$url; echo 500 >"$work/mode"; cause="HTTP 500";;
+    garbage) u=$url; echo garbage >"$work/mode"; cause="stream ended before the generation finished";;
   esac
-  timeout 300 "$SPECGEN" run "${common[@]}" "${args[@]}" --out "$work/$kind" \
+  timeout 120 "$SPECGEN" run "${common[@]}" --llm "$u" --model m --out "$work/$kind" \
     >"$work/$kind.out" 2>"$work/$kind.err"
   rc=$?
-  err=$(cat "$work/$kind.err")
-  [ $rc -eq 1 ] && grep -q "^specgen run: no generation succeeded (2 failed): $cause" "$work/$kind.err"
-  check "$kind: exit 1, the cause in the last word" $? "exit $rc" "$(tail -5 "$work/$kind.err")"
-  warned=$(grep -c "generation failed: $cause" "$work/$kind.err")
-  [ "$warned" -eq 1 ]
-  check "$kind: the cause printed once for two failed generations" $? "$warned times" "$err"
-  grep -q "generations: 0 completed, 2 failed" "$work/$kind.out" &&
-    grep -q "2 x $cause" "$work/$kind.out"
-  check "$kind: the summary counts the failures by cause" $? "$(cat "$work/$kind.out")"
-  [ "$(grep -c 'ended (no kernel)' "$work/$kind.err")" -eq 2 ] &&
-    ! grep -q fallback "$work/$kind.err" "$work/$kind.out"
-  check "$kind: iterations end with no kernel, never fallback" $? "$err"
-  # the tokens line does not pass zeros off as measured counts of something
-  grep -q "0 completion$" "$work/$kind.out" && ! grep -q "estimated" "$work/$kind.out"
-  check "$kind: nothing read, nothing estimated" $? "$(grep tokens "$work/$kind.out")"
+  [ $rc -eq 2 ] && grep -q "does not answer a short chat request.*$cause" "$work/$kind.err" &&
+    grep -q "nothing was started" "$work/$kind.err"
+  check "$kind: refused before the run with exit 2 and the cause" $? "exit $rc" \
+    "$(cat "$work/$kind.err")"
+  [ ! -e "$work/$kind" ]
+  check "$kind: no run directory" $? "$(ls -la "$work/$kind" 2>&1)"
 done
+
+# During the run: the built-in server fails every attempt with HTTP 500.
+d=$work/mid500
+timeout 300 "$SPECGEN" run "${common[@]}" --server-fault status500 --server-speed 3000 \
+  --llm-outage 3 --out "$d" >"$d.out" 2>"$d.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "failed every request for .* HTTP 500" "$d.err" &&
+  grep -q -- "--resume $d" "$d.err"
+check "mid-run 500: exit 1 after --llm-outage, saying why and how to resume" $? "exit $rc" \
+  "$(tail -5 "$d.err")"
+it=$(ended_iterations "$d"); mf=$(main_failures "$d")
+[ "$it" -eq 0 ] && [ "$mf" -ge 2 ] &&
+  [ "$(grep -c "waits and sends it again" "$d.err")" -eq 1 ]
+check "mid-run 500: no iteration counted, the main sent again, the wait said once" $? \
+  "$it iterations ended, $mf mains failed" "$(cat "$d.err")"
+timeout 300 "$SPECGEN" run --resume "$d" --server-fault none >"$d.out2" 2>"$d.err2"
+rc=$?
+it=$(ended_iterations "$d")
+[ $rc -eq 0 ] && [ "$it" -eq 2 ]
+check "mid-run 500: resumed with the server well, the whole budget" $? \
+  "exit $rc, $it iterations ended" "$(tail -5 "$d.err2")"
+
+# During the run: an endpoint that answered the check, then fails.
+d=$work/dies
+echo ok-once >"$work/mode"
+timeout 300 "$SPECGEN" run "${common[@]}" --llm "$url" --model m --llm-outage 3 --out "$d" \
+  >"$d.out" 2>"$d.err"
+rc=$?
+it=$(ended_iterations "$d")
+[ $rc -eq 1 ] && grep -q "failed every request" "$d.err" && [ "$it" -eq 0 ]
+check "endpoint dies after the check: exit 1, no iteration counted" $? \
+  "exit $rc, $it iterations ended" "$(cat "$d.err")"
+echo ok >"$work/mode"
+timeout 300 "$SPECGEN" run --resume "$d" >"$d.out2" 2>"$d.err2"
+rc=$?
+it=$(ended_iterations "$d")
+[ $rc -eq 0 ] && [ "$it" -eq 2 ]
+check "endpoint dies after the check: resumed once it answers, the whole budget" $? \
+  "exit $rc, $it iterations ended" "$(tail -5 "$d.err2")"
 exit $((failed > 0))

@@ -190,7 +190,29 @@ static void test_store_marks_estimated_counts(void) {
   SG_CHECK_OK(sg_rm_rf(tmpl, &err), err);
 }
 
+/* What the run sends again and counts toward --llm-outage: the server's
+ * failures, not the request's (4xx) or the model's (a deadline). */
+static void test_endpoint_failures_told_from_the_request_and_model(void) {
+  static const struct {
+    int code;
+    long status;
+    bool endpoint;
+  } cases[] = {
+      {SG_ECONN, 0, true},       /* refused, reset, cut mid-stream */
+      {SG_EHTTP, 500, true},     {SG_EHTTP, 503, true}, {SG_EHTTP, 429, true},
+      {SG_EHTTP, 200, true},     /* an error object inside the stream */
+      {SG_EPROTO, 200, true},    /* a JSON body, not an event stream */
+      {SG_EPARSE, 200, true},    /* a chunk that is not JSON */
+      {SG_EHTTP, 400, false},    {SG_EHTTP, 401, false}, {SG_EHTTP, 404, false},
+      {SG_ETIMEDOUT, 0, false},  {SG_EINVAL, 0, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    SG_CHECK_MSG(sg_gen_endpoint_failure(cases[i].code, cases[i].status) == cases[i].endpoint,
+                 "case %zu: %s, HTTP %ld", i, sg_strerror(cases[i].code), cases[i].status);
+}
+
 SG_TEST_MAIN(SG_TEST(test_cause_drops_what_differs_per_request),
+             SG_TEST(test_endpoint_failures_told_from_the_request_and_model),
              SG_TEST(test_failures_grouped_and_said_once),
              SG_TEST(test_nothing_failed_is_not_nothing_generated),
              SG_TEST(test_causes_bounded), SG_TEST(test_tokens_measured_or_marked_estimated),

@@ -502,10 +502,30 @@ static void test_cutoff_detach(void) {
   free(dir);
 }
 
-/* One --next-ahead run into dir, killed (SIGKILL) as soon as its store
+/* Up to tries runs of attempt(dir, sig), each in a fresh directory, until
+ * one says it got what it wanted (a stop inside a window that a poll on a
+ * loaded machine can miss). Returns the last directory (the caller removes
+ * it); *ok: whether one did. */
+static char *retry_in_fresh_dir(int tries, bool (*attempt)(const char *, int), int sig,
+                                bool *ok) {
+  char *dir = NULL;
+  *ok = false;
+  for (int i = 1; i <= tries && !*ok; i++) {
+    if (dir != NULL) {
+      sg_err e;
+      sg_rm_rf(dir, &e);
+      free(dir);
+    }
+    dir = tmp_dir();
+    *ok = attempt(dir, sig);
+  }
+  return dir;
+}
+
+/* One --next-ahead run into dir, killed (sig) as soon as its store
  * holds two open iterations. False when it never did: the run ended (or
  * 120 s passed) first. */
-static bool next_ahead_run_killed(const char *dir) {
+static bool next_ahead_run_killed(const char *dir, int sig) {
   const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
                         "--iterations", "12", "--next-ahead", "--out", dir, "--json",
                         FAST, NULL};
@@ -520,8 +540,8 @@ static bool next_ahead_run_killed(const char *dir) {
     open_its = db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NULL");
   }
   if (open_its >= 2) {
-    kill(-p.pid, SIGKILL);
-    SG_CHECK_EQ_INT(proc_wait(&p, 30), 128 + SIGKILL);
+    kill(-p.pid, sig);
+    SG_CHECK_EQ_INT(proc_wait(&p, 30), 128 + sig);
   } else {
     if (!exited)
       kill(-p.pid, SIGKILL);
@@ -535,31 +555,24 @@ static bool next_ahead_run_killed(const char *dir) {
 
 /* --next-ahead: the next iteration's main starts while a candidate
  * validates, so the store holds two open iterations at times. Killed
- * then, the run resumes: both are closed as interrupted, nothing is left
- * open, and the run finishes its budget; in the finished store some
+ * then, the run resumes: both are redone in their own rows (none is closed
+ * as interrupted), nothing is left open, and the run finishes its budget
+ * of twelve completed iterations; in the finished store some
  * iteration began before the one before it ended, and each ended
  * iteration has a main generation. Such a window lasts one evaluation;
  * a poll on a loaded machine can miss every one of a run's, so up to
  * four runs, until one is killed inside one. */
 static void test_next_ahead_kill_and_resume(void) {
-  char *dir = NULL;
   bool killed = false;
-  for (int attempt = 1; attempt <= 4 && !killed; attempt++) {
-    if (dir != NULL) {
-      sg_err e;
-      sg_rm_rf(dir, &e);
-      free(dir);
-    }
-    dir = tmp_dir();
-    killed = next_ahead_run_killed(dir);
-  }
+  char *dir = retry_in_fresh_dir(4, next_ahead_run_killed, SIGKILL, &killed);
   SG_CHECK_MSG(killed, "four --next-ahead runs, none seen with two open iterations");
   const char *resume[] = {"run", "--resume", dir, "--json", NULL};
   proc q;
   int rc = run_cmd(resume, 240, &q);
   SG_CHECK_MSG(rc == 0, "resume: exit %d; stderr:\n%s", rc, sg_buf_str(&q.err));
   SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NULL") == 0);
-  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE end_reason = 'interrupted'") >= 2);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE end_reason = 'interrupted'") == 0);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations") == 12);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE ended_us IS NULL") == 0);
   SG_CHECK(db_int(dir, "SELECT max(number) FROM iterations") == 12);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations a JOIN iterations b ON "
@@ -782,6 +795,187 @@ static void test_sigkill_then_resume(void) {
   free(dir);
 }
 
+/* One run of `--iterations 2` into dir, stopped with sig as soon as an
+ * evaluation ended while an iteration is open. False when the run ended
+ * (or 120 s passed) before that. */
+static bool run_stopped_mid_iteration(const char *dir, int sig) {
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                        "--iterations", "2", "--out", dir, "--json", FAST, NULL};
+  proc p;
+  proc_start(&p, args);
+  double end = mono_s() + 120;
+  bool exited = false;
+  while (mono_s() < end && !(exited = proc_pump(&p, 10)) &&
+         strstr(sg_buf_str(&p.out), "\"event\":\"evaluation\"") == NULL) {
+  }
+  bool open = false;
+  if (!exited) {
+    kill(sig == SIGKILL ? -p.pid : p.pid, sig);
+    int rc = proc_wait(&p, 60);
+    SG_CHECK_MSG(rc == (sig == SIGKILL ? 128 + SIGKILL : 1), "signal %d: exit %d; stderr:\n%s",
+                 sig, rc, sg_buf_str(&p.err));
+    open = db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NULL") >= 1;
+    /* its events, for the tests that look at what it said */
+    char *path = sg_asprintf("%s/stopped-events.jsonl", dir);
+    sg_err e;
+    SG_CHECK_OK(sg_file_write(path, sg_buf_str(&p.out), p.out.len, &e), e);
+    free(path);
+  } else {
+    proc_wait(&p, 30);
+  }
+  if (!open)
+    fprintf(stderr, "# signal %d: no iteration open at the stop; stderr:\n%s", sig,
+            sg_buf_str(&p.err));
+  proc_free(&p);
+  return open;
+}
+
+/* Issue 31, defect 2: a run stopped in the middle of an iteration (Ctrl-C,
+ * SIGTERM, SIGKILL) and resumed redoes that iteration and finishes its
+ * whole budget: `--iterations 2` is two completed iterations, none
+ * "interrupted"; what the cut iteration had evaluated is taken from the
+ * store, not evaluated again. (The resumed run counted the cut iteration as
+ * done: with one iteration it ended at once, "run completed", nothing
+ * evaluated.) */
+static void test_stop_mid_iteration_then_resume_redoes_it(void) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGKILL};
+  for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) {
+    bool stopped = false;
+    char *dir = retry_in_fresh_dir(3, run_stopped_mid_iteration, sigs[k], &stopped);
+    SG_CHECK_MSG(stopped, "signal %d: three runs, none stopped inside an iteration", sigs[k]);
+    long long last_before = db_int(dir, "SELECT coalesce(max(id), 0) FROM evaluations");
+    long long done_before = db_int(dir, "SELECT count(*) FROM evaluations WHERE status "
+                                        "IN ('ok','compile_error','runtime_error',"
+                                        "'numerical_error','timeout','rejected')");
+    SG_CHECK(done_before >= 1);
+    const char *resume[] = {"run", "--resume", dir, "--json", NULL};
+    proc q;
+    int rc = run_cmd(resume, 240, &q);
+    SG_CHECK_MSG(rc == 0, "signal %d: resume: exit %d; stderr:\n%s", sigs[k], rc,
+                 sg_buf_str(&q.err));
+    SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NOT NULL AND "
+                         "end_reason != 'interrupted'") == 2);
+    SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations") == 2);
+    SG_CHECK(db_int(dir, "SELECT count(*) FROM runs WHERE ended_us IS NOT NULL") == 1);
+    /* every iteration had a main generation the stop did not cut */
+    SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations i WHERE NOT EXISTS (SELECT 1 "
+                         "FROM generations g WHERE g.iteration_id = i.id AND g.kind = "
+                         "'main' AND coalesce(g.finish_reason, '') != 'interrupted')") == 0);
+    /* a kernel evaluated before the stop is not evaluated again */
+    char *sql = sg_asprintf(
+        "SELECT count(*) FROM evaluations a JOIN evaluations b ON b.candidate_id = "
+        "a.candidate_id AND b.phase = a.phase AND b.id > %lld WHERE a.id <= %lld AND "
+        "a.status NOT IN ('aborted','infra_error')", last_before, last_before);
+    SG_CHECK_MSG(db_int(dir, sql) == 0, "signal %d: an evaluation done before the stop "
+                 "was done again", sigs[k]);
+    free(sql);
+    char *sp = sg_asprintf("%s/summary.json", dir);
+    json_t *s = load_json(sp);
+    check_summary(s, 1, 2);
+    json_decref(s);
+    free(sp);
+    proc_free(&q);
+    sg_err e;
+    sg_rm_rf(dir, &e);
+    free(dir);
+  }
+}
+
+/* The last event named name in the JSON lines of file path (NULL: none). */
+static json_t *last_event_in(const char *path, const char *name) {
+  char *text = NULL;
+  size_t len = 0;
+  sg_err e;
+  SG_CHECK_OK(sg_file_read(path, 1 << 26, &text, &len, &e), e);
+  json_t *last = NULL;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    json_t *j = json_loads(line, 0, NULL);
+    if (j && strcmp(json_string_value(json_object_get(j, "event")), name) == 0) {
+      json_decref(last);
+      last = j;
+    } else {
+      json_decref(j);
+    }
+  }
+  free(text);
+  return last;
+}
+
+/* Issue 31, defect 6, on resuming: a stopped run's summary counts the
+ * device time of the evaluations the stop cut, as its progress did (it
+ * dropped it, so the summary's utilization fell below the last progress
+ * line's); a resume cannot change the tasks and says so (it said "the
+ * store holds 1 workflows, the configuration 2 tasks"); a --json run is
+ * resumed with --quiet (refused: "json and quiet: choose one"). */
+static void test_resume_takes_its_output_mode_and_keeps_its_tasks(void) {
+  bool stopped = false;
+  char *dir = retry_in_fresh_dir(3, run_stopped_mid_iteration, SIGINT, &stopped);
+  SG_CHECK_MSG(stopped, "three runs, none stopped inside an iteration");
+  char *ev = sg_asprintf("%s/stopped-events.jsonl", dir);
+  json_t *prog = last_event_in(ev, "progress");
+  json_t *end = last_event_in(ev, "run_end");
+  SG_CHECK(end != NULL);
+  if (prog != NULL) {
+    const json_t *s = json_object_get(end, "summary");
+    double busy_p = json_number_value(json_object_get(json_object_get(prog, "utilization"),
+                                                      "overall")) *
+                    json_number_value(json_object_get(prog, "t"));
+    double busy_s = json_number_value(json_object_get(json_object_get(s, "utilization"),
+                                                      "overall")) *
+                    json_number_value(json_object_get(s, "e2e_s"));
+    SG_CHECK_MSG(busy_s >= busy_p * 0.99 - 0.01,
+                 "device seconds: %.3f in the summary, %.3f at the last progress", busy_s,
+                 busy_p);
+  }
+  json_decref(prog);
+  json_decref(end);
+  free(ev);
+
+  const char *other[] = {"run", "--resume", dir, "--task", "diag_matmul", NULL};
+  proc q;
+  SG_CHECK_EQ_INT(run_cmd(other, 60, &q), 2);
+  SG_CHECK_CONTAINS(sg_buf_str(&q.err), "tasks cannot change on resume");
+  SG_CHECK_CONTAINS(sg_buf_str(&q.err), "hinge_loss");
+  proc_free(&q);
+
+  const char *quiet[] = {"run", "--resume", dir, "--quiet", NULL};
+  int rc = run_cmd(quiet, 240, &q);
+  SG_CHECK_MSG(rc == 0, "resume --quiet: exit %d; stderr:\n%s", rc, sg_buf_str(&q.err));
+  SG_CHECK(strstr(sg_buf_str(&q.out), "\"event\"") == NULL);
+  SG_CHECK(strstr(sg_buf_str(&q.err), "\"event\"") == NULL);
+  proc_free(&q);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
+/* --out (or --resume) naming a file: bad input, exit 2, and no hint to
+ * resume a run that never began (it failed as a store error, exit 1). */
+static void test_out_naming_a_file_is_bad_input(void) {
+  char *dir = tmp_dir();
+  char *file = sg_asprintf("%s/a-file", dir);
+  sg_err e;
+  SG_CHECK_OK(sg_file_write(file, "x\n", 2, &e), e);
+  const char *out[] = {"run", "--task", "hinge_loss", "--iterations", "1", "--out", file,
+                       NULL};
+  const char *res[] = {"run", "--resume", file, NULL};
+  const char *const *cases[] = {out, res};
+  const char *says[] = {"--out ", "no run here"};
+  for (size_t i = 0; i < 2; i++) {
+    proc p;
+    int rc = run_cmd(cases[i], 60, &p);
+    SG_CHECK_MSG(rc == 2, "case %zu: exit %d; stderr:\n%s", i, rc, sg_buf_str(&p.err));
+    SG_CHECK_CONTAINS(sg_buf_str(&p.err), says[i]);
+    if (i == 0)
+      SG_CHECK_CONTAINS(sg_buf_str(&p.err), "not a directory");
+    SG_CHECK(strstr(sg_buf_str(&p.err), "continues it") == NULL);
+    proc_free(&p);
+  }
+  sg_rm_rf(dir, &e);
+  free(file);
+  free(dir);
+}
+
 /* Ctrl-C: the run stops, says how to resume, exits 1, and resumes. */
 static void test_sigint_interrupts_resumably(void) {
   char *dir = tmp_dir();
@@ -819,9 +1013,9 @@ static void test_sigint_interrupts_resumably(void) {
 }
 
 /* Ctrl-C of a two-task run while its (only) iterations are open: each
- * resumed workflow finds its budget spent at start and is done before it
- * asked the scheduler for anything; the resume completes (it failed with
- * "scheduler: no workflow 0"). */
+ * resumed workflow redoes its cut iteration; the resume completes both (it
+ * failed with "scheduler: no workflow 0" when a resumed workflow was done
+ * before it asked the scheduler for anything). */
 static void test_sigint_two_tasks_then_resume(void) {
   char *dir = tmp_dir();
   const char *args[] = {"run", "--task", "hinge_loss", "--task", "diag_matmul",
@@ -843,6 +1037,8 @@ static void test_sigint_two_tasks_then_resume(void) {
   SG_CHECK(strstr(sg_buf_str(&q.err), "no workflow") == NULL);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM runs WHERE ended_us IS NULL") == 0);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM workflows WHERE state = 'running'") == 0);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NOT NULL AND "
+                       "end_reason != 'interrupted'") == 2);
   proc_free(&p);
   proc_free(&q);
   sg_err e;
@@ -893,6 +1089,10 @@ static void test_bad_usage(void) {
       {{"run", "--task", "hinge_loss", "--iteratons", "2", NULL}, "iterations"},
       {{"run", "--task", "cpu/hinge_loss", "--devices", "cuda:0", NULL}, "cuda"},
       {{"run", "--resume", "/nonexistent/run", NULL}, "/nonexistent/run"},
+      /* a core that does not exist: said before the run starts, as eval
+       * does (it started, restarted its worker 6 times and exited 1) */
+      {{"run", "--task", "hinge_loss", "--devices", "cpu:99", "--iterations", "1", NULL},
+       "cpu:99: no such core"},
       {{"show", "/nonexistent/run", NULL}, "no run here"},
       {{"show", NULL}, "usage"},
   };
@@ -1004,5 +1204,8 @@ SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_external_endpoint_and_forks_t
              SG_TEST(test_cutoff_detach), SG_TEST(test_next_ahead_kill_and_resume),
              SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),
              SG_TEST(test_sigkill_then_resume), SG_TEST(test_sigint_interrupts_resumably),
+             SG_TEST(test_stop_mid_iteration_then_resume_redoes_it),
+             SG_TEST(test_resume_takes_its_output_mode_and_keeps_its_tasks),
+             SG_TEST(test_out_naming_a_file_is_bad_input),
              SG_TEST(test_sigint_two_tasks_then_resume),
              SG_TEST(test_resume_extends_a_finished_run))

@@ -34,6 +34,7 @@ static const key_case cases[] = {
     {"temperature", "-1", "-1.0", "-0.5"},
     {"gen-deadline", "86400", "86400.0", "0"},
     {"idle-timeout", "0.5", "0.5", "86400.5"},
+    {"llm-outage", "3", "3.0", "0"},
     {"server-speed", "1000000", "1000000.0", "0"},
     {"server-fault", "disconnect:3", "\"disconnect:3\"", ""},
     {"devices", "cuda:0-3,cuda:6", "\"cuda:0-3,cuda:6\"", ""},
