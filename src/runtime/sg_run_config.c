@@ -920,22 +920,29 @@ int sg_run_config_from_json(sg_run_config *c, const json_t *j, sg_err *err) {
 
 /* ---- usage --------------------------------------------------------------- */
 
+static void usage_key(FILE *f, const sg_run_key *k) {
+  char left[64];
+  if (k->type == SG_KEY_BOOL)
+    snprintf(left, sizeof left, "--[no-]%s", k->name);
+  else
+    snprintf(left, sizeof left, "--%s %s", k->name, k->value_name ? k->value_name : "VALUE");
+  fprintf(f, "  %-30s %s\n", left, k->help);
+}
+
 void sg_run_config_usage(FILE *f) {
   fprintf(f, "  %-30s %s\n", "--config FILE",
           "a YAML file of these keys, applied before the other flags");
-  const char *group = NULL;
-  for (size_t i = 0; i < NKEYS; i++) {
-    const sg_run_key *k = &keys[i];
-    if (group == NULL || strcmp(group, k->group) != 0) {
-      group = k->group;
-      fprintf(f, "\n %s:\n", group);
-    }
-    char left[64];
-    if (k->type == SG_KEY_BOOL)
-      snprintf(left, sizeof left, "--[no-]%s", k->name);
-    else
-      snprintf(left, sizeof left, "--%s %s", k->name,
-               k->value_name ? k->value_name : "VALUE");
-    fprintf(f, "  %-30s %s\n", left, k->help);
+  /* Each group once, in the order the table first names it, with all its
+   * keys: the table keeps related keys together, not always groups. */
+  for (size_t g = 0; g < NKEYS; g++) {
+    bool seen = false;
+    for (size_t j = 0; j < g && !seen; j++)
+      seen = strcmp(keys[j].group, keys[g].group) == 0;
+    if (seen)
+      continue;
+    fprintf(f, "\n %s:\n", keys[g].group);
+    for (size_t i = g; i < NKEYS; i++)
+      if (strcmp(keys[i].group, keys[g].group) == 0)
+        usage_key(f, &keys[i]);
   }
 }

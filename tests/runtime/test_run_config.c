@@ -802,6 +802,12 @@ static void test_usage_lists_every_key(void) {
     SG_CHECK_CONTAINS(buf, want);
     SG_CHECK_CONTAINS(buf, k[i].help);
     free(want);
+    /* each group's heading once (two came twice: issue 31) */
+    char *head = sg_asprintf("\n %s:\n", k[i].group);
+    char *first = strstr(buf, head);
+    SG_CHECK_MSG(first && !strstr(first + 1, head), "the heading \"%s\" is not there once",
+                 k[i].group);
+    free(head);
   }
   free(buf);
 }
