@@ -65,15 +65,18 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
     json_array_foreach(json_object_get(g, "causes"), k, c)
       fprintf(f, "    %5.0f x %s\n", num(c, "count"), str(c, "cause"));
   }
-  fprintf(f, "\n  %-28s %5s %9s %9s %6s %5s %6s  %s\n", "task", "iters", "best",
+  fprintf(f, "\n  %-28s %5s %10s %9s %6s %5s %6s  %s\n", "task", "iters", "best",
           "profiled", "early", "main", "forks", "best kernel");
   const json_t *w;
   size_t i;
   json_array_foreach(json_object_get(s, "workflows"), i, w) {
     char best[32];
     speedup_text(best, sizeof best, num(w, "best_speedup"));
+    /* a figure no profile measured says so (sg_store.h, SG_STORE_FIGURES_SQL) */
+    if (strcmp(str(w, "best_speedup_kind"), "validate") == 0)
+      strcat(best, " (v)");
     const char *file = json_string_value(json_object_get(w, "best_file"));
-    fprintf(f, "  %-28s %5.0f %9s %9.0f %6.0f %5.0f %6.0f  %s\n", str(w, "task"),
+    fprintf(f, "  %-28s %5.0f %10s %9.0f %6.0f %5.0f %6.0f  %s\n", str(w, "task"),
             num(w, "iterations"), best, num(w, "profiling_feedback"),
             num(w, "early_terminations"), num(w, "generations_main"),
             num(w, "generations_spec"), file ? file : "-");
@@ -85,7 +88,8 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
             str(kv, "url"), num(kv, "hits"), num(kv, "misses"), 100 * num(kv, "hit_rate"),
             num(kv, "put_bytes") / 1e6, num(kv, "get_bytes") / 1e6, num(kv, "evictions"),
             num(kv, "yields"), num(kv, "yield_max_ms"));
-  fprintf(f, "\n  best: largest speedup over the reference of a correct kernel; "
+  fprintf(f, "\n  best: largest speedup over the reference of a correct kernel, as "
+             "profiled, or as validated (v) when\n  no profile measured it; "
              "profiled: kernels with profiling feedback;\n"
              "  early: iterations ended by a speculative kernel while the reasoning "
              "still ran; forks: speculative generations\n");

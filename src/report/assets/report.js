@@ -15,7 +15,10 @@
   const I = { id: 0, wf: 1, num: 2, start: 3, end: 4, reason: 5 };
   const G = { id: 0, it: 1, kind: 2, parent: 3, start: 4, end: 5, pt: 6, ct: 7, cached: 8,
               outcome: 9 };
-  const C = { id: 0, gen: 1, created: 2, bytes: 3 };
+  // speedup: the kernel's one figure (its latest profile's, else its latest
+  // validation's: the summary's and `specgen show`'s), kind: the phase that
+  // measured it, at: when that evaluation ended.
+  const C = { id: 0, gen: 1, created: 2, bytes: 3, speedup: 4, kind: 5, at: 6 };
   const E = { id: 0, cand: 1, phase: 2, queued: 3, started: 4, ended: 5, status: 6,
               speedup: 7, device: 8, msg: 9 };
   const D = { device: 0, phase: 1, start: 2, end: 3 };
@@ -48,6 +51,9 @@
         e.append(kid instanceof Node ? kid : String(kid));
     return e;
   }
+  // A kernel's figure, naming the measurement when it is not a profile's.
+  const figureText = (c) => (c === null ? '-' : fmt(c[C.speedup]) + 'x' +
+    (c[C.kind] === 'validate' ? ' (validation)' : ''));
   const fmt = (v, d = 2) => (v === null || v === undefined || !isFinite(v) ? '-' : v.toFixed(d));
   const color = (i, n) => `hsl(${Math.round((i * 360) / Math.max(n, 1)) % 360} 65% 45%)`;
 
@@ -157,7 +163,7 @@
 
   function index(d) {
     const ix = { wf: new Map(), it: new Map(), gen: new Map(), cand: new Map() };
-    d.workflows.forEach((w, i) => ix.wf.set(w[W.id], { row: w, i, its: [], evals: [],
+    d.workflows.forEach((w, i) => ix.wf.set(w[W.id], { row: w, i, its: [], figs: [],
       cands: new Set(), tokens: [0, 0, 0] }));
     for (const it of d.iterations) {
       ix.it.set(it[I.id], { row: it, gens: [], cands: [] });
@@ -182,46 +188,45 @@
       const rec = { row: c, kind: g ? g[G.kind] : '?', it, evals: [] };
       ix.cand.set(c[C.id], rec);
       if (it) it.cands.push(rec);
+      const w = it && ix.wf.get(it.row[I.wf]);
+      if (w && c[C.speedup] !== null && c[C.at] !== null) w.figs.push(c);
     }
     for (const e of d.evaluations) {
       const c = ix.cand.get(e[E.cand]);
       if (!c) continue;
       c.evals.push(e);
       const w = c.it && ix.wf.get(c.it.row[I.wf]);
-      if (w && e[E.status] === 'ok') {
-        if (e[E.speedup] !== null && e[E.ended] !== null) w.evals.push(e);
-        if (e[E.phase] === 'profile') w.cands.add(e[E.cand]);
-      }
+      if (w && e[E.status] === 'ok' && e[E.phase] === 'profile') w.cands.add(e[E.cand]);
     }
     for (const w of ix.wf.values()) {
-      w.evals.sort((a, b) => a[E.ended] - b[E.ended]);
+      w.figs.sort((a, b) => a[C.at] - b[C.at] || a[C.id] - b[C.id]);
       w.its.sort((a, b) => a[I.num] - b[I.num]);
     }
     return ix;
   }
 
-  // Per workflow, the best speedup over time: a point where an ok
-  // evaluation beat the best so far, and one at each iteration's end
+  // Per workflow, the best speedup over time: a point where a kernel's
+  // figure (C.speedup, the summary's) beat the best so far, at the end of
+  // the evaluation that measured it, and one at each iteration's end
   // (a triangle when it ended early); over iterations: the best of the
   // kernels of iterations 1..k, one point per ended iteration.
   function speedupCharts(d, ix) {
     const nwf = d.workflows.length;
     const byTime = [], byIter = [], earlyTime = [], earlyIter = [];
     let early = 0;
-    // The best ok speedup among each iteration's kernels, in one pass.
+    // The best figure among each iteration's kernels, in one pass.
     const iterBest = new Map();
     for (const c of ix.cand.values())
-      for (const e of c.evals)
-        if (c.it && e[E.status] === 'ok' && e[E.speedup] !== null) {
-          const id = c.it.row[I.id];
-          iterBest.set(id, Math.max(iterBest.get(id) ?? -Infinity, e[E.speedup]));
-        }
+      if (c.it && c.row[C.speedup] !== null) {
+        const id = c.it.row[I.id];
+        iterBest.set(id, Math.max(iterBest.get(id) ?? -Infinity, c.row[C.speedup]));
+      }
     for (const w of ix.wf.values()) {
       const ended = w.its.filter((it) => it[I.end] !== null);
       const evs = [];
       let best = null;
-      for (const e of w.evals)
-        if (best === null || e[E.speedup] > best) { best = e[E.speedup]; evs.push({ x: e[E.ended], y: best, it: null }); }
+      for (const c of w.figs)
+        if (best === null || c[C.speedup] > best) { best = c[C.speedup]; evs.push({ x: c[C.at], y: best, it: null }); }
       const ends = ended.map((it) => ({ x: it[I.end], y: null, it }));
       const pts = evs.concat(ends).sort((a, b) => a.x - b.x || (a.it ? 1 : 0) - (b.it ? 1 : 0));
       best = null;
@@ -386,9 +391,8 @@
         const spec = rec.gens.filter((g) => g[G.kind] === 'spec').length;
         let best = null;
         for (const c of rec.cands)
-          for (const e of c.evals)
-            if (e[E.status] === 'ok' && e[E.speedup] !== null && (best === null || e[E.speedup] > best))
-              best = e[E.speedup];
+          if (c.row[C.speedup] !== null && (best === null || c.row[C.speedup] > best[C.speedup]))
+            best = c.row;
         const dur = it[I.end] === null ? null : it[I.end] - it[I.start];
         const row = el('tr', { class: 'it' + (it[I.reason] === 'early' ? ' early' : ''),
           'data-iteration': String(it[I.id]),
@@ -399,7 +403,7 @@
           el('td', { text: it[I.reason] === null ? 'running' : it[I.reason] }),
           el('td', { class: 'num', text: `${rec.gens.length - spec} + ${spec} forks` }),
           el('td', { class: 'num', text: rec.cands.length }),
-          el('td', { class: 'num', text: best === null ? '-' : fmt(best) + 'x' }));
+          el('td', { class: 'num', text: figureText(best) }));
         body.push(row);
         if (state.open.has(it[I.id])) body.push(candRows(rec));
       }
