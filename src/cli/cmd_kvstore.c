@@ -45,9 +45,7 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 static int bad(const char *msg) {
-  fprintf(stderr, "specgen kvstore: %s\n\n", msg);
-  usage(stderr);
-  return SG_EXIT_USAGE;
+  return sg_cli_usage_error("kvstore", "%s", msg);
 }
 
 static double num(const json_t *o, const char *k) {
@@ -138,6 +136,7 @@ int sg_cmd_kvstore(int argc, char **argv) {
   bool json = false;
   sg_err err;
   optind = 1;
+  opterr = 0;
   int ch;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (ch) {
@@ -162,11 +161,11 @@ int sg_cmd_kvstore(int argc, char **argv) {
     }
     case O_JSON: json = true; break;
     case 'h': usage(stdout); return SG_EXIT_OK;
-    default: usage(stderr); return SG_EXIT_USAGE;
+    default: return sg_cli_bad_option("kvstore", argv);
     }
   }
   if (optind < argc)
-    return bad("unexpected argument");
+    return sg_cli_usage_error("kvstore", "unexpected argument '%s'", argv[optind]);
   if (!listen)
     return bad("--listen HOST:PORT is required");
   if (memory == 0)

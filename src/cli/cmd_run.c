@@ -243,7 +243,7 @@ static int check_dashboard(const char *addr) {
   sg_err err;
   sg_err_clear(&err);
   if (addr && sg_dashboard_parse_addr(addr, host, sizeof host, &port, &err) < 0) {
-    fprintf(stderr, "specgen run: --dashboard: %s\n", err.msg);
+    sg_cli_usage_error("run", "--dashboard: %s", err.msg);
     return -1;
   }
   return 0;
@@ -258,9 +258,8 @@ int sg_cmd_run(int argc0, char **argv0) {
   int argc;
   char **argv = dashboard_default(argc0, argv0, &argc);
   if (take_redis(&argc, argv) < 0) {
-    fprintf(stderr, "specgen run: --redis needs a URL (redis://[USER:PASSWORD@]HOST[:PORT])\n");
     free(argv);
-    return SG_EXIT_USAGE;
+    return sg_cli_usage_error("run", "--redis needs a URL (redis://[USER:PASSWORD@]HOST[:PORT])");
   }
   sg_run_config cfg;
   sg_run_config_init(&cfg);
@@ -282,9 +281,10 @@ int sg_cmd_run(int argc0, char **argv0) {
     rc = sg_run_config_check(&cfg, &err);
   free(argv);
   if (rc < 0) {
-    fprintf(stderr, "specgen run: %s\n", err.msg);
     if (rc == SG_EINVAL)
-      fprintf(stderr, "`specgen run --help` lists the options\n");
+      sg_cli_usage_error("run", "%s", err.msg);
+    else
+      fprintf(stderr, "specgen run: %s\n", err.msg);
     sg_run_config_free(&cfg);
     return SG_EXIT_USAGE;
   }
@@ -351,6 +351,24 @@ static int serve_dir(const char *dir, const char *addr) {
   return SG_EXIT_OK;
 }
 
+static void show_usage(FILE *f) {
+  fprintf(f, "usage: specgen show DIR [--json]\n"
+             "       specgen show DIR --serve [ADDR:PORT]\n"
+             "\n"
+             "Prints the summary of the run in DIR, finished or not (the same as its\n"
+             "summary.json): end-to-end time, utilization, tokens and, per task,\n"
+             "iterations, best speedup, profiling feedback, early terminations and\n"
+             "generations. Exit status: 0 printed or served; 1 the store could not be\n"
+             "read; 2 bad usage or no run in DIR.\n"
+             "\n"
+             "  --json               print summary.json's object, with the run's state\n"
+             "  --serve [ADDR:PORT]  serve the live dashboard of DIR (a run, running or\n"
+             "                       not, or a sim campaign) until interrupted (default\n"
+             "                       %s, loopback)\n"
+             "  -h, --help           this help\n",
+          SG_DASHBOARD_DEFAULT_ADDR);
+}
+
 int sg_cmd_show(int argc, char **argv) {
   bool json = false, serve = false;
   const char *dir = NULL, *addr = SG_DASHBOARD_DEFAULT_ADDR;
@@ -367,27 +385,16 @@ int sg_cmd_show(int argc, char **argv) {
                                                   &e) == 0)
         addr = argv[++i];
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: specgen show DIR [--json]\n       specgen show DIR --serve "
-             "[ADDR:PORT]\n\nPrints the summary of the run in DIR, "
-             "finished or not (the same as its\nsummary.json): end-to-end time, "
-             "utilization, tokens and, per task, iterations,\nbest speedup, profiling "
-             "feedback, early terminations and generations.\n"
-             "With --serve, serves the live dashboard of DIR (a run, running or not, "
-             "or a\nsim campaign) at ADDR:PORT (default %s, loopback) until "
-             "interrupted.\n", SG_DASHBOARD_DEFAULT_ADDR);
+      show_usage(stdout);
       return SG_EXIT_OK;
     } else if (argv[i][0] == '-' || dir) {
-      fprintf(stderr, "specgen show: unexpected argument \"%s\"\nusage: specgen show DIR "
-                      "[--json | --serve [ADDR:PORT]]\n", argv[i]);
-      return SG_EXIT_USAGE;
+      return sg_cli_usage_error("show", "unexpected argument '%s'", argv[i]);
     } else {
       dir = argv[i];
     }
   }
-  if (dir == NULL) {
-    fprintf(stderr, "usage: specgen show DIR [--json | --serve [ADDR:PORT]]\n");
-    return SG_EXIT_USAGE;
-  }
+  if (dir == NULL)
+    return sg_cli_usage_error("show", "which run directory? (specgen show DIR)");
   if (serve)
     return serve_dir(dir, addr);
   json_t *s = NULL;

@@ -57,17 +57,11 @@ int sg_cmd_tasks(int argc, char **argv) {
     case 'e': only = optarg; break;
     case 'h': usage(stdout); return SG_EXIT_OK;
     default:
-      fprintf(stderr, "specgen tasks: unknown or incomplete option '%s'\n\n",
-              argv[optind - 1]);
-      usage(stderr);
-      return SG_EXIT_USAGE;
+      return sg_cli_bad_option("tasks", argv);
     }
   }
-  if (optind < argc) {
-    fprintf(stderr, "specgen tasks: unexpected argument '%s'\n\n", argv[optind]);
-    usage(stderr);
-    return SG_EXIT_USAGE;
-  }
+  if (optind < argc)
+    return sg_cli_usage_error("tasks", "unexpected argument '%s'", argv[optind]);
   sg_task **tasks = NULL;
   size_t n = 0;
   sg_err err;

@@ -973,7 +973,7 @@ static void test_bad_usage(void) {
       {{"run", "--task", "cpu/hinge_loss", "--devices", "cuda:0", NULL}, "cuda"},
       {{"run", "--resume", "/nonexistent/run", NULL}, "/nonexistent/run"},
       {{"show", "/nonexistent/run", NULL}, "no run here"},
-      {{"show", NULL}, "usage"},
+      {{"show", NULL}, "specgen show --help"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     proc p;
