@@ -100,5 +100,20 @@ static void test_help_is_written_one_way(void) {
   free(out);
 }
 
+/* `tasks --evaluator gpu` printed an empty table and exited 0. */
+static void test_tasks_unknown_evaluator_is_refused(void) {
+  expect_usage_error("tasks", "tasks --evaluator gpu", "gpu");
+  char *out = NULL;
+  SG_CHECK_EQ_INT(run("tasks --evaluator gpu", 2, &out), 2);
+  SG_CHECK_CONTAINS(out, "cpu");
+  SG_CHECK_CONTAINS(out, "cuda");
+  SG_CHECK_CONTAINS(out, "kernelbench");
+  free(out);
+  SG_CHECK_EQ_INT(run("tasks --evaluator cpu", 1, &out), 0);
+  SG_CHECK_CONTAINS(out, "hinge_loss");
+  free(out);
+}
+
 SG_TEST_MAIN(SG_TEST(test_usage_errors_are_one_line_and_a_pointer),
-             SG_TEST(test_help_is_written_one_way))
+             SG_TEST(test_help_is_written_one_way),
+             SG_TEST(test_tasks_unknown_evaluator_is_refused))
