@@ -17,6 +17,7 @@
 #include "runtime/sg_run_config_priv.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_edit.h"
 #include "common/sg_file.h"
 #include "config/sg_yaml.h"
 
@@ -317,34 +318,6 @@ void sg_run_config_free(sg_run_config *c) {
 
 /* ---- suggestions --------------------------------------------------------- */
 
-/* Levenshtein distance, names capped at 63 bytes (longer ones are far from
- * every key anyway). */
-static size_t edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > 63)
-    la = 63;
-  if (lb > 63)
-    lb = 63;
-  size_t row[64];
-  for (size_t j = 0; j <= lb; j++)
-    row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
 /* The key nearest to name, or NULL when none is near enough to be a typo.
  * with_config: "config" is a candidate too (flags). */
 static const char *suggest(const char *name, bool with_config) {
@@ -357,7 +330,7 @@ static const char *suggest(const char *name, bool with_config) {
     const char *cand = i < NKEYS ? keys[i].name : with_config ? "config" : NULL;
     if (cand == NULL)
       continue;
-    size_t d = edit_distance(name, cand);
+    size_t d = sg_edit_distance(name, cand);
     if (d < best_d) {
       best_d = d;
       best = cand;

@@ -114,6 +114,23 @@ static void test_tasks_unknown_evaluator_is_refused(void) {
   free(out);
 }
 
+/* An unknown --task suggests the nearest names in one short line; it
+ * printed every task's name on one line. */
+static void test_unknown_task_suggests_the_nearest(void) {
+  static const char *const args[] = {"run --task hinge_los --iterations 1",
+                                     "eval --task hinge_los /dev/null"};
+  for (size_t i = 0; i < 2; i++) {
+    char *out = NULL;
+    SG_CHECK_EQ_INT(run(args[i], 2, &out), 2);
+    SG_CHECK_CONTAINS(out, "did you mean cpu/hinge_loss, cuda/hinge_loss?");
+    SG_CHECK_CONTAINS(out, "`specgen tasks` lists");
+    SG_CHECK_MSG(strlen(out) < 200 && count_lines(out) <= 2, "%s:\n%s", args[i], out);
+    SG_CHECK(strstr(out, "diag_matmul") == NULL);
+    free(out);
+  }
+}
+
 SG_TEST_MAIN(SG_TEST(test_usage_errors_are_one_line_and_a_pointer),
              SG_TEST(test_help_is_written_one_way),
-             SG_TEST(test_tasks_unknown_evaluator_is_refused))
+             SG_TEST(test_tasks_unknown_evaluator_is_refused),
+             SG_TEST(test_unknown_task_suggests_the_nearest))
