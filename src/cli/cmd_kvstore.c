@@ -82,7 +82,12 @@ static int serve(const sg_kvstore_opts *o, bool json) {
   sg_kvstore *s;
   int rc = sg_kvstore_start(&loop, o, &s, &err);
   if (rc < 0) {
-    fprintf(stderr, "specgen kvstore: %s\n", err.msg);
+    /* the store's messages name it ("kvstore: ...") for a run's log; said
+     * here once ("specgen kvstore: kvstore: ..." was said twice) */
+    const char *msg = err.msg;
+    if (strncmp(msg, "kvstore: ", 9) == 0)
+      msg += 9;
+    fprintf(stderr, "specgen kvstore: %s\n", msg);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     return rc == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED;

@@ -168,7 +168,7 @@ const char *sg_eval_device_kind(const char *device);
 /* Whether device can evaluate at all, before anything is started on it:
  * cuda:N needs a CUDA driver that sees at least N+1 devices; cpu:N is
  * checked by the worker that takes it. SG_EINVAL with the reason ("cuda:0:
- * no CUDA driver on this machine (...)") otherwise. */
+ * no CUDA driver: libcuda.so.1 not loadable: ...") otherwise. */
 int sg_eval_device_check(const char *device, sg_err *err);
 
 #endif

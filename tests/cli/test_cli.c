@@ -7,9 +7,13 @@
 #include "common/sg_alloc.h"
 #include "sg_test.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* Runs `specgen ARGS` under sh with stdin from /dev/null; returns its exit
  * code and what it wrote to stderr (which = 2) or stdout (which = 1). */
@@ -130,7 +134,35 @@ static void test_unknown_task_suggests_the_nearest(void) {
   }
 }
 
+/* A library message that names its module is not prefixed twice
+ * ("specgen kvstore: kvstore: ..."), a driver error not said twice ("no
+ * CUDA driver on this machine (no CUDA driver: ...)"). */
+static void test_messages_say_things_once(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof a;
+  SG_CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 1) == 0 &&
+           getsockname(fd, (struct sockaddr *)&a, &alen) == 0);
+  char *args = sg_asprintf("kvstore --listen 127.0.0.1:%d --device host", ntohs(a.sin_port));
+  char *out = NULL;
+  SG_CHECK_EQ_INT(run(args, 2, &out), 1);
+  SG_CHECK_CONTAINS(out, "specgen kvstore: cannot listen on 127.0.0.1:");
+  SG_CHECK(strstr(out, "kvstore: kvstore") == NULL);
+  free(out);
+  free(args);
+  close(fd);
+  if (access("/dev/nvidiactl", F_OK) == 0)
+    return; /* a driver is there: nothing to refuse */
+  SG_CHECK_EQ_INT(run("run --task gemm_add_relu --devices cuda:0 --out /nonexistent/x", 2,
+                      &out), 2);
+  const char *first = strstr(out, "no CUDA driver");
+  SG_CHECK_MSG(first && !strstr(first + 1, "no CUDA driver"), "%s", out);
+  SG_CHECK_CONTAINS(out, "cuda:0: no CUDA driver");
+  free(out);
+}
+
 SG_TEST_MAIN(SG_TEST(test_usage_errors_are_one_line_and_a_pointer),
              SG_TEST(test_help_is_written_one_way),
              SG_TEST(test_tasks_unknown_evaluator_is_refused),
-             SG_TEST(test_unknown_task_suggests_the_nearest))
+             SG_TEST(test_unknown_task_suggests_the_nearest),
+             SG_TEST(test_messages_say_things_once))
