@@ -7,6 +7,9 @@
 #include "common/sg_alloc.h"
 #include "sg_test.h"
 
+#include "common/sg_file.h"
+#include "runtime/sg_store.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -134,6 +137,37 @@ static void test_unknown_task_suggests_the_nearest(void) {
   }
 }
 
+/* `report --out` into a directory that does not exist named the report's
+ * temporary file and exited 1; it is bad input (exit 2) naming the file and
+ * the missing directory. */
+static void test_report_into_a_missing_directory(void) {
+  char tmpl[] = "/tmp/sg-test-cli-XXXXXX";
+  SG_CHECK(mkdtemp(tmpl) != NULL);
+  sg_store *st = NULL;
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_store_open(tmpl, &st, &err), err);
+  json_t *cfg = json_object();
+  int64_t run_id = 0;
+  SG_CHECK_OK(sg_store_run_begin(st, cfg, 1, 1000000, &run_id, &err), err);
+  json_decref(cfg);
+  sg_store_close(st);
+  char *args = sg_asprintf("report %s --out %s/missing/page.html", tmpl, tmpl);
+  char *out = NULL;
+  SG_CHECK_EQ_INT(run(args, 2, &out), 2);
+  char *want = sg_asprintf("specgen report: %s/missing/page.html: the directory %s/missing "
+                           "does not exist\n", tmpl, tmpl);
+  SG_CHECK_STR_EQ(out, want);
+  free(out);
+  free(want);
+  free(args);
+  args = sg_asprintf("report %s --out %s/page.html", tmpl, tmpl);
+  SG_CHECK_EQ_INT(run(args, 2, &out), 0);
+  free(out);
+  free(args);
+  sg_rm_rf(tmpl, &err);
+}
+
 /* A library message that names its module is not prefixed twice
  * ("specgen kvstore: kvstore: ..."), a driver error not said twice ("no
  * CUDA driver on this machine (no CUDA driver: ...)"). */
@@ -165,4 +199,5 @@ SG_TEST_MAIN(SG_TEST(test_usage_errors_are_one_line_and_a_pointer),
              SG_TEST(test_help_is_written_one_way),
              SG_TEST(test_tasks_unknown_evaluator_is_refused),
              SG_TEST(test_unknown_task_suggests_the_nearest),
+             SG_TEST(test_report_into_a_missing_directory),
              SG_TEST(test_messages_say_things_once))
