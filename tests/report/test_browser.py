@@ -233,6 +233,14 @@ def check_charts(b, want, label):
         g = got.get(chart, {})
         ok = g.get('drawn', '0') != '0' and all(str(v) == g.get(k) for k, v in attrs.items())
         check('%s: chart %s drew %s' % (label, chart, attrs), ok, 'page has %s' % g)
+    # Axes: time from 0, iterations in whole numbers (issue 31).
+    for chart in ('speedup-time', 'inflight', 'util'):
+        ticks = got.get(chart, {}).get('xticks', '').split(',')
+        check('%s: chart %s: its time axis starts at 0' % (label, chart),
+              ticks[0] not in ('',) and float(ticks[0]) == 0, ticks)
+    ticks = got.get('speedup-iter', {}).get('xticks', '').split(',')
+    check('%s: chart speedup-iter: whole iterations on its axis' % label,
+          ticks != [''] and all(float(t) == int(float(t)) for t in ticks), ticks)
     rows = b.eval('document.getElementById("itable").dataset.rows')
     check('%s: the iteration table lists %d iterations' % (label, want['_rows']),
           rows == str(want['_rows']), rows)

@@ -67,6 +67,8 @@
       chart.data.datasets.forEach((d, i) => { n += chart.getDatasetMeta(i).data.length; });
       const fig = chart.canvas.closest('figure');
       fig.dataset.points = String(n);
+      fig.dataset.xticks = (chart.scales.x && chart.scales.x.type === 'linear')
+        ? chart.scales.x.ticks.map((t) => t.value).join(',') : '';
       fig.dataset.drawn = String(Number(fig.dataset.drawn || 0) + 1);
     },
   };
@@ -116,6 +118,13 @@
     if (old) old.destroy();
     charts.set(id, new Chart(canvas, config));
   }
+
+  // The x axes: time from the run's start (0, not the first point), and
+  // iterations in whole numbers (no 1.5th iteration).
+  const timeAxis = (max) => ({ type: 'linear', min: 0, max,
+    title: { display: true, text: 'seconds since the run began' } });
+  const iterAxis = () => ({ type: 'linear', ticks: { precision: 0 },
+    title: { display: true, text: 'iteration' } });
 
   function linearOpts(xTitle, yTitle, extra) {
     return Object.assign({
@@ -262,11 +271,11 @@
     draw('speedup-time', { type: 'line', data: { datasets: byTime },
       options: linearOpts('seconds since the run began', 'best speedup (x)',
         { plugins: { legend, sgmarkers: { xs: [] } },
-          scales: { x: { type: 'linear', max: d.run.e2e_s, title: { display: true, text: 'seconds since the run began' } }, y: yScale } }) });
+          scales: { x: timeAxis(d.run.e2e_s), y: yScale } }) });
     draw('speedup-iter', { type: 'line', data: { datasets: byIter },
       options: linearOpts('iteration', 'best speedup (x)',
         { plugins: { legend, sgmarkers: { xs: [] } },
-          scales: { x: { type: 'linear', title: { display: true, text: 'iteration' } }, y: yScale } }) });
+          scales: { x: iterAxis(), y: yScale } }) });
     for (const id of ['speedup-time', 'speedup-iter'])
       document.querySelector(`figure[data-chart="${id}"]`).dataset.early = String(early);
   }
@@ -284,7 +293,7 @@
       label, data: stepSeries(iv, until), stepped: 'after', borderColor: c,
       backgroundColor: c, pointRadius: 0, borderWidth: 1.5 })) },
       options: linearOpts('seconds since the run began', 'requests in flight',
-        { scales: { x: { type: 'linear', max: until, title: { display: true, text: 'seconds since the run began' } },
+        { scales: { x: timeAxis(until),
                     y: { beginAtZero: true, title: { display: true, text: 'requests in flight' } } } }) });
     document.querySelector('figure[data-chart="inflight"]').dataset.events =
       String(gens.length + val.length + prof.length);
@@ -318,7 +327,7 @@
       { label: 'pool share for profiling (re-splits)', data: share, stepped: 'after',
         borderColor: '#6639ba', backgroundColor: '#6639ba', pointRadius: 3, yAxisID: 'y2' },
     ] }, options: linearOpts('seconds since the run began', '% of the pool busy',
-      { scales: { x: { type: 'linear', max: e2e, title: { display: true, text: 'seconds since the run began' } },
+      { scales: { x: timeAxis(e2e),
                   y: { stacked: true, min: 0, max: 100,
                        title: { display: true, text: '% of the pool busy' } },
                   y2: { position: 'right', min: 0, max: 100, grid: { display: false },
