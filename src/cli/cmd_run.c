@@ -30,9 +30,13 @@ static const char *str(const json_t *o, const char *key) {
   return s ? s : "";
 }
 
-static void speedup_text(char *buf, size_t n, double v) {
+/* A best figure as the summary and the progress lines print it: marked (v)
+ * when no profile measured it (sg_store.h, SG_STORE_FIGURES_SQL). */
+static void speedup_text(char *buf, size_t n, const json_t *o) {
+  double v = num(o, "best_speedup");
   if (isfinite(v))
-    snprintf(buf, n, "%.2fx", v);
+    snprintf(buf, n, "%.2fx%s", v,
+             strcmp(str(o, "best_speedup_kind"), "validate") == 0 ? " (v)" : "");
   else
     snprintf(buf, n, "-");
 }
@@ -71,10 +75,7 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
   size_t i;
   json_array_foreach(json_object_get(s, "workflows"), i, w) {
     char best[32];
-    speedup_text(best, sizeof best, num(w, "best_speedup"));
-    /* a figure no profile measured says so (sg_store.h, SG_STORE_FIGURES_SQL) */
-    if (strcmp(str(w, "best_speedup_kind"), "validate") == 0)
-      strcat(best, " (v)");
+    speedup_text(best, sizeof best, w);
     const char *file = json_string_value(json_object_get(w, "best_file"));
     fprintf(f, "  %-28s %5.0f %10s %9.0f %6.0f %5.0f %6.0f  %s\n", str(w, "task"),
             num(w, "iterations"), best, num(w, "profiling_feedback"),
@@ -108,7 +109,7 @@ static void print_progress(const json_t *ev) {
   size_t i;
   json_array_foreach(json_object_get(ev, "workflows"), i, w) {
     char best[32];
-    speedup_text(best, sizeof best, num(w, "best_speedup"));
+    speedup_text(best, sizeof best, w);
     if (json_is_true(json_object_get(w, "done")))
       fprintf(stderr, "| %s done %s ", str(w, "task"), best);
     else
@@ -155,11 +156,11 @@ static void on_event(void *data, const json_t *ev) {
             json_is_true(json_object_get(ev, "spec")) ? "on" : "off", str(ev, "model"),
             str(ev, "llm"), str(ev, "dir"));
   } else if (strcmp(name, "iteration_end") == 0) {
-    speedup_text(best, sizeof best, num(ev, "best_speedup"));
+    speedup_text(best, sizeof best, ev);
     fprintf(stderr, "[%s] iteration %.0f ended (%s); best so far %s\n", str(ev, "task"),
             num(ev, "iteration"), str(ev, "reason"), best);
   } else if (strcmp(name, "workflow_done") == 0) {
-    speedup_text(best, sizeof best, num(ev, "best_speedup"));
+    speedup_text(best, sizeof best, ev);
     fprintf(stderr, "[%s] done (%s); best %s\n", str(ev, "task"), str(ev, "reason"), best);
   } else if (strcmp(name, "worker") == 0) {
     fprintf(stderr, "worker %s %s%s%s\n", str(ev, "device"), str(ev, "what"),

@@ -425,6 +425,24 @@ static void test_json_events_and_spec_off(void) {
   const json_t *last = json_array_get(evs, json_array_size(evs) - 1);
   SG_CHECK_STR_EQ(json_string_value(json_object_get(last, "event")), "run_end");
   check_summary(json_object_get(last, "summary"), 1, 2);
+  /* the events' best is the summary's, with the kind of its measurement */
+  const json_t *sw = json_array_get(json_object_get(json_object_get(last, "summary"),
+                                                    "workflows"), 0);
+  size_t k;
+  const json_t *ev;
+  json_array_foreach(evs, k, ev) {
+    const char *name = json_string_value(json_object_get(ev, "event"));
+    if (strcmp(name, "iteration_end") != 0 && strcmp(name, "workflow_done") != 0)
+      continue;
+    const json_t *kind = json_object_get(ev, "best_speedup_kind");
+    SG_CHECK(kind != NULL);
+    SG_CHECK(json_is_null(kind) == json_is_null(json_object_get(ev, "best_speedup")));
+    if (strcmp(name, "workflow_done") == 0) {
+      SG_CHECK(json_equal(json_object_get(ev, "best_speedup"),
+                          json_object_get(sw, "best_speedup")));
+      SG_CHECK(json_equal(kind, json_object_get(sw, "best_speedup_kind")));
+    }
+  }
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'") == 0);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM evaluations WHERE status = 'infra_error'") == 0);
   json_decref(evs);
