@@ -87,7 +87,10 @@ static int serve(const sg_kvstore_opts *o, bool json) {
     const char *msg = err.msg;
     if (strncmp(msg, "kvstore: ", 9) == 0)
       msg += 9;
-    fprintf(stderr, "specgen kvstore: %s\n", msg);
+    if (rc == SG_EINVAL)
+      sg_cli_usage_error("kvstore", "%s", msg);
+    else
+      fprintf(stderr, "specgen kvstore: %s\n", msg);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     return rc == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED;

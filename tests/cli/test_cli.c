@@ -71,6 +71,7 @@ static void test_usage_errors_are_one_line_and_a_pointer(void) {
   expect_usage_error("eval", "eval /dev/null", "--task");
   expect_usage_error("kvstore", "kvstore", "--listen");
   expect_usage_error("kvstore", "kvstore --listen 127.0.0.1:0 extra", "'extra'");
+  expect_usage_error("kvstore", "kvstore --listen nowhere", "HOST:PORT");
   expect_usage_error("llm", "llm", "chat");
   expect_usage_error("triggers", "triggers", "FILE");
   expect_usage_error("bench", "bench --cands /nonexistent", "no tasks");
