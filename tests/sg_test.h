@@ -167,6 +167,33 @@ static inline int sg_test_run(const sg_test_case *tests, size_t n, int argc,
   return failed ? 1 : 0;
 }
 
+/* Runs a shell command line; returns its exit code (128 + the signal when
+ * one killed it) and in *out what it wrote to stdout, NUL-terminated and cut
+ * at 4 MiB (the caller frees it). */
+static inline int sg_test_sh(const char *cmd, char **out) {
+  enum { CAP = 4 << 20 };
+  FILE *p = popen(cmd, "r");
+  SG_CHECK_MSG(p != NULL, "popen: %s", cmd);
+  size_t len = 0, size = 4096;
+  char *b = malloc(size);
+  SG_CHECK(b != NULL);
+  size_t k;
+  while ((k = fread(b + len, 1, size - len - 1, p)) > 0) {
+    len += k;
+    if (size - len - 1 == 0 && size < CAP) {
+      size *= 2;
+      b = realloc(b, size);
+      SG_CHECK(b != NULL);
+    } else if (size - len - 1 == 0) {
+      break;
+    }
+  }
+  b[len] = '\0';
+  int st = pclose(p);
+  *out = b;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 #define SG_TEST(fn) {#fn, fn}
 #define SG_TEST_MAIN(...)                                               \
   int main(int argc, char **argv) {                                     \

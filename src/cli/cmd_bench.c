@@ -52,9 +52,7 @@ static void usage(FILE *out) {
 }
 
 static int bad_usage(const char *msg, const char *arg) {
-  fprintf(stderr, "specgen bench: %s%s\n\n", msg, arg ? arg : "");
-  usage(stderr);
-  return SG_EXIT_USAGE;
+  return sg_cli_usage_error("bench", "%s%s", msg, arg ? arg : "");
 }
 
 typedef struct worker {
@@ -304,6 +302,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   a->opts.seed = 42;
   long v = 0;
   optind = 1;
+  opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (c) {
@@ -342,7 +341,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       break;
     case O_STRICT: a->opts.strict = true; break;
     case 'h': usage(stdout); return SG_EXIT_OK;
-    default: usage(stderr); return SG_EXIT_USAGE;
+    default: return sg_cli_bad_option("bench", argv);
     }
   }
   if (optind >= argc)

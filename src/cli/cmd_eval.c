@@ -42,11 +42,9 @@ static void usage(FILE *out) {
 }
 
 static int bad_usage(const char *fmt, const char *a, const char *b) {
-  fprintf(stderr, "specgen eval: ");
-  fprintf(stderr, fmt, a, b);
-  fprintf(stderr, "\n\n");
-  usage(stderr);
-  return SG_EXIT_USAGE;
+  char msg[512];
+  snprintf(msg, sizeof msg, fmt, a, b);
+  return sg_cli_usage_error("eval", "%s", msg);
 }
 
 static bool parse_ll(const char *s, long long lo, long long hi, long long *out) {
@@ -129,7 +127,7 @@ int sg_cmd_eval(int argc, char **argv) {
     case O_WORKDIR: opts.work_dir = optarg; break;
     case 'h': usage(stdout); return SG_EXIT_OK;
     default:
-      return bad_usage("unknown or incomplete option '%s'%s", argv[optind - 1], "");
+      return sg_cli_bad_option("eval", argv);
     }
   }
   if (!task_name)

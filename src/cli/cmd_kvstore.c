@@ -45,9 +45,7 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 static int bad(const char *msg) {
-  fprintf(stderr, "specgen kvstore: %s\n\n", msg);
-  usage(stderr);
-  return SG_EXIT_USAGE;
+  return sg_cli_usage_error("kvstore", "%s", msg);
 }
 
 static double num(const json_t *o, const char *k) {
@@ -84,7 +82,15 @@ static int serve(const sg_kvstore_opts *o, bool json) {
   sg_kvstore *s;
   int rc = sg_kvstore_start(&loop, o, &s, &err);
   if (rc < 0) {
-    fprintf(stderr, "specgen kvstore: %s\n", err.msg);
+    /* the store's messages name it ("kvstore: ...") for a run's log; said
+     * here once ("specgen kvstore: kvstore: ..." was said twice) */
+    const char *msg = err.msg;
+    if (strncmp(msg, "kvstore: ", 9) == 0)
+      msg += 9;
+    if (rc == SG_EINVAL)
+      sg_cli_usage_error("kvstore", "%s", msg);
+    else
+      fprintf(stderr, "specgen kvstore: %s\n", msg);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     return rc == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED;
@@ -138,6 +144,7 @@ int sg_cmd_kvstore(int argc, char **argv) {
   bool json = false;
   sg_err err;
   optind = 1;
+  opterr = 0;
   int ch;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (ch) {
@@ -162,11 +169,11 @@ int sg_cmd_kvstore(int argc, char **argv) {
     }
     case O_JSON: json = true; break;
     case 'h': usage(stdout); return SG_EXIT_OK;
-    default: usage(stderr); return SG_EXIT_USAGE;
+    default: return sg_cli_bad_option("kvstore", argv);
     }
   }
   if (optind < argc)
-    return bad("unexpected argument");
+    return sg_cli_usage_error("kvstore", "unexpected argument '%s'", argv[optind]);
   if (!listen)
     return bad("--listen HOST:PORT is required");
   if (memory == 0)

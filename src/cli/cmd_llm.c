@@ -8,14 +8,16 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: specgen llm chat  --llm URL --model M (--prompt TEXT | --prompt-file F) [options]\n"
           "       specgen llm check --llm URL --model M [options]\n"
-          "       specgen llm serve [options]   (the built-in test model)\n");
+          "       specgen llm serve [options]   (the built-in test model)\n"
+          "\n"
+          "`specgen llm SUBCOMMAND --help` describes each.\n"
+          "\n"
+          "  -h, --help   this help\n");
 }
 
 int sg_cmd_llm(int argc, char **argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return SG_EXIT_USAGE;
-  }
+  if (argc < 2)
+    return sg_cli_usage_error("llm", "which one: chat, check or serve?");
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     usage(stdout);
     return SG_EXIT_OK;
@@ -26,7 +28,5 @@ int sg_cmd_llm(int argc, char **argv) {
     return sg_cmd_llm_check(argc - 1, argv + 1);
   if (strcmp(argv[1], "serve") == 0)
     return sg_cmd_llm_serve(argc - 1, argv + 1);
-  fprintf(stderr, "specgen llm: unknown subcommand '%s'\n", argv[1]);
-  usage(stderr);
-  return SG_EXIT_USAGE;
+  return sg_cli_usage_error("llm", "unknown subcommand '%s' (chat, check or serve)", argv[1]);
 }

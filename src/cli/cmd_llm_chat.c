@@ -45,7 +45,7 @@ static void usage(FILE *out) {
           "  --api-key-env NAME   environment variable holding the API key\n"
           "                       (default OPENAI_API_KEY; the key is never printed)\n"
           "  --json               print one JSON object at the end instead of streaming\n"
-          "  --help               this text\n"
+          "  -h, --help           this help\n"
           "\n"
           "Exit status: 0 finished, 1 the request failed, 2 bad usage.\n");
 }
@@ -145,7 +145,7 @@ int sg_cmd_llm_chat(int argc, char **argv) {
   optind = 1;
   opterr = 0;
   int ch;
-  while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     switch (ch) {
     case O_LLM: llm = optarg; break;
     case O_MODEL: model = optarg; break;
@@ -177,16 +177,14 @@ int sg_cmd_llm_chat(int argc, char **argv) {
         return SG_EXIT_USAGE;
       retries_set = true;
       break;
+    case 'h':
     case O_HELP:
       usage(stdout);
       return SG_EXIT_OK;
     case ':':
-      fprintf(stderr, "specgen llm chat: %s needs a value\n", argv[optind - 1]);
-      return SG_EXIT_USAGE;
+      return sg_cli_usage_error("llm chat", "%s needs a value", argv[optind - 1]);
     default:
-      fprintf(stderr, "specgen llm chat: unknown option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return SG_EXIT_USAGE;
+      return sg_cli_bad_option("llm chat", argv);
     }
   }
   if (optind < argc) {

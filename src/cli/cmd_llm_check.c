@@ -33,7 +33,7 @@ static void usage(FILE *out) {
           "  --api-key-env NAME   environment variable holding the API key\n"
           "                       (default OPENAI_API_KEY; the key is never printed)\n"
           "  --json               one JSON object instead of the text report\n"
-          "  --help               this text\n"
+          "  -h, --help           this help\n"
           "\n"
           "Exit status: 0 the endpoint is usable, 1 it is not, 2 bad usage.\n");
 }
@@ -69,7 +69,7 @@ int sg_cmd_llm_check(int argc, char **argv) {
   optind = 1;
   opterr = 0;
   int ch;
-  while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     switch (ch) {
     case O_LLM: llm = optarg; break;
     case O_MODEL: model = optarg; break;
@@ -84,16 +84,14 @@ int sg_cmd_llm_check(int argc, char **argv) {
       if (parse_num("--max-tokens", optarg, 1, &max_tokens) < 0 || max_tokens > 1e7)
         return SG_EXIT_USAGE;
       break;
+    case 'h':
     case O_HELP:
       usage(stdout);
       return SG_EXIT_OK;
     case ':':
-      fprintf(stderr, "specgen llm check: %s needs a value\n", argv[optind - 1]);
-      return SG_EXIT_USAGE;
+      return sg_cli_usage_error("llm check", "%s needs a value", argv[optind - 1]);
     default:
-      fprintf(stderr, "specgen llm check: unknown option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return SG_EXIT_USAGE;
+      return sg_cli_bad_option("llm check", argv);
     }
   }
   if (optind < argc) {

@@ -41,7 +41,7 @@ static void usage(FILE *out) {
           "                           status429:S[:N], status500[:N], stall:S[:N],\n"
           "                           malformed[:N], slow_first_byte:S, error_in_stream[:N]\n"
           "  --json                   print the address and the final counters as JSON\n"
-          "  --help                   this text\n");
+          "  -h, --help               this help\n");
 }
 
 static int parse_double(const char *flag, const char *s, double *out) {
@@ -98,7 +98,7 @@ int sg_cmd_llm_serve(int argc, char **argv) {
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     switch (c) {
     case OPT_HOST:
       o.host = optarg;
@@ -163,16 +163,14 @@ int sg_cmd_llm_serve(int argc, char **argv) {
     case OPT_JSON:
       json = true;
       break;
+    case 'h':
     case OPT_HELP:
       usage(stdout);
       return SG_EXIT_OK;
     case ':':
-      fprintf(stderr, "specgen llm serve: %s needs a value\n", argv[optind - 1]);
-      return SG_EXIT_USAGE;
+      return sg_cli_usage_error("llm serve", "%s needs a value", argv[optind - 1]);
     default:
-      fprintf(stderr, "specgen llm serve: unknown option '%s'\n", argv[optind - 1]);
-      usage(stderr);
-      return SG_EXIT_USAGE;
+      return sg_cli_bad_option("llm serve", argv);
     }
   }
   if (optind < argc) {

@@ -33,23 +33,17 @@ int sg_cmd_report(int argc, char **argv) {
     } else if (strcmp(argv[i], "--json") == 0) {
       json = true;
     } else if (strcmp(argv[i], "--out") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "specgen report: --out needs a file name\n");
-        return SG_EXIT_USAGE;
-      }
+      if (i + 1 >= argc)
+        return sg_cli_usage_error("report", "--out needs a file name");
       out = argv[++i];
     } else if (argv[i][0] == '-' || dir) {
-      fprintf(stderr, "specgen report: unexpected argument \"%s\"\n", argv[i]);
-      usage(stderr);
-      return SG_EXIT_USAGE;
+      return sg_cli_usage_error("report", "unexpected argument '%s'", argv[i]);
     } else {
       dir = argv[i];
     }
   }
-  if (!dir) {
-    usage(stderr);
-    return SG_EXIT_USAGE;
-  }
+  if (!dir)
+    return sg_cli_usage_error("report", "which run or campaign directory? (specgen report DIR)");
   sg_err err;
   sg_err_clear(&err);
   char *written = NULL;

@@ -30,9 +30,13 @@ static const char *str(const json_t *o, const char *key) {
   return s ? s : "";
 }
 
-static void speedup_text(char *buf, size_t n, double v) {
+/* A best figure as the summary and the progress lines print it: marked (v)
+ * when no profile measured it (sg_store.h, SG_STORE_FIGURES_SQL). */
+static void speedup_text(char *buf, size_t n, const json_t *o) {
+  double v = num(o, "best_speedup");
   if (isfinite(v))
-    snprintf(buf, n, "%.2fx", v);
+    snprintf(buf, n, "%.2fx%s", v,
+             strcmp(str(o, "best_speedup_kind"), "validate") == 0 ? " (v)" : "");
   else
     snprintf(buf, n, "-");
 }
@@ -68,15 +72,15 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
     json_array_foreach(json_object_get(g, "causes"), k, c)
       fprintf(f, "    %5.0f x %s\n", num(c, "count"), str(c, "cause"));
   }
-  fprintf(f, "\n  %-28s %5s %9s %9s %6s %5s %6s  %s\n", "task", "iters", "best",
+  fprintf(f, "\n  %-28s %5s %10s %9s %6s %5s %6s  %s\n", "task", "iters", "best",
           "profiled", "early", "main", "forks", "best kernel");
   const json_t *w;
   size_t i;
   json_array_foreach(json_object_get(s, "workflows"), i, w) {
     char best[32];
-    speedup_text(best, sizeof best, num(w, "best_speedup"));
+    speedup_text(best, sizeof best, w);
     const char *file = json_string_value(json_object_get(w, "best_file"));
-    fprintf(f, "  %-28s %5.0f %9s %9.0f %6.0f %5.0f %6.0f  %s\n", str(w, "task"),
+    fprintf(f, "  %-28s %5.0f %10s %9.0f %6.0f %5.0f %6.0f  %s\n", str(w, "task"),
             num(w, "iterations"), best, num(w, "profiling_feedback"),
             num(w, "early_terminations"), num(w, "generations_main"),
             num(w, "generations_spec"), file ? file : "-");
@@ -88,7 +92,8 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
             str(kv, "url"), num(kv, "hits"), num(kv, "misses"), 100 * num(kv, "hit_rate"),
             num(kv, "put_bytes") / 1e6, num(kv, "get_bytes") / 1e6, num(kv, "evictions"),
             num(kv, "yields"), num(kv, "yield_max_ms"));
-  fprintf(f, "\n  best: largest speedup over the reference of a correct kernel; "
+  fprintf(f, "\n  best: largest speedup over the reference of a correct kernel, as "
+             "profiled, or as validated (v) when\n  no profile measured it; "
              "profiled: kernels with profiling feedback;\n"
              "  early: iterations ended by a speculative kernel while the reasoning "
              "still ran; forks: speculative generations\n");
@@ -107,7 +112,7 @@ static void print_progress(const json_t *ev) {
   size_t i;
   json_array_foreach(json_object_get(ev, "workflows"), i, w) {
     char best[32];
-    speedup_text(best, sizeof best, num(w, "best_speedup"));
+    speedup_text(best, sizeof best, w);
     if (json_is_true(json_object_get(w, "done")))
       fprintf(stderr, "| %s done %s ", str(w, "task"), best);
     else
@@ -156,11 +161,11 @@ static void on_event(void *data, const json_t *ev) {
             strcmp(str(ev, "reasoning"), "prompted") == 0 ? ", reasoning prompted" : "",
             str(ev, "dir"));
   } else if (strcmp(name, "iteration_end") == 0) {
-    speedup_text(best, sizeof best, num(ev, "best_speedup"));
+    speedup_text(best, sizeof best, ev);
     fprintf(stderr, "[%s] iteration %.0f ended (%s); best so far %s\n", str(ev, "task"),
             num(ev, "iteration"), str(ev, "reason"), best);
   } else if (strcmp(name, "workflow_done") == 0) {
-    speedup_text(best, sizeof best, num(ev, "best_speedup"));
+    speedup_text(best, sizeof best, ev);
     fprintf(stderr, "[%s] done (%s); best %s\n", str(ev, "task"), str(ev, "reason"), best);
   } else if (strcmp(name, "worker") == 0) {
     fprintf(stderr, "worker %s %s%s%s\n", str(ev, "device"), str(ev, "what"),
@@ -244,7 +249,7 @@ static int check_dashboard(const char *addr) {
   sg_err err;
   sg_err_clear(&err);
   if (addr && sg_dashboard_parse_addr(addr, host, sizeof host, &port, &err) < 0) {
-    fprintf(stderr, "specgen run: --dashboard: %s\n", err.msg);
+    sg_cli_usage_error("run", "--dashboard: %s", err.msg);
     return -1;
   }
   return 0;
@@ -259,9 +264,8 @@ int sg_cmd_run(int argc0, char **argv0) {
   int argc;
   char **argv = dashboard_default(argc0, argv0, &argc);
   if (take_redis(&argc, argv) < 0) {
-    fprintf(stderr, "specgen run: --redis needs a URL (redis://[USER:PASSWORD@]HOST[:PORT])\n");
     free(argv);
-    return SG_EXIT_USAGE;
+    return sg_cli_usage_error("run", "--redis needs a URL (redis://[USER:PASSWORD@]HOST[:PORT])");
   }
   sg_run_config cfg;
   sg_run_config_init(&cfg);
@@ -288,9 +292,10 @@ int sg_cmd_run(int argc0, char **argv0) {
     rc = sg_run_config_check(&cfg, &err);
   free(argv);
   if (rc < 0) {
-    fprintf(stderr, "specgen run: %s\n", err.msg);
     if (rc == SG_EINVAL)
-      fprintf(stderr, "`specgen run --help` lists the options\n");
+      sg_cli_usage_error("run", "%s", err.msg);
+    else
+      fprintf(stderr, "specgen run: %s\n", err.msg);
     sg_run_config_free(&cfg);
     return SG_EXIT_USAGE;
   }
@@ -357,6 +362,24 @@ static int serve_dir(const char *dir, const char *addr) {
   return SG_EXIT_OK;
 }
 
+static void show_usage(FILE *f) {
+  fprintf(f, "usage: specgen show DIR [--json]\n"
+             "       specgen show DIR --serve [ADDR:PORT]\n"
+             "\n"
+             "Prints the summary of the run in DIR, finished or not (the same as its\n"
+             "summary.json): end-to-end time, utilization, tokens and, per task,\n"
+             "iterations, best speedup, profiling feedback, early terminations and\n"
+             "generations. Exit status: 0 printed or served; 1 the store could not be\n"
+             "read; 2 bad usage or no run in DIR.\n"
+             "\n"
+             "  --json               print summary.json's object, with the run's state\n"
+             "  --serve [ADDR:PORT]  serve the live dashboard of DIR (a run, running or\n"
+             "                       not, or a sim campaign) until interrupted (default\n"
+             "                       %s, loopback)\n"
+             "  -h, --help           this help\n",
+          SG_DASHBOARD_DEFAULT_ADDR);
+}
+
 int sg_cmd_show(int argc, char **argv) {
   bool json = false, serve = false;
   const char *dir = NULL, *addr = SG_DASHBOARD_DEFAULT_ADDR;
@@ -373,27 +396,16 @@ int sg_cmd_show(int argc, char **argv) {
                                                   &e) == 0)
         addr = argv[++i];
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: specgen show DIR [--json]\n       specgen show DIR --serve "
-             "[ADDR:PORT]\n\nPrints the summary of the run in DIR, "
-             "finished or not (the same as its\nsummary.json): end-to-end time, "
-             "utilization, tokens and, per task, iterations,\nbest speedup, profiling "
-             "feedback, early terminations and generations.\n"
-             "With --serve, serves the live dashboard of DIR (a run, running or not, "
-             "or a\nsim campaign) at ADDR:PORT (default %s, loopback) until "
-             "interrupted.\n", SG_DASHBOARD_DEFAULT_ADDR);
+      show_usage(stdout);
       return SG_EXIT_OK;
     } else if (argv[i][0] == '-' || dir) {
-      fprintf(stderr, "specgen show: unexpected argument \"%s\"\nusage: specgen show DIR "
-                      "[--json | --serve [ADDR:PORT]]\n", argv[i]);
-      return SG_EXIT_USAGE;
+      return sg_cli_usage_error("show", "unexpected argument '%s'", argv[i]);
     } else {
       dir = argv[i];
     }
   }
-  if (dir == NULL) {
-    fprintf(stderr, "usage: specgen show DIR [--json | --serve [ADDR:PORT]]\n");
-    return SG_EXIT_USAGE;
-  }
+  if (dir == NULL)
+    return sg_cli_usage_error("show", "which run directory? (specgen show DIR)");
   if (serve)
     return serve_dir(dir, addr);
   json_t *s = NULL;

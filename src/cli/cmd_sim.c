@@ -57,6 +57,7 @@ static void usage(FILE *out) {
           "                      simulator's, both presets (flags apply to both)\n"
           "  --out DIR           also save the campaign as DIR/campaign-PRESET-CRITERION.json\n"
           "                      for `specgen report DIR` (docs/report.md)\n"
+          "  -h, --help          this help\n"
           "\n"
           "Order: preset, then --config, then the flags. docs/simulation.md explains\n"
           "the models and their calibration.\n");
@@ -173,10 +174,7 @@ int sg_cmd_sim(int argc, char **argv) {
       usage(stdout);
       return SG_EXIT_OK;
     default:
-      fprintf(stderr, "specgen sim: unknown or incomplete flag %s\n",
-              argv[optind - 1]);
-      usage(stderr);
-      return SG_EXIT_USAGE;
+      return sg_cli_bad_option("sim", argv);
     }
     if (key != NULL) {
       if (nsets == MAX_SETS) {

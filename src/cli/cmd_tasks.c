@@ -1,6 +1,7 @@
 /* cmd_tasks.c: `specgen tasks`: lists the built-in tasks. */
 #include "cli/commands.h"
 
+#include "eval/sg_eval.h"
 #include "eval/sg_task.h"
 
 #include <getopt.h>
@@ -57,16 +58,20 @@ int sg_cmd_tasks(int argc, char **argv) {
     case 'e': only = optarg; break;
     case 'h': usage(stdout); return SG_EXIT_OK;
     default:
-      fprintf(stderr, "specgen tasks: unknown or incomplete option '%s'\n\n",
-              argv[optind - 1]);
-      usage(stderr);
-      return SG_EXIT_USAGE;
+      return sg_cli_bad_option("tasks", argv);
     }
   }
-  if (optind < argc) {
-    fprintf(stderr, "specgen tasks: unexpected argument '%s'\n\n", argv[optind]);
-    usage(stderr);
-    return SG_EXIT_USAGE;
+  if (optind < argc)
+    return sg_cli_usage_error("tasks", "unexpected argument '%s'", argv[optind]);
+  /* An evaluator that does not exist is a mistake, not an empty list. */
+  if (only && !sg_evaluator_find(only)) {
+    char names[256] = "";
+    const sg_evaluator *ev;
+    for (size_t i = 0; (ev = sg_evaluator_at(i)) != NULL; i++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+               ev->name);
+    return sg_cli_usage_error("tasks", "--evaluator %s: no such evaluator (the evaluators: %s)",
+                              only, names);
   }
   sg_task **tasks = NULL;
   size_t n = 0;

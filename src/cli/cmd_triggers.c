@@ -59,7 +59,7 @@ static void usage(FILE *f) {
           "  --window N        with --eval: a match is within N bytes (default %u)\n"
           "  --propose         print the triggers as an annotation file for\n"
           "                    --eval, for a reader to correct\n"
-          "  --help            this text\n"
+          "  -h, --help        this help\n"
           "\n"
           "Exit status: 0 done, 1 read error, 2 bad usage or unreadable FILE.\n",
           (unsigned long long)d.min_gap_bytes, SG_TRIG_EVAL_WINDOW_BYTES);
@@ -253,14 +253,7 @@ int sg_cmd_triggers(int argc, char **argv) {
       usage(stdout);
       return SG_EXIT_OK;
     default:
-      if (optopt)
-        fprintf(stderr, "specgen triggers: option '-%c' is unknown or lacks its value\n",
-                optopt);
-      else
-        fprintf(stderr, "specgen triggers: option '%s' is unknown or lacks its value\n",
-                argv[optind - 1]);
-      usage(stderr);
-      return SG_EXIT_USAGE;
+      return sg_cli_bad_option("triggers", argv);
     }
   }
   if (entry && !extract) {
@@ -284,12 +277,8 @@ int sg_cmd_triggers(int argc, char **argv) {
     }
     return sg_cmd_triggers_eval(eval_dir, st.json, &opts, window);
   }
-  if (optind != argc - 1) {
-    fprintf(stderr, "specgen triggers: expected one trace FILE (or - for "
-                    "standard input)\n");
-    usage(stderr);
-    return SG_EXIT_USAGE;
-  }
+  if (optind != argc - 1)
+    return sg_cli_usage_error("triggers", "expected one trace FILE (or - for standard input)");
   const char *path = argv[optind];
   FILE *in = stdin;
   if (strcmp(path, "-") != 0) {

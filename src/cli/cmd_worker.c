@@ -70,11 +70,10 @@ static void fatal_line(bool json, const char *msg) {
 }
 
 static int fail(bool json, int code, const char *msg) {
-  fprintf(stderr, "specgen worker: %s\n", msg);
-  if (code == SG_EXIT_USAGE && !json) {
-    fprintf(stderr, "\n");
-    usage(stderr);
-  }
+  if (code == SG_EXIT_USAGE)
+    sg_cli_usage_error("worker", "%s", msg);
+  else
+    fprintf(stderr, "specgen worker: %s\n", msg);
   fatal_line(json, msg);
   return code;
 }
@@ -235,7 +234,7 @@ int sg_cmd_worker(int argc, char **argv) {
     }
     case 'h': usage(stdout); return SG_EXIT_OK;
     default: {
-      char *msg = sg_asprintf("unknown or incomplete option '%s'", argv[optind - 1]);
+      char *msg = sg_asprintf("unknown option '%s', or it lacks its value", argv[optind - 1]);
       int rc = fail(json_errors, SG_EXIT_USAGE, msg);
       free(msg);
       return rc;

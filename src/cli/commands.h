@@ -28,6 +28,14 @@ int sg_cmd_report(int argc, char **argv);
 
 #include <jansson.h>
 #include <stdio.h>
+/* A usage error of `specgen CMD`: "specgen CMD: MESSAGE" and "see `specgen
+ * CMD --help`" on stderr, nothing more; returns SG_EXIT_USAGE. */
+int sg_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The usage error for getopt_long's '?' or ':' (opterr set to 0): the word
+ * it stepped over (argv[optind - 1]) is unknown or lacks its value. */
+int sg_cli_bad_option(const char *cmd, char **argv);
+
 /* Prints a run's summary (summary.json's object) as a table. */
 void sg_cli_print_summary(FILE *f, const json_t *summary);
 

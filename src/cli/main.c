@@ -48,7 +48,6 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[1], commands[i].name) == 0)
       return commands[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "specgen: unknown command '%s'\n\n", argv[1]);
-  usage(stderr);
+  fprintf(stderr, "specgen: unknown command '%s'\nsee `specgen --help`\n", argv[1]);
   return SG_EXIT_USAGE;
 }

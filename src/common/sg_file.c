@@ -62,8 +62,9 @@ int sg_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
 int sg_file_write(const char *path, const void *data, size_t len, sg_err *err) {
   char *tmp = sg_asprintf("%s.tmp.%ld", path, (long)getpid());
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* messages name the file asked for: the temporary one is ours */
   if (fd < 0) {
-    int rc = sg_err_set(err, SG_EIO, "%s: %s", tmp, strerror(errno));
+    int rc = sg_err_set(err, SG_EIO, "%s: %s", path, strerror(errno));
     free(tmp);
     return rc;
   }
@@ -74,7 +75,7 @@ int sg_file_write(const char *path, const void *data, size_t len, sg_err *err) {
     if (w < 0 && errno == EINTR)
       continue;
     if (w < 0) {
-      int rc = sg_err_set(err, SG_EIO, "%s: %s", tmp, strerror(errno));
+      int rc = sg_err_set(err, SG_EIO, "%s: %s", path, strerror(errno));
       close(fd);
       unlink(tmp);
       free(tmp);

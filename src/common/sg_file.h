@@ -13,7 +13,8 @@
 int sg_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
                  sg_err *err);
 
-/* Writes len bytes to path atomically (a temporary file, then rename). */
+/* Writes len bytes to path atomically (a temporary file, then rename);
+ * errors name path, never the temporary file. */
 int sg_file_write(const char *path, const void *data, size_t len, sg_err *err);
 
 /* Creates a directory and its parents (mode 0755); existing is fine. */

@@ -252,8 +252,7 @@ int sg_eval_device_check(const char *device, sg_err *err) {
   sg_err e;
   sg_err_clear(&e);
   if (sg_cuda_api_load(&api, &e) < 0)
-    return sg_err_set(err, SG_EINVAL, "%s: no CUDA driver on this machine (%s)", device,
-                      e.msg);
+    return sg_err_set(err, SG_EINVAL, "%s: %s", device, e.msg); /* "no CUDA driver: ..." */
   int n = 0;
   sg_CUresult cr = api.cuInit(0);
   if (cr == 0)

@@ -168,8 +168,8 @@ const char *sg_eval_device_kind(const char *device);
 /* Whether device can evaluate at all, before anything is started on it:
  * cuda:N needs a CUDA driver that sees at least N+1 devices; cpu:N a core
  * this process may run on. SG_EINVAL with the reason ("cuda:0: no CUDA
- * driver on this machine (...)", "device cpu:99: no such core here (...)")
- * otherwise. */
+ * driver: libcuda.so.1 not loadable: ...", "device cpu:99: no such core
+ * here (...)") otherwise. */
 int sg_eval_device_check(const char *device, sg_err *err);
 
 #endif

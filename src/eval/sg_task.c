@@ -16,6 +16,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
+#include "common/sg_edit.h"
 #include "common/sg_file.h"
 
 #include <ctype.h>
@@ -24,6 +25,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -665,29 +667,56 @@ int sg_task_list(sg_task ***out, size_t *n, sg_err *err) {
 
 /* "cpu/a, cpu/b, cuda/a" of every built-in task (or a note when there is
  * none): qualified, since a name may exist for several evaluators. */
-static char *builtin_names(void) {
+/* Why `want` names no built-in task, and which ones it may have meant: the
+ * built-in EVALUATOR/NAME whose NAME (or whole name) is nearest, within a
+ * third of its length. Listing them all on one line buried the answer
+ * (issue 31); `specgen tasks` lists them. The caller frees the text. */
+static char *unknown_task_text(const char *want) {
   const char *root = sg_task_builtin_root();
-  sg_buf b;
-  sg_buf_init(&b, 700);
-  size_t nev = 0, total = 0;
+  sg_buf near;
+  sg_buf_init(&near, 128);
+  size_t nev = 0, total = 0, best = SIZE_MAX, shown = 0;
   char **evs = subdirs(root, &nev);
-  for (size_t i = 0; i < nev; i++) {
-    char *evdir = sg_asprintf("%s/%s", root, evs[i]);
-    size_t nn = 0;
-    char **names = subdirs(evdir, &nn);
-    for (size_t k = 0; k < nn; k++) {
-      char *json = sg_asprintf("%s/%s/task.json", evdir, names[k]);
-      if (is_file(json))
-        sg_buf_printf(&b, "%s%s/%s", total++ ? ", " : "", evs[i], names[k]);
-      free(json);
+  /* two passes: the nearest distance, then the names at it (at most 4) */
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < nev; i++) {
+      char *evdir = sg_asprintf("%s/%s", root, evs[i]);
+      size_t nn = 0;
+      char **names = subdirs(evdir, &nn);
+      for (size_t k = 0; k < nn; k++) {
+        char *json = sg_asprintf("%s/%s/task.json", evdir, names[k]);
+        char *full = sg_asprintf("%s/%s", evs[i], names[k]);
+        if (is_file(json)) {
+          size_t d = sg_edit_distance(want, strchr(want, '/') ? full : names[k]);
+          if (pass == 0) {
+            total++;
+            if (d < best)
+              best = d;
+          } else if (d == best && shown < 4) {
+            sg_buf_printf(&near, "%s%s", shown++ ? ", " : "", full);
+          }
+        }
+        free(full);
+        free(json);
+      }
+      sg_file_list_free(names, nn);
+      free(evdir);
     }
-    sg_file_list_free(names, nn);
-    free(evdir);
+    if (pass == 0 && (total == 0 || best > (strlen(want) + 2) / 3))
+      break;
   }
   sg_file_list_free(evs, nev);
+  char *text;
   if (total == 0)
-    sg_buf_printf(&b, "none in %s", root);
-  return sg_buf_steal(&b);
+    text = sg_asprintf("unknown task \"%s\" (no built-in tasks in %s)", want, root);
+  else if (shown > 0)
+    text = sg_asprintf("unknown task \"%s\"; did you mean %s? (`specgen tasks` lists "
+                       "all %zu)", want, sg_buf_str(&near), total);
+  else
+    text = sg_asprintf("unknown task \"%s\" (`specgen tasks` lists the %zu built-in "
+                       "tasks)", want, total);
+  sg_buf_free(&near);
+  return text;
 }
 
 static bool looks_like_path(const char *s) {
@@ -722,6 +751,18 @@ int sg_task_load(const char *name_or_dir, sg_task **out, sg_err *err) {
       return rc;
     }
     free(dir);
+    /* an evaluator's folder with no such task in it, and no such directory
+     * here: a mistyped name, not a path */
+    char *evdir = sg_asprintf("%s/%.*s", sg_task_builtin_root(), (int)(slash - name_or_dir),
+                              name_or_dir);
+    bool mistyped = is_dir(evdir) && !is_dir(name_or_dir);
+    free(evdir);
+    if (mistyped) {
+      char *text = unknown_task_text(name_or_dir);
+      int rc = sg_err_set(err, SG_ENOENT, "%s", text);
+      free(text);
+      return rc;
+    }
   }
   if (looks_like_path(name_or_dir))
     return load_dir(name_or_dir, out, err);
@@ -756,10 +797,9 @@ int sg_task_load(const char *name_or_dir, sg_task **out, sg_err *err) {
   free(json);
   if (local)
     return load_dir(name_or_dir, out, err);
-  char *names = builtin_names();
-  rc = sg_err_set(err, SG_ENOENT, "unknown task \"%s\" (built-in tasks: %s)",
-                  name_or_dir, names);
-  free(names);
+  char *text = unknown_task_text(name_or_dir);
+  rc = sg_err_set(err, SG_ENOENT, "%s", text);
+  free(text);
   return rc;
 }
 

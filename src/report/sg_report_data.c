@@ -6,6 +6,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
+#include "runtime/sg_store.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -347,9 +348,11 @@ static const struct {
     {"generations", "iisittiiis",
      "SELECT id, iteration_id, kind, parent_id, started_us, ended_us, prompt_tokens, "
      "completion_tokens, cached_tokens, outcome FROM generations ORDER BY id"},
-    {"candidates", "iiti",
-     "SELECT id, generation_id, created_us, length(CAST(source AS BLOB)) FROM candidates "
-     "ORDER BY id"},
+    /* the kernel's one figure, as the summary and `specgen show` take it */
+    {"candidates", "iitirst",
+     "SELECT c.id, c.generation_id, c.created_us, length(CAST(c.source AS BLOB)),"
+     " f.speedup, f.phase, f.ended_us FROM candidates c"
+     " LEFT JOIN evaluations f ON f.id = " SG_STORE_FIGURE_EVAL_SQL " ORDER BY c.id"},
     {"evaluations", "iistttsrss",
      "SELECT id, candidate_id, phase, queued_us, started_us, ended_us, status, speedup, "
      "device, substr(message, 1, 160) FROM evaluations ORDER BY id"},

@@ -169,7 +169,17 @@ int sg_report_write(const char *dir, const char *out_path, char **written, sg_er
   if (rc < 0)
     return rc;
   char *path = out_path ? sg_strdup(out_path) : sg_asprintf("%s/report.html", dir);
-  rc = sg_file_write(path, html, len, err);
+  /* a --out into a directory that does not exist is bad input, said so */
+  const char *slash = strrchr(path, '/');
+  char *parent = slash == path ? sg_strdup("/")
+                 : slash       ? sg_strndup(path, (size_t)(slash - path))
+                               : sg_strdup(".");
+  struct stat st;
+  if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+    rc = sg_err_set(err, SG_ENOENT, "%s: the directory %s does not exist", path, parent);
+  free(parent);
+  if (rc == 0)
+    rc = sg_file_write(path, html, len, err);
   free(html);
   if (rc == 0 && written)
     *written = path;

@@ -115,10 +115,10 @@ static int op_iteration_end(void *data, uint32_t w, const sg_ctl_action *a,
   sg_run_iteration_close(r, f, reason);
   STORE(r, sg_run_write_best(r, f, true, err));
   sg_run_emit(r, "iteration_end",
-              json_pack("{s:s, s:i, s:s, s:o, s:o}", "task", f->task->name, "iteration",
+              json_pack("{s:s, s:i, s:s, s:o, s:o, s:o}", "task", f->task->name, "iteration",
                         (int)a->iteration + 1, "reason", reason, "iteration_best",
                         num_or_null(b ? b->speedup : NAN), "best_speedup",
-                        num_or_null(f->best_speedup)));
+                        num_or_null(f->best_speedup), "best_speedup_kind", best_kind(f)));
   return 0;
 }
 
@@ -136,9 +136,10 @@ static int op_workflow_done(void *data, uint32_t w, const sg_ctl_action *a) {
                                        failed ? SG_STORE_WF_FAILED : SG_STORE_WF_DONE,
                                        now_us(), err));
   sg_run_emit(r, "workflow_done",
-              json_pack("{s:s, s:s, s:o, s:s?}", "task", f->task->name, "reason",
+              json_pack("{s:s, s:s, s:o, s:o, s:s?}", "task", f->task->name, "reason",
                         sg_ctl_reason_name(a->u.done.reason), "best_speedup",
-                        num_or_null(f->best_speedup), "best_file", f->best_file));
+                        num_or_null(f->best_speedup), "best_speedup_kind", best_kind(f),
+                        "best_file", f->best_file));
   return 0;
 }
 
@@ -256,9 +257,10 @@ static json_t *progress_json(run *r) {
     if (f->ctl)
       sg_controller_stats(f->ctl, &st);
     json_array_append_new(
-        wfs, json_pack("{s:s, s:i, s:b, s:o, s:i, s:i, s:i, s:I, s:I}", "task",
+        wfs, json_pack("{s:s, s:i, s:b, s:o, s:o, s:i, s:i, s:i, s:I, s:I}", "task",
                        f->task->name, "iteration", f->ctl ? (int)sg_controller_iteration(f->ctl) + 1 : 0,
                        "done", f->done, "best_speedup", num_or_null(f->best_speedup),
+                       "best_speedup_kind", best_kind(f),
                        "main_live", f->live_main, "spec_live", f->live_spec,
                        "evaluations_in_flight", f->in_flight, "forks", (json_int_t)st.forks,
                        "early_terminations", (json_int_t)st.early_terminations));

@@ -17,6 +17,7 @@
 #include "runtime/sg_run_config_priv.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_edit.h"
 #include "common/sg_file.h"
 #include "config/sg_yaml.h"
 
@@ -330,34 +331,6 @@ void sg_run_config_free(sg_run_config *c) {
 
 /* ---- suggestions --------------------------------------------------------- */
 
-/* Levenshtein distance, names capped at 63 bytes (longer ones are far from
- * every key anyway). */
-static size_t edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > 63)
-    la = 63;
-  if (lb > 63)
-    lb = 63;
-  size_t row[64];
-  for (size_t j = 0; j <= lb; j++)
-    row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
 /* The key nearest to name, or NULL when none is near enough to be a typo.
  * with_config: "config" is a candidate too (flags). */
 static const char *suggest(const char *name, bool with_config) {
@@ -370,7 +343,7 @@ static const char *suggest(const char *name, bool with_config) {
     const char *cand = i < NKEYS ? keys[i].name : with_config ? "config" : NULL;
     if (cand == NULL)
       continue;
-    size_t d = edit_distance(name, cand);
+    size_t d = sg_edit_distance(name, cand);
     if (d < best_d) {
       best_d = d;
       best = cand;
@@ -933,22 +906,29 @@ int sg_run_config_from_json(sg_run_config *c, const json_t *j, sg_err *err) {
 
 /* ---- usage --------------------------------------------------------------- */
 
+static void usage_key(FILE *f, const sg_run_key *k) {
+  char left[64];
+  if (k->type == SG_KEY_BOOL)
+    snprintf(left, sizeof left, "--[no-]%s", k->name);
+  else
+    snprintf(left, sizeof left, "--%s %s", k->name, k->value_name ? k->value_name : "VALUE");
+  fprintf(f, "  %-30s %s\n", left, k->help);
+}
+
 void sg_run_config_usage(FILE *f) {
   fprintf(f, "  %-30s %s\n", "--config FILE",
           "a YAML file of these keys, applied before the other flags");
-  const char *group = NULL;
-  for (size_t i = 0; i < NKEYS; i++) {
-    const sg_run_key *k = &keys[i];
-    if (group == NULL || strcmp(group, k->group) != 0) {
-      group = k->group;
-      fprintf(f, "\n %s:\n", group);
-    }
-    char left[64];
-    if (k->type == SG_KEY_BOOL)
-      snprintf(left, sizeof left, "--[no-]%s", k->name);
-    else
-      snprintf(left, sizeof left, "--%s %s", k->name,
-               k->value_name ? k->value_name : "VALUE");
-    fprintf(f, "  %-30s %s\n", left, k->help);
+  /* Each group once, in the order the table first names it, with all its
+   * keys: the table keeps related keys together, not always groups. */
+  for (size_t g = 0; g < NKEYS; g++) {
+    bool seen = false;
+    for (size_t j = 0; j < g && !seen; j++)
+      seen = strcmp(keys[j].group, keys[g].group) == 0;
+    if (seen)
+      continue;
+    fprintf(f, "\n %s:\n", keys[g].group);
+    for (size_t i = g; i < NKEYS; i++)
+      if (strcmp(keys[i].group, keys[g].group) == 0)
+        usage_key(f, &keys[i]);
   }
 }

@@ -126,6 +126,7 @@ typedef struct wf {
   bool done, failed;
   char *best_file;         /* the best kernel's file, once written */
   double best_speedup;     /* NAN until a kernel passed */
+  bool best_validated;     /* no profile measured it: the validation's figure */
   int64_t best_candidate;  /* its store id, 0 until then */
   int live_main, live_spec, in_flight;
   uint64_t iter_kernels;   /* candidates this iteration produced */
@@ -199,6 +200,12 @@ static inline int64_t now_us(void) { return (int64_t)(sg_clock_wall_s() * 1e6); 
 static inline double t_of(const run *r, int64_t us) { return (double)(us - r->t0_us) / 1e6; }
 
 static inline json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+/* The phase that measured a workflow's best figure (sg_store.h,
+ * SG_STORE_FIGURES_SQL), as the events name it; null before any. */
+static inline json_t *best_kind(const wf *f) {
+  return !isfinite(f->best_speedup) ? json_null()
+         : json_string(f->best_validated ? "validate" : "profile");
+}
 
 static inline wf *wf_of(run *r, uint32_t w) { return &r->wfs[w]; }
 

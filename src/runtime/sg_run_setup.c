@@ -39,6 +39,8 @@ int sg_run_write_best(run *r, wf *f, bool write, sg_err *err) {
     return rc;
   int64_t cid = json_integer_value(json_object_get(b, "candidate_id"));
   double sp = json_number_value(json_object_get(b, "speedup"));
+  const char *kind = json_string_value(json_object_get(b, "speedup_kind"));
+  f->best_validated = kind && strcmp(kind, "validate") == 0;
   const char *src = json_string_value(json_object_get(b, "source"));
   char *path = sg_asprintf("%s/best/%s.%s", r->dir, f->task->name, sg_run_source_ext(f->task));
   if (!write) {

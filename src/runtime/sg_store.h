@@ -268,9 +268,42 @@ int sg_store_resume_json(sg_store *s, json_t **out, sg_err *err);
 int sg_store_workflow_candidates_json(sg_store *s, int64_t workflow_id,
                                       json_t **out, sg_err *err);
 
-/* A workflow's best kernel: {"candidate_id", "source", "speedup"} of the
- * candidate with the highest figure (SG_STORE_FIGURE_SQL: the latest
- * profile's speedup, else the latest validation's), the earliest on a tie;
+/* A candidate's one figure, its speedup, in SQL over a candidates row `c`:
+ * the id of the evaluation that gives it: its latest completed profile that
+ * measured a speedup (the authoritative timing: more runs, a device to
+ * itself), else its latest validation's; NULL when none passed. The
+ * summary, the run's best kernel, `specgen show`, the progress lines, the
+ * report and the dashboard all read a kernel's speedup through
+ * SG_STORE_FIGURES_SQL, so that they name one number per kernel and the
+ * measurement it came from. */
+#define SG_STORE_FIGURE_EVAL_SQL                                                \
+  "coalesce("                                                                   \
+  "(SELECT p.id FROM evaluations p WHERE p.candidate_id = c.id"                 \
+  " AND p.phase = 'profile' AND p.status = 'ok' AND p.speedup IS NOT NULL"      \
+  " ORDER BY p.id DESC LIMIT 1),"                                               \
+  "(SELECT v.id FROM evaluations v WHERE v.candidate_id = c.id"                 \
+  " AND v.phase = 'validate' AND v.status = 'ok' AND v.speedup IS NOT NULL"     \
+  " ORDER BY v.id DESC LIMIT 1))"
+
+/* One row per candidate with a figure: candidate_id, workflow_id, source,
+ * speedup, speedup_kind ("profile" or "validate": the phase that measured
+ * it) and speedup_us (when that evaluation ended). */
+#define SG_STORE_FIGURES_SQL                                                    \
+  "SELECT c.id AS candidate_id, c.workflow_id AS workflow_id,"                  \
+  " c.source AS source, f.speedup AS speedup, f.phase AS speedup_kind,"         \
+  " f.ended_us AS speedup_us FROM candidates c"                                 \
+  " JOIN evaluations f ON f.id = " SG_STORE_FIGURE_EVAL_SQL
+
+/* The best figure of the workflow w.id (an outer row `w`), the earliest
+ * kernel on a tie, as column COL of SG_STORE_FIGURES_SQL. */
+#define SG_STORE_BEST_SQL(col)                                                  \
+  "(SELECT b." col " FROM (" SG_STORE_FIGURES_SQL ") b"                         \
+  " WHERE b.workflow_id = w.id ORDER BY b.speedup DESC, b.candidate_id LIMIT 1)"
+
+/* A workflow's best kernel: {"candidate_id", "source", "speedup",
+ * "speedup_kind"} of the candidate with the highest figure
+ * (SG_STORE_FIGURES_SQL: the latest profile's speedup, else the latest
+ * validation's), the earliest on a tie;
  * *out NULL when no candidate passed. The summary's best_speedup is its
  * speedup. */
 int sg_store_workflow_best_json(sg_store *s, int64_t workflow_id, json_t **out,
@@ -283,14 +316,15 @@ int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
 
 /* The summary.json object (caller owns *out):
  *   {"e2e_s", "workflows": [{"task", "iterations", "best_speedup",
- *     "profiling_feedback", "early_terminations", "generations_main",
+ *     "best_speedup_kind", "profiling_feedback", "early_terminations", "generations_main",
  *     "generations_spec"}], "utilization": {"validation", "profiling",
  *     "overall"}, "tokens": {"prompt", "completion", "cached", "uncached",
  *     "consumption" (common/sg_tokens.h defines these two),
  *     "prompt_estimated", "completion_estimated" (the part of each sum that
  *     is an estimate)}}
  * Definitions (the simulator's): iterations = iterations ended;
- * best_speedup = the largest speedup of an ok evaluation (null: none);
+ * best_speedup = the largest figure of its kernels (SG_STORE_FIGURES_SQL;
+ * null: none), best_speedup_kind = the phase that measured it;
  * profiling_feedback = candidates with an ok profile evaluation;
  * early_terminations = iterations that ended with reason "early";
  * utilization = busy device seconds (device_intervals) over pool seconds

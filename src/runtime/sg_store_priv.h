@@ -44,19 +44,6 @@ struct sg_store {
   sqlite3_stmt *st[ST__COUNT];
 };
 
-/* A candidate's one figure, in SQL over a candidates row `c`: its latest
- * completed profile's speedup when a profile measured one, else its latest
- * validation's. The summary, the run's best kernel and `specgen show` all
- * use it, so that they name one number per kernel. */
-#define SG_STORE_FIGURE_SQL                                                     \
-  "coalesce("                                                                   \
-  "(SELECT p.speedup FROM evaluations p WHERE p.candidate_id = c.id"            \
-  " AND p.phase = 'profile' AND p.status = 'ok' AND p.speedup IS NOT NULL"      \
-  " ORDER BY p.id DESC LIMIT 1),"                                               \
-  "(SELECT v.speedup FROM evaluations v WHERE v.candidate_id = c.id"            \
-  " AND v.phase = 'validate' AND v.status = 'ok' AND v.speedup IS NOT NULL"     \
-  " ORDER BY v.id DESC LIMIT 1))"
-
 /* "<file>: <table>: <sqlite message> (in SQL: <sql>)": the error of the
  * statement that just failed, mapped to an SG_E* code. */
 int sg_store_db_fail(sg_store *s, const char *table, const char *sql, sg_err *err);

@@ -292,8 +292,8 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
       " (SELECT count(*) FROM iterations i WHERE i.workflow_id = w.id"
       "  AND i.ended_us IS NOT NULL) AS iterations,"
       /* one figure per kernel, as the run's best kernel has it */
-      " (SELECT max(" SG_STORE_FIGURE_SQL ")"
-      "  FROM candidates c WHERE c.workflow_id = w.id) AS best_speedup,"
+      " " SG_STORE_BEST_SQL("speedup") " AS best_speedup,"
+      " " SG_STORE_BEST_SQL("speedup_kind") " AS best_speedup_kind,"
       " (SELECT count(DISTINCT e.candidate_id) FROM evaluations e"
       "  JOIN candidates c ON c.id = e.candidate_id"
       "  WHERE c.workflow_id = w.id AND e.phase = 'profile'"
@@ -372,11 +372,9 @@ int sg_store_workflow_best_json(sg_store *s, int64_t workflow_id, json_t **out,
   *out = NULL;
   /* ties go to the earlier kernel, so the best changes only on a gain */
   return query_each(s, "candidates",
-                    "SELECT * FROM (SELECT c.id AS candidate_id, c.source AS source, "
-                    SG_STORE_FIGURE_SQL " AS speedup FROM candidates c"
-                    " WHERE c.workflow_id = ?1)"
-                    " WHERE speedup IS NOT NULL ORDER BY speedup DESC, candidate_id"
-                    " LIMIT 1",
+                    "SELECT candidate_id, source, speedup, speedup_kind FROM ("
+                    SG_STORE_FIGURES_SQL ") WHERE workflow_id = ?1"
+                    " ORDER BY speedup DESC, candidate_id LIMIT 1",
                     workflow_id, collect_first, out, err);
 }
 

@@ -3,7 +3,6 @@
  * right status while the evaluator carries on; exit codes and messages for
  * bad usage, unknown tasks, invalid tasks and unreadable candidates. */
 #include "common/sg_alloc.h"
-#include "common/sg_buf.h"
 #include "sg_test.h"
 
 #include <jansson.h>
@@ -15,19 +14,9 @@
 #define VADD DATA "/tasks/cpu/vector_add"
 
 /* Runs a shell command line; returns its exit code and stdout (+ stderr
- * when merge), capped at 1 MB. */
+ * when merge), cut at 4 MiB (sg_test_sh). */
 static int run(const char *cmd, char **out) {
-  FILE *p = popen(cmd, "r");
-  SG_CHECK(p);
-  sg_buf b;
-  sg_buf_init(&b, 1 << 20);
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-    sg_buf_append(&b, chunk, n);
-  int st = pclose(p);
-  *out = sg_buf_steal(&b);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return sg_test_sh(cmd, out);
 }
 
 /* `specgen eval --json` of a sandbox candidate on vector_add. */

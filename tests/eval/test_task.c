@@ -74,14 +74,24 @@ static void test_qualified_name(void) {
   SG_CHECK_EQ_INT(sg_task_load("cuda/vector_add", &t, &err), SG_ENOENT);
 }
 
-static void test_unknown_name_lists_builtins(void) {
+/* An unknown name suggests the nearest built-in ones, else points at
+ * `specgen tasks`; it used to list every task on one line (issue 31). */
+static void test_unknown_name_suggests_the_nearest(void) {
   use_test_root();
   sg_task *t = NULL;
   sg_err err;
   SG_CHECK_EQ_INT(sg_task_load("no_such_task", &t, &err), SG_ENOENT);
   SG_CHECK(t == NULL);
-  SG_CHECK_CONTAINS(err.msg, "unknown task \"no_such_task\"");
-  SG_CHECK_CONTAINS(err.msg, "(built-in tasks: cpu/upper_matvec, cpu/vector_add)");
+  SG_CHECK_STR_EQ(err.msg, "unknown task \"no_such_task\" (`specgen tasks` lists the 2 "
+                           "built-in tasks)");
+  SG_CHECK_EQ_INT(sg_task_load("vectr_add", &t, &err), SG_ENOENT);
+  SG_CHECK_STR_EQ(err.msg, "unknown task \"vectr_add\"; did you mean cpu/vector_add? "
+                           "(`specgen tasks` lists all 2)");
+  SG_CHECK_EQ_INT(sg_task_load("upper_matvek", &t, &err), SG_ENOENT);
+  SG_CHECK_CONTAINS(err.msg, "did you mean cpu/upper_matvec?");
+  /* with the evaluator, the whole name is compared */
+  SG_CHECK_EQ_INT(sg_task_load("cpu/vector_ad", &t, &err), SG_ENOENT);
+  SG_CHECK_CONTAINS(err.msg, "did you mean cpu/vector_add?");
 }
 
 static void test_missing_dir(void) {
@@ -465,7 +475,7 @@ static void test_dtype_names(void) {
 
 SG_TEST_MAIN(SG_TEST(test_load_by_dir), SG_TEST(test_load_by_name),
              SG_TEST(test_qualified_name),
-             SG_TEST(test_unknown_name_lists_builtins), SG_TEST(test_missing_dir),
+             SG_TEST(test_unknown_name_suggests_the_nearest), SG_TEST(test_missing_dir),
              SG_TEST(test_builtin_root), SG_TEST(test_list_sorted),
              SG_TEST(test_examples), SG_TEST(test_malformed_fields),
              SG_TEST(test_structure_needs_square),

@@ -23,6 +23,7 @@ Exits 77 (skip) only when redis-server is not installed."""
 import glob
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -169,6 +170,11 @@ class Loopback(unittest.TestCase):
         self.assertEqual(r["status"], "infra_error", r)
         self.assertIn("remote worker %s/" % victim.name, r["message"])
         self.assertIn("heartbeat expired while validating", r["message"])
+        # word for word as docs/remote.md quotes it (it had drifted)
+        with open(os.path.join(ROOT, "docs", "remote.md")) as f:
+            quoted = re.search(r'"(remote worker HOST/cpu:0/PID lost: [^"]*)"',
+                               " ".join(f.read().split())).group(1)
+        self.assertEqual(quoted.replace("HOST/cpu:0/PID", consumer), r["message"])
         self.assertLess(time.monotonic() - t0, 60)
         # the entry is closed: nobody takes it again
         wait_for(lambda: pending(self.redis) == 0, "the lost request acknowledged")

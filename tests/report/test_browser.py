@@ -174,10 +174,19 @@ def expected(db_path):
     early = one("SELECT count(*) FROM iterations WHERE end_reason = 'early'")
     improvements = 0
     for (wf,) in db.execute('SELECT id FROM workflows'):
-        rows = db.execute(
-            "SELECT e.ended_us, e.id, e.speedup FROM evaluations e "
-            "JOIN candidates c ON c.id = e.candidate_id WHERE c.workflow_id = ? "
-            "AND e.status = 'ok' AND e.speedup IS NOT NULL AND e.ended_us IS NOT NULL", (wf,))
+        # Each kernel's one figure (the summary's): its latest ok profile's
+        # speedup, else its latest ok validation's, at that evaluation's end.
+        rows = []
+        for (cid,) in db.execute('SELECT id FROM candidates WHERE workflow_id = ?', (wf,)):
+            for phase in ('profile', 'validate'):
+                r = db.execute(
+                    "SELECT ended_us, speedup FROM evaluations WHERE candidate_id = ? "
+                    "AND phase = ? AND status = 'ok' AND speedup IS NOT NULL "
+                    "ORDER BY id DESC LIMIT 1", (cid, phase)).fetchone()
+                if r:
+                    if r[0] is not None:
+                        rows.append((r[0], cid, r[1]))
+                    break
         best = None
         for _, _, sp in sorted(rows, key=lambda r: (round((r[0] - t0) / 1e3), r[1])):
             if best is None or sp > best:
@@ -224,6 +233,14 @@ def check_charts(b, want, label):
         g = got.get(chart, {})
         ok = g.get('drawn', '0') != '0' and all(str(v) == g.get(k) for k, v in attrs.items())
         check('%s: chart %s drew %s' % (label, chart, attrs), ok, 'page has %s' % g)
+    # Axes: time from 0, iterations in whole numbers (issue 31).
+    for chart in ('speedup-time', 'inflight', 'util'):
+        ticks = got.get(chart, {}).get('xticks', '').split(',')
+        check('%s: chart %s: its time axis starts at 0' % (label, chart),
+              ticks[0] not in ('',) and float(ticks[0]) == 0, ticks)
+    ticks = got.get('speedup-iter', {}).get('xticks', '').split(',')
+    check('%s: chart speedup-iter: whole iterations on its axis' % label,
+          ticks != [''] and all(float(t) == int(float(t)) for t in ticks), ticks)
     rows = b.eval('document.getElementById("itable").dataset.rows')
     check('%s: the iteration table lists %d iterations' % (label, want['_rows']),
           rows == str(want['_rows']), rows)

@@ -804,6 +804,12 @@ static void test_usage_lists_every_key(void) {
     SG_CHECK_CONTAINS(buf, want);
     SG_CHECK_CONTAINS(buf, k[i].help);
     free(want);
+    /* each group's heading once (two came twice: issue 31) */
+    char *head = sg_asprintf("\n %s:\n", k[i].group);
+    char *first = strstr(buf, head);
+    SG_CHECK_MSG(first && !strstr(first + 1, head), "the heading \"%s\" is not there once",
+                 k[i].group);
+    free(head);
   }
   free(buf);
 }
@@ -819,9 +825,23 @@ static void test_docs_list_every_key(void) {
   const sg_run_key *k = sg_run_keys(&n);
   for (size_t i = 0; i < n; i++) {
     char *row = sg_asprintf("| `%s` |", k[i].name); /* a row of the table */
-    SG_CHECK_MSG(strstr(doc, row) != NULL,
-                 "docs/configuration.md has no row for key \"%s\"", k[i].name);
+    const char *at = strstr(doc, row);
+    SG_CHECK_MSG(at != NULL, "docs/configuration.md has no row for key \"%s\"", k[i].name);
     free(row);
+    /* and its row names every value the program takes (the llamacpp
+     * profiles were missing: issue 31) */
+    size_t row_len = strcspn(at, "\n");
+    for (const char *c = k[i].choices; c && *c;) {
+      size_t n = strcspn(c, "|");
+      char *want = sg_asprintf("`%.*s`", (int)n, c);
+      char *line = sg_asprintf("%.*s", (int)row_len, at);
+      SG_CHECK_MSG(strstr(line, want) != NULL,
+                   "docs/configuration.md: the row of \"%s\" does not name %s", k[i].name,
+                   want);
+      free(line);
+      free(want);
+      c += n + (c[n] == '|');
+    }
   }
   free(doc);
 }

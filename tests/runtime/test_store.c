@@ -783,7 +783,8 @@ static void summary_matches_hand_computed_values(void) {
   SG_CHECK_EQ_INT(jint(wb_j, "early_terminations"), 1);
   SG_CHECK_EQ_INT(jint(wb_j, "generations_main"), 1);
   SG_CHECK_EQ_INT(jint(wb_j, "generations_spec"), 0);
-  SG_CHECK_EQ_INT(json_object_size(wa_j), 7); /* exactly the documented keys */
+  SG_CHECK(json_is_null(json_object_get(wb_j, "best_speedup_kind")));
+  SG_CHECK_EQ_INT(json_object_size(wa_j), 8); /* exactly the documented keys */
   json_t *u = json_object_get(sum, "utilization");
   SG_CHECK_NEAR(jnum(u, "validation"), 0.25, 1e-12);
   SG_CHECK_NEAR(jnum(u, "profiling"), 0.125, 1e-12);
@@ -831,6 +832,7 @@ static void summary_best_is_each_kernels_one_figure(void) {
   SG_CHECK_OK(sg_store_summary_json(s, &sum, &err), err);
   json_t *wj = json_array_get(json_object_get(sum, "workflows"), 0);
   SG_CHECK_NEAR(jnum(wj, "best_speedup"), 2.0, 1e-12);
+  SG_CHECK_STR_EQ(jstr(wj, "best_speedup_kind"), "profile");
   json_decref(sum);
   /* k2: validated 3.0, profiled without a speedup (hardware counters):
    * a 3.0 kernel, the best */
@@ -841,6 +843,8 @@ static void summary_best_is_each_kernels_one_figure(void) {
   SG_CHECK_OK(sg_store_summary_json(s, &sum, &err), err);
   wj = json_array_get(json_object_get(sum, "workflows"), 0);
   SG_CHECK_NEAR(jnum(wj, "best_speedup"), 3.0, 1e-12);
+  /* a profile without a speedup leaves the validation's figure, named so */
+  SG_CHECK_STR_EQ(jstr(wj, "best_speedup_kind"), "validate");
   json_decref(sum);
   json_t *best = NULL;
   SG_CHECK_OK(sg_store_workflow_best_json(s, w, &best, &err), err);

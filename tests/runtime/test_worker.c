@@ -440,7 +440,7 @@ static void test_bad_usage(void) {
       {{NULL}, "--device is required"},
       {{"--device", "gpu:0", NULL}, "expected cpu:N or cuda:N"},
       {{"--device", "cpu:4000", NULL}, "may not use core 4000"},
-      {{"--device", "cpu:0", "--bogus", NULL}, "unknown or incomplete option '--bogus'"},
+      {{"--device", "cpu:0", "--bogus", NULL}, "unknown option '--bogus', or it lacks its value"},
       {{"--device", "cpu:0", "extra", NULL}, "unexpected argument 'extra'"},
       {{"--compile-only", "--device", "cpu:0", NULL}, "exclude each other"},
       {{"--compile-only", "--build-cache", "", NULL}, "--build-cache: empty"},

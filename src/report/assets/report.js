@@ -15,7 +15,10 @@
   const I = { id: 0, wf: 1, num: 2, start: 3, end: 4, reason: 5 };
   const G = { id: 0, it: 1, kind: 2, parent: 3, start: 4, end: 5, pt: 6, ct: 7, cached: 8,
               outcome: 9 };
-  const C = { id: 0, gen: 1, created: 2, bytes: 3 };
+  // speedup: the kernel's one figure (its latest profile's, else its latest
+  // validation's: the summary's and `specgen show`'s), kind: the phase that
+  // measured it, at: when that evaluation ended.
+  const C = { id: 0, gen: 1, created: 2, bytes: 3, speedup: 4, kind: 5, at: 6 };
   const E = { id: 0, cand: 1, phase: 2, queued: 3, started: 4, ended: 5, status: 6,
               speedup: 7, device: 8, msg: 9 };
   const D = { device: 0, phase: 1, start: 2, end: 3 };
@@ -48,6 +51,9 @@
         e.append(kid instanceof Node ? kid : String(kid));
     return e;
   }
+  // A kernel's figure, naming the measurement when it is not a profile's.
+  const figureText = (c) => (c === null ? '-' : fmt(c[C.speedup]) + 'x' +
+    (c[C.kind] === 'validate' ? ' (validation)' : ''));
   const fmt = (v, d = 2) => (v === null || v === undefined || !isFinite(v) ? '-' : v.toFixed(d));
   const color = (i, n) => `hsl(${Math.round((i * 360) / Math.max(n, 1)) % 360} 65% 45%)`;
 
@@ -61,6 +67,8 @@
       chart.data.datasets.forEach((d, i) => { n += chart.getDatasetMeta(i).data.length; });
       const fig = chart.canvas.closest('figure');
       fig.dataset.points = String(n);
+      fig.dataset.xticks = (chart.scales.x && chart.scales.x.type === 'linear')
+        ? chart.scales.x.ticks.map((t) => t.value).join(',') : '';
       fig.dataset.drawn = String(Number(fig.dataset.drawn || 0) + 1);
     },
   };
@@ -111,6 +119,13 @@
     charts.set(id, new Chart(canvas, config));
   }
 
+  // The x axes: time from the run's start (0, not the first point), and
+  // iterations in whole numbers (no 1.5th iteration).
+  const timeAxis = (max) => ({ type: 'linear', min: 0, max,
+    title: { display: true, text: 'seconds since the run began' } });
+  const iterAxis = () => ({ type: 'linear', ticks: { precision: 0 },
+    title: { display: true, text: 'iteration' } });
+
   function linearOpts(xTitle, yTitle, extra) {
     return Object.assign({
       parsing: true, normalized: true, spanGaps: false,
@@ -157,7 +172,7 @@
 
   function index(d) {
     const ix = { wf: new Map(), it: new Map(), gen: new Map(), cand: new Map() };
-    d.workflows.forEach((w, i) => ix.wf.set(w[W.id], { row: w, i, its: [], evals: [],
+    d.workflows.forEach((w, i) => ix.wf.set(w[W.id], { row: w, i, its: [], figs: [],
       cands: new Set(), tokens: [0, 0, 0] }));
     for (const it of d.iterations) {
       ix.it.set(it[I.id], { row: it, gens: [], cands: [] });
@@ -182,46 +197,45 @@
       const rec = { row: c, kind: g ? g[G.kind] : '?', it, evals: [] };
       ix.cand.set(c[C.id], rec);
       if (it) it.cands.push(rec);
+      const w = it && ix.wf.get(it.row[I.wf]);
+      if (w && c[C.speedup] !== null && c[C.at] !== null) w.figs.push(c);
     }
     for (const e of d.evaluations) {
       const c = ix.cand.get(e[E.cand]);
       if (!c) continue;
       c.evals.push(e);
       const w = c.it && ix.wf.get(c.it.row[I.wf]);
-      if (w && e[E.status] === 'ok') {
-        if (e[E.speedup] !== null && e[E.ended] !== null) w.evals.push(e);
-        if (e[E.phase] === 'profile') w.cands.add(e[E.cand]);
-      }
+      if (w && e[E.status] === 'ok' && e[E.phase] === 'profile') w.cands.add(e[E.cand]);
     }
     for (const w of ix.wf.values()) {
-      w.evals.sort((a, b) => a[E.ended] - b[E.ended]);
+      w.figs.sort((a, b) => a[C.at] - b[C.at] || a[C.id] - b[C.id]);
       w.its.sort((a, b) => a[I.num] - b[I.num]);
     }
     return ix;
   }
 
-  // Per workflow, the best speedup over time: a point where an ok
-  // evaluation beat the best so far, and one at each iteration's end
+  // Per workflow, the best speedup over time: a point where a kernel's
+  // figure (C.speedup, the summary's) beat the best so far, at the end of
+  // the evaluation that measured it, and one at each iteration's end
   // (a triangle when it ended early); over iterations: the best of the
   // kernels of iterations 1..k, one point per ended iteration.
   function speedupCharts(d, ix) {
     const nwf = d.workflows.length;
     const byTime = [], byIter = [], earlyTime = [], earlyIter = [];
     let early = 0;
-    // The best ok speedup among each iteration's kernels, in one pass.
+    // The best figure among each iteration's kernels, in one pass.
     const iterBest = new Map();
     for (const c of ix.cand.values())
-      for (const e of c.evals)
-        if (c.it && e[E.status] === 'ok' && e[E.speedup] !== null) {
-          const id = c.it.row[I.id];
-          iterBest.set(id, Math.max(iterBest.get(id) ?? -Infinity, e[E.speedup]));
-        }
+      if (c.it && c.row[C.speedup] !== null) {
+        const id = c.it.row[I.id];
+        iterBest.set(id, Math.max(iterBest.get(id) ?? -Infinity, c.row[C.speedup]));
+      }
     for (const w of ix.wf.values()) {
       const ended = w.its.filter((it) => it[I.end] !== null);
       const evs = [];
       let best = null;
-      for (const e of w.evals)
-        if (best === null || e[E.speedup] > best) { best = e[E.speedup]; evs.push({ x: e[E.ended], y: best, it: null }); }
+      for (const c of w.figs)
+        if (best === null || c[C.speedup] > best) { best = c[C.speedup]; evs.push({ x: c[C.at], y: best, it: null }); }
       const ends = ended.map((it) => ({ x: it[I.end], y: null, it }));
       const pts = evs.concat(ends).sort((a, b) => a.x - b.x || (a.it ? 1 : 0) - (b.it ? 1 : 0));
       best = null;
@@ -257,11 +271,11 @@
     draw('speedup-time', { type: 'line', data: { datasets: byTime },
       options: linearOpts('seconds since the run began', 'best speedup (x)',
         { plugins: { legend, sgmarkers: { xs: [] } },
-          scales: { x: { type: 'linear', max: d.run.e2e_s, title: { display: true, text: 'seconds since the run began' } }, y: yScale } }) });
+          scales: { x: timeAxis(d.run.e2e_s), y: yScale } }) });
     draw('speedup-iter', { type: 'line', data: { datasets: byIter },
       options: linearOpts('iteration', 'best speedup (x)',
         { plugins: { legend, sgmarkers: { xs: [] } },
-          scales: { x: { type: 'linear', title: { display: true, text: 'iteration' } }, y: yScale } }) });
+          scales: { x: iterAxis(), y: yScale } }) });
     for (const id of ['speedup-time', 'speedup-iter'])
       document.querySelector(`figure[data-chart="${id}"]`).dataset.early = String(early);
   }
@@ -279,7 +293,7 @@
       label, data: stepSeries(iv, until), stepped: 'after', borderColor: c,
       backgroundColor: c, pointRadius: 0, borderWidth: 1.5 })) },
       options: linearOpts('seconds since the run began', 'requests in flight',
-        { scales: { x: { type: 'linear', max: until, title: { display: true, text: 'seconds since the run began' } },
+        { scales: { x: timeAxis(until),
                     y: { beginAtZero: true, title: { display: true, text: 'requests in flight' } } } }) });
     document.querySelector('figure[data-chart="inflight"]').dataset.events =
       String(gens.length + val.length + prof.length);
@@ -313,7 +327,7 @@
       { label: 'pool share for profiling (re-splits)', data: share, stepped: 'after',
         borderColor: '#6639ba', backgroundColor: '#6639ba', pointRadius: 3, yAxisID: 'y2' },
     ] }, options: linearOpts('seconds since the run began', '% of the pool busy',
-      { scales: { x: { type: 'linear', max: e2e, title: { display: true, text: 'seconds since the run began' } },
+      { scales: { x: timeAxis(e2e),
                   y: { stacked: true, min: 0, max: 100,
                        title: { display: true, text: '% of the pool busy' } },
                   y2: { position: 'right', min: 0, max: 100, grid: { display: false },
@@ -386,9 +400,8 @@
         const spec = rec.gens.filter((g) => g[G.kind] === 'spec').length;
         let best = null;
         for (const c of rec.cands)
-          for (const e of c.evals)
-            if (e[E.status] === 'ok' && e[E.speedup] !== null && (best === null || e[E.speedup] > best))
-              best = e[E.speedup];
+          if (c.row[C.speedup] !== null && (best === null || c.row[C.speedup] > best[C.speedup]))
+            best = c.row;
         const dur = it[I.end] === null ? null : it[I.end] - it[I.start];
         const row = el('tr', { class: 'it' + (it[I.reason] === 'early' ? ' early' : ''),
           'data-iteration': String(it[I.id]),
@@ -399,7 +412,7 @@
           el('td', { text: it[I.reason] === null ? 'running' : it[I.reason] }),
           el('td', { class: 'num', text: `${rec.gens.length - spec} + ${spec} forks` }),
           el('td', { class: 'num', text: rec.cands.length }),
-          el('td', { class: 'num', text: best === null ? '-' : fmt(best) + 'x' }));
+          el('td', { class: 'num', text: figureText(best) }));
         body.push(row);
         if (state.open.has(it[I.id])) body.push(candRows(rec));
       }

@@ -1,0 +1,25 @@
+/* cli_usage.c: how every subcommand reports bad usage: one line naming what
+ * was wrong, then where the help is. The whole help after the message used
+ * to bury it (eval, kvstore, report), and each command said it its own way. */
+#include "cli/commands.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+int sg_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "specgen %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nsee `specgen %s --help`\n", cmd);
+  return SG_EXIT_USAGE;
+}
+
+int sg_cli_bad_option(const char *cmd, char **argv) {
+  /* getopt_long (opterr 0) has stepped over the offending word: an unknown
+   * option, or a known one whose value is missing. */
+  const char *word = optind > 0 ? argv[optind - 1] : "?";
+  return sg_cli_usage_error(cmd, "unknown option '%s', or it lacks its value", word);
+}
