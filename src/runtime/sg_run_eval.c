@@ -83,14 +83,20 @@ static int64_t record_candidate(run *r, uint32_t w, const sg_ctl_action *a, bool
   return cid;
 }
 
-/* An evaluation not run because the same kernel's was in flight or stored:
- * a decision row (the store's count, and the kernel an iteration saw). */
-static void record_dedup(run *r, uint32_t w, int64_t cid, sg_phase phase,
+/* An evaluation of candidate cand not run because the same kernel's was in
+ * flight or stored: a decision row (the store's count, and the kernel an
+ * iteration saw) and an event (its result comes as the other's). */
+static void record_dedup(run *r, uint32_t w, uint64_t cand, int64_t cid, sg_phase phase,
                          const char *how, int64_t eval_id) {
-  sg_run_record_decision(r, wf_of(r, w), "deduplicated",
+  wf *f = wf_of(r, w);
+  sg_run_record_decision(r, f, "deduplicated",
                          json_pack("{s:I, s:s, s:s, s:I}", "candidate_id", (json_int_t)cid,
                                    "phase", sg_phase_name(phase), "joined", how,
                                    "evaluation_id", (json_int_t)eval_id));
+  sg_run_emit(r, "deduplicated",
+              json_pack("{s:s, s:I, s:s, s:s, s:I}", "task", f->task->name, "candidate",
+                        (json_int_t)cand, "phase", sg_phase_name(phase), "joined", how,
+                        "evaluation_id", (json_int_t)eval_id));
 }
 
 /* SUBMIT_EVAL, before the scheduler: the candidate is recorded (once), a
@@ -116,7 +122,7 @@ static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answe
     STORE(r, sg_store_eval_lookup(r->store, cid, store_phase(phase), &prev, &prev_id,
                                   &found, err));
     if (found) {
-      record_dedup(r, w, cid, phase, "stored", prev_id);
+      record_dedup(r, w, cand, cid, phase, "stored", prev_id);
       eval_event_of(r, w, cand, phase, &prev);
       sg_eval_result_free(&prev);
       return 0;
@@ -142,7 +148,8 @@ static int op_joined(void *data, uint32_t w, const sg_ctl_action *a, sg_req_id l
     return 0;
   assert(!is_new); /* the leader recorded the same kernel */
   const rreq *q = req_get(r, leader, false);
-  record_dedup(r, w, cid, a->u.submit.phase, "in_flight", q && q->live ? q->eval_id : 0);
+  record_dedup(r, w, a->u.submit.candidate, cid, a->u.submit.phase, "in_flight",
+               q && q->live ? q->eval_id : 0);
   return 0;
 }
 

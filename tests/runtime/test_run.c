@@ -421,6 +421,9 @@ static void test_spec_on_forks(void) {
                        "prefix_bytes > 0 AND parent_id IS NOT NULL") >= 1);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM decisions WHERE kind LIKE 'fork_%'") >= 1);
   check_each_kernel_evaluated_once(dir);
+  /* every evaluation not run is said (an event) and recorded (a decision) */
+  SG_CHECK_EQ_INT(count_events(evs, "deduplicated"),
+                  db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'deduplicated'"));
   /* token forks (the built-in server speaks vllm): every fork sent the
    * parent's exact ids, and the prefix cache served nearly all of them */
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
