@@ -8,7 +8,10 @@
  * and what the decisions cost: the controllers' CPU time per generation and
  * the loop thread's CPU time; and the kernels found (the best speedups
  * summed over tasks) and the paper's token consumption (uncached prompt
- * plus completion).
+ * plus completion). And what duplicate evaluations cost: device seconds
+ * in all, and those of evaluations that repeated one of the same candidate
+ * and phase (queued while the first was in flight, or after it finished
+ * with a result), with the evaluations the run deduplicated instead.
  *
  * usage: bench_run [--specgen PATH] [--reps N] [--iterations N]
  *                  [--speed TOKENS_PER_S] [--tasks T1,T2,...] [--devices D]
@@ -29,6 +32,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <libgen.h>
+#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -41,7 +45,44 @@
 
 typedef struct sample {
   double e2e, feedback, util, early, forks, ctl_us_per_gen, loop_cpu, best, tokens;
+  double dev_s, dup_evals, dup_dev_s, dedup;
 } sample;
+
+/* An evaluation that repeats an earlier one of its candidate and phase
+ * (tests/runtime/test_run.c, check_each_kernel_evaluated_once, same rule). */
+#define REPEATS_SQL                                                                 \
+  "SELECT DISTINCT b.id FROM evaluations a JOIN evaluations b ON b.candidate_id = " \
+  "a.candidate_id AND b.phase = a.phase AND b.id > a.id WHERE b.queued_us < "       \
+  "coalesce(a.ended_us, b.queued_us + 1) OR a.status NOT IN ('aborted', 'infra_error')"
+
+static double db_num(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  double v = -1;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_double(st, 0);
+  else
+    fprintf(stderr, "bench_run: %s: %s\n", sql, sqlite3_errmsg(db));
+  sqlite3_finalize(st);
+  return v;
+}
+
+/* Device seconds in all and those of repeated evaluations, from run.db. */
+static int duplicate_cost(const char *dir, sample *out) {
+  char *path = sg_asprintf("%s/run.db", dir);
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK ? 0 : -1;
+  free(path);
+  if (rc == 0) {
+    out->dev_s = db_num(db, "SELECT coalesce(sum(ended_us - started_us), 0) / 1e6 "
+                            "FROM device_intervals");
+    out->dup_evals = db_num(db, "SELECT count(*) FROM (" REPEATS_SQL ")");
+    out->dup_dev_s = db_num(db, "SELECT coalesce(sum(ended_us - started_us), 0) / 1e6 "
+                                "FROM device_intervals WHERE evaluation_id IN (" REPEATS_SQL ")");
+    rc = out->dev_s < 0 || out->dup_evals < 0 || out->dup_dev_s < 0 ? -1 : 0;
+  }
+  sqlite3_close(db);
+  return rc;
+}
 
 static char *default_specgen(const char *argv0) {
   char *copy = sg_strdup(argv0);
@@ -99,6 +140,7 @@ static int run_one(const char *specgen, const char *spec, const char *policy,
       out->feedback += json_number_value(json_object_get(w, "profiling_feedback"));
       out->early += json_number_value(json_object_get(w, "early_terminations"));
       out->forks += json_number_value(json_object_get(w, "generations_spec"));
+      out->dedup += json_number_value(json_object_get(w, "deduplicated")); /* 0: none */
       double b = json_number_value(json_object_get(w, "best_speedup"));
       out->best += b > 0 ? b : 0;
     }
@@ -106,7 +148,7 @@ static int run_one(const char *specgen, const char *spec, const char *policy,
     out->ctl_us_per_gen = json_number_value(json_object_get(o, "controller_cpu_us_per_generation"));
     out->loop_cpu = json_number_value(json_object_get(o, "loop_thread_cpu_s"));
     json_decref(s);
-    rc = 0;
+    rc = duplicate_cost(dir, out);
   } else {
     fprintf(stderr, "bench_run: spec %s failed (status %d); its directory: %s\n", spec, st, dir);
   }
@@ -191,6 +233,16 @@ int main(int argc, char **argv) {
   ROW("on", on);
   if (policy)
     ROW("policy", pol);
+  printf("\n%-10s %9s %10s %12s %8s\n", "spec", "device_s", "dup_evals", "dup_device_s",
+         "dedup");
+#define DUPS(name, a)                                                                 \
+  printf("%-10s %9.1f %10.1f %12.2f %8.1f\n", name, med(a, reps, offsetof(sample, dev_s)), \
+         med(a, reps, offsetof(sample, dup_evals)), med(a, reps, offsetof(sample, dup_dev_s)), \
+         med(a, reps, offsetof(sample, dedup)))
+  DUPS("off", off);
+  DUPS("on", on);
+  if (policy)
+    DUPS("policy", pol);
   double e_off = med(off, reps, offsetof(sample, e2e)), e_on = med(on, reps, offsetof(sample, e2e));
   double f_off = med(off, reps, offsetof(sample, feedback)), f_on = med(on, reps, offsetof(sample, feedback));
   double u_off = med(off, reps, offsetof(sample, util)), u_on = med(on, reps, offsetof(sample, util));

@@ -72,18 +72,18 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
     json_array_foreach(json_object_get(g, "causes"), k, c)
       fprintf(f, "    %5.0f x %s\n", num(c, "count"), str(c, "cause"));
   }
-  fprintf(f, "\n  %-28s %5s %10s %9s %6s %5s %6s  %s\n", "task", "iters", "best",
-          "profiled", "early", "main", "forks", "best kernel");
+  fprintf(f, "\n  %-28s %5s %10s %9s %6s %5s %6s %6s  %s\n", "task", "iters", "best",
+          "profiled", "early", "main", "forks", "dedup", "best kernel");
   const json_t *w;
   size_t i;
   json_array_foreach(json_object_get(s, "workflows"), i, w) {
     char best[32];
     speedup_text(best, sizeof best, w);
     const char *file = json_string_value(json_object_get(w, "best_file"));
-    fprintf(f, "  %-28s %5.0f %10s %9.0f %6.0f %5.0f %6.0f  %s\n", str(w, "task"),
+    fprintf(f, "  %-28s %5.0f %10s %9.0f %6.0f %5.0f %6.0f %6.0f  %s\n", str(w, "task"),
             num(w, "iterations"), best, num(w, "profiling_feedback"),
             num(w, "early_terminations"), num(w, "generations_main"),
-            num(w, "generations_spec"), file ? file : "-");
+            num(w, "generations_spec"), num(w, "deduplicated"), file ? file : "-");
   }
   const json_t *kv = json_object_get(s, "kv_store");
   if (kv)
@@ -96,7 +96,9 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
              "profiled, or as validated (v) when\n  no profile measured it; "
              "profiled: kernels with profiling feedback;\n"
              "  early: iterations ended by a speculative kernel while the reasoning "
-             "still ran; forks: speculative generations\n");
+             "still ran; forks: speculative generations;\n"
+             "  dedup: evaluations not run because the same kernel's was in flight or "
+             "done\n");
 }
 
 typedef struct printer {

@@ -10,6 +10,7 @@
 #include "core/sg_interp.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_hash.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -33,6 +34,22 @@ typedef struct deferred {
   struct deferred *next;
 } deferred;
 
+/* An evaluation in flight that later submissions of the same kernel join:
+ * its leader's request and candidate, the kernel's normalized text (to
+ * compare in full, not trust the hash alone) and the followers waiting for
+ * its result. At most one per live scheduler request. */
+typedef struct inflight {
+  uint32_t w, iteration;
+  sg_phase phase;
+  uint64_t key;            /* sg_fnv1a64 of norm */
+  char *norm;
+  size_t norm_len;
+  sg_req_id req;
+  uint64_t leader;
+  uint64_t *followers;
+  size_t nfollowers, cap;
+} inflight;
+
 typedef struct iwf {
   sg_controller *ctl;      /* NULL: done before this process started */
   bool done;
@@ -50,6 +67,9 @@ struct sg_interp {
   bool failed;
   int64_t cpu_ns;
   uint64_t calls;
+  inflight *fl;            /* evaluations in flight (only with ops.joined) */
+  size_t nfl, capfl;
+  uint64_t joined;
 };
 
 int sg_interp_new(const sg_interp_opts *o, sg_interp **out, sg_err *err) {
@@ -81,6 +101,11 @@ void sg_interp_free(sg_interp *it) {
     it->dq = d->next;
     deferred_free(d);
   }
+  for (size_t i = 0; i < it->nfl; i++) {
+    free(it->fl[i].norm);
+    free(it->fl[i].followers);
+  }
+  free(it->fl);
   sg_ctl_actions_free(&it->cact);
   sg_sched_actions_free(&it->sact);
   free(it->wf);
@@ -116,6 +141,57 @@ static int op_result(sg_interp *it, int rc) {
 }
 
 static int64_t now(sg_interp *it) { return it->ops->now_us(it->o.data); }
+
+/* ---- evaluations in flight --------------------------------------------------- */
+
+static void fl_remove(sg_interp *it, size_t i) {
+  free(it->fl[i].norm);
+  free(it->fl[i].followers);
+  it->fl[i] = it->fl[--it->nfl];
+}
+
+/* The in-flight evaluation of this kernel, or -1. */
+static ptrdiff_t fl_find(const sg_interp *it, uint32_t w, uint32_t iteration, sg_phase phase,
+                         uint64_t key, const char *norm, size_t len) {
+  for (size_t i = 0; i < it->nfl; i++) {
+    const inflight *e = &it->fl[i];
+    if (e->key == key && e->w == w && e->iteration == iteration && e->phase == phase &&
+        e->norm_len == len && memcmp(e->norm, norm, len) == 0)
+      return (ptrdiff_t)i;
+  }
+  return -1;
+}
+
+/* Takes norm. */
+static void fl_add(sg_interp *it, uint32_t w, const sg_ctl_action *a, uint64_t key,
+                   char *norm, size_t len, sg_req_id req) {
+  if (it->nfl == it->capfl) {
+    it->capfl = it->capfl ? 2 * it->capfl : 16;
+    it->fl = sg_realloc(it->fl, it->capfl * sizeof *it->fl);
+  }
+  it->fl[it->nfl++] = (inflight){.w = w, .iteration = a->iteration,
+                                 .phase = a->u.submit.phase, .key = key, .norm = norm,
+                                 .norm_len = len, .req = req,
+                                 .leader = a->u.submit.candidate};
+}
+
+static void fl_follow(inflight *e, uint64_t cand) {
+  if (e->nfollowers == e->cap) {
+    e->cap = e->cap ? 2 * e->cap : 4;
+    e->followers = sg_realloc(e->followers, e->cap * sizeof *e->followers);
+  }
+  e->followers[e->nfollowers++] = cand;
+}
+
+/* The request was withdrawn: its followers, of the same ended iteration,
+ * are dropped with it. */
+static void fl_aborted(sg_interp *it, sg_req_id req) {
+  for (size_t i = 0; i < it->nfl; i++)
+    if (it->fl[i].req == req) {
+      fl_remove(it, i);
+      return;
+    }
+}
 
 /* ---- the trace ---------------------------------------------------------------- */
 
@@ -199,6 +275,7 @@ static int apply_sched(sg_interp *it) {
       rc = ops->device_start(d, a);
       break;
     case SG_SACT_ABORT:
+      fl_aborted(it, a->req);
       rc = ops->abort(d, a);
       break;
     case SG_SACT_FAIL:
@@ -253,11 +330,32 @@ int sg_interp_device_done(sg_interp *it, sg_req_id id, bool infra_failure, sg_er
 /* ---- the controller's actions ------------------------------------------------ */
 
 static void submit(sg_interp *it, uint32_t w, const sg_ctl_action *a) {
+  char *norm = NULL;
+  size_t len = 0;
+  uint64_t key = 0;
+  if (it->ops->joined != NULL && a->u.submit.source != NULL) {
+    norm = sg_malloc(a->u.submit.source_len + 1);
+    len = sg_source_normalize(a->u.submit.source, a->u.submit.source_len, norm);
+    key = sg_fnv1a64(norm, len);
+    ptrdiff_t i = fl_find(it, w, a->iteration, a->u.submit.phase, key, norm, len);
+    if (i >= 0) {
+      free(norm);
+      trace(it, "w%" PRIu32 " it%" PRIu32 " joined the evaluation in flight", w,
+            a->iteration);
+      if (op_result(it, it->ops->joined(it->o.data, w, a, it->fl[i].req,
+                                        it->fl[i].leader)) == 0) {
+        fl_follow(&it->fl[i], a->u.submit.candidate);
+        it->joined++;
+      }
+      return;
+    }
+  }
   bool answered = false, needs_compile = a->u.submit.phase == SG_PHASE_VALIDATE;
-  if (op_result(it, it->ops->submit(it->o.data, w, a, &answered, &needs_compile)) < 0)
-    return;
-  if (answered) {
-    trace(it, "w%" PRIu32 " it%" PRIu32 " answered by the runtime", w, a->iteration);
+  if (op_result(it, it->ops->submit(it->o.data, w, a, &answered, &needs_compile)) < 0 ||
+      answered) {
+    if (answered)
+      trace(it, "w%" PRIu32 " it%" PRIu32 " answered by the runtime", w, a->iteration);
+    free(norm);
     return;
   }
   sg_sched_request sr = {.workflow = w,
@@ -270,11 +368,19 @@ static void submit(sg_interp *it, uint32_t w, const sg_ctl_action *a) {
   sg_err_clear(&e);
   sg_sched_actions_clear(&it->sact);
   if (sg_scheduler_submit(it->o.sched, &sr, now(it), &id, &it->sact, &e) < 0) {
+    free(norm);
     op_result(it, it->ops->refused(it->o.data, w, a, e.msg));
     return;
   }
-  if (op_result(it, it->ops->submitted(it->o.data, w, a, id)) == 0)
-    apply_sched(it);
+  if (op_result(it, it->ops->submitted(it->o.data, w, a, id)) < 0) {
+    free(norm);
+    return;
+  }
+  /* In flight from now: before its stages start, since a stage that
+   * cannot start ends it at once. */
+  if (norm != NULL)
+    fl_add(it, w, a, key, norm, len, id);
+  apply_sched(it);
 }
 
 static void apply_ctl(sg_interp *it, uint32_t w) {
@@ -400,9 +506,9 @@ static void push(sg_interp *it, deferred *d) {
   it->dq_tail = d;
 }
 
-void sg_interp_eval_done(sg_interp *it, uint32_t w, uint64_t cand, sg_phase phase,
-                         sg_eval_status st, double speedup, const char *message,
-                         const char *profile_text) {
+static void push_eval(sg_interp *it, uint32_t w, uint64_t cand, sg_phase phase,
+                      sg_eval_status st, double speedup, const char *message,
+                      const char *profile_text) {
   deferred *d = sg_calloc(1, sizeof *d);
   d->w = w;
   d->cand = cand;
@@ -412,6 +518,22 @@ void sg_interp_eval_done(sg_interp *it, uint32_t w, uint64_t cand, sg_phase phas
   d->message = message ? sg_strdup(message) : NULL;
   d->profile_text = profile_text ? sg_strdup(profile_text) : NULL;
   push(it, d);
+}
+
+void sg_interp_eval_done(sg_interp *it, uint32_t w, uint64_t cand, sg_phase phase,
+                         sg_eval_status st, double speedup, const char *message,
+                         const char *profile_text) {
+  push_eval(it, w, cand, phase, st, speedup, message, profile_text);
+  /* A leader's result is its followers' too, in the order they joined. */
+  for (size_t i = 0; i < it->nfl; i++) {
+    inflight *e = &it->fl[i];
+    if (e->w != w || e->leader != cand || e->phase != phase)
+      continue;
+    for (size_t k = 0; k < e->nfollowers; k++)
+      push_eval(it, w, e->followers[k], phase, st, speedup, message, profile_text);
+    fl_remove(it, i);
+    break;
+  }
 }
 
 void sg_interp_gen_failed(sg_interp *it, uint32_t w, uint64_t gen, int error,
@@ -467,4 +589,5 @@ int sg_interp_release(sg_interp *it) {
 void sg_interp_stats_get(const sg_interp *it, sg_interp_stats *st) {
   st->controller_cpu_ns = it->cpu_ns;
   st->controller_calls = it->calls;
+  st->joined = it->joined;
 }

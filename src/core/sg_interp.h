@@ -24,6 +24,19 @@
  * callback that may produce several such events holds the guard itself
  * (sg_interp_hold / sg_interp_release).
  *
+ * Deduplication. A kernel is evaluated at most once per phase: while a
+ * request is in flight (queued, compiling or running), a submission of the
+ * same kernel (sg_source_key of its source, compared in full; same
+ * workflow, iteration and phase) joins it (ops.joined) and gets the
+ * leader's result when it comes (sg_interp_eval_done fans it out); a kernel
+ * whose evaluation already finished is the runtime's to answer from its
+ * store (ops.submit's *answered). It is decided here, not in the
+ * controller or the scheduler, because it spans both: the controller
+ * knows only its own candidates' ids, the scheduler no sources, and the
+ * in-flight set is the one both see through this file. A leader withdrawn
+ * at its iteration's end takes its followers with it: they belong to the
+ * same, ended iteration.
+ *
  * Failures. An op returns 0, or < 0 with the detail already in the error
  * buffer the interpreter was given (opts.err); sg_interp_fail records an
  * error from elsewhere. The first error wins; after it no event is fed and
@@ -66,6 +79,16 @@ typedef struct sg_interp_ops {
    * asked; *needs_compile: the request has a compile stage. */
   int (*submit)(void *data, uint32_t w, const sg_ctl_action *a, bool *answered,
                 bool *needs_compile);
+  /* optional: the candidate's kernel is the same (sg_source_key, same
+   * workflow, iteration and phase) as that of a request in flight, leader
+   * (candidate leader_cand): it joins that evaluation instead of being
+   * submitted (no submit op, no scheduler request); the runtime records
+   * the candidate and that it was deduplicated. The leader's final result
+   * (sg_interp_eval_done) is then delivered to it too. NULL: no joining
+   * (the simulator: its kernels' text is a stand-in, their outcomes are
+   * drawn per candidate). */
+  int (*joined)(void *data, uint32_t w, const sg_ctl_action *a, sg_req_id leader,
+                uint64_t leader_cand);
   /* The scheduler took it as request id. */
   int (*submitted)(void *data, uint32_t w, const sg_ctl_action *a, sg_req_id id);
   /* The scheduler refused it (message: why): the runtime records the
@@ -143,6 +166,7 @@ bool sg_interp_failed(const sg_interp *it);
 typedef struct sg_interp_stats {
   int64_t controller_cpu_ns;   /* 0 without ops.cpu_ns */
   uint64_t controller_calls;
+  uint64_t joined;             /* submissions that joined one in flight */
 } sg_interp_stats;
 void sg_interp_stats_get(const sg_interp *it, sg_interp_stats *st);
 

@@ -59,40 +59,70 @@ static void eval_event_of(run *r, uint32_t w, uint64_t cand, sg_phase phase,
                  sg_eval_status_name(res->status), "speedup", num_or_null(res->speedup)));
 }
 
+/* The candidate's store id, recorded at its first submission (*is_new: the
+ * workflow held no copy of its kernel before). */
+static int64_t record_candidate(run *r, uint32_t w, const sg_ctl_action *a, bool *is_new) {
+  wf *f = wf_of(r, w);
+  uint64_t cand = a->u.submit.candidate;
+  int64_t cid = idmap_get(&f->cand_store, cand);
+  *is_new = false;
+  if (cid != 0)
+    return cid;
+  const sg_kernel *k = sg_history_get(sg_controller_history(f->ctl), cand);
+  assert(k != NULL);
+  STORE(r, sg_store_candidate_add(r->store, idmap_get(&f->gen_store, k->gen),
+                                  a->u.submit.source, now_us(), &cid, is_new, err));
+  if (r->failed)
+    return 0;
+  idmap_set(&f->cand_store, cand, cid);
+  /* A copy of an earlier kernel is still a kernel of this iteration. */
+  f->iter_kernels++;
+  sg_run_emit(r, "candidate", json_pack("{s:s, s:I, s:s, s:b}", "task", f->task->name,
+                                        "candidate", (json_int_t)cand, "origin",
+                                        sg_gen_kind_name(k->origin), "duplicate", !*is_new));
+  return cid;
+}
+
+/* An evaluation of candidate cand not run because the same kernel's was in
+ * flight or stored: a decision row (the store's count, and the kernel an
+ * iteration saw) and an event (its result comes as the other's). */
+static void record_dedup(run *r, uint32_t w, uint64_t cand, int64_t cid, sg_phase phase,
+                         const char *how, int64_t eval_id) {
+  wf *f = wf_of(r, w);
+  sg_run_record_decision(r, f, "deduplicated",
+                         json_pack("{s:I, s:s, s:s, s:I}", "candidate_id", (json_int_t)cid,
+                                   "phase", sg_phase_name(phase), "joined", how,
+                                   "evaluation_id", (json_int_t)eval_id));
+  sg_run_emit(r, "deduplicated",
+              json_pack("{s:s, s:I, s:s, s:s, s:I}", "task", f->task->name, "candidate",
+                        (json_int_t)cand, "phase", sg_phase_name(phase), "joined", how,
+                        "evaluation_id", (json_int_t)eval_id));
+}
+
 /* SUBMIT_EVAL, before the scheduler: the candidate is recorded (once), a
  * result known from before answers it, else its evaluation is queued in the
  * store (r->submit_eval_id until the scheduler has answered). */
 static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answered,
                      bool *needs_compile) {
   run *r = data;
-  wf *f = wf_of(r, w);
   uint64_t cand = a->u.submit.candidate;
   sg_phase phase = a->u.submit.phase;
   *needs_compile = phase == SG_PHASE_VALIDATE;
   *answered = true; /* until it is queued */
-  int64_t cid = idmap_get(&f->cand_store, cand);
   bool is_new = false;
-  if (cid == 0) {
-    const sg_kernel *k = sg_history_get(sg_controller_history(f->ctl), cand);
-    assert(k != NULL);
-    STORE(r, sg_store_candidate_add(r->store, idmap_get(&f->gen_store, k->gen),
-                                    a->u.submit.source, now_us(), &cid, &is_new, err));
-    if (r->failed)
-      return 0;
-    idmap_set(&f->cand_store, cand, cid);
-    f->iter_kernels++;
-    sg_run_emit(r, "candidate", json_pack("{s:s, s:I, s:s, s:b}", "task", f->task->name,
-                                   "candidate", (json_int_t)cand, "origin",
-                                   sg_gen_kind_name(k->origin), "duplicate", !is_new));
-  }
+  int64_t cid = record_candidate(r, w, a, &is_new);
+  if (r->failed)
+    return 0;
   if (!is_new) {
     /* Evaluated before in this run (or before a resume): never again. */
     sg_eval_result prev;
     sg_eval_result_init(&prev);
     bool found = false;
-    STORE(r, sg_store_eval_lookup(r->store, cid, store_phase(phase), &prev, NULL,
+    int64_t prev_id = 0;
+    STORE(r, sg_store_eval_lookup(r->store, cid, store_phase(phase), &prev, &prev_id,
                                   &found, err));
     if (found) {
+      record_dedup(r, w, cand, cid, phase, "stored", prev_id);
       eval_event_of(r, w, cand, phase, &prev);
       sg_eval_result_free(&prev);
       return 0;
@@ -103,6 +133,23 @@ static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answe
   STORE(r, sg_store_eval_queue(r->store, cid, store_phase(phase), now_us(),
                                &r->submit_eval_id, err));
   *answered = r->failed;
+  return 0;
+}
+
+/* The same kernel's evaluation is in flight (request leader): the
+ * interpreter delivers its result here too; only the record is ours. */
+static int op_joined(void *data, uint32_t w, const sg_ctl_action *a, sg_req_id leader,
+                     uint64_t leader_cand) {
+  run *r = data;
+  (void)leader_cand;
+  bool is_new = false;
+  int64_t cid = record_candidate(r, w, a, &is_new);
+  if (r->failed)
+    return 0;
+  assert(!is_new); /* the leader recorded the same kernel */
+  const rreq *q = req_get(r, leader, false);
+  record_dedup(r, w, a->u.submit.candidate, cid, a->u.submit.phase, "in_flight",
+               q && q->live ? q->eval_id : 0);
   return 0;
 }
 
@@ -310,6 +357,7 @@ static int op_resplit(void *data, const sg_sched_action *a) {
 
 void sg_run_eval_ops(sg_interp_ops *ops) {
   ops->submit = op_submit;
+  ops->joined = op_joined;
   ops->submitted = op_submitted;
   ops->refused = op_refused;
   ops->compile_start = op_compile_start;

@@ -29,6 +29,7 @@
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -170,7 +171,7 @@ static const stmt_def stmt_defs[ST__COUNT] = {
                           "UPDATE generations SET prompt_estimated = ?2, "
                           "completion_estimated = ?3 WHERE id = ?1"},
     [ST_CAND_FIND] = {"candidates",
-                      "SELECT c.id, c.source = ?3 FROM candidates c "
+                      "SELECT c.id, c.source FROM candidates c "
                       "JOIN generations g ON g.workflow_id = c.workflow_id "
                       "WHERE g.id = ?1 AND c.fnv1a64 = ?2"},
     [ST_CAND_INSERT] = {"candidates",
@@ -743,15 +744,29 @@ int sg_store_generation_estimated(sg_store *s, int64_t generation_id,
   return rc;
 }
 
+/* Whether two sources normalize to the same text (the hash matched). */
+static bool same_source(const char *a, size_t alen, const char *b, size_t blen) {
+  if (b == NULL)
+    return false;
+  char *na = sg_malloc(alen + 1), *nb = sg_malloc(blen + 1);
+  size_t la = sg_source_normalize(a, alen, na), lb = sg_source_normalize(b, blen, nb);
+  bool same = la == lb && memcmp(na, nb, la) == 0;
+  free(na);
+  free(nb);
+  return same;
+}
+
 int sg_store_candidate_add(sg_store *s, int64_t generation_id,
                            const char *source, int64_t created_us,
                            int64_t *id, bool *is_new, sg_err *err) {
   if (source == NULL)
     return sg_err_set(err, SG_EINVAL, "%s: table candidates: no source",
                       s->path);
+  /* The key is the normalized text's (sg_source_key): a copy that differs
+   * only in line-end blanks is the same kernel, evaluated once. */
+  size_t len = strlen(source);
   char hash[17];
-  snprintf(hash, sizeof hash, "%016" PRIx64,
-           sg_fnv1a64(source, strlen(source)));
+  snprintf(hash, sizeof hash, "%016" PRIx64, sg_source_key(source, len));
   /* Lookup and insert in one transaction, so the answer "new" is true when
    * the row is written. */
   int rc = tx(s, ST_BEGIN, err);
@@ -760,11 +775,11 @@ int sg_store_candidate_add(sg_store *s, int64_t generation_id,
   sqlite3_stmt *st = st_get(s, ST_CAND_FIND);
   sqlite3_bind_int64(st, 1, generation_id);
   sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 3, source, -1, SQLITE_STATIC);
   int src = sqlite3_step(st);
   if (src == SQLITE_ROW) {
     int64_t existing = sqlite3_column_int64(st, 0);
-    int same = sqlite3_column_int(st, 1);
+    bool same = same_source(source, len, (const char *)sqlite3_column_text(st, 1),
+                            (size_t)sqlite3_column_bytes(st, 1));
     sqlite3_reset(st);
     if (!same) {
       rc = sg_err_set(err, SG_ESTATE,

@@ -168,9 +168,11 @@ int sg_store_generation_estimated(sg_store *s, int64_t generation_id,
 /* ---- candidates -------------------------------------------------------- */
 
 /* Records the candidate `source` extracted from a generation, keyed in its
- * workflow by the FNV-1a 64 hash of the exact bytes. When the workflow
- * already holds the same source, nothing is inserted: *id is the existing
- * candidate and *is_new false, so a kernel is never evaluated twice. Two
+ * workflow by the FNV-1a 64 hash of its normalized text (sg_source_key:
+ * line-end blanks and outer blank lines do not count). When the workflow
+ * already holds the same normalized source, nothing is inserted: *id is the
+ * existing candidate (its first copy's text) and *is_new false, so a kernel
+ * is never evaluated twice. Two
  * different sources with one hash (a collision) give SG_ESTATE naming both
  * ids rather than a wrong match. is_new may be NULL. */
 int sg_store_candidate_add(sg_store *s, int64_t generation_id,

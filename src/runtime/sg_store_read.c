@@ -303,7 +303,10 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
       " (SELECT count(*) FROM generations g WHERE g.workflow_id = w.id"
       "  AND g.kind = 'main') AS generations_main,"
       " (SELECT count(*) FROM generations g WHERE g.workflow_id = w.id"
-      "  AND g.kind = 'spec') AS generations_spec "
+      "  AND g.kind = 'spec') AS generations_spec,"
+      /* evaluations not run: the same kernel's was in flight or stored */
+      " (SELECT count(*) FROM decisions d WHERE d.workflow_id = w.id"
+      "  AND d.kind = 'deduplicated') AS deduplicated "
       "FROM workflows w ORDER BY w.id",
       0, summary_workflow, wfs, err);
   json_t *busy = NULL;

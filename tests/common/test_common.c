@@ -163,6 +163,44 @@ static void test_fnv1a64_known_vectors(void) {
   SG_CHECK(sg_fnv1a64_update(sg_fnv1a64("foo", 3), "bar", 3) == sg_fnv1a64("foobar", 6));
 }
 
+/* The run's "same kernel": line ends, trailing blanks and outer blank lines
+ * do not count; anything else (indentation, interior blank lines,
+ * comments) does. The key is the hash of the normalized text. */
+static void test_source_key_ignores_only_line_end_blanks(void) {
+  static const char *const same[] = {
+      "int f(void) {\n  return 1;\n}\n",
+      "int f(void) {\n  return 1;\n}",
+      "\n\n  \t\nint f(void) {  \n  return 1;\t\n}\n\n\n",
+      "int f(void) {\r\n  return 1;\r\n}\r\n",
+  };
+  static const char *const other[] = {
+      "int f(void) {\n    return 1;\n}\n",       /* indentation */
+      "int f(void) {\n\n  return 1;\n}\n",       /* an interior blank line */
+      "int f(void) { /* c */\n  return 1;\n}\n",  /* a comment */
+      "int f(void) {\n  return 1;\n}\n}",         /* more text */
+      "  int f(void) {\n  return 1;\n}\n",        /* leading blanks of a line */
+  };
+  char norm[64];
+  uint64_t k0 = sg_source_key(same[0], strlen(same[0]));
+  SG_CHECK_EQ_INT(sg_source_normalize(same[0], strlen(same[0]), norm), 27);
+  SG_CHECK(memcmp(norm, "int f(void) {\n  return 1;\n}", 27) == 0);
+  SG_CHECK(k0 == sg_fnv1a64(norm, 27));
+  for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+    size_t n = sg_source_normalize(same[i], strlen(same[i]), norm);
+    SG_CHECK_MSG(n == 27 && memcmp(norm, "int f(void) {\n  return 1;\n}", 27) == 0,
+                 "same[%zu] normalized to %.*s", i, (int)n, norm);
+    SG_CHECK_MSG(sg_source_key(same[i], strlen(same[i])) == k0, "same[%zu]", i);
+  }
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+    SG_CHECK_MSG(sg_source_key(other[i], strlen(other[i])) != k0, "other[%zu]", i);
+  /* In place, and the empty or all-blank text. */
+  char buf[] = "\n a \n\n\t\n b\t\n\n";
+  size_t n = sg_source_normalize(buf, strlen(buf), buf);
+  SG_CHECK(n == 7 && memcmp(buf, " a\n\n\n b", 7) == 0);
+  SG_CHECK_EQ_INT(sg_source_normalize(" \n\t\r\n", 5, norm), 0);
+  SG_CHECK(sg_source_key("", 0) == sg_source_key(" \n\n", 3));
+}
+
 static void test_calloc_aligned_is_aligned_and_zeroed(void) {
   size_t sizes[] = {0, 1, 63, 64, 65, 1880, 8192};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -179,6 +217,7 @@ static void test_calloc_aligned_is_aligned_and_zeroed(void) {
 }
 
 SG_TEST_MAIN(SG_TEST(test_fnv1a64_known_vectors),
+             SG_TEST(test_source_key_ignores_only_line_end_blanks),
              SG_TEST(test_stats_median_and_mean_leave_input_alone),
              SG_TEST(test_splitmix64_matches_its_published_stream),
              SG_TEST(test_rng_stream_is_pinned_for_a_seed),

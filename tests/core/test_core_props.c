@@ -638,7 +638,7 @@ static void test_props_one_device(void) {
 static bool include_allowed(const char *line) {
   static const char *const allowed[] = {
       "\"core/",         "\"common/sg_alloc.h\"", "\"common/sg_buf.h\"",
-      "\"common/sg_error.h\"", "<assert.h>", "<ctype.h>", "<errno.h>",
+      "\"common/sg_error.h\"", "\"common/sg_hash.h\"", "<assert.h>", "<ctype.h>", "<errno.h>",
       "<float.h>",  "<inttypes.h>", "<limits.h>", "<math.h>", "<stdarg.h>",
       "<stdbool.h>", "<stddef.h>", "<stdint.h>", "<stdio.h>", "<stdlib.h>",
       "<string.h>", "<pthread.h>"};

@@ -369,6 +369,53 @@ def test_static(b, run_dir, tmp):
           shown == HOSTILE and pwned, (shown, pwned))
 
 
+def test_written_again(b, run_dir, tmp):
+    """An iteration whose kernel was one an earlier iteration wrote (the
+    store holds it once, its validation deduplicated) lists that kernel: its
+    'kernels' cell counts it and its rows show it, marked written again."""
+    again = os.path.join(tmp, 'again')
+    shutil.copytree(run_dir, again, ignore=shutil.ignore_patterns('report.html'))
+    db = sqlite3.connect(os.path.join(again, 'run.db'))
+    first = db.execute('SELECT c.id, i.workflow_id FROM candidates c JOIN generations g '
+                       'ON g.id = c.generation_id JOIN iterations i ON i.id = g.iteration_id '
+                       'ORDER BY c.id LIMIT 1').fetchone()
+    later = first and db.execute(
+        'SELECT i.id FROM iterations i WHERE i.workflow_id = ? AND i.id NOT IN '
+        '(SELECT g.iteration_id FROM candidates c JOIN generations g ON g.id = c.generation_id '
+        'WHERE c.id = ?) ORDER BY i.number DESC LIMIT 1', (first[1], first[0])).fetchone()
+    check('the run has a kernel and a later iteration to write it again in', later, first)
+    if not later:
+        db.close()
+        return
+    db.execute("INSERT INTO decisions (workflow_id, iteration_id, kind, detail_json, at_us) "
+               "VALUES (?, ?, 'deduplicated', json_object('candidate_id', ?, 'phase', "
+               "'validate', 'joined', 'stored', 'evaluation_id', 0), "
+               "(SELECT started_us FROM runs))", (first[1], later[0], first[0]))
+    db.commit()
+    want = {}
+    for (it,) in db.execute('SELECT id FROM iterations'):
+        want[it] = db.execute(
+            'SELECT count(*) FROM (SELECT c.id FROM candidates c JOIN generations g '
+            'ON g.id = c.generation_id WHERE g.iteration_id = ?1 UNION '
+            "SELECT json_extract(detail_json, '$.candidate_id') FROM decisions WHERE "
+            "kind = 'deduplicated' AND json_extract(detail_json, '$.phase') = 'validate' "
+            'AND iteration_id = ?1)', (it,)).fetchone()[0]
+    db.close()
+    subprocess.run([SPECGEN, 'report', again], check=True, stdout=subprocess.DEVNULL)
+    b.open('file://' + os.path.join(again, 'report.html'))
+    b.wait(READY, 60)
+    got = json.loads(b.eval('JSON.stringify([...document.querySelectorAll("tr.it")].map('
+                            '(r) => [Number(r.dataset.iteration), Number(r.cells[6].textContent)]))'))
+    got = dict((k, v) for k, v in got)
+    check('each iteration counts its kernels, one written again included',
+          got == want and want[later[0]] >= 1, (got, want))
+    b.eval('document.querySelector(\'tr.it[data-iteration="%d"]\').click()' % later[0])
+    shown = b.wait('(() => { const x = document.querySelector(\'tr.sub button[data-candidate="%d"]\');'
+                   ' return x ? x.closest("tr").cells[1].textContent : null; })()' % first[0], 10)
+    check('the kernel written again is listed under the later iteration, marked',
+          shown and shown.endswith('written again'), shown)
+
+
 def test_sim(b, tmp):
     sim = os.path.join(tmp, 'sim')
     base = [SPECGEN, 'sim', '--workflows', '3', '--devices', '3', '--iterations', '4',
@@ -445,6 +492,7 @@ def main():
                 run_dir = test_live(b, tmp)
             if 'static' in only and run_dir:
                 test_static(b, run_dir, tmp)
+                test_written_again(b, run_dir, tmp)
             if 'sim' in only:
                 test_sim(b, tmp)
             if 'large' in only:

@@ -176,6 +176,46 @@ static long long db_int(const char *dir, const char *sql) {
   return v;
 }
 
+/* The run in dir evaluated no kernel twice in a phase: no evaluation of a
+ * candidate was queued while an earlier one of the same candidate and phase
+ * was in flight, or after one had finished with a result that says
+ * something about the kernel (an aborted or infra_error one, withdrawn at
+ * its iteration's end or lost with its device, may be redone). Candidates
+ * are the store's: one row per normalized kernel of a workflow. A helper
+ * for every end-to-end run that ends normally; names the offending rows. */
+static void check_each_kernel_evaluated_once(const char *dir) {
+  static const char *const sql =
+      "SELECT a.candidate_id, a.phase, a.id, coalesce(a.status, 'unfinished'), b.id "
+      "FROM evaluations a JOIN evaluations b ON b.candidate_id = a.candidate_id "
+      "AND b.phase = a.phase AND b.id > a.id "
+      "WHERE b.queued_us < coalesce(a.ended_us, b.queued_us + 1) "
+      "OR a.status NOT IN ('aborted', 'infra_error') ORDER BY a.id";
+  char *path = sg_asprintf("%s/run.db", dir);
+  sqlite3 *db = NULL;
+  SG_CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt *st = NULL;
+  SG_CHECK_MSG(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s",
+               sqlite3_errmsg(db));
+  sg_buf dup;
+  sg_buf_init(&dup, 4096);
+  int n = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    char line[160];
+    snprintf(line, sizeof line, "\n  candidate %lld %s: evaluation %lld (%s), then %lld",
+             (long long)sqlite3_column_int64(st, 0), sqlite3_column_text(st, 1),
+             (long long)sqlite3_column_int64(st, 2), sqlite3_column_text(st, 3),
+             (long long)sqlite3_column_int64(st, 4));
+    sg_buf_append(&dup, line, strlen(line));
+    n++;
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  SG_CHECK_MSG(n == 0, "%s: %d kernels evaluated again:%s", dir, n, sg_buf_str(&dup));
+  sg_buf_free(&dup);
+  free(path);
+}
+
 /* Every "event" line on stdout parsed; fails on a line that is not JSON. */
 static json_t *events_of(const proc *p) {
   json_t *a = json_array();
@@ -211,7 +251,8 @@ static void check_summary(const json_t *s, int tasks, int iterations) {
   json_array_foreach(wfs, i, w) {
     static const char *const keys[] = {"task", "iterations", "best_speedup",
                                        "profiling_feedback", "early_terminations",
-                                       "generations_main", "generations_spec"};
+                                       "generations_main", "generations_spec",
+                                       "deduplicated"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
       SG_CHECK_MSG(json_object_get(w, keys[k]) != NULL, "workflow lacks %s", keys[k]);
     SG_CHECK_EQ_INT(json_integer_value(json_object_get(w, "iterations")), iterations);
@@ -341,6 +382,14 @@ static void test_run_two_tasks_end_to_end(void) {
   SG_CHECK(db_int(out, "SELECT count(*) FROM evaluations WHERE status IS NULL") == 0);
   SG_CHECK(db_int(out, "SELECT count(*) FROM candidates") >= 1);
   SG_CHECK(db_int(out, "SELECT count(*) FROM device_intervals") >= 1);
+  check_each_kernel_evaluated_once(out);
+  long long dedup = 0;
+  const json_t *dw;
+  size_t di;
+  json_array_foreach(json_object_get(s, "workflows"), di, dw)
+      dedup += json_integer_value(json_object_get(dw, "deduplicated"));
+  SG_CHECK_EQ_INT(dedup, db_int(out, "SELECT count(*) FROM decisions WHERE kind = "
+                                     "'deduplicated'"));
   long long ok = db_int(out, "SELECT count(*) FROM evaluations WHERE status = 'ok' "
                              "AND phase = 'validate'");
   /* seed 3: a valid kernel for one task or both (above), and for each a
@@ -468,6 +517,10 @@ static void test_spec_on_forks(void) {
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
                        "prefix_bytes > 0 AND parent_id IS NOT NULL") >= 1);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM decisions WHERE kind LIKE 'fork_%'") >= 1);
+  check_each_kernel_evaluated_once(dir);
+  /* every evaluation not run is said (an event) and recorded (a decision) */
+  SG_CHECK_EQ_INT(count_events(evs, "deduplicated"),
+                  db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'deduplicated'"));
   /* token forks (the built-in server speaks vllm): every fork sent the
    * parent's exact ids, and the prefix cache served nearly all of them */
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
@@ -512,6 +565,7 @@ static void test_spec_on_forks(void) {
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'") >= 1);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec' AND "
                        "json_extract(prompt, '$.token_ids') IS NOT NULL") == 0);
+  check_each_kernel_evaluated_once(dir);
   proc_free(&p);
   sg_rm_rf(dir, &e);
   free(dir);

@@ -283,7 +283,7 @@ static void every_record_type_round_trips(void) {
   SG_CHECK_STR_EQ(jstr(r, "source"), src);
   char hash[17];
   snprintf(hash, sizeof hash, "%016" PRIx64,
-           sg_fnv1a64(src, strlen(src)));
+           sg_source_key(src, strlen(src)));
   SG_CHECK_STR_EQ(jstr(r, "fnv1a64"), hash);
   SG_CHECK_EQ_INT(jint(r, "created_us"), 3 * S1);
   json_decref(r);
@@ -482,8 +482,18 @@ static void candidate_is_recorded_once_per_workflow(void) {
               err);
   SG_CHECK(!is_new);
   SG_CHECK_EQ_INT(b, a);
-  /* One byte different is another candidate. */
-  SG_CHECK_OK(sg_store_candidate_add(s, gen2, "kernel A ", 4, &c, &is_new,
+  /* Line-end blanks and outer blank lines do not make another kernel
+   * (sg_source_key); the first copy's text stays. */
+  SG_CHECK_OK(sg_store_candidate_add(s, gen2, "\nkernel A \r\n\n", 4, &c, &is_new,
+                                     &err),
+              err);
+  SG_CHECK(!is_new);
+  SG_CHECK_EQ_INT(c, a);
+  json_t *ra = row(s, "candidates", a);
+  SG_CHECK_STR_EQ(jstr(ra, "source"), "kernel A");
+  json_decref(ra);
+  /* Any other byte different is another candidate. */
+  SG_CHECK_OK(sg_store_candidate_add(s, gen2, "kernel  A", 4, &c, &is_new,
                                      &err),
               err);
   SG_CHECK(is_new);
@@ -739,6 +749,15 @@ static void summary_matches_hand_computed_values(void) {
   SG_CHECK_OK(sg_store_eval_queue(s, c[3], SG_STORE_PROFILE, 4 * S1, &ev,
                                   &err), err);
   finish_status(s, ev, SG_EVAL_ABORTED, 5 * S1);
+  /* Two evaluations of task_a not run (the same kernel's was in flight,
+   * then stored) and another kind of decision: deduplicated 2. */
+  static const char *const kinds[] = {"deduplicated", "deduplicated", "fork_trigger"};
+  for (int i = 0; i < 3; i++) {
+    json_t *d = json_pack("{s:I}", "candidate_id", (json_int_t)c[0]);
+    int64_t did;
+    SG_CHECK_OK(sg_store_decision_add(s, a, a1, kinds[i], d, 4 * S1, &did, &err), err);
+    json_decref(d);
+  }
   /* A pending evaluation: none of the aggregates. */
   SG_CHECK_OK(sg_store_eval_queue(s, c[2], SG_STORE_PROFILE, 9 * S1, &ev,
                                   &err), err);
@@ -784,7 +803,9 @@ static void summary_matches_hand_computed_values(void) {
   SG_CHECK_EQ_INT(jint(wb_j, "generations_main"), 1);
   SG_CHECK_EQ_INT(jint(wb_j, "generations_spec"), 0);
   SG_CHECK(json_is_null(json_object_get(wb_j, "best_speedup_kind")));
-  SG_CHECK_EQ_INT(json_object_size(wa_j), 8); /* exactly the documented keys */
+  SG_CHECK_EQ_INT(jint(wa_j, "deduplicated"), 2);
+  SG_CHECK_EQ_INT(jint(wb_j, "deduplicated"), 0);
+  SG_CHECK_EQ_INT(json_object_size(wa_j), 9); /* exactly the documented keys */
   json_t *u = json_object_get(sum, "utilization");
   SG_CHECK_NEAR(jnum(u, "validation"), 0.25, 1e-12);
   SG_CHECK_NEAR(jnum(u, "profiling"), 0.125, 1e-12);
@@ -796,7 +817,9 @@ static void summary_matches_hand_computed_values(void) {
   /* The paper's consumption: uncached prompt + completion. */
   SG_CHECK_EQ_INT(jint(t, "uncached"), 950 - 275);
   SG_CHECK_EQ_INT(jint(t, "consumption"), 950 - 275 + 3620);
-  SG_CHECK_EQ_INT(json_object_size(sum), 4);
+  /* no reasoning in the configuration: the model's own (native) */
+  SG_CHECK_STR_EQ(jstr(sum, "reasoning"), "native");
+  SG_CHECK_EQ_INT(json_object_size(sum), 5);
   json_decref(sum);
   sg_store_close(s);
   rm_dir(dir);

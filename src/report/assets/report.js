@@ -200,6 +200,14 @@
       const w = it && ix.wf.get(it.row[I.wf]);
       if (w && c[C.speedup] !== null && c[C.at] !== null) w.figs.push(c);
     }
+    // A kernel written again in a later iteration is that iteration's
+    // kernel too, though the store holds it once (under its first
+    // generation): its validation was deduplicated there.
+    for (const x of d.decisions) {
+      if (x[X.kind] !== 'deduplicated' || !x[X.detail] || x[X.detail].phase !== 'validate') continue;
+      const it = ix.it.get(x[X.it]), c = ix.cand.get(x[X.detail].candidate_id);
+      if (it && c && !it.cands.some((k) => k.row === c.row)) it.cands.push(Object.assign({}, c, { copy: true }));
+    }
     for (const e of d.evaluations) {
       const c = ix.cand.get(e[E.cand]);
       if (!c) continue;
@@ -435,7 +443,8 @@
       };
       const v = said('validate'), p = said('profile');
       const last = p || v;
-      t.append(el('tr', null, el('td', { text: '#' + c.row[C.id] }), el('td', { text: c.kind }),
+      t.append(el('tr', null, el('td', { text: '#' + c.row[C.id] }),
+        el('td', { text: c.copy ? c.kind + ', written again' : c.kind }),
         el('td', null, statusSpan(v)), el('td', null, statusSpan(p)),
         el('td', { class: 'num', text: p && p[E.speedup] !== null ? fmt(p[E.speedup]) + 'x' : '-' }),
         el('td', { text: last && last[E.msg] ? last[E.msg] : '' }),
