@@ -15,6 +15,7 @@ packages=(
   chromium                                     # headless browser for the report's tests
   cmake g++ python3-pip python3-venv curl      # llama.cpp's servers (scripts/llama-server.sh)
   libhiredis-dev redis-server                  # remote workers through Redis (docs/remote.md)
+  zlib1g-dev                                   # the record of model sessions (docs/llm.md)
 )
 
 missing=()

@@ -373,7 +373,8 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
   so.split_capacity = cfg->split_capacity;
   if ((rc = sg_scheduler_new(&so, &r->sched, err)) < 0 || (rc = interp_new(r, err)) < 0 ||
       (rc = sg_store_open(r->dir, &r->store, err)) < 0 ||
-      (rc = sg_run_begin_or_resume(r, err)) < 0)
+      (rc = sg_run_begin_or_resume(r, err)) < 0 ||
+      (rc = sg_replay_log_open(r->dir, &r->llm_log, err)) < 0)
     return rc;
   for (size_t i = 0; i < r->nwf; i++)
     sg_interp_set_controller(r->it, (uint32_t)i, r->wfs[i].done ? NULL : r->wfs[i].ctl);

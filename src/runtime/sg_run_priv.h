@@ -27,6 +27,7 @@
 #include "runtime/sg_prompt.h"
 #include "runtime/sg_store.h"
 #include "testserver/sg_llm_server.h"
+#include "testserver/sg_replay.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -63,6 +64,10 @@ typedef struct rgen {
     size_t nids;
   } *marks;
   size_t n_marks, cap_marks;
+  /* its record (sg_replay.h): the request, then each chunk as it arrives */
+  json_t *rec;
+  json_t *rec_chunks; /* borrowed from rec */
+  int64_t rec_t0_us;
   struct rgen *next;
 } rgen;
 
@@ -126,6 +131,7 @@ struct run {
   bool failed, stopping, interrupted, closing;
   char *dir;
   sg_store *store;
+  sg_replay_log *llm_log;  /* the record of the model's answers */
   int64_t run_id;
   int64_t t0_us;
   /* the model */

@@ -266,6 +266,7 @@ void sg_run_free(run *r) {
   sg_scheduler_free(r->sched);
   sg_prompt_templates_free(r->templates);
   sg_store_close(r->store);
+  sg_replay_log_close(r->llm_log);
   sg_llm_server_stop(r->server);
   free(r->base_url);
   free(r->build_cache);
