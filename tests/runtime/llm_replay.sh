@@ -4,6 +4,12 @@
 #           RUN_DIR/llm.jsonl.gz: one line per generation (mains and forks
 #           as the summary counts them), its chunks with arrival times, its
 #           usage and finish, and no API key.
+#   serve   `specgen llm serve --replay` answers from the record by the
+#           documented rule: a main with its recorded text, a fork at a
+#           recorded prefix with that fork, at a prefix never recorded with
+#           the nearest recorded fork short of it, below every fork or for
+#           an unknown system message with a 404; paced at the recorded
+#           times (a lower bound only: the machine may be slower).
 # Speaks TAP.
 set -uo pipefail
 SPECGEN=$1
@@ -11,7 +17,7 @@ SPECGEN=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "1..4"
+echo "1..9"
 common=(--task hinge_loss --devices cpu:0 --iterations 2 --runs 3 --warmups 1 --tick 0.05)
 OPENAI_API_KEY=sk-never-recorded-4242 timeout 300 "$SPECGEN" run "${common[@]}" \
   --server-speed 3000 --out "$work/rec" >"$work/rec.out" 2>"$work/rec.err"
@@ -51,4 +57,83 @@ case $main in *'```'*) true;; *) false;; esac
 check "record: a main's content holds its kernel" $? "$main"
 ! zgrep -q "sk-never-recorded-4242" "$work/rec/llm.jsonl.gz"
 check "record: no API key in the record" $?
+
+# ---- serve -----------------------------------------------------------------
+"$SPECGEN" llm serve --replay "$work/rec" --replay-speed 0 >"$work/srv.out" 2>"$work/srv.err" &
+srv=$!
+trap 'kill $srv 2>/dev/null; wait $srv 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 1 100); do [ -s "$work/srv.out" ] && break; sleep 0.1; done
+url=$(sed -n 's/^listening on //p' "$work/srv.out")
+python3 - "$work/rec" "$url" >"$work/serve.out" 2>&1 <<'PY'
+import gzip, json, sys, time, urllib.request, urllib.error
+d, url = sys.argv[1], sys.argv[2]
+L = [json.loads(l) for l in gzip.open(d + "/llm.jsonl.gz")]
+m = [g for g in L if g["kind"] == "main"][0]
+forks = sorted((g for g in L if g["kind"] == "spec" and g["parent_gen"] == m["gen"]),
+               key=lambda g: g["prefix_bytes"])
+reasoning = "".join(c[2] for c in m["chunks"] if c[1] == "r")
+def ask(msgs, u=url):
+    b = json.dumps({"model": "m", "messages": msgs, "stream": True}).encode()
+    q = urllib.request.Request(u + "/v1/chat/completions", b, {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(q) as f:
+            text = ""
+            for line in f.read().decode().split("\n\n"):
+                if line.startswith("data: {"):
+                    for ch in json.loads(line[6:]).get("choices", []):
+                        dl = ch["delta"]
+                        text += dl.get("reasoning_content") or dl.get("content") or ""
+            return f.headers["X-Specgen-Example"], text
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())["error"]["message"]
+sysu = [{"role": "system", "content": m["system"]}, {"role": "user", "content": m["user"]}]
+def fork(n):
+    return sysu + [{"role": "assistant", "content": "<think>\n" + reasoning[:n] + "\n</think>\n\n"}]
+res = {}
+ex, text = ask(sysu)
+res["main"] = ex == "replay-it1-gen%d" % m["gen"] and text == "".join(c[2] for c in m["chunks"])
+f0 = forks[0]
+ex, text = ask(fork(f0["prefix_bytes"]))
+res["fork_exact"] = ex == "replay-it1-gen%d" % f0["gen"] and text == "".join(c[2] for c in f0["chunks"])
+# between two recorded forks: the one short of it
+n = forks[1]["prefix_bytes"] - 1 if len(forks) > 1 else f0["prefix_bytes"] + 5
+ex, _ = ask(fork(n))
+res["fork_nearest_below"] = ex == "replay-it1-gen%d" % f0["gen"]
+ex, msg = ask(fork(f0["prefix_bytes"] - 1))
+ex2, msg2 = ask([{"role": "system", "content": "another system"}, sysu[1]])
+res["refused"] = ex == 404 and "no recorded fork" in msg and ex2 == 404
+print(json.dumps(res))
+print(msg, msg2)
+PY
+res=$(head -1 "$work/serve.out")
+python3 -c 'import json,sys; sys.exit(not json.loads(sys.argv[1])["main"])' "$res"
+check "serve: a main gets its recorded text" $? "$(cat "$work/serve.out")"
+python3 -c 'import json,sys; sys.exit(not json.loads(sys.argv[1])["fork_exact"])' "$res"
+check "serve: a fork at a recorded prefix gets that fork" $? "$res"
+python3 -c 'import json,sys; sys.exit(not json.loads(sys.argv[1])["fork_nearest_below"])' "$res"
+check "serve: a fork at a prefix never recorded gets the nearest recorded fork short of it" $? "$res"
+python3 -c 'import json,sys; sys.exit(not json.loads(sys.argv[1])["refused"])' "$res"
+check "serve: below every recorded fork, or another system message: 404" $? "$(cat "$work/serve.out")"
+kill $srv; wait $srv 2>/dev/null
+
+# Paced: at --replay-speed 1 a main takes at least half its recorded time.
+"$SPECGEN" llm serve --replay "$work/rec" >"$work/srv2.out" 2>/dev/null &
+srv=$!
+for _ in $(seq 1 100); do [ -s "$work/srv2.out" ] && break; sleep 0.1; done
+url=$(sed -n 's/^listening on //p' "$work/srv2.out")
+python3 - "$work/rec" "$url" >"$work/pace.out" 2>&1 <<'PY'
+import gzip, json, sys, time, urllib.request
+d, url = sys.argv[1], sys.argv[2]
+m = [json.loads(l) for l in gzip.open(d + "/llm.jsonl.gz") if json.loads(l)["kind"] == "main"][0]
+b = json.dumps({"model": "m", "stream": True, "messages": [
+    {"role": "system", "content": m["system"]}, {"role": "user", "content": m["user"]}]}).encode()
+t = time.time()
+urllib.request.urlopen(urllib.request.Request(url + "/v1/chat/completions", b,
+                       {"Content-Type": "application/json"})).read()
+took, rec = time.time() - t, m["chunks"][-1][0] / 1e6
+print(took, rec)
+sys.exit(0 if took >= 0.5 * rec else 1)
+PY
+check "serve: the recorded pace (took, recorded s)" $? "$(cat "$work/pace.out")"
+kill $srv; wait $srv 2>/dev/null
 exit $((failed > 0))
