@@ -269,6 +269,7 @@ static json_t *progress_json(run *r) {
 }
 
 static void shutdown_all(run *r) {
+  sg_run_replay_close(r);
   uv_timer_stop(&r->tick);
   uv_close((uv_handle_t *)&r->tick, NULL);
   uv_close((uv_handle_t *)&r->sigint, NULL);
@@ -421,8 +422,9 @@ static void loop(run *r, sg_run_outcome *out, const char *token_warning) {
   uv_signal_start(&r->sigint, on_signal, SIGINT);
   uv_signal_start(&r->sigterm, on_signal, SIGTERM);
   sg_run_emit(r, "run_start",
-       json_pack("{s:s, s:s, s:b, s:s, s:s, s:b, s:b, s:i, s:s}", "dir", r->dir, "llm",
-                 cfg->llm ? cfg->llm : r->base_url, "built_in_model", cfg->llm == NULL,
+       json_pack("{s:s, s:s, s:b, s:s?, s:s, s:s, s:b, s:b, s:i, s:s}", "dir", r->dir, "llm",
+                 cfg->llm ? cfg->llm : r->base_url, "built_in_model",
+                 cfg->llm == NULL && cfg->replay == NULL, "replay", cfg->replay,
                  "model", r->model,
                  "devices", cfg->devices, "spec", cfg->spec, "resumed", cfg->resume != NULL,
                  "tasks", (int)r->nwf, "search", cfg->search));

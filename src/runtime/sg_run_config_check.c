@@ -200,6 +200,11 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
     return sg_err_set(err, SG_EINVAL,
                       "cutoff-detach: needs a cutoff (cutoff > 0), got cutoff %g",
                       c->cutoff);
+  if (c->replay && c->llm)
+    return sg_err_set(err, SG_EINVAL,
+                      "replay: the recorded streams play the model; drop llm (%s)", c->llm);
+  if (c->replay_evals && c->replay == NULL)
+    return sg_err_set(err, SG_EINVAL, "replay-evals: needs replay (--replay DIR)");
   if (c->server_fault) {
     sg_llm_fault f;
     if (sg_llm_fault_parse(c->server_fault, &f, err) < 0)

@@ -174,6 +174,14 @@ int sg_run_start_model(run *r, sg_err *err) {
   sg_llm_server_opts_init(&so);
   so.seed = cfg->seed;
   so.tokens_per_s = cfg->server_speed;
+  so.replay = cfg->replay;
+  so.replay_speed = cfg->replay_speed;
+  so.replay_hold_s = 5;
+  if (cfg->replay_evals) {
+    int rc = sg_store_open(cfg->replay, &r->replay_store, err);
+    if (rc < 0)
+      return sg_err_prefix(err, "--replay-evals");
+  }
   if (cfg->server_fault) {
     int rc = sg_llm_fault_parse(cfg->server_fault, &so.fault, err);
     if (rc < 0)
@@ -184,7 +192,9 @@ int sg_run_start_model(run *r, sg_err *err) {
     return sg_err_prefix(err, "starting the built-in test server");
   r->base_url = sg_asprintf("http://127.0.0.1:%d", sg_llm_server_port(r->server));
   r->model = "specgen-test";
-  r->provider = sg_llm_provider_get("vllm");
+  /* A recording is text: forks go as chat continuations (generic), which
+   * the replay reads its prefix from, not as this server's token ids. */
+  r->provider = sg_llm_provider_get(cfg->replay ? "generic" : "vllm");
   return 0;
 }
 
@@ -198,6 +208,14 @@ json_t *sg_run_summary(run *r, sg_err *err) {
   if (sg_store_summary_json(r->store, &s, err) < 0)
     return NULL;
   json_object_set_new(s, "dir", json_string(r->dir));
+  if (r->cfg->replay)
+    json_object_set_new(
+        s, "replay",
+        json_pack("{s:s, s:f, s:s, s:I}", "from", r->cfg->replay, "speed",
+                  r->cfg->replay_speed, "evaluations",
+                  r->cfg->replay_evals ? "recorded where the record has the kernel, else real"
+                                       : "real",
+                  "evaluations_from_record", (json_int_t)r->replayed_evals));
   json_object_set_new(s, "interrupted", json_boolean(r->interrupted));
   json_t *wfs = json_object_get(s, "workflows");
   for (size_t i = 0; i < json_array_size(wfs) && i < r->nwf; i++) {
@@ -267,6 +285,7 @@ void sg_run_free(run *r) {
   sg_prompt_templates_free(r->templates);
   sg_store_close(r->store);
   sg_replay_log_close(r->llm_log);
+  sg_store_close(r->replay_store);
   sg_llm_server_stop(r->server);
   free(r->base_url);
   free(r->build_cache);

@@ -309,20 +309,30 @@ int sg_replay_match(sg_replay *rp, const sg_replay_query *q, const sg_replay_gen
                       q->prefix_len);
   /* The recorded fork of that main at this prefix; else the one at the
    * longest prefix short of it: the nearest fork that knew no more. */
-  const sg_replay_gen *best = NULL;
+  const sg_replay_gen *best = NULL, *past = NULL;
   for (size_t i = 0; i < rp->n; i++) {
     const sg_replay_gen *g = &rp->gens[i];
     if (!g->fork || g->parent_gen != m->gen || strcmp(g->task, m->task) != 0 ||
-        g->iteration != m->iteration || g->prefix_bytes > q->prefix_len)
+        g->iteration != m->iteration)
       continue;
-    if (best == NULL || g->prefix_bytes > best->prefix_bytes)
-      best = g;
+    if (g->prefix_bytes <= q->prefix_len) {
+      if (best == NULL || g->prefix_bytes > best->prefix_bytes)
+        best = g;
+    } else if (g->prefix_bytes - q->prefix_len <= SG_REPLAY_FORK_SLACK_BYTES &&
+               (past == NULL || g->prefix_bytes < past->prefix_bytes)) {
+      past = g;
+    }
   }
+  /* Before every recorded fork of that main: the first one, if it started
+   * within the slack (a fork starts a few tokens earlier or later as the
+   * stream's timing varies). */
+  if (best == NULL)
+    best = past;
   if (best == NULL)
     return sg_err_set(err, SG_ENOENT,
                       "replay: no recorded fork of task %s iteration %d at or before "
-                      "prefix %zu bytes",
-                      m->task, m->iteration, q->prefix_len);
+                      "prefix %zu bytes, nor within %u bytes after it",
+                      m->task, m->iteration, q->prefix_len, SG_REPLAY_FORK_SLACK_BYTES);
   *out = best;
   return 0;
 }

@@ -28,6 +28,9 @@
 #define SG_REPLAY_MAX_CHUNKS (1u << 20)
 #define SG_REPLAY_MAX_GENS 100000
 #define SG_REPLAY_MAX_LINE_BYTES (64u << 20)
+/* A fork before every recorded fork of its main takes the first of them if
+ * that one started at most this many reasoning bytes later. */
+#define SG_REPLAY_FORK_SLACK_BYTES 256u
 
 /* ---- writing ------------------------------------------------------------ */
 

@@ -7,9 +7,16 @@
 #   serve   `specgen llm serve --replay` answers from the record by the
 #           documented rule: a main with its recorded text, a fork at a
 #           recorded prefix with that fork, at a prefix never recorded with
-#           the nearest recorded fork short of it, below every fork or for
-#           an unknown system message with a 404; paced at the recorded
+#           the nearest recorded fork short of it, just before the first
+#           recorded fork with that one, far before it, at a prefix no main
+#           wrote or for an unknown system message with a 404; paced at the recorded
 #           times (a lower bound only: the machine may be slower).
+#   run     `specgen run --replay DIR --replay-evals` says it is a replay;
+#           a recording without speculation replayed with its options
+#           reaches the same decisions, evaluations and best speedup, every
+#           evaluation from the record; a recording with speculation
+#           replays its mains' streams and serves forks from recorded ones,
+#           and under --spec off runs the mains alone, without a model.
 # Speaks TAP.
 set -uo pipefail
 SPECGEN=$1
@@ -17,8 +24,9 @@ SPECGEN=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "1..9"
-common=(--task hinge_loss --devices cpu:0 --iterations 2 --runs 3 --warmups 1 --tick 0.05)
+echo "1..16"
+common=(--task hinge_loss --devices cpu:0 --iterations 2 --runs 3 --warmups 1 --tick 0.05
+        --eval-timeout 5)
 OPENAI_API_KEY=sk-never-recorded-4242 timeout 300 "$SPECGEN" run "${common[@]}" \
   --server-speed 3000 --out "$work/rec" >"$work/rec.out" 2>"$work/rec.err"
 rc=$?
@@ -99,21 +107,29 @@ res["fork_exact"] = ex == "replay-it1-gen%d" % f0["gen"] and text == "".join(c[2
 n = forks[1]["prefix_bytes"] - 1 if len(forks) > 1 else f0["prefix_bytes"] + 5
 ex, _ = ask(fork(n))
 res["fork_nearest_below"] = ex == "replay-it1-gen%d" % f0["gen"]
-ex, msg = ask(fork(f0["prefix_bytes"] - 1))
+# just before the first recorded fork: that fork (the slack); far before it: 404
+ex, _ = ask(fork(f0["prefix_bytes"] - 1))
+res["fork_slack"] = ex == "replay-it1-gen%d" % f0["gen"]
+far = f0["prefix_bytes"] - 257
+ex, msg = ask(fork(far)) if far > 0 else (404, "no recorded fork (first fork too early)")
 ex2, msg2 = ask([{"role": "system", "content": "another system"}, sysu[1]])
-res["refused"] = ex == 404 and "no recorded fork" in msg and ex2 == 404
+ex3, _ = ask(sysu + [{"role": "assistant", "content": "<think>\nnever written\n</think>\n\n"}])
+res["refused"] = ex == 404 and "no recorded fork" in msg and ex2 == 404 and ex3 == 404
 print(json.dumps(res))
 print(msg, msg2)
 PY
 res=$(head -1 "$work/serve.out")
-python3 -c 'import json,sys; sys.exit(not json.loads(sys.argv[1])["main"])' "$res"
+holds() { python3 -c 'import json,sys; sys.exit(not json.loads(sys.argv[1])[sys.argv[2]])' "$res" "$1"; }
+holds main
 check "serve: a main gets its recorded text" $? "$(cat "$work/serve.out")"
-python3 -c 'import json,sys; sys.exit(not json.loads(sys.argv[1])["fork_exact"])' "$res"
+holds fork_exact
 check "serve: a fork at a recorded prefix gets that fork" $? "$res"
-python3 -c 'import json,sys; sys.exit(not json.loads(sys.argv[1])["fork_nearest_below"])' "$res"
+holds fork_nearest_below
 check "serve: a fork at a prefix never recorded gets the nearest recorded fork short of it" $? "$res"
-python3 -c 'import json,sys; sys.exit(not json.loads(sys.argv[1])["refused"])' "$res"
-check "serve: below every recorded fork, or another system message: 404" $? "$(cat "$work/serve.out")"
+holds fork_slack
+check "serve: a fork just before the first recorded fork gets that fork" $? "$res"
+holds refused
+check "serve: far before every recorded fork, a prefix no main wrote, another system message: 404" $? "$(cat "$work/serve.out")"
 kill $srv; wait $srv 2>/dev/null
 
 # Paced: at --replay-speed 1 a main takes at least half its recorded time.
@@ -136,4 +152,69 @@ sys.exit(0 if took >= 0.5 * rec else 1)
 PY
 check "serve: the recorded pace (took, recorded s)" $? "$(cat "$work/pace.out")"
 kill $srv; wait $srv 2>/dev/null
+
+# ---- run --replay ----------------------------------------------------------
+# Same options, evaluations from the record: without speculation nothing
+# races (no fork's evaluation against its main's stream), so the replay
+# must reach the very same decisions and summary.
+timeout 300 "$SPECGEN" run "${common[@]}" --spec off --server-speed 3000 --out "$work/off" \
+  >/dev/null 2>"$work/off.err"
+timeout 300 "$SPECGEN" run "${common[@]}" --spec off --replay "$work/off" --replay-evals \
+  --replay-speed 0 --out "$work/off2" >"$work/off2.out" 2>"$work/off2.err"
+rc=$?
+[ $rc -eq 0 ] && grep -q "REPLAY of $work/off" "$work/off2.out" && grep -q "a REPLAY" "$work/off2.err"
+check "run --replay: exit 0, says it is a replay" $? "exit $rc" "$(tail -8 "$work/off2.err")" \
+  "$(cat "$work/off2.out")"
+facts() { # iteration outcomes, main tokens, best speedup, evaluations by status
+  sqlite3 "$1/run.db" "SELECT number || ':' || end_reason FROM iterations ORDER BY number;
+    SELECT completion_tokens FROM generations WHERE kind = 'main' ORDER BY id;
+    SELECT phase || ':' || status || ':' || ifnull(round(speedup, 4), '-') FROM evaluations
+      WHERE status != 'aborted' ORDER BY id;" | tr '\n' ' '
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["workflows"][0]["best_speedup"])' \
+    "$1/summary.json"
+}
+[ "$(facts "$work/off")" = "$(facts "$work/off2")" ]
+check "run --replay, same options: the same decisions, evaluations and best speedup" $? \
+  "recorded: $(facts "$work/off")" "replayed: $(facts "$work/off2")"
+python3 - "$work/off" "$work/off2" <<'PY'
+import json, sqlite3, sys
+n = sqlite3.connect(sys.argv[1] + "/run.db").execute(
+    "SELECT count(*) FROM evaluations WHERE status != 'aborted'").fetchone()[0]
+r = json.load(open(sys.argv[2] + "/summary.json"))["replay"]
+sys.exit(not (n > 0 and r["evaluations_from_record"] == n))
+PY
+check "run --replay --replay-evals: every evaluation from the record" $? \
+  "$(grep -o '"evaluations_from_record": [0-9]*' "$work/off2/summary.json")"
+
+# Speculation on, replayed under the recorded options at twice the pace: the
+# mains stream their recordings, forks are served from the recorded ones.
+timeout 300 "$SPECGEN" run "${common[@]}" --replay "$work/rec" --replay-evals \
+  --replay-speed 2 --out "$work/same" >"$work/same.out" 2>"$work/same.err"
+rc=$?
+mains() {
+  sqlite3 "$1/run.db" "SELECT group_concat(completion_tokens, ',') FROM (SELECT completion_tokens FROM generations WHERE kind = 'main' ORDER BY id)"
+}
+forks_ok() {
+  sqlite3 "$1/run.db" "SELECT count(*) FROM generations WHERE kind = 'spec' AND outcome = 'completed'"
+}
+[ $rc -eq 0 ] && [ "$(mains "$work/rec")" = "$(mains "$work/same")" ] &&
+  [ "$(forks_ok "$work/same")" -gt 0 ]
+check "run --replay: the mains stream the recorded generations, forks the recorded forks" $? \
+  "exit $rc" "recorded: $(mains "$work/rec")" "replayed: $(mains "$work/same")" \
+  "forks completed: $(forks_ok "$work/same")"
+
+timeout 300 "$SPECGEN" run "${common[@]}" --replay "$work/rec" --replay-evals \
+  --replay-speed 0 --spec off --json --out "$work/nospec" >"$work/nospec.out" 2>"$work/nospec.err"
+rc=$?
+python3 - "$work/nospec/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+w = s["workflows"][0]
+assert s["replay"]["speed"] == 0, s["replay"]
+assert w["generations_spec"] == 0 and w["generations_main"] == 2 and w["iterations"] == 2, w
+PY
+check "run --replay --spec off: another policy on the same streams, the mains alone" $? \
+  "exit $rc" "$(tail -5 "$work/nospec.err")"
+grep -q '"replay"' "$work/nospec.out"
+check "run --replay --json: the run_start event names the replay" $?
 exit $((failed > 0))
