@@ -13,7 +13,7 @@ packages=(
   libseccomp-dev                               # the sandbox's seccomp filters
   libjs-chart.js                               # charts inlined into `specgen report` pages
   chromium                                     # headless browser for the report's tests
-  cmake g++ python3-pip python3-venv curl      # llama.cpp's servers (scripts/llama-server.sh)
+  python3-pip python3-venv curl                # llama.cpp's server from PyPI (scripts/llama-server.sh)
   libhiredis-dev redis-server                  # remote workers through Redis (docs/remote.md)
   zlib1g-dev                                   # the record of model sessions (docs/llm.md)
 )

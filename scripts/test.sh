@@ -17,11 +17,12 @@ if [ "${1:-}" = "--sanitize" ]; then
 fi
 scripts/build.sh "$dir" "${opts[@]}"
 
-# llama.cpp's servers and a small real model for the real-server tests:
-# built once per version and kept in the user's cache (a second run only
-# checks the stamp). Without network the tests skip and say why.
-if ! scripts/llama-server.sh build || ! scripts/llama-server.sh model smollm2 >/dev/null; then
-  echo "test.sh: llama.cpp's servers or the model could not be had; the real-server tests will skip" >&2
+# llama.cpp's server (a prebuilt wheel) and a small real model for the
+# real-server tests: installed once per version and kept in the user's cache
+# (a second run only checks the stamp). Without network the tests skip and
+# say why.
+if ! scripts/llama-server.sh install || ! scripts/local-model.sh smollm2 >/dev/null; then
+  echo "test.sh: llama.cpp's server or the model could not be had; the real-server tests will skip" >&2
 fi
 
 status=0

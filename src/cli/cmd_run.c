@@ -52,6 +52,9 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
              "profiling %.0f%%)\n",
           num(s, "e2e_s"), 100 * num(u, "overall"), 100 * num(u, "validation"),
           100 * num(u, "profiling"));
+  if (strcmp(str(s, "reasoning"), "prompted") == 0)
+    fprintf(f, "  reasoning: prompted (the model was asked to think inside <think> tags "
+               "before answering;\n  it is not a reasoning model)\n");
   /* A count the server did not report is an estimate, and says so. */
   char pe[64] = "", ce[64] = "";
   if (num(t, "prompt_estimated") > 0)
@@ -156,10 +159,12 @@ static void on_event(void *data, const json_t *ev) {
   char best[32];
   if (strcmp(name, "run_start") == 0) {
     fprintf(stderr, "specgen run: %.0f task(s) on %s, search %s, speculation %s; "
-                    "model %s at %s\nrun directory: %s\n",
+                    "model %s at %s%s\nrun directory: %s\n",
             num(ev, "tasks"), str(ev, "devices"), str(ev, "search"),
             json_is_true(json_object_get(ev, "spec")) ? "on" : "off", str(ev, "model"),
-            str(ev, "llm"), str(ev, "dir"));
+            str(ev, "llm"),
+            strcmp(str(ev, "reasoning"), "prompted") == 0 ? ", reasoning prompted" : "",
+            str(ev, "dir"));
   } else if (strcmp(name, "iteration_end") == 0) {
     speedup_text(best, sizeof best, num(ev, "best_speedup"));
     fprintf(stderr, "[%s] iteration %.0f ended (%s); best so far %s\n", str(ev, "task"),

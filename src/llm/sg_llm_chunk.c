@@ -331,6 +331,7 @@ static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\
 void sg_llm_think_feed(sg_llm_think *t, const char *s, size_t n,
                        sg_llm_think_emit emit, void *data) {
   size_t i = 0;
+  t->fed |= n > 0;
   while (t->state == TS_START && i < n) {
     char c = s[i];
     size_t k = t->held - t->ws; /* bytes of "<think>" matched */
@@ -369,6 +370,10 @@ void sg_llm_think_flush(sg_llm_think *t, sg_llm_think_emit emit, void *data) {
 }
 
 void sg_llm_think_stop(sg_llm_think *t, sg_llm_think_emit emit, void *data) {
+  if (t->state == TS_INSIDE && !t->fed && !t->seen) {
+    t->state = TS_CONTENT; /* OPEN, and the server split the block itself */
+    return;
+  }
   if (t->state != TS_START)
     return;
   put(emit, data, false, t->hold, t->held);

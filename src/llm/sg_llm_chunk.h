@@ -117,6 +117,7 @@ typedef struct sg_llm_think {
   size_t ws;    /* start: how many of the held bytes are whitespace */
   char hold[SG_LLM_THINK_WS_MAX + 8]; /* start: the held bytes themselves */
   bool seen;    /* a think block was found (opened or, in OPEN, closed) */
+  bool fed;     /* some content was fed */
 } sg_llm_think;
 
 /* What the splitter says about a piece of text: reasoning or content. */
@@ -131,7 +132,9 @@ void sg_llm_think_feed(sg_llm_think *t, const char *s, size_t n,
 /* The stream ended: what was held back goes out as what it was. */
 void sg_llm_think_flush(sg_llm_think *t, sg_llm_think_emit emit, void *data);
 /* Ends detection: the content so far had no opening tag (a separate
- * reasoning field came instead). Held bytes go out as content. */
+ * reasoning field came instead). Held bytes go out as content. In OPEN mode
+ * before any content was fed, the server parsed the opened block itself:
+ * content is content from then on. */
 void sg_llm_think_stop(sg_llm_think *t, sg_llm_think_emit emit, void *data);
 /* True while the splitter is inside a think block. */
 bool sg_llm_think_inside(const sg_llm_think *t);

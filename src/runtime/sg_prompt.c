@@ -216,6 +216,7 @@ static const struct {
     {"refine.txt", SCOPE_MESSAGE},
     {"kernel.txt", SCOPE_ITEM},
     {"failure.txt", SCOPE_ITEM},
+    {"think.txt", SCOPE_TASK},
     {"rules_cpu.txt", SCOPE_RULES},
     {"rules_cuda.txt", SCOPE_RULES},
     {"rules_kernelbench.txt", SCOPE_RULES},
@@ -397,7 +398,8 @@ const char *sg_prompt_template_path(const sg_prompt_templates *t,
 void sg_prompt_text_free(sg_prompt_text *pt) {
   free(pt->system);
   free(pt->user);
-  pt->system = pt->user = NULL;
+  free(pt->think);
+  pt->system = pt->user = pt->think = NULL;
 }
 
 /* ---- values ------------------------------------------------------------ */
@@ -570,13 +572,14 @@ static int render_item(const sg_prompt_templates *t, const char *name,
 int sg_prompt_render(const sg_prompt_templates *t, const sg_task *task,
                      const sg_history *h, const sg_prompt *p,
                      uint32_t iteration, sg_prompt_text *out, sg_err *err) {
-  out->system = out->user = NULL;
+  out->system = out->user = out->think = NULL;
   strpool pool = {.n = 0};
   varset s;
   task_vars(task, iteration, &pool, &s);
-  sg_buf rules, system, others, failures, user;
+  sg_buf rules, system, think, others, failures, user;
   sg_buf_init(&rules, SG_PROMPT_TEXT_MAX);
   sg_buf_init(&system, SG_PROMPT_TEXT_MAX);
+  sg_buf_init(&think, SG_PROMPT_TEXT_MAX);
   sg_buf_init(&others, SG_PROMPT_TEXT_MAX);
   sg_buf_init(&failures, SG_PROMPT_TEXT_MAX);
   sg_buf_init(&user, SG_PROMPT_TEXT_MAX);
@@ -591,6 +594,8 @@ int sg_prompt_render(const sg_prompt_templates *t, const sg_task *task,
   set_var(&s, "task.rules", trimmed(&pool, sg_buf_str(&rules)));
   if (rc == 0)
     rc = expand_template(t, "system.txt", &s, &system, err);
+  if (rc == 0)
+    rc = expand_template(t, "think.txt", &s, &think, err);
 
   const sg_kernel *best =
       p->base_kernel ? sg_history_get(h, p->base_kernel) : NULL;
@@ -640,9 +645,11 @@ int sg_prompt_render(const sg_prompt_templates *t, const sg_task *task,
   if (rc == 0) {
     out->system = sg_buf_steal(&system);
     out->user = sg_buf_steal(&user);
+    out->think = sg_buf_steal(&think);
   }
   sg_buf_free(&rules);
   sg_buf_free(&system);
+  sg_buf_free(&think);
   sg_buf_free(&others);
   sg_buf_free(&failures);
   sg_buf_free(&user);

@@ -7,6 +7,9 @@
  * a user message, through template files:
  *
  *   system.txt         the system message
+ *   think.txt          the request to reason first, added to a main
+ *                      generation's system message when the model does not
+ *                      reason on its own (`--reasoning prompted`)
  *   task.txt           the user message when there is no base kernel
  *   refine.txt         the user message when there is one
  *   kernel.txt         one other kernel shown ({{others}})
@@ -85,6 +88,7 @@ const char *sg_prompt_template_path(const sg_prompt_templates *t,
 typedef struct sg_prompt_text {
   char *system;
   char *user;
+  char *think;  /* think.txt: the request to reason, for prompted reasoning */
 } sg_prompt_text;
 
 void sg_prompt_text_free(sg_prompt_text *pt);

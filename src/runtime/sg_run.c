@@ -422,10 +422,10 @@ static void loop(run *r, sg_run_outcome *out, const char *token_warning) {
   uv_signal_start(&r->sigint, on_signal, SIGINT);
   uv_signal_start(&r->sigterm, on_signal, SIGTERM);
   sg_run_emit(r, "run_start",
-       json_pack("{s:s, s:s, s:b, s:s?, s:s, s:s, s:b, s:b, s:i, s:s}", "dir", r->dir, "llm",
-                 cfg->llm ? cfg->llm : r->base_url, "built_in_model",
+       json_pack("{s:s, s:s, s:b, s:s?, s:s, s:s, s:s, s:b, s:b, s:i, s:s}", "dir", r->dir,
+                 "llm", cfg->llm ? cfg->llm : r->base_url, "built_in_model",
                  cfg->llm == NULL && cfg->replay == NULL, "replay", cfg->replay,
-                 "model", r->model,
+                 "model", r->model, "reasoning", r->prompted ? "prompted" : "native",
                  "devices", cfg->devices, "spec", cfg->spec, "resumed", cfg->resume != NULL,
                  "tasks", (int)r->nwf, "search", cfg->search));
   if (token_warning)

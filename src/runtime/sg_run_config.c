@@ -65,6 +65,12 @@ static const sg_run_key keys[] = {
      .value_name = "VAR",
      .help = "environment variable holding the API key (OPENAI_API_KEY)",
      .group = G_MODEL},
+    {.name = "reasoning", .type = SG_KEY_STRING, .offset = OFF(reasoning),
+     .choices = "native|prompted", .value_name = "HOW",
+     .help = "native: the model reasons on its own; prompted: it is asked to "
+             "think inside <think>...</think> before answering, for a model "
+             "that does not (needs llm) (native)",
+     .group = G_MODEL},
     {.name = "max-tokens", .type = SG_KEY_INT, .offset = OFF(max_tokens),
      .min = 0, .max = 1e7, .value_name = "N",
      .help = "tokens per generation, 0: the server's default (0)",
@@ -282,6 +288,7 @@ void sg_run_config_init(sg_run_config *c) {
   c->profile = sg_strdup("generic");
   c->devices = sg_strdup("cpu:0");
   c->api_key_env = sg_strdup("OPENAI_API_KEY");
+  c->reasoning = sg_strdup("native");
   c->max_tokens = 0;
   c->temperature = -1;
   c->gen_deadline = 1800;

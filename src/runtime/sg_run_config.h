@@ -39,6 +39,9 @@ typedef struct sg_run_config {
   double temperature;      /* temperature: < 0: server default (-1) */
   double gen_deadline;     /* gen-deadline: s, per generation (1800) */
   double idle_timeout;     /* idle-timeout: s between stream events (120) */
+  char *reasoning;         /* reasoning: native|prompted: the model thinks on
+                              its own, or is asked to think inside
+                              <think>...</think> first (native) */
   /* the built-in test server (used only without llm) */
   double server_speed;     /* server-speed: tokens/s per stream (300) */
   char *server_fault;      /* server-fault: a fault spec applied to every

@@ -205,6 +205,13 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
                       "replay: the recorded streams play the model; drop llm (%s)", c->llm);
   if (c->replay_evals && c->replay == NULL)
     return sg_err_set(err, SG_EINVAL, "replay-evals: needs replay (--replay DIR)");
+  /* A replay of a prompted run sends what it sent, so that the recording
+   * matches. */
+  if (c->reasoning && strcmp(c->reasoning, "prompted") == 0 && c->llm == NULL &&
+      c->replay == NULL)
+    return sg_err_set(err, SG_EINVAL,
+                      "reasoning: prompted needs llm (the built-in test server "
+                      "reasons on its own)");
   if (c->server_fault) {
     sg_llm_fault f;
     if (sg_llm_fault_parse(c->server_fault, &f, err) < 0)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 void sg_run_gen_free(rgen *g) {
+  sg_buf_free(&g->think);
   free(g->prompt_ids);
   free(g->ids);
   free(g->marks);
@@ -96,8 +97,13 @@ static void gen_record_end(run *r, rgen *g, const sg_llm_usage *u, bool client_c
 static void on_delta(rgen *g, bool reasoning, const char *text, size_t len) {
   run *r = g->r;
   g->chunks++;
-  if (reasoning)
+  if (reasoning) {
     g->reasoning_bytes += len;
+    if (g->think.limit)
+      sg_buf_append(&g->think, text, len);
+  } else {
+    g->content_bytes += len;
+  }
   if (g->rec_chunks && json_array_size(g->rec_chunks) < SG_REPLAY_MAX_CHUNKS)
     json_array_append_new(g->rec_chunks,
                           json_pack("[I, s, s%]", (json_int_t)(now_us() - g->rec_t0_us),
@@ -232,6 +238,20 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
     ev.type = SG_CEV_GEN_FINISHED;
     ev.u.finished.gen = g->gen;
     ev.u.finished.text = NULL; /* the content came in chunks */
+    if (g->think.limit && g->content_bytes == 0 && g->think.len > 0) {
+      /* Prompted reasoning, and the model never wrote </think>: all it
+       * wrote was taken as thinking, and is its answer too (a small model
+       * often writes the kernel inside the block). */
+      ev.u.finished.text = sg_buf_str(&g->think);
+      ev.u.finished.len = g->think.len;
+      if (!r->warned_unclosed) {
+        r->warned_unclosed = true;
+        sg_run_emit(r, "warning",
+                    json_pack("{s:s, s:s}", "task", f->task->name, "message",
+                              "prompted reasoning: the model did not close its <think> "
+                              "block, so its whole text is read as its answer too"));
+      }
+    }
     ev.u.finished.reason = finish_reason_of(res->finish_reason);
     ev.u.finished.usage = usage_of(&u, g->chunks);
   } else {
@@ -242,8 +262,8 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
     ev.u.failed.usage = usage_of(&u, g->chunks);
   }
   uint32_t w = g->w;
-  sg_run_gen_free(g);
   sg_interp_event(r->it, w, &ev);
+  sg_run_gen_free(g); /* after: the event may point into g->think */
   sg_run_drain(r);
 }
 
@@ -317,8 +337,10 @@ static int ahead_open(run *r, wf *f, const sg_ctl_action *a, sg_err *e) {
 /* What the store keeps of a generation's prompt: the rendered messages, a
  * fork's reasoning prefix, and how many token ids a token fork sent. */
 static char *prompt_record(const sg_prompt_text *pt, const char *prefix, size_t plen,
-                           size_t n_token_ids) {
+                           size_t n_token_ids, const char *prefill) {
   json_t *j = json_pack("{s:s, s:s}", "system", pt->system, "user", pt->user);
+  if (prefill) /* prompted reasoning: the answer the model was asked to continue */
+    json_object_set_new(j, "assistant_prefill", json_string(prefill));
   if (prefix)
     json_object_set_new(j, "reasoning_prefix", json_stringn(prefix, plen));
   if (n_token_ids)
@@ -349,6 +371,11 @@ static json_t *gen_record_begin(const run *r, const wf *f, const sg_ctl_action *
   return j;
 }
 
+/* Prompted reasoning: the answer a main generation is asked to continue,
+ * so that what it writes first is its thinking, whatever it would have
+ * opened with (a small model told to "open with <think>" often does not). */
+static const char k_prompted_prefill[] = "<think>\n";
+
 /* What a generation's request holds while it is being started. */
 typedef struct gen_request {
   sg_llm_message msgs[3];
@@ -361,7 +388,8 @@ typedef struct gen_request {
 /* The request of START_GEN a: chat messages (a fork: the parent's reasoning
  * as the assistant's prefix), or a token fork's exact ids on /completions. */
 static void request_of(run *r, uint32_t w, const sg_ctl_action *a, const sg_prompt_text *pt,
-                       int32_t *fork_prompt, size_t n_fork_ids, gen_request *gq) {
+                       int32_t *fork_prompt, size_t n_fork_ids, bool prompted,
+                       gen_request *gq) {
   bool spec = a->u.start.kind == SG_GEN_SPEC;
   sg_llm_message *msgs = gq->msgs;
   msgs[0] = (sg_llm_message){"system", pt->system, NULL, false};
@@ -381,6 +409,11 @@ static void request_of(run *r, uint32_t w, const sg_ctl_action *a, const sg_prom
   q->endpoint = SG_LLM_ENDPOINT_CHAT;
   q->messages = msgs;
   q->n_messages = spec ? 3 : 2;
+  if (prompted) {
+    msgs[2].content = k_prompted_prefill;
+    q->n_messages = 3;
+    q->think_mode = SG_LLM_THINK_OPEN; /* the "<think>" was ours, not streamed */
+  }
   q->max_tokens = r->cfg->max_tokens;
   q->temperature = r->cfg->temperature;
   q->no_think = !a->u.start.thinking;
@@ -451,8 +484,17 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   rgen *parent = spec ? gen_find(f, a->u.start.parent_gen) : NULL;
   size_t n_fork_ids = 0;
   int32_t *fork_prompt = spec ? fork_ids(r, parent, a->u.start.prefix_len, &n_fork_ids) : NULL;
-  char *prompt_json = prompt_record(pt, spec ? a->u.start.prefix : NULL,
-                                    spec ? (size_t)a->u.start.prefix_len : 0, n_fork_ids);
+  /* Prompted reasoning: a main generation's system message asks it to
+   * reason first (think.txt) and its answer starts inside "<think>"; a fork
+   * sees neither, and continues the thinking closed, like any fork. */
+  bool prompted = r->prompted && !spec;
+  sg_prompt_text sent = *pt;
+  char *system = prompted ? sg_asprintf("%s\n\n%s", pt->system, pt->think) : NULL;
+  if (system)
+    sent.system = system;
+  char *prompt_json = prompt_record(&sent, spec ? a->u.start.prefix : NULL,
+                                    spec ? (size_t)a->u.start.prefix_len : 0, n_fork_ids,
+                                    prompted ? k_prompted_prefill : NULL);
   sg_store_generation sg = {
       .iteration_id = ahead ? f->ahead_iter_store_id : f->iter_store_id,
       .kind = spec ? SG_STORE_GEN_SPEC : SG_STORE_GEN_MAIN,
@@ -466,11 +508,12 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   free(prompt_json);
   if (r->failed) {
     free(fork_prompt);
+    free(system);
     return 0;
   }
 
   gen_request gq;
-  request_of(r, w, a, pt, fork_prompt, n_fork_ids, &gq);
+  request_of(r, w, a, &sent, fork_prompt, n_fork_ids, prompted, &gq);
   sg_llm_request q = gq.q;
   char *prefix = gq.prefix;
 
@@ -481,17 +524,20 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   g->kind = a->u.start.kind;
   g->iteration = a->iteration;
   g->store_id = store_id;
-  g->prompt_bytes = strlen(pt->system) + strlen(pt->user) +
+  g->prompt_bytes = strlen(sent.system) + strlen(sent.user) +
                     (spec ? (size_t)a->u.start.prefix_len : 0);
+  if (prompted)
+    sg_buf_init(&g->think, SG_PROMPTED_THINK_MAX);
   idmap_set(&f->gen_store, g->gen, store_id);
   g->rec_t0_us = now_us();
-  g->rec = gen_record_begin(r, f, a, pt, n_fork_ids, g->rec_t0_us);
+  g->rec = gen_record_begin(r, f, a, &sent, n_fork_ids, g->rec_t0_us);
   g->rec_chunks = json_object_get(g->rec, "chunks");
   sg_llm_callbacks cb = {g, on_reasoning, on_content, q.return_token_ids ? on_token_ids : NULL,
                          on_usage, on_finish, on_error};
   rc = sg_llm_stream_start(r->client, &q, &cb, &g->stream, &e);
   free(prefix);
   free(fork_prompt);
+  free(system);
   if (rc < 0) {
     /* The request cannot be expressed (a profile without prefix
      * continuation, say): a failed generation, recorded, and reported to

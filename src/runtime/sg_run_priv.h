@@ -59,6 +59,10 @@ typedef struct rgen {
   int32_t *ids;
   size_t n_ids, cap_ids;
   uint64_t reasoning_bytes;
+  uint64_t content_bytes;
+  sg_buf think;            /* prompted reasoning, main: its thinking text,
+                              the answer when the model never closes
+                              </think> (sg_run_gen.c) */
   struct {
     uint64_t bytes;
     size_t nids;
@@ -70,6 +74,9 @@ typedef struct rgen {
   int64_t rec_t0_us;
   struct rgen *next;
 } rgen;
+
+/* The most thinking text a prompted main keeps (as the controller keeps). */
+#define SG_PROMPTED_THINK_MAX ((size_t)1 << 20)
 
 /* A scheduler request, indexed by its id. */
 typedef struct rreq {
@@ -146,6 +153,10 @@ struct run {
   char *base_url;
   const char *model;
   const sg_llm_provider *provider;
+  bool prompted;           /* reasoning: prompted (the model is asked to
+                              think in <think> tags; sg_run_setup.c) */
+  bool warned_unclosed;    /* prompted: said once that a model left its
+                              <think> block open */
   sg_gen_account acct;     /* generations: outcomes, causes, estimates */
   sg_llm_client *client;
   /* the pool */

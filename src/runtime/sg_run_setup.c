@@ -168,7 +168,19 @@ int sg_run_start_model(run *r, sg_err *err) {
   if (cfg->llm) {
     r->base_url = sg_strdup(cfg->llm);
     r->model = cfg->model;
-    return sg_llm_provider_lookup(cfg->profile, &r->provider, err);
+    int rc = sg_llm_provider_lookup(cfg->profile, &r->provider, err);
+    if (rc < 0)
+      return rc;
+    r->prompted = cfg->reasoning && strcmp(cfg->reasoning, "prompted") == 0;
+    /* Prompted reasoning opens the answer with "<think>" for the model to
+     * continue: a server that cannot continue an assistant message would
+     * start a fresh one and the thinking would not be told from the answer. */
+    if (r->prompted && r->provider->prefix == SG_LLM_PREFIX_NONE)
+      return sg_err_set(err, SG_EINVAL,
+                        "reasoning: prompted needs a server that continues an "
+                        "assistant message; profile %s cannot",
+                        r->provider->name);
+    return 0;
   }
   sg_llm_server_opts so;
   sg_llm_server_opts_init(&so);
@@ -195,6 +207,9 @@ int sg_run_start_model(run *r, sg_err *err) {
   /* A recording is text: forks go as chat continuations (generic), which
    * the replay reads its prefix from, not as this server's token ids. */
   r->provider = sg_llm_provider_get(cfg->replay ? "generic" : "vllm");
+  /* A replay of a prompted run asks as that run asked (the recording is
+   * matched by its messages) and reads an unclosed thinking block as it did. */
+  r->prompted = cfg->replay && cfg->reasoning && strcmp(cfg->reasoning, "prompted") == 0;
   return 0;
 }
 

@@ -248,7 +248,9 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
   json_t *times = NULL;
   int rc = query_each(
       s, "runs",
-      "SELECT r.devices, r.started_us, coalesce(r.ended_us, max("
+      "SELECT r.devices, r.started_us,"
+      " coalesce(json_extract(r.config_json, '$.reasoning'), 'native') AS reasoning,"
+      " coalesce(r.ended_us, max("
       " r.started_us,"
       " coalesce((SELECT max(max(started_us, coalesce(ended_us, 0))) "
       "FROM workflows), 0),"
@@ -270,11 +272,13 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
   int64_t devices = json_integer_value(json_object_get(times, "devices"));
   int64_t start_us = json_integer_value(json_object_get(times, "started_us"));
   int64_t end_us = json_integer_value(json_object_get(times, "end_us"));
-  json_decref(times);
   double e2e_s = (double)(end_us - start_us) / 1e6;
 
   json_t *o = json_object();
   json_object_set_new(o, "e2e_s", json_real(e2e_s));
+  /* prompted: the model was asked to think (it is not a reasoning model) */
+  json_object_set(o, "reasoning", json_object_get(times, "reasoning"));
+  json_decref(times);
 
   json_t *wfs = json_array();
   json_object_set_new(o, "workflows", wfs);

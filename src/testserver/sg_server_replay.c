@@ -20,10 +20,10 @@ static const char *msg_text(json_t *m, const char *field) {
 }
 
 /* What the request asks, from the body as the run sends it: the system and
- * user messages; a final assistant message is a fork whose reasoning is its
- * reasoning field, or the text between "<think>\n" and the last
- * "\n</think>" of its content (the generic profile's continuation). The
- * prefix is copied into *prefix (owned by the caller). */
+ * user messages; a final assistant message with reasoning is a fork, whose
+ * reasoning is its reasoning field, or the text between "<think>\n" and
+ * the last "\n</think>" of its content (the generic profile's
+ * continuation). The prefix is copied into *prefix (owned by the caller). */
 static void query_of(json_t *body, sg_replay_query *q, char **prefix) {
   memset(q, 0, sizeof *q);
   q->system = q->user = "";
@@ -38,7 +38,6 @@ static void query_of(json_t *body, sg_replay_query *q, char **prefix) {
     else if (strcmp(role, "user") == 0 && !*q->user)
       q->user = msg_text(m, "content");
     else if (strcmp(role, "assistant") == 0 && i == n - 1) {
-      q->fork = true;
       const char *r = json_string_value(json_object_get(m, "reasoning_content"));
       if (!r)
         r = json_string_value(json_object_get(m, "reasoning"));
@@ -57,6 +56,9 @@ static void query_of(json_t *body, sg_replay_query *q, char **prefix) {
   }
   q->prefix = *prefix ? *prefix : "";
   q->prefix_len = strlen(q->prefix);
+  /* An answer opened with an empty thinking block (prompted reasoning's
+   * "<think>\n") is a main generation: a fork always carries reasoning. */
+  q->fork = q->prefix_len > 0;
 }
 
 int sg_server_replay_answer(sg_llm_server *s, json_t *body, long max_tokens, gen *g,

@@ -211,6 +211,31 @@ static void test_think_stop_releases_held_bytes(void) {
   SG_CHECK_EQ_INT(o.nr, 0);
 }
 
+/* OPEN (prompted reasoning, R1 templates) and a server that splits the
+ * opened block itself: its reasoning field comes first, and the content
+ * after it is the answer, not more thinking. Once content was fed, the
+ * block is the splitter's and stays open. */
+static void test_think_open_stop_before_content(void) {
+  out o;
+  memset(&o, 0, sizeof o);
+  sg_llm_think t;
+  sg_llm_think_init(&t, SG_LLM_THINK_OPEN);
+  SG_CHECK(sg_llm_think_inside(&t));
+  sg_llm_think_stop(&t, sink, &o);
+  SG_CHECK(!sg_llm_think_inside(&t));
+  sg_llm_think_feed(&t, "```c\nint x;\n```", 16, sink, &o);
+  SG_CHECK_STR_EQ(o.c, "```c\nint x;\n```");
+  SG_CHECK_EQ_INT(o.nr, 0);
+  memset(&o, 0, sizeof o);
+  sg_llm_think_init(&t, SG_LLM_THINK_OPEN);
+  sg_llm_think_feed(&t, "plan", 4, sink, &o);
+  sg_llm_think_stop(&t, sink, &o);
+  SG_CHECK(sg_llm_think_inside(&t));
+  sg_llm_think_feed(&t, " more</think>ans", 16, sink, &o);
+  SG_CHECK_STR_EQ(o.r, "plan more");
+  SG_CHECK_STR_EQ(o.c, "ans");
+}
+
 /* Random strings over the tags' own alphabet, cut at random: the splitter
  * agrees with the reference on every one. */
 static void test_think_random_against_reference(void) {
@@ -252,4 +277,5 @@ SG_TEST_MAIN(SG_TEST(test_think_detect_every_split), SG_TEST(test_think_open_eve
              SG_TEST(test_think_off_passes_through), SG_TEST(test_think_known_answers),
              SG_TEST(test_think_content_not_delayed),
              SG_TEST(test_think_stop_releases_held_bytes),
+             SG_TEST(test_think_open_stop_before_content),
              SG_TEST(test_think_random_against_reference))

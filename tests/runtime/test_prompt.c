@@ -415,7 +415,7 @@ static void test_builtin_templates_load(void) {
   sg_err err = {0};
   SG_CHECK_OK(sg_prompt_templates_load(NULL, &t, &err), err);
   static const char *const names[] = {
-      "system.txt",    "task.txt",       "refine.txt",
+      "system.txt",    "think.txt",      "task.txt",       "refine.txt",
       "kernel.txt",    "failure.txt",    "rules_cpu.txt",
       "rules_cuda.txt", "rules_kernelbench.txt"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -595,6 +595,12 @@ static void test_first_prompt_is_task_with_interface_and_rules(void) {
   SG_CHECK_OK(sg_prompt_render(t, task, &h, &p, 0, &pt, &err), err);
   SG_CHECK_CONTAINS(pt.system, "```c code block");
   SG_CHECK_CONTAINS(pt.system, "`vector_scale`");
+  /* the request to reason first is rendered apart, for prompted reasoning,
+   * and names the block the answer must still end with */
+  SG_CHECK(strstr(pt.system, "<think>") == NULL);
+  SG_CHECK_CONTAINS(pt.think, "<think>");
+  SG_CHECK_CONTAINS(pt.think, "</think>");
+  SG_CHECK_CONTAINS(pt.think, "```c code block");
   SG_CHECK_CONTAINS(pt.user, "Scale a vector: out[i] = alpha * x[i]");
   SG_CHECK_CONTAINS(pt.user, "    void vector_scale(const float *x, float "
                              "*out, float alpha, int n)");

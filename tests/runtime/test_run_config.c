@@ -29,6 +29,7 @@ static const key_case cases[] = {
     {"model", "Qwen/Qwen3-8B", "\"Qwen/Qwen3-8B\"", ""},
     {"profile", "vllm", "\"vllm\"", "vllmx"},
     {"api-key-env", "MY_KEY", "\"MY_KEY\"", ""},
+    {"reasoning", "prompted", "\"prompted\"", "thinking"},
     {"max-tokens", "10000000", "10000000", "10000001"},
     {"temperature", "-1", "-1.0", "-0.5"},
     {"gen-deadline", "86400", "86400.0", "0"},
