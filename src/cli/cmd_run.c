@@ -146,7 +146,7 @@ static void on_event(void *data, const json_t *ev) {
     fprintf(stderr, "note: no --llm given, so the built-in test server plays the model. "
                     "Its kernels come from\nthe tasks' own examples: this run shows the "
                     "pipeline working, not a model's skill.\n");
-  if (strcmp(name, "run_start") == 0 && !p->quiet && json_object_get(ev, "replay"))
+  if (strcmp(name, "run_start") == 0 && !p->quiet && json_is_string(json_object_get(ev, "replay")))
     fprintf(stderr, "note: a REPLAY: the model's answers are the streams recorded in %s,\n"
                     "replayed under this run's options; no model runs.\n",
             str(ev, "replay"));

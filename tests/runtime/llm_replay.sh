@@ -215,6 +215,8 @@ assert w["generations_spec"] == 0 and w["generations_main"] == 2 and w["iteratio
 PY
 check "run --replay --spec off: another policy on the same streams, the mains alone" $? \
   "exit $rc" "$(tail -5 "$work/nospec.err")"
-grep -q '"replay"' "$work/nospec.out"
-check "run --replay --json: the run_start event names the replay" $?
+grep -q '"event": *"run_start".*"replay": *"' "$work/nospec.out" &&
+  ! grep -q "REPLAY" "$work/rec.err" "$work/rec.out"
+check "run --replay --json: the run_start event names the replay; a live run says no replay" $? \
+  "$(grep run_start "$work/nospec.out")" "$(grep REPLAY "$work/rec.err" "$work/rec.out")"
 exit $((failed > 0))
