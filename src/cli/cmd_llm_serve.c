@@ -45,6 +45,9 @@ static void usage(FILE *out) {
           "  --replay-speed F         the recorded pace times F (default 1; 0: no pacing)\n"
           "  --replay-hold S          a generation cut while recorded waits S seconds\n"
           "                           for a cancel before its error (default 5)\n"
+          "  --trace FILE             reasoning of main generations from the \"reasoning\"\n"
+          "                           fields of a JSON-lines file (.gz or plain), in turn,\n"
+          "                           at --tokens-per-s\n"
           "  --json                   print the address and the final counters as JSON\n"
           "  --help                   this text\n");
 }
@@ -77,7 +80,7 @@ static int parse_ull(const char *flag, const char *s, unsigned long long max,
 int sg_cmd_llm_serve(int argc, char **argv) {
   enum {
     OPT_HOST = 256, OPT_PORT, OPT_SEED, OPT_RATE, OPT_PREFILL, OPT_FIELD, OPT_RLEN,
-    OPT_TASKS, OPT_MODEL, OPT_FAULT, OPT_REPLAY, OPT_RSPEED, OPT_RHOLD, OPT_JSON, OPT_HELP
+    OPT_TASKS, OPT_MODEL, OPT_FAULT, OPT_REPLAY, OPT_RSPEED, OPT_RHOLD, OPT_TRACE, OPT_JSON, OPT_HELP
   };
   static const struct option longopts[] = {
       {"host", required_argument, NULL, OPT_HOST},
@@ -93,6 +96,7 @@ int sg_cmd_llm_serve(int argc, char **argv) {
       {"replay", required_argument, NULL, OPT_REPLAY},
       {"replay-speed", required_argument, NULL, OPT_RSPEED},
       {"replay-hold", required_argument, NULL, OPT_RHOLD},
+      {"trace", required_argument, NULL, OPT_TRACE},
       {"json", no_argument, NULL, OPT_JSON},
       {"help", no_argument, NULL, OPT_HELP},
       {NULL, 0, NULL, 0},
@@ -180,6 +184,9 @@ int sg_cmd_llm_serve(int argc, char **argv) {
     case OPT_RHOLD:
       if (parse_double("--replay-hold", optarg, &o.replay_hold_s) < 0)
         return SG_EXIT_USAGE;
+      break;
+    case OPT_TRACE:
+      o.trace = optarg;
       break;
     case OPT_JSON:
       json = true;

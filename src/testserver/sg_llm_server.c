@@ -519,9 +519,18 @@ static void fake_answer(sg_llm_server *s, const req *rq, sg_server_request *p, b
   uint64_t idh = sg_fnv1a64(rq->body.data, rq->body.len) ^ (xrid ? sg_fnv1a64(xrid, strlen(xrid)) : 0);
   g->id = sg_asprintf("%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)idh);
 
+  /* A main generation with traces: the next real trace is its reasoning
+   * (the answer stays the model's: a trace's own answer is for another
+   * task). */
+  const char *reasoning = a.reasoning;
+  if (s->traces && p->thinking && p->reasoning_prefix.len == 0) {
+    pthread_mutex_lock(&s->mu);
+    reasoning = s->traces[s->next_trace++ % s->ntraces];
+    pthread_mutex_unlock(&s->mu);
+  }
   sg_buf text;
   sg_buf_init(&text, 0);
-  sg_buf_puts(&text, a.reasoning);
+  sg_buf_puts(&text, reasoning);
   size_t rlen = text.len;
   if (!chat && p->thinking)
     sg_buf_puts(&text, SG_SERVER_TPL_NOTHINK);
@@ -812,11 +821,18 @@ int sg_llm_server_start(const sg_llm_server_opts *opts, sg_llm_server **out, sg_
   int rc = o.replay ? sg_replay_load(o.replay, &replay, err) : 0;
   if (rc < 0)
     return rc;
+  char **traces = NULL;
+  size_t ntraces = 0;
+  if (o.trace && (rc = sg_replay_traces_load(o.trace, &traces, &ntraces, err)) < 0) {
+    sg_replay_free(replay);
+    return sg_err_prefix(err, "trace");
+  }
   sg_fm_task *tasks = NULL;
   size_t ntasks = 0;
   rc = sg_server_tasks_load(o.tasks_root, &tasks, &ntasks, err);
   if (rc < 0) {
     sg_replay_free(replay);
+    sg_replay_traces_free(traces, ntraces);
     return rc;
   }
   sg_fm_params mp;
@@ -834,6 +850,8 @@ int sg_llm_server_start(const sg_llm_server_opts *opts, sg_llm_server **out, sg_
 
   sg_llm_server *s = sg_calloc(1, sizeof *s);
   s->replay = replay;
+  s->traces = traces;
+  s->ntraces = ntraces;
   s->model = sg_fakemodel_new(&mp, o.seed, tasks, ntasks);
   s->model_name = sg_strdup(o.model_name ? o.model_name : "specgen-test");
   s->reasoning_field = sg_strdup(field);
@@ -877,6 +895,7 @@ void sg_llm_server_stop(sg_llm_server *s) {
   sg_fm_cache_free(s->cache);
   sg_fakemodel_free(s->model);
   sg_replay_free(s->replay);
+  sg_replay_traces_free(s->traces, s->ntraces);
   free(s->model_name);
   free(s->reasoning_field);
   pthread_mutex_destroy(&s->mu);

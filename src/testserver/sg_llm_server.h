@@ -81,6 +81,11 @@ typedef struct sg_llm_server_opts {
   double replay_hold_s;        /* a recording cut while recorded: how long
                                   its end waits for the client to cancel
                                   before the error event */
+  const char *trace;           /* a JSON-lines file (gzip or plain) of
+                                  reasoning traces: each main generation
+                                  (thinking on, not a continuation) reasons
+                                  with the next one, in turn, instead of the
+                                  model's own; NULL: none */
 } sg_llm_server_opts;
 
 /* Fills opts with the defaults (loopback, any port, seed 1, no pacing). */

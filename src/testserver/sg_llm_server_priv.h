@@ -45,6 +45,9 @@ struct sg_llm_server {
   sg_replay *replay;     /* replay mode: the recording served; NULL: the model */
   double replay_speed;   /* recorded pace divided by this; 0: no pacing */
   double replay_hold_s;  /* a cut recording: wait this long for a cancel */
+  char **traces;         /* reasoning traces for main generations; NULL: the
+                            model's own */
+  size_t ntraces, next_trace; /* next_trace under mu */
   atomic_bool stopping;
 
   pthread_mutex_t mu; /* guards everything below */

@@ -161,8 +161,12 @@ static int gen_parse(json_t *j, sg_replay_gen *g, sg_err *err) {
   return 0;
 }
 
-static int add_line(sg_replay *rp, const char *path, size_t lineno, const char *line,
-                    size_t len, sg_err *err) {
+typedef int (*line_fn)(void *ctx, const char *path, size_t lineno, const char *line,
+                       size_t len, sg_err *err);
+
+static int add_line(void *ctx, const char *path, size_t lineno, const char *line, size_t len,
+                    sg_err *err) {
+  sg_replay *rp = ctx;
   if (len == 0)
     return 0;
   if (rp->n == SG_REPLAY_MAX_GENS)
@@ -185,19 +189,11 @@ static int add_line(sg_replay *rp, const char *path, size_t lineno, const char *
   return 0;
 }
 
-int sg_replay_load(const char *path, sg_replay **out, sg_err *err) {
-  struct stat st;
-  char *file = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
-                   ? sg_asprintf("%s/%s", path, SG_REPLAY_FILE)
-                   : sg_strdup(path);
+/* Calls fn for every line of the (gzip or plain) file at path. */
+static int read_lines(const char *file, line_fn fn, void *ctx, sg_err *err) {
   gzFile gz = gzopen(file, "rb");
-  if (gz == NULL) {
-    int rc = sg_err_set(err, SG_ENOENT, "%s: %s (no recorded model session)", file,
-                        strerror(errno ? errno : ENOENT));
-    free(file);
-    return rc;
-  }
-  sg_replay *rp = sg_calloc(1, sizeof *rp);
+  if (gz == NULL)
+    return sg_err_set(err, SG_ENOENT, "%s: %s", file, strerror(errno ? errno : ENOENT));
   sg_buf line;
   sg_buf_init(&line, SG_REPLAY_MAX_LINE_BYTES);
   char buf[65536];
@@ -213,7 +209,7 @@ int sg_replay_load(const char *path, sg_replay **out, sg_err *err) {
         rc = sg_err_set(err, SG_EFULL, "%s:%zu: a line over %u bytes", file, lineno + 1,
                         SG_REPLAY_MAX_LINE_BYTES);
       else
-        rc = add_line(rp, file, ++lineno, line.data, line.len, err);
+        rc = fn(ctx, file, ++lineno, line.data, line.len, err);
       sg_buf_reset(&line);
     }
   }
@@ -224,12 +220,72 @@ int sg_replay_load(const char *path, sg_replay **out, sg_err *err) {
   /* A last line without its newline was cut while being written: dropped. */
   sg_buf_free(&line);
   gzclose(gz);
+  return rc;
+}
+
+int sg_replay_load(const char *path, sg_replay **out, sg_err *err) {
+  struct stat st;
+  char *file = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
+                   ? sg_asprintf("%s/%s", path, SG_REPLAY_FILE)
+                   : sg_strdup(path);
+  sg_replay *rp = sg_calloc(1, sizeof *rp);
+  int rc = read_lines(file, add_line, rp, err);
+  if (rc == SG_ENOENT)
+    sg_err_prefix(err, "no recorded model session");
   free(file);
   if (rc < 0) {
     sg_replay_free(rp);
     return rc;
   }
   *out = rp;
+  return 0;
+}
+
+/* ---- traces ---------------------------------------------------------------- */
+
+typedef struct traces {
+  char **v;
+  size_t n, cap;
+} traces;
+
+static int add_trace(void *ctx, const char *path, size_t lineno, const char *line, size_t len,
+                     sg_err *err) {
+  traces *t = ctx;
+  if (len == 0)
+    return 0;
+  json_error_t je;
+  json_t *j = json_loadb(line, len, 0, &je);
+  if (j == NULL)
+    return sg_err_set(err, SG_EPARSE, "%s:%zu: %s", path, lineno, je.text);
+  const char *r = json_string_value(json_object_get(j, "reasoning"));
+  if (r && *r && t->n < SG_REPLAY_MAX_GENS) {
+    if (t->n == t->cap) {
+      t->cap = t->cap ? t->cap * 2 : 64;
+      t->v = sg_realloc(t->v, t->cap * sizeof *t->v);
+    }
+    t->v[t->n++] = sg_strdup(r);
+  }
+  json_decref(j);
+  return 0;
+}
+
+void sg_replay_traces_free(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+int sg_replay_traces_load(const char *path, char ***out, size_t *n, sg_err *err) {
+  traces t = {0};
+  int rc = read_lines(path, add_trace, &t, err);
+  if (rc == 0 && t.n == 0)
+    rc = sg_err_set(err, SG_ENOENT, "%s: no line with a \"reasoning\" string", path);
+  if (rc < 0) {
+    sg_replay_traces_free(t.v, t.n);
+    return rc;
+  }
+  *out = t.v;
+  *n = t.n;
   return 0;
 }
 

@@ -81,6 +81,13 @@ void sg_replay_free(sg_replay *rp);
 size_t sg_replay_count(const sg_replay *rp);
 const sg_replay_gen *sg_replay_get(const sg_replay *rp, size_t i);
 
+/* Reasoning traces from a JSON-lines file (gzip or plain): the "reasoning"
+ * field of each line, in order, at most SG_REPLAY_MAX_GENS of them (lines
+ * without one are skipped). *out is an array of *n owned strings; free
+ * with sg_replay_traces_free. None at all is SG_ENOENT. */
+int sg_replay_traces_load(const char *path, char ***out, size_t *n, sg_err *err);
+void sg_replay_traces_free(char **traces, size_t n);
+
 /* What a request asks, as the server reads it. */
 typedef struct sg_replay_query {
   const char *system, *user; /* the request's messages ("" when absent) */

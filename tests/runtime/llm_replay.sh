@@ -11,6 +11,10 @@
 #           recorded fork with that one, far before it, at a prefix no main
 #           wrote or for an unknown system message with a 404; paced at the recorded
 #           times (a lower bound only: the machine may be slower).
+#   trace   `specgen llm serve --trace FILE` streams the traces of a
+#           JSON-lines file (a small one written here) in turn as the
+#           reasoning of main generations, at --tokens-per-s (a lower
+#           bound), the answer still a kernel.
 #   run     `specgen run --replay DIR --replay-evals` says it is a replay;
 #           a recording without speculation replayed with its options
 #           reaches the same decisions, evaluations and best speedup, every
@@ -24,7 +28,7 @@ SPECGEN=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "1..16"
+echo "1..18"
 common=(--task hinge_loss --devices cpu:0 --iterations 2 --runs 3 --warmups 1 --tick 0.05
         --eval-timeout 5)
 OPENAI_API_KEY=sk-never-recorded-4242 timeout 300 "$SPECGEN" run "${common[@]}" \
@@ -151,6 +155,50 @@ print(took, rec)
 sys.exit(0 if took >= 0.5 * rec else 1)
 PY
 check "serve: the recorded pace (took, recorded s)" $? "$(cat "$work/pace.out")"
+kill $srv; wait $srv 2>/dev/null
+
+# ---- trace -----------------------------------------------------------------
+python3 - "$work/traces.jsonl.gz" <<'PY'
+import gzip, json, sys
+with gzip.open(sys.argv[1], "wt") as f:
+    f.write(json.dumps({"id": "a", "reasoning": "Okay, first trace. " + "Tile the loop by 64. " * 60}) + "\n")
+    f.write(json.dumps({"id": "no-reasoning", "answer": "x"}) + "\n")
+    f.write(json.dumps({"id": "b", "reasoning": "Second trace: vectorize the inner loop."}) + "\n")
+PY
+"$SPECGEN" llm serve --trace "$work/traces.jsonl.gz" --tokens-per-s 1000 >"$work/srv3.out" 2>/dev/null &
+srv=$!
+for _ in $(seq 1 100); do [ -s "$work/srv3.out" ] && break; sleep 0.1; done
+url=$(sed -n 's/^listening on //p' "$work/srv3.out")
+python3 - "$work/traces.jsonl.gz" "$url" >"$work/trace.out" 2>&1 <<'PY'
+import gzip, json, sys, time, urllib.request
+traces = [json.loads(l).get("reasoning") for l in gzip.open(sys.argv[1])]
+traces = [t for t in traces if t]
+def ask():
+    b = json.dumps({"model": "m", "stream": True, "messages": [
+        {"role": "user", "content": "Write the hinge_loss kernel."}]}).encode()
+    t = time.time()
+    with urllib.request.urlopen(urllib.request.Request(sys.argv[2] + "/v1/chat/completions", b,
+                                {"Content-Type": "application/json"})) as f:
+        r = c = ""
+        for ev in f.read().decode().split("\n\n"):
+            if ev.startswith("data: {"):
+                for ch in json.loads(ev[6:]).get("choices", []):
+                    r += ch["delta"].get("reasoning_content") or ""
+                    c += ch["delta"].get("content") or ""
+    return r, c, time.time() - t
+got = [ask() for _ in range(3)]
+ok = [g[0] for g in got] == [traces[0], traces[1], traces[0]] and all("```" in g[1] for g in got)
+# the first trace is about 1300 bytes: over 400 tokens at 1000 tokens/s
+paced = got[0][2] >= 0.2
+print(json.dumps({"turns": ok, "paced": paced}))
+print([g[2] for g in got])
+PY
+res=$(head -1 "$work/trace.out")
+holds turns
+check "trace: main generations reason with the file's traces in turn, answer with a kernel" $? \
+  "$(cat "$work/trace.out")"
+holds paced
+check "trace: streamed at --tokens-per-s" $? "$(cat "$work/trace.out")"
 kill $srv; wait $srv 2>/dev/null
 
 # ---- run --replay ----------------------------------------------------------
