@@ -744,6 +744,8 @@ static void test_check(void) {
        "decide-with-siblings: needs decide-at-validation"},
       {"--next-ahead", "--search=best-of-n:2", "next-ahead: needs the refine search"},
       {"--next-ahead", "--search=evolve", "next-ahead: needs the refine search"},
+      {"--replay-evals", NULL, "replay-evals: needs replay"},
+      {"--replay=runs/live", "--llm=http://127.0.0.1:1", "replay: the recorded streams"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sg_run_config_init(&c);
