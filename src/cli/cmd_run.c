@@ -43,11 +43,14 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
   fprintf(f, "\nrun %s%s\n", str(s, "dir"),
           json_is_true(json_object_get(s, "interrupted")) ? " (interrupted)" : "");
   const json_t *rp = json_object_get(s, "replay");
-  if (rp)
+  if (rp) {
     fprintf(f, "  REPLAY of %s at %gx the recorded pace: every figure below comes from "
-               "recorded\n  model streams; evaluations %s (%.0f from the record)\n",
-            str(rp, "from"), num(rp, "speed"), str(rp, "evaluations"),
-            num(rp, "evaluations_from_record"));
+               "recorded\n  model streams; evaluations %s",
+            str(rp, "from"), num(rp, "speed"), str(rp, "evaluations"));
+    if (json_object_get(rp, "evaluations_from_record"))
+      fprintf(f, " (%.0f from the record)", num(rp, "evaluations_from_record"));
+    fprintf(f, "\n");
+  }
   fprintf(f, "  end to end %.1f s; device utilization %.0f%% (validation %.0f%%, "
              "profiling %.0f%%)\n",
           num(s, "e2e_s"), 100 * num(u, "overall"), 100 * num(u, "validation"),

@@ -108,8 +108,7 @@ static void rp_lookup(run *r, wf *f, const char *source, sg_phase phase) {
   STORE(r, sg_store_eval_lookup_source(r->replay_store, f->task->name, source,
                                        store_phase(phase), rec, &us, &found, err));
   if (!found) {
-    sg_eval_result_free(rec);
-    free(rec);
+    sg_run_replay_drop(&rec);
     return;
   }
   r->submit_rec = rec;
@@ -144,7 +143,7 @@ static void rp_send(run *r, rreq *q, uint64_t ticket, bool compile) {
   e->next = r->rp_evals;
   r->rp_evals = e;
   uv_timer_start(&e->t, rp_fire, speed > 0 ? (uint64_t)((double)us / 1e3 / speed) : 0, 0);
-  if (!compile)
+  if (!compile || e->res.status == SG_EVAL_COMPILE_ERROR) /* the outcome's stage */
     r->replayed_evals++;
 }
 
@@ -156,6 +155,14 @@ static bool rp_abort(run *r, uint64_t ticket) {
       return true;
     }
   return false;
+}
+
+void sg_run_replay_drop(sg_eval_result **rec) {
+  if (*rec) {
+    sg_eval_result_free(*rec);
+    free(*rec);
+    *rec = NULL;
+  }
 }
 
 void sg_run_replay_close(run *r) {
@@ -215,6 +222,7 @@ static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answe
 /* The scheduler refused the submission: the evaluation failed. */
 static int op_refused(void *data, uint32_t w, const sg_ctl_action *a, const char *why) {
   run *r = data;
+  sg_run_replay_drop(&r->submit_rec); /* it will not be submitted */
   sg_eval_result res;
   sg_eval_result_init(&res);
   res.status = SG_EVAL_INFRA_ERROR;
@@ -294,11 +302,7 @@ static void req_end(run *r, rreq *q) {
   if (!q->live)
     return;
   q->live = false;
-  if (q->rec) {
-    sg_eval_result_free(q->rec);
-    free(q->rec);
-    q->rec = NULL;
-  }
+  sg_run_replay_drop(&q->rec);
   free(q->last_infra);
   q->last_infra = NULL;
   wf_of(r, q->w)->in_flight--;

@@ -261,8 +261,10 @@ void sg_run_iteration_close(run *r, wf *f, const char *reason);
 /* ---- sg_run_eval.c: evaluations on the pool --------------------------------- */
 
 /* Feedback texts for the controller (and so the prompts). */
-/* replay-evals: the recorded outcomes still on their timers are dropped. */
+/* replay-evals: the recorded outcomes still on their timers are dropped;
+ * a recorded result not handed on is freed (and *rec set NULL). */
 void sg_run_replay_close(run *r);
+void sg_run_replay_drop(sg_eval_result **rec);
 void sg_run_feedback_of(const sg_eval_result *res, sg_phase phase, char **message,
                         char **profile_text);
 /* The interpreter's ops for evaluations: submit, submitted, refused and

@@ -213,6 +213,11 @@ int sg_run_start_model(run *r, sg_err *err) {
   return 0;
 }
 
+json_t *sg_run_replay_json(const char *from, double speed, bool evals) {
+  return json_pack("{s:s, s:f, s:s}", "from", from, "speed", speed, "evaluations",
+                   evals ? "recorded where the record has the kernel, else real" : "real");
+}
+
 json_t *sg_run_summary(run *r, sg_err *err) {
   /* An interrupted iteration's kernels count too: the files follow the
    * summary's figures. */
@@ -223,14 +228,11 @@ json_t *sg_run_summary(run *r, sg_err *err) {
   if (sg_store_summary_json(r->store, &s, err) < 0)
     return NULL;
   json_object_set_new(s, "dir", json_string(r->dir));
-  if (r->cfg->replay)
-    json_object_set_new(
-        s, "replay",
-        json_pack("{s:s, s:f, s:s, s:I}", "from", r->cfg->replay, "speed",
-                  r->cfg->replay_speed, "evaluations",
-                  r->cfg->replay_evals ? "recorded where the record has the kernel, else real"
-                                       : "real",
-                  "evaluations_from_record", (json_int_t)r->replayed_evals));
+  if (r->cfg->replay) {
+    json_t *rp = sg_run_replay_json(r->cfg->replay, r->cfg->replay_speed, r->cfg->replay_evals);
+    json_object_set_new(rp, "evaluations_from_record", json_integer((json_int_t)r->replayed_evals));
+    json_object_set_new(s, "replay", rp);
+  }
   json_object_set_new(s, "interrupted", json_boolean(r->interrupted));
   json_t *wfs = json_object_get(s, "workflows");
   for (size_t i = 0; i < json_array_size(wfs) && i < r->nwf; i++) {
@@ -292,8 +294,11 @@ void sg_run_free(run *r) {
   for (size_t i = 0; i < r->ndevices; i++)
     free(r->devices[i]);
   free(r->devices);
-  for (size_t i = 0; i < r->cap_reqs; i++)
+  for (size_t i = 0; i < r->cap_reqs; i++) {
     free(r->reqs[i].last_infra);
+    sg_run_replay_drop(&r->reqs[i].rec);
+  }
+  sg_run_replay_drop(&r->submit_rec);
   free(r->reqs);
   free(r->last_infra);
   sg_scheduler_free(r->sched);

@@ -28,7 +28,7 @@ SPECGEN=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "1..18"
+echo "1..19"
 common=(--task hinge_loss --devices cpu:0 --iterations 2 --runs 3 --warmups 1 --tick 0.05
         --eval-timeout 5)
 OPENAI_API_KEY=sk-never-recorded-4242 timeout 300 "$SPECGEN" run "${common[@]}" \
@@ -213,6 +213,10 @@ rc=$?
 [ $rc -eq 0 ] && grep -q "REPLAY of $work/off" "$work/off2.out" && grep -q "a REPLAY" "$work/off2.err"
 check "run --replay: exit 0, says it is a replay" $? "exit $rc" "$(tail -8 "$work/off2.err")" \
   "$(cat "$work/off2.out")"
+"$SPECGEN" show "$work/off2" | grep -q "REPLAY of $work/off" &&
+  ! "$SPECGEN" show "$work/off" | grep -q REPLAY
+check "show: a replayed run's summary says it is a replay, a live one's does not" $? \
+  "$("$SPECGEN" show "$work/off2")"
 facts() { # iteration outcomes, main tokens, best speedup, evaluations by status
   sqlite3 "$1/run.db" "SELECT number || ':' || end_reason FROM iterations ORDER BY number;
     SELECT completion_tokens FROM generations WHERE kind = 'main' ORDER BY id;
