@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# llm_replay.sh SPECGEN: record once, replay under any policy (issue 35).
+# llm_replay.sh SPECGEN: record once, replay under any policy.
 #   record  a `specgen run` keeps every generation the model streamed in
 #           RUN_DIR/llm.jsonl.gz: one line per generation (mains and forks
 #           as the summary counts them), its chunks with arrival times, its

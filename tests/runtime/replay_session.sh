@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # replay_session.sh SPECGEN DATA: a real model's session, replayed in
-# seconds, deterministic (issue 35). DATA/smollm2_session holds a run of
+# seconds, deterministic. DATA/smollm2_session holds a run of
 # SmolLM2-135M-Instruct (llama.cpp's server, one thread, prompted reasoning,
 # the small prompts and the vector_add test task) as that run recorded it:
 # llm.jsonl.gz, run.db, summary.json (DATA/smollm2_session/README says how it
