@@ -7,6 +7,7 @@ packages=(
   gcc libc6-dev pkg-config meson ninja-build   # the build
   libuv1-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev
   libsqlite3-dev libyaml-dev                   # the libraries specgen links
+  sqlite3                                      # tests read run stores with its shell
   clang libclang-rt-14-dev                     # fuzz targets and sanitizer runs
   python3                                      # test server clients, examples
   iproute2 procps                              # sandbox and process tests
@@ -15,6 +16,7 @@ packages=(
   chromium                                     # headless browser for the report's tests
   python3-pip python3-venv curl                # llama.cpp's server from PyPI (scripts/llama-server.sh)
   libhiredis-dev redis-server                  # remote workers through Redis (docs/remote.md)
+  zlib1g-dev                                   # the record of model sessions (docs/llm.md)
 )
 
 missing=()

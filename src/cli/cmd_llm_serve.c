@@ -40,6 +40,14 @@ static void usage(FILE *out) {
           "  --fault NAME[:ARG[:ARG]] inject a fault into every request: disconnect:N,\n"
           "                           status429:S[:N], status500[:N], stall:S[:N],\n"
           "                           malformed[:N], slow_first_byte:S, error_in_stream[:N]\n"
+          "  --replay DIR             answer every request from the run recorded in DIR\n"
+          "                           (its llm.jsonl.gz), never from the model\n"
+          "  --replay-speed F         the recorded pace times F (default 1; 0: no pacing)\n"
+          "  --replay-hold S          a generation cut while recorded waits S seconds\n"
+          "                           for a cancel before its error (default 5)\n"
+          "  --trace FILE             reasoning of main generations from the \"reasoning\"\n"
+          "                           fields of a JSON-lines file (.gz or plain), in turn,\n"
+          "                           at --tokens-per-s\n"
           "  --json                   print the address and the final counters as JSON\n"
           "  -h, --help               this help\n");
 }
@@ -72,7 +80,7 @@ static int parse_ull(const char *flag, const char *s, unsigned long long max,
 int sg_cmd_llm_serve(int argc, char **argv) {
   enum {
     OPT_HOST = 256, OPT_PORT, OPT_SEED, OPT_RATE, OPT_PREFILL, OPT_FIELD, OPT_RLEN,
-    OPT_TASKS, OPT_MODEL, OPT_FAULT, OPT_JSON, OPT_HELP
+    OPT_TASKS, OPT_MODEL, OPT_FAULT, OPT_REPLAY, OPT_RSPEED, OPT_RHOLD, OPT_TRACE, OPT_JSON, OPT_HELP
   };
   static const struct option longopts[] = {
       {"host", required_argument, NULL, OPT_HOST},
@@ -85,6 +93,10 @@ int sg_cmd_llm_serve(int argc, char **argv) {
       {"tasks", required_argument, NULL, OPT_TASKS},
       {"model", required_argument, NULL, OPT_MODEL},
       {"fault", required_argument, NULL, OPT_FAULT},
+      {"replay", required_argument, NULL, OPT_REPLAY},
+      {"replay-speed", required_argument, NULL, OPT_RSPEED},
+      {"replay-hold", required_argument, NULL, OPT_RHOLD},
+      {"trace", required_argument, NULL, OPT_TRACE},
       {"json", no_argument, NULL, OPT_JSON},
       {"help", no_argument, NULL, OPT_HELP},
       {NULL, 0, NULL, 0},
@@ -93,6 +105,8 @@ int sg_cmd_llm_serve(int argc, char **argv) {
   sg_llm_server_opts_init(&o);
   o.tokens_per_s = 100;
   o.prefill_tokens_per_s = 20000;
+  o.replay_speed = 1;
+  o.replay_hold_s = 5;
   bool json = false;
   unsigned long long u;
   optind = 1;
@@ -160,6 +174,20 @@ int sg_cmd_llm_serve(int argc, char **argv) {
       }
       break;
     }
+    case OPT_REPLAY:
+      o.replay = optarg;
+      break;
+    case OPT_RSPEED:
+      if (parse_double("--replay-speed", optarg, &o.replay_speed) < 0)
+        return SG_EXIT_USAGE;
+      break;
+    case OPT_RHOLD:
+      if (parse_double("--replay-hold", optarg, &o.replay_hold_s) < 0)
+        return SG_EXIT_USAGE;
+      break;
+    case OPT_TRACE:
+      o.trace = optarg;
+      break;
     case OPT_JSON:
       json = true;
       break;
@@ -203,7 +231,10 @@ int sg_cmd_llm_serve(int argc, char **argv) {
     printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "",
            sg_llm_server_port(s));
   fflush(stdout);
-  if (!json) {
+  if (!json && o.replay) {
+    fprintf(stderr, "specgen llm serve: replaying %s at %g x its recorded pace; Ctrl-C stops\n",
+            o.replay, o.replay_speed);
+  } else if (!json) {
     fprintf(stderr, "specgen llm serve: %d tasks, seed %llu, %g tokens/s; Ctrl-C stops\n",
             sg_llm_server_ntasks(s), (unsigned long long)o.seed, o.tokens_per_s);
   }

@@ -46,6 +46,15 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
   const json_t *t = json_object_get(s, "tokens");
   fprintf(f, "\nrun %s%s\n", str(s, "dir"),
           json_is_true(json_object_get(s, "interrupted")) ? " (interrupted)" : "");
+  const json_t *rp = json_object_get(s, "replay");
+  if (rp) {
+    fprintf(f, "  REPLAY of %s at %gx the recorded pace: every figure below comes from "
+               "recorded\n  model streams; evaluations %s",
+            str(rp, "from"), num(rp, "speed"), str(rp, "evaluations"));
+    if (json_object_get(rp, "evaluations_from_record"))
+      fprintf(f, " (%.0f from the record)", num(rp, "evaluations_from_record"));
+    fprintf(f, "\n");
+  }
   fprintf(f, "  end to end %.1f s; device utilization %.0f%% (validation %.0f%%, "
              "profiling %.0f%%)\n",
           num(s, "e2e_s"), 100 * num(u, "overall"), 100 * num(u, "validation"),
@@ -147,6 +156,10 @@ static void on_event(void *data, const json_t *ev) {
     fprintf(stderr, "note: no --llm given, so the built-in test server plays the model. "
                     "Its kernels come from\nthe tasks' own examples: this run shows the "
                     "pipeline working, not a model's skill.\n");
+  if (strcmp(name, "run_start") == 0 && !p->quiet && json_is_string(json_object_get(ev, "replay")))
+    fprintf(stderr, "note: a REPLAY: the model's answers are the streams recorded in %s,\n"
+                    "replayed under this run's options; no model runs.\n",
+            str(ev, "replay"));
   if (p->json) {
     sg_jsonl_print(stdout, ev, JSON_REAL_PRECISION(6));
     return;

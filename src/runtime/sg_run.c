@@ -272,6 +272,7 @@ static json_t *progress_json(run *r) {
 }
 
 static void shutdown_all(run *r) {
+  sg_run_replay_close(r);
   uv_timer_stop(&r->tick);
   uv_close((uv_handle_t *)&r->tick, NULL);
   uv_close((uv_handle_t *)&r->sigint, NULL);
@@ -392,7 +393,8 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
     return rc;
   if ((rc = sg_scheduler_new(&so, &r->sched, err)) < 0 || (rc = interp_new(r, err)) < 0 ||
       (rc = sg_store_open(r->dir, &r->store, err)) < 0 ||
-      (rc = sg_run_begin_or_resume(r, err)) < 0)
+      (rc = sg_run_begin_or_resume(r, err)) < 0 ||
+      (rc = sg_replay_log_open(r->dir, &r->llm_log, err)) < 0)
     return rc;
   for (size_t i = 0; i < r->nwf; i++)
     sg_interp_set_controller(r->it, (uint32_t)i, r->wfs[i].done ? NULL : r->wfs[i].ctl);
@@ -433,8 +435,9 @@ static void loop(run *r, sg_run_outcome *out, const char *token_warning) {
   uv_signal_start(&r->sigint, on_signal, SIGINT);
   uv_signal_start(&r->sigterm, on_signal, SIGTERM);
   sg_run_emit(r, "run_start",
-       json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:b, s:i, s:s}", "dir", r->dir, "llm",
-                 cfg->llm ? cfg->llm : r->base_url, "built_in_model", cfg->llm == NULL,
+       json_pack("{s:s, s:s, s:b, s:s?, s:s, s:s, s:s, s:b, s:b, s:i, s:s}", "dir", r->dir,
+                 "llm", cfg->llm ? cfg->llm : r->base_url, "built_in_model",
+                 cfg->llm == NULL && cfg->replay == NULL, "replay", cfg->replay,
                  "model", r->model, "reasoning", r->prompted ? "prompted" : "native",
                  "devices", cfg->devices, "spec", cfg->spec, "resumed", cfg->resume != NULL,
                  "tasks", (int)r->nwf, "search", cfg->search));

@@ -70,6 +70,9 @@ int sg_run_load_config(const char *dir, sg_run_config *c, sg_err *err);
 /* The summary of the run in dir (finished or not) as summary.json holds it,
  * with "dir", "state" (running, done, interrupted) and the best kernel file
  * of each workflow added. The caller json_decref()s *out. */
+/* The summary's "replay" object of a run that replayed the recording in
+ * from (a replay's figures always say they are one). */
+json_t *sg_run_replay_json(const char *from, double speed, bool evals);
 int sg_run_show(const char *dir, json_t **out, sg_err *err);
 
 #endif

@@ -100,6 +100,19 @@ static const sg_run_key keys[] = {
      .value_name = "SPEC",
      .help = "a fault applied to every request, e.g. disconnect:3 (none)",
      .group = G_SERVER},
+    {.name = "replay", .type = SG_KEY_STRING, .offset = OFF(replay),
+     .value_name = "DIR",
+     .help = "the model's answers are the streams recorded in the run DIR "
+             "(its llm.jsonl.gz), replayed under this run's options (none)",
+     .group = G_SERVER},
+    {.name = "replay-speed", .type = SG_KEY_DOUBLE, .offset = OFF(replay_speed),
+     .min = 0, .max = 1e6, .value_name = "F",
+     .help = "with replay: the recorded pace times F; 0: no pacing (1)",
+     .group = G_SERVER},
+    {.name = "replay-evals", .type = SG_KEY_BOOL, .offset = OFF(replay_evals),
+     .help = "with replay: a kernel the recorded run evaluated takes its "
+             "recorded result instead of a new evaluation (off)",
+     .group = G_SERVER},
 
     {.name = "devices", .type = SG_KEY_STRING, .offset = OFF(devices),
      .value_name = "SPEC",
@@ -288,6 +301,7 @@ void sg_run_config_init(sg_run_config *c) {
   c->idle_timeout = 120;
   c->llm_outage = 120;
   c->server_speed = 300;
+  c->replay_speed = 1;
   c->compile_workers = 1;
   c->trials = 3;
   c->runs = 40;

@@ -48,6 +48,13 @@ typedef struct sg_run_config {
   double server_speed;     /* server-speed: tokens/s per stream (300) */
   char *server_fault;      /* server-fault: a fault spec applied to every
                               request, NULL: none */
+  char *replay;            /* replay: a recorded run's directory whose model
+                              streams answer instead of a model; NULL: none */
+  double replay_speed;     /* replay-speed: the recorded pace times this; 0:
+                              as fast as possible (1) */
+  bool replay_evals;       /* replay-evals: evaluation results from the
+                              recorded run where it evaluated the same
+                              kernel (off) */
   /* devices and evaluation */
   char *devices;           /* devices: "cpu:0-1", "cuda:0-7", "cpu:0,cpu:2"
                               (cpu:0) */

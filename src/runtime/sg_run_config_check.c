@@ -161,6 +161,9 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
   if (c->n_task == 0)
     return sg_err_set(err, SG_EINVAL,
                       "task: at least one task is needed (--task NAME)");
+  if (c->replay && c->llm)
+    return sg_err_set(err, SG_EINVAL,
+                      "replay: the recorded streams play the model; drop llm (%s)", c->llm);
   if (c->llm && c->model == NULL)
     return sg_err_set(err, SG_EINVAL,
                       "model: required with llm (--model NAME)");
@@ -200,7 +203,12 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
     return sg_err_set(err, SG_EINVAL,
                       "cutoff-detach: needs a cutoff (cutoff > 0), got cutoff %g",
                       c->cutoff);
-  if (c->reasoning && strcmp(c->reasoning, "prompted") == 0 && c->llm == NULL)
+  if (c->replay_evals && c->replay == NULL)
+    return sg_err_set(err, SG_EINVAL, "replay-evals: needs replay (--replay DIR)");
+  /* A replay of a prompted run sends what it sent, so that the recording
+   * matches. */
+  if (c->reasoning && strcmp(c->reasoning, "prompted") == 0 && c->llm == NULL &&
+      c->replay == NULL)
     return sg_err_set(err, SG_EINVAL,
                       "reasoning: prompted needs llm (the built-in test server "
                       "reasons on its own)");

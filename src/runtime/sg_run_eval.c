@@ -99,6 +99,117 @@ static void record_dedup(run *r, uint32_t w, uint64_t cand, int64_t cid, sg_phas
                         "evaluation_id", (json_int_t)eval_id));
 }
 
+/* A replay with recorded evaluations (replay-evals): a kernel the recorded
+ * run evaluated goes through the scheduler as any other (compile slot,
+ * device), but no worker runs it: its device is held for the recorded
+ * time (divided by replay-speed) and the recorded result comes back. */
+typedef struct rp_eval {
+  uv_timer_t t;
+  run *r;
+  uint64_t ticket;
+  sg_eval_result res;
+  struct rp_eval *next;
+} rp_eval;
+
+static void on_pool_result(sg_pool *p, void *data, uint64_t ticket, const sg_eval_result *res);
+
+static void rp_closed(uv_handle_t *h) {
+  rp_eval *e = h->data;
+  sg_eval_result_free(&e->res);
+  free(e);
+}
+
+static void rp_unlink(run *r, rp_eval *e) {
+  for (rp_eval **p = &r->rp_evals; *p; p = &(*p)->next)
+    if (*p == e) {
+      *p = e->next;
+      break;
+    }
+  uv_timer_stop(&e->t);
+  uv_close((uv_handle_t *)&e->t, rp_closed);
+}
+
+static void rp_fire(uv_timer_t *t) {
+  rp_eval *e = t->data;
+  run *r = e->r;
+  sg_eval_result res = e->res; /* borrowed until the close callback */
+  uint64_t ticket = e->ticket;
+  rp_unlink(r, e);
+  on_pool_result(NULL, r, ticket, &res);
+}
+
+/* The recorded result for this kernel, if the recorded run has one: kept in
+ * r->submit_rec for op_submitted. */
+static void rp_lookup(run *r, wf *f, const char *source, sg_phase phase) {
+  sg_eval_result *rec = sg_malloc(sizeof *rec);
+  sg_eval_result_init(rec);
+  bool found = false;
+  int64_t us = 0;
+  STORE(r, sg_store_eval_lookup_source(r->replay_store, f->task->name, source,
+                                       store_phase(phase), rec, &us, &found, err));
+  if (!found) {
+    sg_run_replay_drop(&rec);
+    return;
+  }
+  r->submit_rec = rec;
+  r->submit_rec_us = us;
+}
+
+/* Instead of a worker: the stage's recorded outcome on a timer. */
+static void rp_send(run *r, rreq *q, uint64_t ticket, bool compile) {
+  rp_eval *e = sg_calloc(1, sizeof *e);
+  e->r = r;
+  e->ticket = ticket;
+  sg_eval_result_init(&e->res);
+  double speed = r->cfg->replay_speed;
+  int64_t us = compile ? (int64_t)(q->rec->compile_s * 1e6) : q->rec_device_us;
+  if (compile) {
+    /* The compile stage passes unless the kernel did not compile. */
+    e->res.status = q->rec->status == SG_EVAL_COMPILE_ERROR ? SG_EVAL_COMPILE_ERROR
+                                                             : SG_EVAL_OK;
+    e->res.message = q->rec->message ? sg_strdup(q->rec->message) : NULL;
+    e->res.compile_s = q->rec->compile_s;
+    if (e->res.status == SG_EVAL_COMPILE_ERROR) {
+      sg_eval_result_free(&e->res);
+      e->res = *q->rec;
+      sg_eval_result_init(q->rec); /* moved */
+    }
+  } else {
+    e->res = *q->rec;
+    sg_eval_result_init(q->rec);
+  }
+  uv_timer_init(&r->loop, &e->t);
+  e->t.data = e;
+  e->next = r->rp_evals;
+  r->rp_evals = e;
+  uv_timer_start(&e->t, rp_fire, speed > 0 ? (uint64_t)((double)us / 1e3 / speed) : 0, 0);
+  if (!compile || e->res.status == SG_EVAL_COMPILE_ERROR) /* the outcome's stage */
+    r->replayed_evals++;
+}
+
+/* A withdrawn request's recorded outcome never comes. */
+static bool rp_abort(run *r, uint64_t ticket) {
+  for (rp_eval *e = r->rp_evals; e; e = e->next)
+    if (e->ticket == ticket) {
+      rp_unlink(r, e);
+      return true;
+    }
+  return false;
+}
+
+void sg_run_replay_drop(sg_eval_result **rec) {
+  if (*rec) {
+    sg_eval_result_free(*rec);
+    free(*rec);
+    *rec = NULL;
+  }
+}
+
+void sg_run_replay_close(run *r) {
+  while (r->rp_evals)
+    rp_unlink(r, r->rp_evals);
+}
+
 /* SUBMIT_EVAL, before the scheduler: the candidate is recorded (once), a
  * result known from before answers it, else its evaluation is queued in the
  * store (r->submit_eval_id until the scheduler has answered). */
@@ -129,6 +240,8 @@ static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answe
     }
     sg_eval_result_free(&prev);
   }
+  if (r->replay_store)
+    rp_lookup(r, wf_of(r, w), a->u.submit.source, phase);
   r->submit_eval_id = 0;
   STORE(r, sg_store_eval_queue(r->store, cid, store_phase(phase), now_us(),
                                &r->submit_eval_id, err));
@@ -156,6 +269,7 @@ static int op_joined(void *data, uint32_t w, const sg_ctl_action *a, sg_req_id l
 /* The scheduler refused the submission: the evaluation failed. */
 static int op_refused(void *data, uint32_t w, const sg_ctl_action *a, const char *why) {
   run *r = data;
+  sg_run_replay_drop(&r->submit_rec); /* it will not be submitted */
   sg_eval_result res;
   sg_eval_result_init(&res);
   res.status = SG_EVAL_INFRA_ERROR;
@@ -176,6 +290,9 @@ static int op_submitted(void *data, uint32_t w, const sg_ctl_action *a, sg_req_i
   q->phase = a->u.submit.phase;
   q->eval_id = r->submit_eval_id;
   q->device = -1;
+  q->rec = r->submit_rec; /* replay-evals: moved */
+  q->rec_device_us = r->submit_rec_us;
+  r->submit_rec = NULL;
   wf_of(r, w)->in_flight++;
   return 0;
 }
@@ -208,6 +325,10 @@ static int pool_send(run *r, sg_req_id id, rreq *q, bool compile, int device,
   pr.runs = r->cfg->runs;
   pr.warmups = r->cfg->warmups;
   pr.timeout_s = r->cfg->eval_timeout;
+  if (q->rec) {
+    rp_send(r, q, pr.ticket, compile);
+    return 0;
+  }
   return sg_pool_submit(r->pool, &pr, err);
 }
 
@@ -234,6 +355,7 @@ static void req_end(run *r, rreq *q) {
   if (!q->live)
     return;
   q->live = false;
+  sg_run_replay_drop(&q->rec);
   free(q->last_infra);
   q->last_infra = NULL;
   wf_of(r, q->w)->in_flight--;
@@ -303,7 +425,8 @@ static int op_abort(void *data, const sg_sched_action *a) {
   rreq *q = req_get(r, a->req, false);
   if (q == NULL || !q->live)
     return 0;
-  sg_pool_abort(r->pool, ticket_of(a->req, a->was_compiling));
+  if (!rp_abort(r, ticket_of(a->req, a->was_compiling)))
+    sg_pool_abort(r->pool, ticket_of(a->req, a->was_compiling));
   device_interval(r, q);
   finish_own(r, q, SG_EVAL_ABORTED, "withdrawn: its iteration ended first");
   req_end(r, q);

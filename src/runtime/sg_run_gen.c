@@ -18,6 +18,7 @@ void sg_run_gen_free(rgen *g) {
   free(g->prompt_ids);
   free(g->ids);
   free(g->marks);
+  json_decref(g->rec);
   free(g);
 }
 
@@ -53,8 +54,38 @@ static sg_finish_reason finish_reason_of(const char *s) {
   return SG_FINISH_OTHER;
 }
 
+static const char *outcome_name(sg_store_gen_outcome o) {
+  return o == SG_STORE_GEN_COMPLETED ? "completed"
+       : o == SG_STORE_GEN_CANCELLED ? "cancelled"
+                                     : "failed";
+}
+
+/* The generation's record line (sg_replay.h): what the server sent, as it
+ * came, with the usage only the server measured. */
+static void gen_record_log(run *r, rgen *g, const sg_llm_usage *u, const char *finish,
+                           sg_store_gen_outcome outcome) {
+  if (r->llm_log == NULL || g->rec == NULL)
+    return;
+  json_t *j = g->rec;
+  json_object_set_new(j, "usage",
+                      u && u->present
+                          ? json_pack("{s:I, s:I, s:I}", "prompt_tokens",
+                                      (json_int_t)u->prompt_tokens, "completion_tokens",
+                                      (json_int_t)u->completion_tokens, "cached_tokens",
+                                      (json_int_t)u->cached_tokens)
+                          : json_null());
+  bool cancelled = outcome == SG_STORE_GEN_CANCELLED;
+  json_object_set_new(j, "finish", finish && !cancelled ? json_string(finish) : json_null());
+  json_object_set_new(j, "outcome", json_string(outcome_name(outcome)));
+  if (json_object_get(j, "error") == NULL) /* gen_ended sets a failure's */
+    json_object_set_new(j, "error", json_null());
+  json_object_set_new(j, "ended_us", json_integer(now_us() - g->rec_t0_us));
+  STORE(r, sg_replay_log_write(r->llm_log, j, err));
+}
+
 static void gen_record_end(run *r, rgen *g, const sg_llm_usage *u, bool client_counted,
                            const char *finish, sg_store_gen_outcome outcome) {
+  gen_record_log(r, g, u, finish, outcome);
   sg_gen_tokens t = sg_gen_tokens_of(&r->acct, u, client_counted, g->chunks, g->prompt_bytes);
   STORE(r, sg_store_generation_end(r->store, g->store_id, t.prompt, t.completion,
                                    t.cached, finish, outcome, now_us(), err));
@@ -73,6 +104,10 @@ static void on_delta(rgen *g, bool reasoning, const char *text, size_t len) {
   } else {
     g->content_bytes += len;
   }
+  if (g->rec_chunks && json_array_size(g->rec_chunks) < SG_REPLAY_MAX_CHUNKS)
+    json_array_append_new(g->rec_chunks,
+                          json_pack("[I, s, s%]", (json_int_t)(now_us() - g->rec_t0_us),
+                                    reasoning ? "r" : "c", text, len));
   sg_ctl_event ev;
   memset(&ev, 0, sizeof ev);
   ev.type = SG_CEV_GEN_CHUNK;
@@ -224,6 +259,8 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
     gen_counts(f, g, -1);
   }
   sg_llm_usage u = res->usage.present ? res->usage : g->usage;
+  if (!ok && g->rec)
+    json_object_set_new(g->rec, "error", json_string(res->message ? res->message : ""));
   gen_record_end(r, g, &u, res->usage.present && res->usage_estimated, res->finish_reason,
                  ok ? SG_STORE_GEN_COMPLETED : SG_STORE_GEN_FAILED);
   if (ok) {
@@ -396,6 +433,27 @@ static char *prompt_record(const sg_prompt_text *pt, const char *prefix, size_t 
   return s;
 }
 
+/* The start of a generation's record line: the request, without its
+ * headers (no key ever reaches the record). A fork's messages and prefix
+ * are its parent's (the parent's messages, the first prefix_bytes of its
+ * reasoning), so they are not written twice. */
+static json_t *gen_record_begin(const run *r, const wf *f, const sg_ctl_action *a,
+                                const sg_prompt_text *pt, size_t n_token_ids, int64_t t0_us) {
+  bool spec = a->u.start.kind == SG_GEN_SPEC;
+  json_t *j = json_pack("{s:s, s:i, s:I, s:s, s:I, s:I, s:s, s:s, s:b, s:I, s:f, s:I, s:I}",
+                        "task", f->task->name, "iteration", (int)a->iteration + 1, "gen",
+                        (json_int_t)a->u.start.gen, "kind", sg_gen_kind_name(a->u.start.kind),
+                        "parent_gen", (json_int_t)(spec ? a->u.start.parent_gen : 0),
+                        "prefix_bytes", (json_int_t)(spec ? a->u.start.prefix_len : 0),
+                        "system", spec ? "" : pt->system, "user", spec ? "" : pt->user,
+                        "thinking",
+                        a->u.start.thinking, "max_tokens", (json_int_t)r->cfg->max_tokens,
+                        "temperature", r->cfg->temperature, "token_ids",
+                        (json_int_t)n_token_ids, "started_us", (json_int_t)(t0_us - r->t0_us));
+  json_object_set_new(j, "chunks", json_array());
+  return j;
+}
+
 /* Prompted reasoning: the answer a main generation is asked to continue,
  * so that what it writes first is its thinking, whatever it would have
  * opened with (a small model told to "open with <think>" often does not). */
@@ -520,6 +578,10 @@ static bool gen_launch(run *r, wf *f, rgen *g, const sg_ctl_action *a,
     if (prompted)
       sg_buf_init(&g->think, SG_PROMPTED_THINK_MAX);
     idmap_set(&f->gen_store, g->gen, store_id);
+    json_decref(g->rec); /* a main sent again: its failed try was logged */
+    g->rec_t0_us = now_us();
+    g->rec = gen_record_begin(r, f, a, &sent, n_fork_ids, g->rec_t0_us);
+    g->rec_chunks = json_object_get(g->rec, "chunks");
     sg_llm_callbacks cb = {g,         on_reasoning, on_content,
                            gq.q.return_token_ids ? on_token_ids : NULL,
                            on_usage,  on_finish,    on_error};

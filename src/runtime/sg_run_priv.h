@@ -27,6 +27,7 @@
 #include "runtime/sg_prompt.h"
 #include "runtime/sg_store.h"
 #include "testserver/sg_llm_server.h"
+#include "testserver/sg_replay.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -74,6 +75,10 @@ typedef struct rgen {
   size_t prompt_index;
   int64_t retry_at_us;
   int retries;
+  /* its record (sg_replay.h): the request, then each chunk as it arrives */
+  json_t *rec;
+  json_t *rec_chunks; /* borrowed from rec */
+  int64_t rec_t0_us;
   struct rgen *next;
 } rgen;
 
@@ -90,6 +95,8 @@ typedef struct rreq {
   int device;              /* while on a device, else -1 */
   int64_t device_start_us;
   char *last_infra;        /* why its latest attempt failed, if it did */
+  sg_eval_result *rec;     /* replay-evals: the recorded result it gets */
+  int64_t rec_device_us;   /* ... after holding its device this long */
 } rreq;
 
 /* Store ids by the controller's ids (which count from 1, densely). */
@@ -141,6 +148,12 @@ struct run {
   bool failed, stopping, interrupted, closing;
   char *dir;
   sg_store *store;
+  sg_replay_log *llm_log;  /* the record of the model's answers */
+  sg_store *replay_store;  /* replay-evals: the recorded run's store */
+  uint64_t replayed_evals; /* evaluations answered from it */
+  sg_eval_result *submit_rec; /* op_submit's recorded result, for op_submitted */
+  int64_t submit_rec_us;
+  struct rp_eval *rp_evals;   /* recorded results on their timers */
   int64_t run_id;
   int64_t t0_us;
   /* the model */
@@ -268,6 +281,10 @@ void sg_run_iteration_close(run *r, wf *f, const char *reason);
 /* ---- sg_run_eval.c: evaluations on the pool --------------------------------- */
 
 /* Feedback texts for the controller (and so the prompts). */
+/* replay-evals: the recorded outcomes still on their timers are dropped;
+ * a recorded result not handed on is freed (and *rec set NULL). */
+void sg_run_replay_close(run *r);
+void sg_run_replay_drop(sg_eval_result **rec);
 void sg_run_feedback_of(const sg_eval_result *res, sg_phase phase, char **message,
                         char **profile_text);
 /* The interpreter's ops for evaluations: submit, submitted, refused and

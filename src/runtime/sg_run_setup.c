@@ -190,6 +190,14 @@ int sg_run_start_model(run *r, sg_err *err) {
   sg_llm_server_opts_init(&so);
   so.seed = cfg->seed;
   so.tokens_per_s = cfg->server_speed;
+  so.replay = cfg->replay;
+  so.replay_speed = cfg->replay_speed;
+  so.replay_hold_s = 5;
+  if (cfg->replay_evals) {
+    int rc = sg_store_open(cfg->replay, &r->replay_store, err);
+    if (rc < 0)
+      return sg_err_prefix(err, "--replay-evals");
+  }
   if (cfg->server_fault) {
     int rc = sg_llm_fault_parse(cfg->server_fault, &so.fault, err);
     if (rc < 0)
@@ -200,7 +208,12 @@ int sg_run_start_model(run *r, sg_err *err) {
     return sg_err_prefix(err, "starting the built-in test server");
   r->base_url = sg_asprintf("http://127.0.0.1:%d", sg_llm_server_port(r->server));
   r->model = "specgen-test";
-  r->provider = sg_llm_provider_get("vllm");
+  /* A recording is text: forks go as chat continuations (generic), which
+   * the replay reads its prefix from, not as this server's token ids. */
+  r->provider = sg_llm_provider_get(cfg->replay ? "generic" : "vllm");
+  /* A replay of a prompted run asks as that run asked (the recording is
+   * matched by its messages) and reads an unclosed thinking block as it did. */
+  r->prompted = cfg->replay && cfg->reasoning && strcmp(cfg->reasoning, "prompted") == 0;
   return 0;
 }
 
@@ -224,6 +237,11 @@ int sg_run_check_model(run *r, const sg_llm_client_opts *client, sg_err *err) {
                     cfg->llm, r->model, p.detail, cfg->llm, r->model);
 }
 
+json_t *sg_run_replay_json(const char *from, double speed, bool evals) {
+  return json_pack("{s:s, s:f, s:s}", "from", from, "speed", speed, "evaluations",
+                   evals ? "recorded where the record has the kernel, else real" : "real");
+}
+
 json_t *sg_run_summary(run *r, sg_err *err) {
   /* An interrupted iteration's kernels count too: the files follow the
    * summary's figures. */
@@ -234,6 +252,11 @@ json_t *sg_run_summary(run *r, sg_err *err) {
   if (sg_store_summary_json(r->store, &s, err) < 0)
     return NULL;
   json_object_set_new(s, "dir", json_string(r->dir));
+  if (r->cfg->replay) {
+    json_t *rp = sg_run_replay_json(r->cfg->replay, r->cfg->replay_speed, r->cfg->replay_evals);
+    json_object_set_new(rp, "evaluations_from_record", json_integer((json_int_t)r->replayed_evals));
+    json_object_set_new(s, "replay", rp);
+  }
   json_object_set_new(s, "interrupted", json_boolean(r->interrupted));
   json_t *wfs = json_object_get(s, "workflows");
   for (size_t i = 0; i < json_array_size(wfs) && i < r->nwf; i++) {
@@ -295,13 +318,18 @@ void sg_run_free(run *r) {
   for (size_t i = 0; i < r->ndevices; i++)
     free(r->devices[i]);
   free(r->devices);
-  for (size_t i = 0; i < r->cap_reqs; i++)
+  for (size_t i = 0; i < r->cap_reqs; i++) {
     free(r->reqs[i].last_infra);
+    sg_run_replay_drop(&r->reqs[i].rec);
+  }
+  sg_run_replay_drop(&r->submit_rec);
   free(r->reqs);
   free(r->last_infra);
   sg_scheduler_free(r->sched);
   sg_prompt_templates_free(r->templates);
   sg_store_close(r->store);
+  sg_replay_log_close(r->llm_log);
+  sg_store_close(r->replay_store);
   sg_llm_server_stop(r->server);
   free(r->base_url);
   free(r->build_cache);

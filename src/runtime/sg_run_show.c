@@ -53,6 +53,13 @@ int sg_run_show(const char *dir, json_t **out, sg_err *err) {
     bool ended = !json_is_null(json_object_get(run, "ended_us"));
     json_object_set_new(sum, "dir", json_string(dir));
     json_object_set_new(sum, "state", json_string(ended ? "done" : "unfinished"));
+    const json_t *cfg = json_object_get(run, "config");
+    const char *from = json_string_value(json_object_get(cfg, "replay"));
+    if (from)
+      json_object_set_new(
+          sum, "replay",
+          sg_run_replay_json(from, json_number_value(json_object_get(cfg, "replay-speed")),
+                             json_is_true(json_object_get(cfg, "replay-evals"))));
     json_t *wfs = json_object_get(sum, "workflows");
     const json_t *sws = json_object_get(res, "workflows");
     for (size_t i = 0; i < json_array_size(wfs); i++) {

@@ -196,6 +196,15 @@ static const stmt_def stmt_defs[ST__COUNT] = {
                         "AND status IS NOT NULL "
                         "AND status NOT IN ('aborted', 'infra_error') "
                         "ORDER BY ended_us DESC, id DESC LIMIT 1"},
+    [ST_EVAL_LOOKUP_SOURCE] = {"evaluations",
+                               "SELECT e.id, e.result_json, "
+                               "coalesce(e.ended_us - e.started_us, 0) FROM evaluations e "
+                               "JOIN candidates c ON c.id = e.candidate_id "
+                               "JOIN workflows w ON w.id = c.workflow_id "
+                               "WHERE w.task = ?1 AND c.fnv1a64 IN (?2, ?5) AND c.source = ?3 "
+                               "AND e.phase = ?4 AND e.status IS NOT NULL "
+                               "AND e.status NOT IN ('aborted', 'infra_error') "
+                               "ORDER BY e.ended_us DESC, e.id DESC LIMIT 1"},
     [ST_EVAL_SUBMITTED] = {"evaluations",
                            "SELECT 1 FROM evaluations "
                            "WHERE candidate_id = ?1 AND phase = ?2 LIMIT 1"},
@@ -904,28 +913,24 @@ int sg_store_eval_finish(sg_store *s, int64_t eval_id, const sg_eval_result *r,
   return rc;
 }
 
-int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
-                         sg_store_phase phase, sg_eval_result *out,
-                         int64_t *eval_id, bool *found, sg_err *err) {
-  *found = false;
-  if ((unsigned)phase >= SG_STORE_PHASE__COUNT)
-    return sg_err_set(err, SG_EINVAL, "%s: table evaluations: bad phase %d",
-                      s->path, (int)phase);
-  sqlite3_stmt *st = st_get(s, ST_EVAL_LOOKUP);
-  sqlite3_bind_int64(st, 1, candidate_id);
-  bind_text(st, 2, phase_names[phase]);
+/* The row statement st (statement k, bound) steps to, if any: an
+ * evaluation's recorded result into *out, its third column into *col2. */
+static int eval_row(sg_store *s, sqlite3_stmt *st, int k, sg_eval_result *out,
+                    int64_t *eval_id, int64_t *col2, bool *found, sg_err *err) {
   int src = sqlite3_step(st);
   if (src == SQLITE_DONE) {
     sqlite3_reset(st);
     return 0;
   }
   if (src != SQLITE_ROW) {
-    int r = st_fail(s, ST_EVAL_LOOKUP, err);
+    int r = st_fail(s, k, err);
     sqlite3_reset(st);
     return r;
   }
   int64_t id = sqlite3_column_int64(st, 0);
   const char *text = (const char *)sqlite3_column_text(st, 1);
+  if (col2)
+    *col2 = sqlite3_column_int64(st, 2);
   json_error_t jerr;
   json_t *j = text ? json_loads(text, 0, &jerr) : NULL;
   sqlite3_reset(st);
@@ -944,6 +949,42 @@ int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
     *eval_id = id;
   *found = true;
   return 0;
+}
+
+int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
+                         sg_store_phase phase, sg_eval_result *out,
+                         int64_t *eval_id, bool *found, sg_err *err) {
+  *found = false;
+  if ((unsigned)phase >= SG_STORE_PHASE__COUNT)
+    return sg_err_set(err, SG_EINVAL, "%s: table evaluations: bad phase %d",
+                      s->path, (int)phase);
+  sqlite3_stmt *st = st_get(s, ST_EVAL_LOOKUP);
+  sqlite3_bind_int64(st, 1, candidate_id);
+  bind_text(st, 2, phase_names[phase]);
+  return eval_row(s, st, ST_EVAL_LOOKUP, out, eval_id, NULL, found, err);
+}
+
+int sg_store_eval_lookup_source(sg_store *s, const char *task, const char *source,
+                                sg_store_phase phase, sg_eval_result *out,
+                                int64_t *device_us, bool *found, sg_err *err) {
+  *found = false;
+  *device_us = 0;
+  if ((unsigned)phase >= SG_STORE_PHASE__COUNT)
+    return sg_err_set(err, SG_EINVAL, "%s: table evaluations: bad phase %d",
+                      s->path, (int)phase);
+  /* A store keys a kernel by its normalized text (sg_source_key); one
+   * written before that, by its exact bytes: either finds it. */
+  char hash[17], key[17];
+  snprintf(hash, sizeof hash, "%016" PRIx64, sg_fnv1a64(source, strlen(source)));
+  snprintf(key, sizeof key, "%016" PRIx64, sg_source_key(source, strlen(source)));
+  sqlite3_stmt *st = st_get(s, ST_EVAL_LOOKUP_SOURCE);
+  bind_text(st, 1, task);
+  bind_text(st, 2, hash);
+  bind_text(st, 3, source);
+  bind_text(st, 4, phase_names[phase]);
+  bind_text(st, 5, key);
+  int rc = eval_row(s, st, ST_EVAL_LOOKUP_SOURCE, out, NULL, device_us, found, err);
+  return rc;
 }
 
 int sg_store_eval_submitted(sg_store *s, int64_t candidate_id,

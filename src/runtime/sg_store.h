@@ -211,6 +211,13 @@ int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
                          sg_store_phase phase, sg_eval_result *out,
                          int64_t *eval_id, bool *found, sg_err *err);
 
+/* The same from another run's store (a replay's record): the completed
+ * evaluation, in a phase, of the kernel with exactly this source in the
+ * workflow of this task, and how long it held its device (*device_us). */
+int sg_store_eval_lookup_source(sg_store *s, const char *task, const char *source,
+                                sg_store_phase phase, sg_eval_result *out,
+                                int64_t *device_us, bool *found, sg_err *err);
+
 /* Whether the candidate was ever submitted in a phase (any status, aborted
  * and unfinished included): a validated kernel never submitted for
  * profiling was accepted at validation (sg_ctl_opts.decide_at_validation). */

@@ -183,7 +183,7 @@ static bool gen_step(gen *g) {
   switch (g->state) {
   case GS_PREFILL: {
     int64_t now = sg_clock_now_us();
-    if (s->prefill_tokens_per_s > 0) {
+    if (s->prefill_tokens_per_s > 0 && g->due_us == NULL) { /* a recording paces itself */
       double secs = (double)(g->nprompt - g->cached) / s->prefill_tokens_per_s;
       int rc = nap_until(s, g, g->fd, now + (int64_t)(secs * 1e6));
       if (rc == NAP_GONE)
@@ -211,7 +211,7 @@ static bool gen_step(gen *g) {
         return true;
       }
       if (f->kind == SG_LLM_FAULT_ERROR_IN_STREAM) {
-        sg_server_put_error_event(g);
+        sg_server_put_error_event(g, "injected fault: error_in_stream");
         g->state = GS_DONE;
         g->finished = true;
         return true;
@@ -230,12 +230,26 @@ static bool gen_step(gen *g) {
       finish(g, "abort");
       return true;
     }
+    if (g->next >= g->ntoks && g->cut_msg) {
+      /* Nothing more was recorded: a client that cut it there while
+       * recorded gets the time to cut it again, then the error. */
+      int rc = nap_until(s, g, g->fd, sg_clock_now_us() + (int64_t)(s->replay_hold_s * 1e6));
+      if (rc == NAP_GONE)
+        return false;
+      if (rc == NAP_ABORT)
+        return true;
+      sg_server_put_error_event(g, g->cut_msg);
+      g->state = GS_DONE;
+      g->finished = true;
+      return true;
+    }
     if (g->next >= g->ntoks) {
       finish(g, g->hit_length ? "length" : "stop");
       return true;
     }
-    if (s->tokens_per_s > 0) {
-      int64_t due = g->t_first_us + (int64_t)((double)g->next * 1e6 / s->tokens_per_s);
+    if (s->tokens_per_s > 0 || g->due_us) {
+      int64_t due = g->due_us ? g->t_first_us + g->due_us[g->next]
+                              : g->t_first_us + (int64_t)((double)g->next * 1e6 / s->tokens_per_s);
       int rc = nap_until(s, g, g->fd, due);
       if (rc == NAP_GONE)
         return false;
@@ -247,9 +261,11 @@ static bool gen_step(gen *g) {
     if (g->stream)
       sg_server_put_token_event(g, g->next);
     /* The token's KV is cached from now on, as in vLLM. */
-    pthread_mutex_lock(&s->mu);
-    sg_fm_cache_extend(s->cache, g->cache_handle, &g->toks[g->next].id, 1);
-    pthread_mutex_unlock(&s->mu);
+    if (g->due_us == NULL) {
+      pthread_mutex_lock(&s->mu);
+      sg_fm_cache_extend(s->cache, g->cache_handle, &g->toks[g->next].id, 1);
+      pthread_mutex_unlock(&s->mu);
+    }
     g->next++;
     atomic_fetch_add(&s->tokens_generated, 1);
     return true;
@@ -312,6 +328,8 @@ static void gen_free(gen *g) {
   free(g->text);
   free(g->toks);
   free(g->prompt_ids);
+  free(g->due_us);
+  free(g->cut_msg);
   sg_buf_free(&g->out);
   free(g);
 }
@@ -482,6 +500,78 @@ static enum MHD_Result handle_detokenize(struct MHD_Connection *c, json_t *body)
   return send_json(c, 200, j, NULL, NULL);
 }
 
+/* The model's answer to p: g's text and tokens, and the response's task,
+ * example and prefix-fraction headers (160, 96 and 64 bytes). Frees p. */
+static void fake_answer(sg_llm_server *s, const req *rq, sg_server_request *p, bool chat,
+                        const char *xrid, gen *g, char *hdr_task, char *hdr_ex, char *hdr_f) {
+  /* The answer. */
+  sg_fm_request mr = {
+      .context = sg_buf_str(&p->context),
+      .prompt = sg_buf_str(&p->prompt),
+      .thinking = p->thinking,
+      .has_seed = p->has_seed,
+      .request_seed = p->seed,
+      .sample_key = xrid ? xrid : p->rid,
+      .reasoning_prefix = p->reasoning_prefix.len ? sg_buf_str(&p->reasoning_prefix) : NULL,
+  };
+  sg_fm_answer a;
+  sg_fakemodel_generate(s->model, &mr, &a);
+  uint64_t idh = sg_fnv1a64(rq->body.data, rq->body.len) ^ (xrid ? sg_fnv1a64(xrid, strlen(xrid)) : 0);
+  g->id = sg_asprintf("%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)idh);
+
+  /* A main generation with traces: the next real trace is its reasoning
+   * (the answer stays the model's: a trace's own answer is for another
+   * task). */
+  const char *reasoning = a.reasoning;
+  if (s->traces && p->thinking && p->reasoning_prefix.len == 0) {
+    pthread_mutex_lock(&s->mu);
+    reasoning = s->traces[s->next_trace++ % s->ntraces];
+    pthread_mutex_unlock(&s->mu);
+  }
+  sg_buf text;
+  sg_buf_init(&text, 0);
+  sg_buf_puts(&text, reasoning);
+  size_t rlen = text.len;
+  if (!chat && p->thinking)
+    sg_buf_puts(&text, SG_SERVER_TPL_NOTHINK);
+  sg_buf_puts(&text, a.content);
+  /* Reasoning and content are tokenized apart, so no token straddles them. */
+  size_t nr = sg_fm_tokenize(text.data, rlen, NULL, NULL, 0);
+  size_t total = nr + sg_fm_tokenize(text.data + rlen, text.len - rlen, NULL, NULL, 0);
+  int32_t *ids = sg_malloc((total ? total : 1) * sizeof *ids);
+  size_t *ends = sg_malloc((total ? total : 1) * sizeof *ends);
+  sg_fm_tokenize(text.data, rlen, ids, ends, nr);
+  sg_fm_tokenize(text.data + rlen, text.len - rlen, ids + nr, ends + nr, total - nr);
+  g->toks = sg_malloc((total ? total : 1) * sizeof *g->toks);
+  size_t start = 0;
+  for (size_t i = 0; i < total; i++) {
+    token *tk = &g->toks[i];
+    size_t end = i < nr ? ends[i] : rlen + ends[i];
+    tk->off = (uint32_t)start;
+    tk->len = (uint32_t)(end - start);
+    tk->id = ids[i];
+    tk->kind = chat && i < nr ? TOK_REASONING : TOK_CONTENT;
+    if (tk->kind == TOK_REASONING)
+      g->nreasoning++;
+    start = end;
+  }
+  free(ids);
+  free(ends);
+  g->ntoks = total;
+  if (p->max_tokens > 0 && (size_t)p->max_tokens < total) {
+    g->ntoks = (size_t)p->max_tokens;
+    g->hit_length = true;
+  }
+  g->text = sg_buf_steal(&text);
+
+  const sg_fm_task *t = a.task >= 0 ? sg_fakemodel_task(s->model, (size_t)a.task) : NULL;
+  snprintf(hdr_task, 160, "%s", t ? t->name : "");
+  snprintf(hdr_ex, 96, "%s%s%s", a.status, *a.status ? "-" : "", a.label);
+  snprintf(hdr_f, 64, "%.4f", a.prefix_fraction);
+  sg_fm_answer_free(&a);
+  sg_server_request_free(p);
+}
+
 static enum MHD_Result handle_completion(sg_llm_server *s, struct MHD_Connection *c,
                                          req *rq, json_t *body, bool chat) {
   /* The fault: the request's header, else the server's. */
@@ -551,64 +641,22 @@ static enum MHD_Result handle_completion(sg_llm_server *s, struct MHD_Connection
   atomic_fetch_add(&s->prompt_tokens, g->nprompt);
   atomic_fetch_add(&s->cached_tokens, g->cached);
 
-  /* The answer. */
-  sg_fm_request mr = {
-      .context = sg_buf_str(&p.context),
-      .prompt = sg_buf_str(&p.prompt),
-      .thinking = p.thinking,
-      .has_seed = p.has_seed,
-      .request_seed = p.seed,
-      .sample_key = xrid ? xrid : p.rid,
-      .reasoning_prefix = p.reasoning_prefix.len ? sg_buf_str(&p.reasoning_prefix) : NULL,
-  };
-  sg_fm_answer a;
-  sg_fakemodel_generate(s->model, &mr, &a);
-  uint64_t idh = sg_fnv1a64(rq->body.data, rq->body.len) ^ (xrid ? sg_fnv1a64(xrid, strlen(xrid)) : 0);
-  g->id = sg_asprintf("%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)idh);
-
-  sg_buf text;
-  sg_buf_init(&text, 0);
-  sg_buf_puts(&text, a.reasoning);
-  size_t rlen = text.len;
-  if (!chat && p.thinking)
-    sg_buf_puts(&text, SG_SERVER_TPL_NOTHINK);
-  sg_buf_puts(&text, a.content);
-  /* Reasoning and content are tokenized apart, so no token straddles them. */
-  size_t nr = sg_fm_tokenize(text.data, rlen, NULL, NULL, 0);
-  size_t total = nr + sg_fm_tokenize(text.data + rlen, text.len - rlen, NULL, NULL, 0);
-  int32_t *ids = sg_malloc((total ? total : 1) * sizeof *ids);
-  size_t *ends = sg_malloc((total ? total : 1) * sizeof *ends);
-  sg_fm_tokenize(text.data, rlen, ids, ends, nr);
-  sg_fm_tokenize(text.data + rlen, text.len - rlen, ids + nr, ends + nr, total - nr);
-  g->toks = sg_malloc((total ? total : 1) * sizeof *g->toks);
-  size_t start = 0;
-  for (size_t i = 0; i < total; i++) {
-    token *tk = &g->toks[i];
-    size_t end = i < nr ? ends[i] : rlen + ends[i];
-    tk->off = (uint32_t)start;
-    tk->len = (uint32_t)(end - start);
-    tk->id = ids[i];
-    tk->kind = chat && i < nr ? TOK_REASONING : TOK_CONTENT;
-    if (tk->kind == TOK_REASONING)
-      g->nreasoning++;
-    start = end;
+  char hdr_task[160], hdr_ex[96], hdr_f[64] = "";
+  if (s->replay) {
+    sg_err err;
+    sg_err_clear(&err);
+    g->id = sg_asprintf("%s-%016llx", chat ? "chatcmpl" : "cmpl",
+                        (unsigned long long)sg_fnv1a64(rq->body.data, rq->body.len));
+    int rc = sg_server_replay_answer(s, body, p.max_tokens, g, hdr_task, sizeof hdr_task,
+                                     hdr_ex, sizeof hdr_ex, &err);
+    sg_server_request_free(&p);
+    if (rc < 0) {
+      gen_free(g);
+      return send_error(c, 404, NULL, "%s", err.msg);
+    }
+  } else {
+    fake_answer(s, rq, &p, chat, xrid, g, hdr_task, hdr_ex, hdr_f);
   }
-  free(ids);
-  free(ends);
-  g->ntoks = total;
-  if (p.max_tokens > 0 && (size_t)p.max_tokens < total) {
-    g->ntoks = (size_t)p.max_tokens;
-    g->hit_length = true;
-  }
-  g->text = sg_buf_steal(&text);
-
-  char hdr_task[160], hdr_ex[96], hdr_f[64];
-  const sg_fm_task *t = a.task >= 0 ? sg_fakemodel_task(s->model, (size_t)a.task) : NULL;
-  snprintf(hdr_task, sizeof hdr_task, "%s", t ? t->name : "");
-  snprintf(hdr_ex, sizeof hdr_ex, "%s%s%s", a.status, *a.status ? "-" : "", a.label);
-  snprintf(hdr_f, sizeof hdr_f, "%.4f", a.prefix_fraction);
-  sg_fm_answer_free(&a);
-  sg_server_request_free(&p);
 
   rq->g = g;
   atomic_fetch_add(&s->generations_started, 1);
@@ -767,11 +815,26 @@ int sg_llm_server_start(const sg_llm_server_opts *opts, sg_llm_server **out, sg_
     return sg_err_set(err, SG_EINVAL, "host \"%s\": not an IPv4 or IPv6 address", host);
   }
 
-  sg_fm_task *tasks = NULL;
-  size_t ntasks = 0;
-  int rc = sg_server_tasks_load(o.tasks_root, &tasks, &ntasks, err);
+  if (!(o.replay_speed >= 0) || !(o.replay_hold_s >= 0))
+    return sg_err_set(err, SG_EINVAL, "replay speed and hold must be >= 0");
+  sg_replay *replay = NULL;
+  int rc = o.replay ? sg_replay_load(o.replay, &replay, err) : 0;
   if (rc < 0)
     return rc;
+  char **traces = NULL;
+  size_t ntraces = 0;
+  if (o.trace && (rc = sg_replay_traces_load(o.trace, &traces, &ntraces, err)) < 0) {
+    sg_replay_free(replay);
+    return sg_err_prefix(err, "trace");
+  }
+  sg_fm_task *tasks = NULL;
+  size_t ntasks = 0;
+  rc = sg_server_tasks_load(o.tasks_root, &tasks, &ntasks, err);
+  if (rc < 0) {
+    sg_replay_free(replay);
+    sg_replay_traces_free(traces, ntraces);
+    return rc;
+  }
   sg_fm_params mp;
   if (o.model)
     mp = *o.model;
@@ -784,13 +847,19 @@ int sg_llm_server_start(const sg_llm_server_opts *opts, sg_llm_server **out, sg_
   if (mp.reasoning_tokens_max < mp.reasoning_tokens_min)
     mp.reasoning_tokens_max = mp.reasoning_tokens_min;
 
+
   sg_llm_server *s = sg_calloc(1, sizeof *s);
+  s->replay = replay;
+  s->traces = traces;
+  s->ntraces = ntraces;
   s->model = sg_fakemodel_new(&mp, o.seed, tasks, ntasks);
   s->model_name = sg_strdup(o.model_name ? o.model_name : "specgen-test");
   s->reasoning_field = sg_strdup(field);
   s->tokens_per_s = o.tokens_per_s;
   s->prefill_tokens_per_s = o.prefill_tokens_per_s;
   s->fault = o.fault;
+  s->replay_speed = o.replay_speed;
+  s->replay_hold_s = o.replay_hold_s;
   s->cache = sg_fm_cache_new(CACHE_PROMPTS);
   pthread_mutex_init(&s->mu, NULL);
 
@@ -825,6 +894,8 @@ void sg_llm_server_stop(sg_llm_server *s) {
   assert(s->active == NULL);
   sg_fm_cache_free(s->cache);
   sg_fakemodel_free(s->model);
+  sg_replay_free(s->replay);
+  sg_replay_traces_free(s->traces, s->ntraces);
   free(s->model_name);
   free(s->reasoning_field);
   pthread_mutex_destroy(&s->mu);

@@ -72,6 +72,20 @@ typedef struct sg_llm_server_opts {
   int reasoning_tokens_max;
   const sg_fm_params *model;   /* the model's parameters; NULL: the defaults
                                   (sg_fm_params_init), then the lengths above */
+  const char *replay;          /* a recorded run (its directory or its
+                                  llm.jsonl.gz): every request is answered
+                                  from it (docs/test-server.md), never by the
+                                  model; NULL: the model */
+  double replay_speed;         /* the recorded pace times this; 0: as fast
+                                  as possible */
+  double replay_hold_s;        /* a recording cut while recorded: how long
+                                  its end waits for the client to cancel
+                                  before the error event */
+  const char *trace;           /* a JSON-lines file (gzip or plain) of
+                                  reasoning traces: each main generation
+                                  (thinking on, not a continuation) reasons
+                                  with the next one, in turn, instead of the
+                                  model's own; NULL: none */
 } sg_llm_server_opts;
 
 /* Fills opts with the defaults (loopback, any port, seed 1, no pacing). */

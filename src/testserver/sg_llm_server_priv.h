@@ -9,6 +9,7 @@
 
 #include "common/sg_buf.h"
 #include "testserver/sg_fakemodel.h"
+#include "testserver/sg_replay.h"
 #include "testserver/sg_server_request.h"
 
 #include <jansson.h>
@@ -41,6 +42,12 @@ struct sg_llm_server {
   double tokens_per_s;
   double prefill_tokens_per_s;
   sg_llm_fault fault;
+  sg_replay *replay;     /* replay mode: the recording served; NULL: the model */
+  double replay_speed;   /* recorded pace divided by this; 0: no pacing */
+  double replay_hold_s;  /* a cut recording: wait this long for a cancel */
+  char **traces;         /* reasoning traces for main generations; NULL: the
+                            model's own */
+  size_t ntraces, next_trace; /* next_trace under mu */
   atomic_bool stopping;
 
   pthread_mutex_t mu; /* guards everything below */
@@ -77,6 +84,11 @@ struct gen {
   size_t ntoks;      /* tokens to emit (after max_tokens) */
   size_t nreasoning; /* of which reasoning */
   bool hit_length;
+  int64_t *due_us;        /* replay: chunk i's time from the first; NULL:
+                             paced by tokens_per_s */
+  char *cut_msg;          /* replay: the recording ended unfinished: the
+                             error sent after its last chunk */
+  int64_t rec_completion; /* replay: recorded completion tokens (0: count) */
   int32_t *prompt_ids;
   size_t nprompt, cached;
   uint64_t cache_handle; /* its prompt in the prefix cache */
@@ -104,7 +116,13 @@ typedef struct req {
 json_t *sg_server_error_json(unsigned status, const char *param, const char *msg);
 json_t *sg_server_ids_json(const int32_t *ids, size_t n);
 void sg_server_put_body(gen *g);
-void sg_server_put_error_event(gen *g);
+void sg_server_put_error_event(gen *g, const char *msg);
+/* Replay mode: fills g's text, tokens and pacing from the recorded
+ * generation that answers body (sg_replay_match's rule), and the response's
+ * task and example headers; SG_ENOENT with the reason when none does. */
+int sg_server_replay_answer(sg_llm_server *s, json_t *body, long max_tokens, gen *g,
+                            char *hdr_task, size_t task_size, char *hdr_ex, size_t ex_size,
+                            sg_err *err);
 void sg_server_put_finish_events(gen *g);
 void sg_server_put_token_event(gen *g, size_t i);
 

@@ -20,6 +20,8 @@ json_t *sg_server_ids_json(const int32_t *ids, size_t n) {
 }
 
 static json_t *usage_json(const gen *g, size_t completion) {
+  if (g->rec_completion > 0 && g->next == g->ntoks)
+    completion = (size_t)g->rec_completion; /* the recorded server's count */
   size_t reasoning = g->next < g->nreasoning ? g->next : g->nreasoning;
   if (!g->chat)
     reasoning = 0;
@@ -145,10 +147,11 @@ void sg_server_put_body(gen *g) {
   free(t);
 }
 
-/* The error_in_stream fault: an error chunk then [DONE]; without streaming,
- * the body is the error object (the 200 status is already sent). */
-void sg_server_put_error_event(gen *g) {
-  json_t *e = sg_server_error_json(500, NULL, "injected fault: error_in_stream");
+/* An error chunk then [DONE] (the error_in_stream fault, the end of a cut
+ * recording); without streaming, the body is the error object (the 200
+ * status is already sent). */
+void sg_server_put_error_event(gen *g, const char *msg) {
+  json_t *e = sg_server_error_json(500, NULL, msg);
   if (!g->stream) {
     char *t = json_dumps(e, JSON_COMPACT);
     json_decref(e);

@@ -37,6 +37,9 @@ static const key_case cases[] = {
     {"llm-outage", "3", "3.0", "0"},
     {"server-speed", "1000000", "1000000.0", "0"},
     {"server-fault", "disconnect:3", "\"disconnect:3\"", ""},
+    {"replay", "runs/live", "\"runs/live\"", ""},
+    {"replay-speed", "0", "0.0", "-1"},
+    {"replay-evals", "on", "true", "onn"},
     {"devices", "cuda:0-3,cuda:6", "\"cuda:0-3,cuda:6\"", ""},
     {"compile-workers", "64", "64", "65"},
     {"trials", "3", "3", "2"},
@@ -742,6 +745,8 @@ static void test_check(void) {
        "decide-with-siblings: needs decide-at-validation"},
       {"--next-ahead", "--search=best-of-n:2", "next-ahead: needs the refine search"},
       {"--next-ahead", "--search=evolve", "next-ahead: needs the refine search"},
+      {"--replay-evals", NULL, "replay-evals: needs replay"},
+      {"--replay=runs/live", "--llm=http://127.0.0.1:1", "replay: the recorded streams"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sg_run_config_init(&c);
