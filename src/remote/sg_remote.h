@@ -51,7 +51,7 @@ char *sg_remote_key_control(const char *run, const char *consumer);
 char *sg_remote_consumer(const char *host, const char *device);
 
 /* A run's end on the controller, once its slot proxies exited: its slots'
- * reply streams, its kind's request stream (when empty) and the `workers`
+ * reply streams, its kind's request stream and the `workers`
  * entries of hosts whose heartbeat expired are deleted (sg_remote_cleanup.c). */
 int sg_remote_run_cleanup(const char *url, const char *run, const char *kind,
                           const char *const *slots, size_t n_slots, sg_err *err);

@@ -3,8 +3,8 @@
  * blocking connection once its loop has ended:
  *
  * - the controller, after its slot proxies exited: its slots' reply
- *   streams, the request stream of its device kind when no entry is left
- *   in it, and the `workers` entries of worker hosts whose heartbeat has
+ *   streams, the request stream of its device kind (one controller serves
+ *   a run at a time: every entry in it is this run's, and dead), and the `workers` entries of worker hosts whose heartbeat has
  *   expired (killed hosts, which could not remove their own);
  * - a worker host, when it stops: its `workers` entry, its heartbeat and
  *   its control list.
@@ -92,15 +92,11 @@ int sg_remote_run_cleanup(const char *url, const char *run, const char *kind,
     free(res);
   }
   if (rc == 0) {
-    /* an entry left (another controller of this run, or one this run
-     * could not close) keeps the stream: it is someone's request */
+    /* every entry left is this run's and nobody waits for it any more:
+     * one a proxy killed as hung (or a killed controller) never closed
+     * would be taken by a host that joins later, evaluated for nothing */
     char *req = sg_remote_key_requests(run, kind);
-    const char *argv[] = {"XLEN", req};
-    redisReply *len = cmd(c, err, 2, argv);
-    rc = len ? 0 : err->code;
-    if (len && len->type == REDIS_REPLY_INTEGER && len->integer == 0)
-      rc = del(c, req, err);
-    freeReplyObject(len);
+    rc = del(c, req, err);
     free(req);
   }
   if (rc == 0)

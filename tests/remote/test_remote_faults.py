@@ -123,14 +123,16 @@ class Faults(RemoteCase):
 
     def test_slot_without_worker_hangs_as_configured_and_stays_out_of_service(self):
         out = os.path.join(self.dir, "runs", RUN)
-        r = self.run_specgen(["--task", "hinge_loss", "--devices", "cpu:0", "--remote", "1",
-                              "--iterations", "4", "--server-speed", "3000",
+        # two remote slots (with one, it may be the profiling part's, idle
+        # while nothing validates) and two tasks: the slots get requests
+        r = self.run_specgen(["--task", "hinge_loss", "--task", "diag_matmul",
+                              "--devices", "cpu:0", "--remote", "2",
+                              "--iterations", "3", "--server-speed", "3000",
                               "--eval-timeout", "10", "--hang-grace", "5", "--json",
                               "--out", out, "--redis", self.redis.url()], limit=900)
         events = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
-        slot = "redis:cpu/0"
-        mine = [e for e in events if e.get("device") == slot]
-        hung = [e["message"] for e in mine if e.get("event") == "worker" and
+        remote = [e for e in events if e.get("device", "").startswith("redis:")]
+        hung = [e["message"] for e in remote if e.get("event") == "worker" and
                 e.get("what") == "hung"]
         self.assertTrue(hung, (r.returncode, r.stderr[-3000:]))
         for msg in hung:
@@ -139,31 +141,40 @@ class Faults(RemoteCase):
             # eval-timeout 10 + hang-grace 5, late by a busy machine at most;
             # the compile limit (60 s) + grace would be 65
             self.assertLess(int(m.group(1)), 40, msg)
-        out_of_service = [i for i, e in enumerate(mine) if e.get("event") == "warning" and
-                          "taken out of service" in e.get("message", "")]
-        self.assertEqual(len(out_of_service), 1, mine)
-        after = [e for e in mine[out_of_service[0]:] if e.get("event") == "worker"]
-        self.assertEqual(after, [], "the slot was brought back: %s" % after)
+        retired = 0
+        for slot in {e["device"] for e in remote}:
+            mine = [e for e in remote if e["device"] == slot]
+            out_of_service = [i for i, e in enumerate(mine) if e.get("event") == "warning"
+                              and "taken out of service" in e.get("message", "")]
+            self.assertLessEqual(len(out_of_service), 1, mine)
+            if out_of_service:
+                retired += 1
+                after = [e for e in mine[out_of_service[0]:] if e.get("event") == "worker"]
+                self.assertEqual(after, [], "%s was brought back: %s" % (slot, after))
+        self.assertGreaterEqual(retired, 1, remote)
         db = sqlite3.connect(os.path.join(out, "run.db"))
         busy = db.execute("SELECT count(*), coalesce(sum(ended_us - started_us), 0) FROM "
-                          "device_intervals WHERE device = ?", (slot,)).fetchone()
+                          "device_intervals WHERE device LIKE 'redis:%'").fetchone()
         local = db.execute("SELECT count(*) FROM device_intervals WHERE device = 'cpu:0'"
                            ).fetchone()[0]
         db.close()
-        self.assertEqual(busy, (0, 0), "a slot nobody served counted as busy")
+        self.assertEqual(busy, (0, 0), "slots nobody served counted as busy")
         self.assertGreater(local, 0)
         self.assertIn(r.returncode, (0, 1), r.stderr[-3000:])
+        # the requests its killed proxies left are gone with the run
+        self.assertEqual(self.keys(), [])
 
     def test_finished_run_leaves_no_keys_behind(self):
-        h = self.host("hostA")
-        h.wait_ready()
+        hosts = [self.host("hostA"), self.host("hostB")]
+        for h in hosts:
+            h.wait_ready()
         # a host killed while registered: its heartbeat expires, its entry
         # is the run's end's to remove
         dead = self.host("hostDead", hb=1)
         dead.wait_ready()
         dead.signal(signal.SIGKILL)
         out = os.path.join(self.dir, "runs", RUN)
-        r = self.run_specgen(["--task", "hinge_loss", "--devices", "cpu:0", "--remote", "1",
+        r = self.run_specgen(["--task", "hinge_loss", "--devices", "cpu:0", "--remote", "2",
                               "--iterations", "2", "--server-speed", "3000",
                               "--eval-timeout", "10", "--out", out,
                               "--redis", self.redis.url()])
@@ -173,18 +184,20 @@ class Faults(RemoteCase):
                             " AND status IS NOT NULL").fetchone()[0]
         db.close()
         self.assertGreaterEqual(remote, 1)
-        # the live host keeps its heartbeat and registration (it still
-        # serves the run, for a --resume); nothing else stays
-        left = [k for k in self.keys() if not k.startswith("specgen:%s:hb:hostA/" % RUN)
-                and not k.startswith("specgen:%s:ctl:hostA/" % RUN)
+        # the live hosts keep their heartbeats and registrations (they
+        # still serve the run, for a --resume); nothing else stays
+        live = ("hostA/", "hostB/")
+        left = [k for k in self.keys()
+                if not any(k.startswith("specgen:%s:%s:%s" % (RUN, kind, h))
+                           for kind in ("hb", "ctl") for h in live)
                 and k != "specgen:%s:workers" % RUN]
         self.assertEqual(left, [])
         registered = self.redis.cli("HKEYS", "specgen:%s:workers" % RUN).split()
-        self.assertEqual(len(registered), 1, registered)
-        self.assertTrue(registered[0].startswith("hostA/"), registered)
-        # stopped, the host takes its own keys with it
-        h.stop()
-        self.assertEqual(h.p.returncode, 0, h.log())
+        self.assertEqual(sorted(k.split("/")[0] for k in registered), ["hostA", "hostB"])
+        # stopped, the hosts take their own keys with them
+        for h in hosts:
+            h.stop()
+            self.assertEqual(h.p.returncode, 0, h.log())
         self.assertEqual(self.keys(), [])
 
 
