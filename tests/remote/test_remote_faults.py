@@ -13,6 +13,7 @@ loopback and real processes:
 - a remote slot no worker host serves: each request waits eval-timeout plus
   hang-grace (not the compile limit), the slot taken out of service stays
   out (its proxy is not restarted) and its waiting is no device's busy time;
+- a pool that ends mid-evaluation stops the host's evaluation;
 - a finished run leaves no request entries, reply streams or `workers`
   entries in Redis, and a stopped worker host removes its own keys.
 Exits 77 (skip) only when redis-server is not installed."""
@@ -27,8 +28,8 @@ import time
 import unittest  # noqa: F401 (unittest.main)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from remote_harness import (RemoteCase, SPECGEN, exit_unless_runnable,  # noqa: E402
-                            free_port, wait_for)
+from remote_harness import (Proxy, RemoteCase, SPECGEN, example,  # noqa: E402
+                            exit_unless_runnable, free_port, wait_for)
 
 RUN = "faultrun"
 
@@ -163,6 +164,26 @@ class Faults(RemoteCase):
         self.assertIn(r.returncode, (0, 1), r.stderr[-3000:])
         # the requests its killed proxies left are gone with the run
         self.assertEqual(self.keys(), [])
+
+    def test_pool_gone_mid_evaluation_stops_the_hosts_evaluation(self):
+        """The controller's pool ends (its input closes) while a host
+        evaluates: the host is told to stop, so no result of it comes after
+        the run's end (it would re-create the slot's reply stream)."""
+        h = self.host("hostA")
+        h.wait_ready()
+        p = Proxy(self.redis, RUN)
+        self.proxies.append(p)
+        p.expect(lambda r: r["type"] == "hello", "hello")
+        p.validate("1.1", example("timeout-unstarted_workers.c"), timeout_s=90)
+        p.expect(lambda r: r["type"] == "started", "started")
+        t0 = time.monotonic()
+        p.send({"type": "shutdown"})
+        p.p.stdin.close()
+        p.p.wait(timeout=60)
+        wait_for(lambda: "request" in h.log() and "aborted by the controller" in h.log(),
+                 "the host to stop the evaluation", limit=60)
+        # long before the candidate's own 90 s limit
+        self.assertLess(time.monotonic() - t0, 60)
 
     def test_finished_run_leaves_no_keys_behind(self):
         hosts = [self.host("hostA"), self.host("hostB")]
