@@ -47,6 +47,9 @@ static void usage(FILE *out) {
           "  --host NAME        this host's name in the run (gethostname)\n"
           "  --heartbeat-timeout S  a silence this long means this worker is\n"
           "                     lost (6)\n"
+          "  --redis-timeout S  Redis unreachable this long ends the worker\n"
+          "                     (exit 1, saying why; 30); a wrong password or\n"
+          "                     no Redis at the start ends it at once\n"
           "  --json-errors    also write a usage or startup error as one\n"
           "                   {\"type\":\"error\",\"fatal\":true,...} line on stdout,\n"
           "                   for a supervisor that reads only stdout\n"
@@ -109,7 +112,8 @@ static int remote_slot(const char *slot, bool json) {
 
 /* --redis: a worker host serving one run through Redis. */
 static int remote_host(const char *url, const char *run_id, const char *device,
-                       const char *host, double hb, const char *build_cache,
+                       const char *host, double hb, double redis_timeout,
+                       const char *build_cache,
                        const char *work_dir, bool json) {
   if (!run_id)
     return fail(json, SG_EXIT_USAGE, "--redis needs --run ID (the run's directory name)");
@@ -135,7 +139,7 @@ static int remote_host(const char *url, const char *run_id, const char *device,
     return fail(json, SG_EXIT_FAILED, "cannot find this program (/proc/self/exe)");
   self[n] = '\0';
   sg_remote_worker_opts o = {url, run_id, device, host, self, build_cache, work_dir,
-                             SG_VERSION, hb};
+                             SG_VERSION, hb, redis_timeout};
   if (sg_remote_worker_serve(&o, &err) != 0)
     return fail(json, err.code == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED, err.msg);
   return SG_EXIT_OK;
@@ -183,9 +187,19 @@ static int local_worker(const char *device, bool compile_only, const char *build
   return SG_EXIT_OK;
 }
 
+/* A number of seconds in [lo, hi]: 0, or -1 for anything else. */
+static int seconds(const char *arg, double lo, double hi, double *out) {
+  char *end;
+  double v = strtod(arg, &end);
+  if (end == arg || *end || !(v >= lo && v <= hi))
+    return -1;
+  *out = v;
+  return 0;
+}
+
 int sg_cmd_worker(int argc, char **argv) {
   enum { O_DEVICE = 1000, O_WORKDIR, O_JSON_ERRORS, O_COMPILE_ONLY, O_BUILD_CACHE,
-         O_REDIS, O_RUN, O_HOST, O_HB, O_SLOT };
+         O_REDIS, O_RUN, O_HOST, O_HB, O_SLOT, O_REDIS_TIMEOUT };
   static const struct option longopts[] = {
       {"device", required_argument, NULL, O_DEVICE},
       {"work-dir", required_argument, NULL, O_WORKDIR},
@@ -197,11 +211,12 @@ int sg_cmd_worker(int argc, char **argv) {
       {"host", required_argument, NULL, O_HOST},
       {"heartbeat-timeout", required_argument, NULL, O_HB},
       {"remote-slot", required_argument, NULL, O_SLOT},
+      {"redis-timeout", required_argument, NULL, O_REDIS_TIMEOUT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *device = NULL, *work_dir = NULL, *build_cache = NULL;
   const char *redis = NULL, *run_id = NULL, *host = NULL, *slot = NULL;
-  double hb = 0;
+  double hb = 0, redis_timeout = 0;
   bool json_errors = false, compile_only = false;
   /* --json-errors applies to errors in the flags before or after it */
   for (int i = 1; i < argc; i++)
@@ -224,14 +239,16 @@ int sg_cmd_worker(int argc, char **argv) {
     case O_RUN: run_id = optarg; break;
     case O_HOST: host = optarg; break;
     case O_SLOT: slot = optarg; break;
-    case O_HB: {
-      char *end;
-      hb = strtod(optarg, &end);
-      if (*end || !(hb >= 0.3 && hb <= 3600))
+    case O_HB:
+      if (seconds(optarg, 0.3, 3600, &hb) < 0)
         return fail(json_errors, SG_EXIT_USAGE,
                     "--heartbeat-timeout: seconds from 0.3 to 3600 expected");
       break;
-    }
+    case O_REDIS_TIMEOUT:
+      if (seconds(optarg, 1, 86400, &redis_timeout) < 0)
+        return fail(json_errors, SG_EXIT_USAGE,
+                    "--redis-timeout: seconds from 1 to 86400 expected");
+      break;
     case 'h': usage(stdout); return SG_EXIT_OK;
     default: {
       char *msg = sg_asprintf("unknown option '%s', or it lacks its value", argv[optind - 1]);
@@ -249,12 +266,20 @@ int sg_cmd_worker(int argc, char **argv) {
   }
   if (slot)
     return remote_slot(slot, json_errors);
-  if (!redis && getenv(SG_REMOTE_ENV_URL) && (run_id || host))
+  bool remote_only = run_id || host || hb > 0 || redis_timeout > 0;
+  if (!redis && getenv(SG_REMOTE_ENV_URL) && remote_only)
     redis = g_url = sg_strdup(getenv(SG_REMOTE_ENV_URL));
+  /* --run and the other worker-host options mean a worker host: without a
+   * URL that is a mistake, never a local worker serving stdin */
+  if (!redis && remote_only)
+    return fail(json_errors, SG_EXIT_USAGE,
+                "--run, --host, --heartbeat-timeout and --redis-timeout serve a run "
+                "through Redis: give --redis URL (or set " SG_REMOTE_ENV_URL ")");
   /* out of the environment the local workers (and candidates) inherit */
   if (redis)
     unsetenv(SG_REMOTE_ENV_URL);
   if (redis)
-    return remote_host(redis, run_id, device, host, hb, build_cache, work_dir, json_errors);
+    return remote_host(redis, run_id, device, host, hb, redis_timeout, build_cache, work_dir,
+                       json_errors);
   return local_worker(device, compile_only, build_cache, work_dir, json_errors);
 }

@@ -10,6 +10,7 @@
 
 #include <hiredis/adapters/libuv.h>
 #include <limits.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,64 @@ void sg_redis_url_free(sg_redis_url *u) {
 const char *sg_redis_url_where(const sg_redis_url *u, char *buf, size_t n) {
   snprintf(buf, n, strchr(u->host, ':') ? "[%s]:%d" : "%s:%d", u->host, u->port);
   return buf;
+}
+
+/* ---- a check before serving -------------------------------------------------- */
+
+/* One command on a blocking connection: false, with why, when it failed or
+ * the server answered an error (its words name no password). */
+static bool check_step(redisContext *c, const char *step, const char *where, int argc,
+                       const char **argv, sg_err *err) {
+  redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+  if (!r) {
+    sg_err_set(err, SG_ECONN, "Redis %s: %s failed (%s)", where, step,
+               c->errstr[0] ? c->errstr : "no reply");
+    return false;
+  }
+  bool ok = r->type != REDIS_REPLY_ERROR;
+  if (!ok)
+    sg_err_set(err, SG_ECONN, "Redis %s: %s refused: %.200s", where, step, r->str);
+  freeReplyObject(r);
+  return ok;
+}
+
+redisContext *sg_redis_connect_sync(const sg_redis_url *u, double limit_s, sg_err *err) {
+  char where[300];
+  sg_redis_url_where(u, where, sizeof where);
+  struct timeval tv = {(time_t)limit_s,
+                       (suseconds_t)((limit_s - (double)(time_t)limit_s) * 1e6)};
+  redisContext *c = redisConnectWithTimeout(u->host, u->port, tv);
+  if (!c) {
+    sg_err_set(err, SG_ECONN, "Redis %s: cannot connect (no memory)", where);
+    return NULL;
+  }
+  if (c->err) {
+    sg_err_set(err, SG_ECONN, "Redis %s: cannot connect (%s)", where, c->errstr);
+    redisFree(c);
+    return NULL;
+  }
+  redisSetTimeout(c, tv);
+  char db[16];
+  snprintf(db, sizeof db, "%d", u->db);
+  const char *auth[] = {"AUTH", u->user ? u->user : u->pass, u->pass};
+  const char *select[] = {"SELECT", db};
+  const char *ping[] = {"PING"};
+  bool ok = (!u->pass || check_step(c, "authentication", where, u->user ? 3 : 2, auth, err)) &&
+            (!u->db || check_step(c, "SELECT", where, 2, select, err)) &&
+            check_step(c, "PING", where, 1, ping, err);
+  if (!ok) {
+    redisFree(c);
+    return NULL;
+  }
+  return c;
+}
+
+int sg_redis_check(const sg_redis_url *u, double limit_s, sg_err *err) {
+  redisContext *c = sg_redis_connect_sync(u, limit_s, err);
+  if (!c)
+    return SG_ECONN;
+  redisFree(c);
+  return 0;
 }
 
 /* ---- connection ------------------------------------------------------------ */

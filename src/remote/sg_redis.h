@@ -39,6 +39,18 @@ void sg_redis_url_free(sg_redis_url *u);
 /* "HOST:PORT" for messages; buf of n bytes. */
 const char *sg_redis_url_where(const sg_redis_url *u, char *buf, size_t n);
 
+/* Connects once, authenticates, selects the database and PINGs, waiting
+ * at most limit_s in all: what a process checks before it starts serving,
+ * so a wrong password or a server that is not there is an error at once
+ * (SG_ECONN, with the server's reason or the socket's, and HOST:PORT)
+ * instead of a connection that retries without end. */
+int sg_redis_check(const sg_redis_url *u, double limit_s, sg_err *err);
+
+/* sg_redis_check's connection, kept: a blocking one (each command waits
+ * at most limit_s) for a process's last words, its keys removed at its end
+ * (caller frees with redisFree). NULL, with err, as sg_redis_check fails. */
+redisContext *sg_redis_connect_sync(const sg_redis_url *u, double limit_s, sg_err *err);
+
 typedef struct sg_redis sg_redis;
 
 /* up: the connection is ready (after AUTH and SELECT); !up: it went down

@@ -47,6 +47,17 @@ char *sg_remote_key_workers(const char *run);
  * proxy, BLPOP by the worker while it evaluates). */
 char *sg_remote_key_control(const char *run, const char *consumer);
 #define SG_REMOTE_GROUP "workers"
+/* A worker's consumer name in this process: HOST/DEVICE/PID (caller frees). */
+char *sg_remote_consumer(const char *host, const char *device);
+
+/* A run's end on the controller, once its slot proxies exited: its slots'
+ * reply streams, its kind's request stream and the `workers`
+ * entries of hosts whose heartbeat expired are deleted (sg_remote_cleanup.c). */
+int sg_remote_run_cleanup(const char *url, const char *run, const char *kind,
+                          const char *const *slots, size_t n_slots, sg_err *err);
+/* A worker host's end: its `workers` entry, heartbeat and control list. */
+int sg_remote_worker_unregister(const char *url, const char *run, const char *consumer,
+                                sg_err *err);
 
 typedef struct sg_remote_worker_opts {
   const char *url;          /* redis://... (never printed) */
@@ -58,12 +69,17 @@ typedef struct sg_remote_worker_opts {
   const char *work_dir;
   const char *version;
   double heartbeat_ttl_s;   /* 6 when 0 */
+  /* Redis unreachable this long (either connection down, or never up)
+   * ends the worker: it leaves, saying why (30 when 0). */
+  double redis_timeout_s;
 } sg_remote_worker_opts;
 
 /* Serves until SIGTERM or SIGINT. Returns 0 then, negative when it could not
- * start (a bad URL, run id or device) or when it left (it refused a request
- * of another run or version, or its local worker was given up: SG_ESTATE,
- * the reason in err). */
+ * start (a bad URL, run id or device: SG_EINVAL; Redis refused the
+ * password or cannot be reached: SG_ECONN, with the server's reason) or
+ * when it left (it refused a request of another run or version, its local
+ * worker was given up, or Redis stayed unreachable for redis_timeout_s:
+ * SG_ESTATE, the reason in err). */
 int sg_remote_worker_serve(const sg_remote_worker_opts *o, sg_err *err);
 
 /* The remote worker without its process: takes requests through Redis and

@@ -13,8 +13,10 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "remote/sg_redis.h"
 #include "runtime/sg_pool.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +101,28 @@ static void on_signal(uv_signal_t *s, int signum) {
   host_stop(h);
 }
 
+/* Before anything starts: a bad URL or run id is bad usage, and a Redis
+ * that refuses the password or cannot be reached ends the worker now, with
+ * the server's reason (it would otherwise retry, and log, for
+ * redis_timeout_s before it gives up). */
+static int check_redis(const sg_remote_worker_opts *o, sg_err *err) {
+  sg_redis_url u;
+  if (sg_redis_url_parse(o->url, &u, err) < 0)
+    return sg_err_prefix(err, "--redis");
+  int rc = sg_remote_run_id_check(o->run_id, err);
+  if (rc < 0)
+    sg_err_prefix(err, "--run");
+  else
+    rc = sg_redis_check(&u, o->redis_timeout_s > 0 ? fmin(o->redis_timeout_s, 10) : 10,
+                        err);
+  sg_redis_url_free(&u);
+  return rc;
+}
+
 int sg_remote_worker_serve(const sg_remote_worker_opts *o, sg_err *err) {
+  int crc = check_redis(o, err);
+  if (crc < 0)
+    return crc;
   sg_remote_worker_opts opts = *o;
   char *own_cache = NULL;
   if (!opts.build_cache) {
@@ -138,6 +161,14 @@ int sg_remote_worker_serve(const sg_remote_worker_opts *o, sg_err *err) {
   }
   uv_run(&h.loop, UV_RUN_DEFAULT);
   uv_loop_close(&h.loop);
+  if (rc == 0) { /* its keys go with it (a killed host's: the controller's end) */
+    char *consumer = sg_remote_consumer(o->host, o->device);
+    sg_err e;
+    sg_err_clear(&e);
+    if (sg_remote_worker_unregister(o->url, o->run_id, consumer, &e) < 0)
+      fprintf(stderr, "specgen worker %s: its keys stay in Redis: %s\n", consumer, e.msg);
+    free(consumer);
+  }
   if (own_cache) {
     sg_err e;
     sg_rm_rf(own_cache, &e);

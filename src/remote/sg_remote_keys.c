@@ -5,6 +5,7 @@
 #include "common/sg_alloc.h"
 
 #include <string.h>
+#include <unistd.h>
 
 bool sg_remote_is_device(const char *device) {
   return sg_pool_device_remote(device);
@@ -40,6 +41,10 @@ char *sg_remote_key_heartbeat(const char *run, const char *consumer) {
 
 char *sg_remote_key_control(const char *run, const char *consumer) {
   return sg_asprintf("specgen:%s:ctl:%s", run, consumer);
+}
+
+char *sg_remote_consumer(const char *host, const char *device) {
+  return sg_asprintf("%s/%s/%ld", host, device, (long)getpid());
 }
 
 char *sg_remote_key_workers(const char *run) {

@@ -374,6 +374,22 @@ static void maybe_read(px *x) {
 
 /* ---- requests from the pool ------------------------------------------------ */
 
+/* Nobody waits for the current request any more: its entry is closed and,
+ * when a worker has it, the worker stops evaluating it (so no result of it
+ * comes, nor re-creates this slot's reply stream after the run's end). */
+static void drop_current(px *x) {
+  if (x->consumer && x->req_id) {
+    char *ctl = sg_remote_key_control(x->o->run_id, x->consumer);
+    const char *push[] = {"LPUSH", ctl, x->req_id};
+    const char *expire[] = {"PEXPIRE", ctl, "60000"};
+    sg_redis_cmdv(x->cmd, 3, push);
+    sg_redis_cmdv(x->cmd, 3, expire);
+    free(ctl);
+  }
+  if (x->entry)
+    entry_close(x, x->entry);
+}
+
 static void stored(px *x, const char *wire) {
   for (ack *k = x->acks; k; k = k->next)
     if (k->wire && strcmp(k->wire, wire) == 0) {
@@ -403,8 +419,7 @@ void sg_remote_slot_line(sg_remote_slot *x, const char *line, size_t len) {
     emit(x, json_pack("{s:s}", "type", "bye"));
     x->shut = true;
     /* the pool dropped the request out, if any: nobody will store it */
-    if (x->entry)
-      entry_close(x, x->entry);
+    drop_current(x);
     cur_clear(x);
   } else if (req.type == SG_WREQ_ABORT) {
     /* an abort that crossed a result already forwarded: the pool drops
@@ -416,16 +431,7 @@ void sg_remote_slot_line(sg_remote_slot *x, const char *line, size_t len) {
       }
     flush_acks(x);
     if (x->wire && strcmp(x->wire, req.id) == 0) {
-      if (x->consumer) { /* taken: its worker stops evaluating it */
-        char *ctl = sg_remote_key_control(x->o->run_id, x->consumer);
-        const char *push[] = {"LPUSH", ctl, x->req_id};
-        const char *expire[] = {"PEXPIRE", ctl, "60000"};
-        sg_redis_cmdv(x->cmd, 3, push);
-        sg_redis_cmdv(x->cmd, 3, expire);
-        free(ctl);
-      }
-      if (x->entry)
-        entry_close(x, x->entry);
+      drop_current(x);
       emit_result(x, SG_EVAL_ABORTED, "aborted by the client");
       cur_clear(x);
     }
@@ -595,8 +601,7 @@ void sg_remote_slot_finish(sg_remote_slot *x) {
     free(k->wire);
     k->wire = NULL;
   }
-  if (x->entry)
-    entry_close(x, x->entry);
+  drop_current(x);
   cur_clear(x);
   flush_acks(x);
 }

@@ -47,8 +47,13 @@ struct sg_remote_worker {
   char where[300];
   sg_redis *cmd, *blk;
   char *consumer, *kind, *req_key, *hb_key, *workers_key, *ctl_key;
-  double ttl_s;
+  double ttl_s, redis_limit_s;
+  /* since when Redis is unreachable (a connection not up; 0: both are),
+   * and the last reason a connection gave */
+  double t_down;
+  char down_why[200];
   bool reading, busy, stopping, group_asked;
+  bool no_stream; /* the request stream does not exist: wait for a tick */
   bool on_ctl; /* the blocking command out is the control list's BLPOP */
   /* refused a request: leaves once its replies are written (or after
    * LEAVE_S), so the refusal reaches the controller */
@@ -261,9 +266,15 @@ static void take(rw *w, const sg_redis_entry *e) {
 
 static void on_group(redisAsyncContext *ac, void *rv, void *priv) {
   (void)ac;
-  (void)rv;
   rw *w = priv;
+  redisReply *r = rv;
   w->group_asked = false;
+  /* no stream yet (a run's end deletes it; its slot proxies create it):
+   * the next tick asks again, rather than a loop of commands now */
+  if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9) != 0) {
+    w->no_stream = true;
+    return;
+  }
   maybe_read(w);
 }
 
@@ -277,10 +288,13 @@ static void on_read(redisAsyncContext *ac, void *rv, void *priv) {
   if (r->type == REDIS_REPLY_ERROR) {
     if (strncmp(r->str, "NOGROUP", 7) == 0 && !w->group_asked) {
       /* a new stream, or a server that restarted without its data */
-      const char *argv[] = {"XGROUP", "CREATE", w->req_key, SG_REMOTE_GROUP, "0",
-                            "MKSTREAM"};
-      if (sg_redis_cmd(w->blk, on_group, w, 6, argv, NULL) == 0)
+      /* never MKSTREAM: a worker would re-create the stream a finished
+       * run deleted, and leave it behind */
+      const char *argv[] = {"XGROUP", "CREATE", w->req_key, SG_REMOTE_GROUP, "0"};
+      if (sg_redis_cmd(w->blk, on_group, w, 5, argv, NULL) == 0)
         w->group_asked = true;
+    } else if (strncmp(r->str, "UNBLOCKED", 9) == 0) {
+      w->no_stream = true; /* deleted under the read: the run ended */
     } else if (strncmp(r->str, "NOGROUP", 7) != 0) {
       logf_(w, "XREADGROUP failed: %s%s", r->str, NULL);
     }
@@ -326,6 +340,8 @@ static void maybe_read(rw *w) {
       w->reading = w->on_ctl = true;
     return;
   }
+  if (w->no_stream)
+    return;
   const char *argv[] = {"XREADGROUP", "GROUP", SG_REMOTE_GROUP, w->consumer,
                         "COUNT", "1", "BLOCK", READ_BLOCK_MS, "STREAMS",
                         w->req_key, ">"};
@@ -343,12 +359,34 @@ static void heartbeat(rw *w) {
   sg_redis_cmdv(w->cmd, 5, argv);
 }
 
+/* A worker that cannot reach its Redis serves nobody: after the bound it
+ * leaves (exit 1 with the reason) instead of retrying and logging forever. */
+static void check_reachable(rw *w) {
+  double now = sg_clock_now_s();
+  if (sg_redis_up(w->cmd) && sg_redis_up(w->blk)) {
+    w->t_down = 0;
+    return;
+  }
+  if (w->t_down == 0) {
+    w->t_down = now;
+    return;
+  }
+  if (now - w->t_down >= w->redis_limit_s) {
+    char *why = sg_asprintf("Redis %s unreachable for %.0f s (%s); leaving", w->where,
+                            now - w->t_down, w->down_why[0] ? w->down_why : "not up");
+    sg_remote_worker_leave(w, why);
+    free(why);
+  }
+}
+
 static void on_tick(uv_timer_t *t) {
   rw *w = t->data;
   if (w->leaving && (!w->out || sg_clock_now_s() - w->t_leave > LEAVE_S)) {
     stop(w, false);
     return;
   }
+  check_reachable(w);
+  w->no_stream = false;
   heartbeat(w);
   flush_out(w);
   maybe_read(w);
@@ -362,8 +400,9 @@ static void on_state(sg_redis *c, void *data, bool up, const char *why) {
       w->reading = w->on_ctl = false;
       w->group_asked = false;
     }
+    snprintf(w->down_why, sizeof w->down_why, "%s", why ? why : "down");
     fprintf(stderr, "specgen worker %s: Redis %s (%s connection): %s\n", w->consumer,
-            w->where, which, why ? why : "down");
+            w->where, which, w->down_why);
     return;
   }
   fprintf(stderr, "specgen worker %s: Redis %s up (%s connection)\n", w->consumer,
@@ -456,12 +495,13 @@ int sg_remote_worker_new(uv_loop_t *loop, const sg_remote_worker_opts *o,
   sg_redis_url_where(&w->url, w->where, sizeof w->where);
   const char *colon = strchr(o->device, ':');
   w->kind = sg_strndup(o->device, colon ? (size_t)(colon - o->device) : strlen(o->device));
-  w->consumer = sg_asprintf("%s/%s/%ld", o->host, o->device, (long)getpid());
+  w->consumer = sg_remote_consumer(o->host, o->device);
   w->req_key = sg_remote_key_requests(o->run_id, w->kind);
   w->hb_key = sg_remote_key_heartbeat(o->run_id, w->consumer);
   w->workers_key = sg_remote_key_workers(o->run_id);
   w->ctl_key = sg_remote_key_control(o->run_id, w->consumer);
   w->ttl_s = o->heartbeat_ttl_s > 0 ? o->heartbeat_ttl_s : 6;
+  w->redis_limit_s = o->redis_timeout_s > 0 ? o->redis_timeout_s : 30;
   w->cmd = sg_redis_new(loop, &w->url, "commands", on_state, w);
   w->blk = sg_redis_new(loop, &w->url, "requests", on_state, w);
   uv_timer_init(loop, &w->tick);

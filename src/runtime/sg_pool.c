@@ -314,6 +314,10 @@ void sg_pool_worker_event(worker *w, const char *what, const char *msg) {
 
 static void worker_tick(uv_timer_t *t);
 
+static bool remote_slot(const worker *w) {
+  return w->device && sg_pool_device_remote(w->device);
+}
+
 static double inflight_deadline(const worker *w) {
   const preq *q = w->inflight;
   const sg_pool *p = w->p;
@@ -322,6 +326,10 @@ static double inflight_deadline(const worker *w) {
                                       : fmax(timeout, p->compile_limit_s);
   if (q->kind == SG_POOL_COMPILE)
     limit = p->compile_limit_s;
+  /* a remote slot's request no worker host took yet ("started") waits in
+   * Redis, compiling nothing: timeout_s and the grace bound that wait */
+  if (q->ph == PH_SENT && remote_slot(w))
+    limit = timeout;
   return q->t_phase + limit + p->hang_grace_s;
 }
 
@@ -403,6 +411,32 @@ static int proc_write(proc *pr, char *line, size_t len, bool close_after) {
   return rc;
 }
 
+/* Detaches pr from its worker and asks it to end: shutdown, then the end of
+ * its stdin. Its output is drained to the end, so it never blocks on a
+ * full pipe while it shuts down (a slot proxy writes its last
+ * acknowledgements to Redis then); the pool's close kills what is left. */
+static void proc_shutdown(proc *pr) {
+  if (pr->w) {
+    pr->w->pr = NULL;
+    pr->w = NULL;
+  }
+  if (pr->exited) {
+    proc_close_in(pr);
+    sg_pool_proc_close_process(pr);
+  } else if (!pr->in_closed) {
+    sg_worker_request s;
+    sg_worker_request_init(&s);
+    s.type = SG_WREQ_SHUTDOWN;
+    json_t *j = sg_worker_request_to_json(&s);
+    sg_worker_request_free(&s);
+    size_t len;
+    char *line = sg_jsonl_line(j, &len);
+    json_decref(j);
+    if (proc_write(pr, line, len, true) < 0)
+      proc_close_in(pr);
+  }
+}
+
 static void proc_write_failed(proc *pr, int rc) {
   if (pr->write_failed)
     return;
@@ -469,11 +503,24 @@ static char *proc_end_text(const proc *pr) {
   return sg_asprintf("stopped reading its input (%s)", pr->write_err);
 }
 
+static void worker_give_up_queue(worker *w, const char *msg);
+
 static void worker_tick(uv_timer_t *t) {
   worker *w = t->data;
   sg_pool *p = w->p;
   if (p->closing)
     return;
+  if (w->state == W_GIVEN_UP) { /* retired by the caller: see sg_pool_retire */
+    preq *q = w->inflight;
+    w->inflight = NULL;
+    sg_pool_device_told(w, false);
+    if (q && q->aborted)
+      sg_pool_preq_free(q);
+    else if (q)
+      sg_pool_deliver(p, q, NULL, w->last_failure);
+    worker_give_up_queue(w, w->last_failure);
+    return;
+  }
   double now = sg_clock_now_s();
   if (w->state == W_BACKOFF) {
     if (now >= w->restart_at)
@@ -502,8 +549,10 @@ static void worker_tick(uv_timer_t *t) {
   }
   if (w->inflight && now >= inflight_deadline(w)) {
     const preq *q = w->inflight;
-    char *why = sg_asprintf("hung: no reply for %.0f s",
-                            now - q->t_phase);
+    char *why = q->ph == PH_SENT && remote_slot(w)
+                    ? sg_asprintf("hung: no worker host took the request within %.0f s "
+                                  "(docs/remote.md)", now - q->t_phase)
+                    : sg_asprintf("hung: no reply for %.0f s", now - q->t_phase);
     sg_pool_worker_fail(w, "hung", why);
     free(why);
     return;
@@ -924,6 +973,25 @@ static void on_close_timeout(uv_timer_t *t) {
   uv_close((uv_handle_t *)&p->close_timer, pool_handle_closed);
 }
 
+void sg_pool_retire(sg_pool *p, int slot, const char *why) {
+  if (!p || p->closing || slot < 0 || (size_t)slot >= p->n_dev)
+    return;
+  worker *w = &p->workers[slot];
+  if (w->state == W_GIVEN_UP)
+    return;
+  w->state = W_GIVEN_UP;
+  p->st.slots_given_up++;
+  free(w->last_failure);
+  w->last_failure = sg_asprintf("%s taken out of service: %s", w->name, why);
+  if (w->pr)
+    proc_shutdown(w->pr);
+  /* what it still holds is answered from the loop, never from this call */
+  if (w->inflight || w->qhead)
+    uv_timer_start(&w->timer, worker_tick, 0, 0);
+  else
+    uv_timer_stop(&w->timer);
+}
+
 void sg_pool_close(sg_pool *p, double timeout_s) {
   if (!p || p->closing)
     return;
@@ -952,25 +1020,7 @@ void sg_pool_close(sg_pool *p, double timeout_s) {
     uv_close((uv_handle_t *)&w->timer, worker_timer_closed);
     if (!pr)
       continue;
-    pr->w = NULL;
-    w->pr = NULL;
-    /* keep draining its output until the end, so it never blocks on a full
-     * pipe while it shuts down */
-    if (pr->exited) {
-      proc_close_in(pr);
-      sg_pool_proc_close_process(pr);
-    } else if (!pr->in_closed) {
-      sg_worker_request s;
-      sg_worker_request_init(&s);
-      s.type = SG_WREQ_SHUTDOWN;
-      json_t *j = sg_worker_request_to_json(&s);
-      sg_worker_request_free(&s);
-      size_t len;
-      char *line = sg_jsonl_line(j, &len);
-      json_decref(j);
-      if (proc_write(pr, line, len, true) < 0)
-        proc_close_in(pr);
-    }
+    proc_shutdown(pr);
   }
   /* procs retired earlier are already being killed; the rest get until the
    * timeout */

@@ -178,6 +178,14 @@ void sg_pool_stats_get(const sg_pool *p, sg_pool_stats *st);
  * -1 - i), 0 when none runs: for tests that kill one. */
 long sg_pool_worker_pid(const sg_pool *p, int slot);
 
+/* Takes device slot out of service for good (the caller's scheduler gave
+ * it up; why says why): no restart follows, its process is asked to shut
+ * down, later submits to it are refused (SG_ESTATE), and a request it
+ * still held gets an infra_error result (from the loop, as always).
+ * Without it a slot the scheduler gave up would still be restarted, and a
+ * remote slot's proxy kept on. Unknown slots are ignored. */
+void sg_pool_retire(sg_pool *p, int slot, const char *why);
+
 /* Asks every worker to shut down (requests in flight are aborted: no more
  * callbacks), closes the pipes and, once the workers exited or after
  * timeout_s, kills what is left; the pool is freed by the loop, so run the

@@ -361,7 +361,6 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
       return sg_err_prefix(err, "--devices");
   r->dir = cfg->resume ? sg_strdup(cfg->resume)
                        : cfg->out ? sg_strdup(cfg->out) : default_out_dir();
-  out->dir = sg_strdup(r->dir);
   if (cfg->resume && access(cfg->resume, F_OK) != 0)
     return sg_err_set(err, SG_ENOENT, "--resume %s: no such directory", cfg->resume);
   /* A file where the run directory goes is bad input (it failed as a store
@@ -370,8 +369,11 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
   if (stat(r->dir, &st) == 0 && !S_ISDIR(st.st_mode))
     return sg_err_set(err, SG_EINVAL, "%s %s: a file, not a directory",
                       cfg->resume ? "--resume" : "--out", r->dir);
+  /* before the outcome names the directory: a Redis refused here has
+   * written nothing there, so no resume hint follows */
   if ((rc = sg_run_remote_devices(r, err)) < 0)
     return rc;
+  out->dir = sg_strdup(r->dir);
   if ((rc = sg_run_load_workflows(r, err)) < 0)
     return rc;
   if ((rc = sg_prompt_templates_load(cfg->prompts, &r->templates, err)) < 0)
@@ -471,6 +473,9 @@ static void loop(run *r, sg_run_outcome *out, const char *token_warning) {
  * summary.json and the run_end event. */
 static void conclude(run *r, sg_run_outcome *out) {
   sg_err e;
+  sg_err_clear(&e);
+  if (sg_run_remote_cleanup(r, &e) < 0) /* keys left: said, the run stands */
+    sg_run_emit(r, "warning", json_pack("{s:s}", "message", e.msg));
   sg_err_clear(&e);
   if (!r->failed && !r->interrupted && sg_store_run_end(r->store, now_us(), &e) < 0)
     sg_run_fail(r, &e);

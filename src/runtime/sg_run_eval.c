@@ -332,17 +332,24 @@ static int pool_send(run *r, sg_req_id id, rreq *q, bool compile, int device,
   return sg_pool_submit(r->pool, &pr, err);
 }
 
+/* The device time a stage held: for a remote slot only from when a worker
+ * host took it (time waiting in Redis for a host, or for one that is gone,
+ * is no device's busy time), none when no host did. */
 static void device_interval(run *r, rreq *q) {
   if (q->device < 0)
     return;
+  int64_t start = q->device_start_us;
+  bool remote = sg_pool_device_remote(r->devices[q->device]);
+  if (remote)
+    start = q->remote_start_us;
   int64_t id = 0;
   int64_t end = now_us();
-  STORE(r, sg_store_device_interval_add(r->store, r->devices[q->device],
-                                        store_phase(q->phase), q->eval_id,
-                                        q->device_start_us,
-                                        end > q->device_start_us ? end : q->device_start_us,
-                                        &id, err));
+  if (!remote || start > 0)
+    STORE(r, sg_store_device_interval_add(r->store, r->devices[q->device],
+                                          store_phase(q->phase), q->eval_id, start,
+                                          end > start ? end : start, &id, err));
   q->device = -1;
+  q->remote_start_us = 0;
 }
 
 void sg_run_eval_close_intervals(run *r) {
@@ -411,6 +418,7 @@ static int op_device_start(void *data, const sg_sched_action *a) {
   assert(q && q->live && a->device >= 0);
   q->device = a->device;
   q->device_start_us = now_us();
+  q->remote_start_us = 0;
   STORE(r, sg_store_eval_start(r->store, q->eval_id, r->devices[a->device],
                                q->device_start_us, err));
   sg_err e;
@@ -453,6 +461,9 @@ static int op_device_dead(void *data, const sg_sched_action *a) {
   sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "device", r->devices[a->device],
                                       "message", "device taken out of service after "
                                                  "repeated infrastructure failures"));
+  /* for good: the pool restarts its worker no more (a remote slot's proxy
+   * ends), so nothing is started, logged or waited for on it again */
+  sg_pool_retire(r->pool, a->device, "repeated infrastructure failures");
   if (++r->dead_devices >= (int)r->ndevices) {
     /* Nothing can be evaluated any more: stop rather than generate for
      * nothing. The run stays resumable once the devices are fixed. */
@@ -546,6 +557,14 @@ static void on_pool_result(sg_pool *p, void *data, uint64_t ticket,
   sg_run_drain(r);
 }
 
+static void on_pool_started(sg_pool *p, void *data, uint64_t ticket) {
+  (void)p;
+  run *r = data;
+  rreq *q = req_get(r, ticket >> 1, false);
+  if (q && q->live && !(ticket & 1) && q->device >= 0 && !q->remote_start_us)
+    q->remote_start_us = now_us();
+}
+
 static void on_pool_worker(sg_pool *p, void *data, int slot, const char *what,
                            const char *message) {
   (void)p;
@@ -580,7 +599,7 @@ int sg_run_start_pool(run *r, const char *program, sg_err *err) {
     po.remote_env = env;
     po.n_remote_env = 2;
   }
-  sg_pool_callbacks cb = {r, NULL, on_pool_result, on_pool_worker,
+  sg_pool_callbacks cb = {r, on_pool_started, on_pool_result, on_pool_worker,
                           sg_run_kv_on_device};
   rc = sg_pool_new(&r->loop, &po, &cb, &r->pool, err);
   free(log);

@@ -94,6 +94,9 @@ typedef struct rreq {
   int64_t eval_id;         /* in the store */
   int device;              /* while on a device, else -1 */
   int64_t device_start_us;
+  /* a remote slot's worker host took it ("started"; 0: not yet): its busy
+   * time runs from here, not from the hand-over to the slot proxy */
+  int64_t remote_start_us;
   char *last_infra;        /* why its latest attempt failed, if it did */
   sg_eval_result *rec;     /* replay-evals: the recorded result it gets */
   int64_t rec_device_us;   /* ... after holding its device this long */
@@ -296,6 +299,9 @@ int sg_run_start_pool(run *r, const char *program, sg_err *err);
 void sg_run_eval_close_intervals(run *r);
 /* Appends the --remote device slots to the run's devices (sg_run_remote.c). */
 int sg_run_remote_devices(run *r, sg_err *err);
+/* After the loop (the slot proxies have exited): the run's keys out of
+ * Redis. */
+int sg_run_remote_cleanup(run *r, sg_err *err);
 /* sg_run_kv.c: the KV store of --kv-store (docs/kvstore.md). start does
  * nothing without it; close keeps its counters for report, which adds them
  * to the summary and writes kv_store.json. */

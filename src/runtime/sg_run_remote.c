@@ -38,7 +38,6 @@ int sg_run_remote_devices(run *r, sg_err *err) {
   int rc = sg_redis_url_parse(url, &u, err);
   if (rc < 0)
     return sg_err_prefix(err, "--redis");
-  sg_redis_url_free(&u);
   char *copy = sg_strdup(r->dir);
   char *id = sg_strdup(basename(copy));
   free(copy);
@@ -46,7 +45,17 @@ int sg_run_remote_devices(run *r, sg_err *err) {
     sg_err_prefix(err, "--remote: the run directory's name '%.80s' is the run id "
                   "the workers serve", id);
     free(id);
+    sg_redis_url_free(&u);
     return rc;
+  }
+  /* Reached and authenticated before anything starts: a wrong password or
+   * a server that is not there fails the run now with the server's reason
+   * (SG_ECONN: exit 1), not each request after its hang deadline. */
+  rc = sg_redis_check(&u, 10, err);
+  sg_redis_url_free(&u);
+  if (rc < 0) {
+    free(id);
+    return sg_err_prefix(err, "--redis");
   }
   r->remote_env = sg_asprintf("%s=%s", SG_REMOTE_ENV_RUN, id);
   free(id);
@@ -55,4 +64,21 @@ int sg_run_remote_devices(run *r, sg_err *err) {
     r->devices[r->ndevices++] =
         sg_asprintf("%s%s/%d", SG_REMOTE_DEVICE_PREFIX, r->device_kind, i);
   return 0;
+}
+
+/* The run's end, after its slot proxies exited: what it put in Redis goes
+ * (docs/remote.md, "Keys"). A failure leaves keys, never the run failed. */
+int sg_run_remote_cleanup(run *r, sg_err *err) {
+  if (!r->remote_url_env || !r->remote_env)
+    return 0;
+  const char *url = strchr(r->remote_url_env, '=') + 1;
+  const char *id = strchr(r->remote_env, '=') + 1;
+  size_t n = 0;
+  const char **slots = sg_calloc(r->ndevices ? r->ndevices : 1, sizeof *slots);
+  for (size_t i = 0; i < r->ndevices; i++)
+    if (sg_remote_is_device(r->devices[i]))
+      slots[n++] = r->devices[i];
+  int rc = sg_remote_run_cleanup(url, id, r->device_kind, slots, n, err);
+  free(slots);
+  return rc;
 }

@@ -13,8 +13,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPECGEN = os.environ.get("SG_SPECGEN")
@@ -242,3 +244,24 @@ def stop_all(t):
         h.stop()
     t.redis.stop()
     t.tmp.cleanup()
+
+
+class RemoteCase(unittest.TestCase):
+    """A test with its own scratch directory and redis-server; its hosts
+    and proxies are stopped at its end."""
+    RUN = "run"
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="sg-remote-")
+        self.dir = self.tmp.name
+        self.redis = Redis(self.dir)
+        self.hosts = []
+        self.proxies = []
+
+    def tearDown(self):
+        stop_all(self)
+
+    def host(self, name, url=None, **kw):
+        h = Host(url or self.redis.url(), kw.pop("run", self.RUN), name, self.dir, **kw)
+        self.hosts.append(h)
+        return h

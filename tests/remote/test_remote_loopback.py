@@ -28,13 +28,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from remote_harness import (Host, Proxy, ROOT, Redis, SPECGEN, example,  # noqa: E402
-                            exit_unless_runnable, stop_all, wait_for)
+from remote_harness import (Proxy, ROOT, RemoteCase, SPECGEN, example,  # noqa: E402
+                            exit_unless_runnable, wait_for)
 
 RUN = "looprun"
 
@@ -45,21 +44,8 @@ def pending(redis, kind="cpu", run=RUN):
     return int(first) if first.isdigit() else 0
 
 
-class Loopback(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="sg-remote-")
-        self.dir = self.tmp.name
-        self.redis = Redis(self.dir)
-        self.hosts = []
-        self.proxies = []
-
-    def tearDown(self):
-        stop_all(self)
-
-    def host(self, name, **kw):
-        h = Host(self.redis.url(), kw.pop("run", RUN), name, self.dir, **kw)
-        self.hosts.append(h)
-        return h
+class Loopback(RemoteCase):
+    RUN = RUN
 
     def proxy(self, **kw):
         p = Proxy(self.redis, kw.pop("run", RUN), **kw)
@@ -147,8 +133,7 @@ class Loopback(unittest.TestCase):
 
     def test_wrong_password_refused_with_the_reason(self):
         bad = self.redis.url().replace(self.redis.password, "not-the-password")
-        h = Host(bad, RUN, "hostBad", self.dir)
-        self.hosts.append(h)
+        h = self.host("hostBad", url=bad)
         wait_for(lambda: "authentication refused" in h.log(), "the refusal")
         self.assertNotIn("not-the-password", h.log())
         self.assertNotIn("up (requests connection)", h.log())

@@ -544,6 +544,45 @@ static void test_sigstop_is_a_hang_then_a_restart(void) {
   finish(&c, 10); /* the stopped worker was killed: none left */
 }
 
+static bool process_gone(ctx *c, const void *arg) {
+  (void)c;
+  return kill((pid_t)*(const long *)arg, 0) != 0 && errno == ESRCH;
+}
+
+/* The caller's scheduler gave the slot up: its worker is shut down, the
+ * request it held answered from the loop, and nothing restarts it. */
+static void test_a_retired_slot_is_never_restarted(void) {
+  ctx c;
+  ctx_init(&c);
+  sg_pool_opts o;
+  sg_err err;
+  test_opts(&c, &o, k_cpu0, 1);
+  o.restart_backoff_s = 0.01;
+  SG_CHECK_OK(pool_new(&c, &o, &err), err);
+  wait_wevents(&c, 0, "started", 1);
+  long pid = sg_pool_worker_pid(c.p, 0);
+  submit_ok(&c, 1, SG_POOL_VALIDATE, 0, "ok-fast.c");
+  c.in_call++;
+  sg_pool_retire(c.p, 0, "the test's reason");
+  c.in_call--;
+  wait_results(&c, 1);
+  check_status(&c, 1, SG_EVAL_INFRA_ERROR);
+  SG_CHECK_CONTAINS(result_of(&c, 1)->message,
+                    "worker cpu:0 taken out of service: the test's reason");
+  SG_CHECK(!c.busy[0]);
+  SG_CHECK_EQ_INT(sg_pool_worker_pid(c.p, 0), 0);
+  SG_CHECK_EQ_INT(submit_ex(&c, 2, SG_POOL_VALIDATE, 0, "ok-fast.c", 60, &err), SG_ESTATE);
+  run_until(&c, process_gone, &pid, "the retired worker to end");
+  /* a restart would come after the backoff (10 ms): give it ample time */
+  double until = now_s() + 1.0;
+  while (now_s() < until)
+    uv_run(&c.loop, UV_RUN_ONCE);
+  SG_CHECK_EQ_INT(count_wevents(&c, 0, "restarted"), 0);
+  SG_CHECK_EQ_INT(count_wevents(&c, 0, "died"), 0);
+  SG_CHECK_EQ_INT(sg_pool_worker_pid(c.p, 0), 0);
+  finish(&c, 10);
+}
+
 static void given_up_case(const char *program, const char *expect,
                           int max_restarts) {
   ctx c;
@@ -731,6 +770,7 @@ SG_TEST_MAIN(SG_TEST(test_bad_options_and_requests_are_refused),
              SG_TEST(test_compile_requests_on_compile_workers),
              SG_TEST(test_sigkill_mid_validation_is_one_infra_error_and_a_restart),
              SG_TEST(test_sigstop_is_a_hang_then_a_restart),
+             SG_TEST(test_a_retired_slot_is_never_restarted),
              SG_TEST(test_a_program_that_exits_is_given_up),
              SG_TEST(test_a_program_that_prints_garbage_is_given_up),
              SG_TEST(test_a_hello_of_another_protocol_is_given_up),
