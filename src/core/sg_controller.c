@@ -215,6 +215,10 @@ static void gen_stopped(sg_controller *c, gen *g) {
   if (g->kind == SG_GEN_SPEC) {
     assert(c->nlive_forks > 0);
     c->nlive_forks--;
+    if (c->o.fork_budget != NULL) {
+      assert(c->o.fork_budget->used > 0);
+      c->o.fork_budget->used--;
+    }
   }
 }
 
@@ -246,6 +250,8 @@ static gen *new_gen(sg_controller *c, sg_gen_kind kind, size_t prompt_index) {
     c->nmain++;
   } else {
     c->nlive_forks++;
+    if (c->o.fork_budget != NULL)
+      c->o.fork_budget->used++;
   }
   gen_init_bufs(c, g);
   return g;
@@ -256,6 +262,12 @@ static void free_gens(sg_controller *c) {
     sg_buf_free(&c->gens[i].content);
     sg_buf_free(&c->gens[i].reasoning);
     sg_scanner_free(c->gens[i].scanner);
+  }
+  /* forks still live here (the controller freed mid-iteration) give their
+   * streams back to the server they share */
+  if (c->o.fork_budget != NULL) {
+    assert(c->o.fork_budget->used >= c->nlive_forks);
+    c->o.fork_budget->used -= c->nlive_forks;
   }
   c->ngens = 0;
   c->nmain = 0;
@@ -612,6 +624,8 @@ static void fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
   room = c->o.max_live_forks - live_forks(c);
   if (k > room)
     k = room;
+  if (c->o.fork_budget != NULL && k > c->o.fork_budget->cap - c->o.fork_budget->used)
+    k = c->o.fork_budget->cap - c->o.fork_budget->used; /* the server is full */
   if (k < 1)
     return;
   m->last_fork_prefix = prefix_len;
@@ -1040,6 +1054,9 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   if (o->max_forks_per_iteration < 0 || o->max_live_forks < 0)
     return sg_err_set(err, SG_EINVAL, "controller: max_forks_per_iteration "
                       "and max_live_forks must be >= 0");
+  if (o->fork_budget != NULL && o->fork_budget->cap < 1)
+    return sg_err_set(err, SG_EINVAL, "controller: fork_budget's cap must be >= 1, "
+                      "got %d", o->fork_budget->cap);
   if (!(o->cutoff >= 0 && o->cutoff <= 100))
     return sg_err_set(err, SG_EINVAL, "controller: cutoff must be in 0..100, got %g",
                       o->cutoff);

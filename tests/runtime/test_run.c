@@ -893,6 +893,8 @@ static void test_bad_usage(void) {
       {{"run", "--task", "hinge_loss", "--iteratons", "2", NULL}, "iterations"},
       {{"run", "--task", "cpu/hinge_loss", "--devices", "cuda:0", NULL}, "cuda"},
       {{"run", "--resume", "/nonexistent/run", NULL}, "/nonexistent/run"},
+      /* one task's main takes the only stream: none left for forks */
+      {{"run", "--task", "hinge_loss", "--llm-streams", "1", NULL}, "--llm-streams 1"},
       {{"show", "/nonexistent/run", NULL}, "no run here"},
       {{"show", NULL}, "usage"},
   };
