@@ -77,6 +77,9 @@ struct sg_controller {
   int nlive_forks;           /* forks of gens[] still generating */
   uint64_t next_gen;
   size_t iter_first_kernel;  /* history index where this iteration began */
+  size_t compact_from;       /* history index sg_history_compact goes on
+                                from (refine only; 0 otherwise) */
+  bool compact;              /* the search is refine: compact the history */
   int iter_forks;
   uint64_t valid_prefix[SG_CTL_GATE_WINDOW]; /* prefixes of recent valid forks */
   int nvalid_prefix, valid_prefix_next;
@@ -482,6 +485,11 @@ static int end_iteration(sg_controller *c, int64_t now_us,
         (best == 0 || k->speedup > sg_history_get(&c->hist, best)->speedup))
       best = k->id;
   }
+  /* The iterations before this one: their kernels' texts that refine will
+   * never show again are freed (the runtime may still read this
+   * iteration's while it acts on END_ITERATION). */
+  if (c->compact)
+    c->compact_from = sg_history_compact(&c->hist, c->compact_from, c->iter_first_kernel);
   sg_ctl_action *a = emit(c, out, SG_CACT_END_ITERATION);
   a->u.end.reason = reason;
   a->u.end.best_kernel = best;
@@ -1086,6 +1094,7 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   c->o = *o;
   c->state = SG_CTL_NEW;
   c->ahead_trigger = -1;
+  c->compact = strcmp(sg_search_name(o->search), "refine") == 0;
   sg_history_init(&c->hist);
   *out = c;
   return 0;

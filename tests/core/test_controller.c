@@ -1370,6 +1370,30 @@ static void test_fallback_to_main_generation(void) {
   fx_free(&f);
 }
 
+/* With refine, an iteration's end frees the texts of the earlier
+ * iterations' kernels that refine can no longer show (a long campaign
+ * kept every fork's text); the best keeps its own, and every record stays. */
+static void test_history_compacted_at_iteration_ends(void) {
+  fx f;
+  fx_init(&f, "none", NULL);
+  static const double speed[] = {1.0, 0.5, 0.4};
+  for (int it = 0; it < 3; it++) {
+    finish(&f, f.main_gen, CODE);
+    uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
+    SG_CHECK(cm == (uint64_t)it + 1);
+    eval(&f, cm, SG_PHASE_VALIDATE, SG_EVAL_OK, speed[it]);
+    eval(&f, cm, SG_PHASE_PROFILE, SG_EVAL_OK, speed[it]);
+    SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 1);
+    f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  }
+  const sg_history *h = sg_controller_history(f.c);
+  SG_CHECK(h->best_id == 1 && !h->v[0].compacted && h->v[0].source != NULL);
+  SG_CHECK(h->v[1].compacted && h->v[1].source == NULL); /* iteration 1 */
+  SG_CHECK_NEAR(h->v[1].speedup, 0.5, 0);
+  SG_CHECK(!h->v[2].compacted && h->v[2].source != NULL); /* the last: not yet */
+  fx_free(&f);
+}
+
 /* Each way a main generation resolves ends the iteration by fallback. */
 static void test_fallback_when_main_has_no_kernel(void) {
   for (int mode = 0; mode < 4; mode++) {
@@ -1729,4 +1753,5 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_prefix_never_past_kept_text),
              SG_TEST(test_restore_continues_the_workflow),
              SG_TEST(test_names),
-             SG_TEST(test_fork_budget_shared_by_a_server))
+             SG_TEST(test_fork_budget_shared_by_a_server),
+             SG_TEST(test_history_compacted_at_iteration_ends))
