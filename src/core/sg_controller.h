@@ -9,7 +9,8 @@
  *      trigger, or on a tick while validation devices sit idle, forks
  *      K = max(1, min(free validate, free profile)) speculative generations
  *      (START_GEN kind=spec, thinking off) from the reasoning prefix so far,
- *      never twice from the same prefix length;
+ *      never twice from the same prefix length; K is cut by the fork caps
+ *      and by the fork streams the LLM server has left (fork_budget);
  *   3. extracts a candidate from every finished generation and submits it for
  *      validation, then (when valid) for profiling (SUBMIT_EVAL);
  *   4. asks the termination criterion about each profiled speedup; yes: the
