@@ -77,6 +77,9 @@ struct sg_controller {
   int nlive_forks;           /* forks of gens[] still generating */
   uint64_t next_gen;
   size_t iter_first_kernel;  /* history index where this iteration began */
+  size_t compact_from;       /* history index sg_history_compact goes on
+                                from (refine only; 0 otherwise) */
+  bool compact;              /* the search is refine: compact the history */
   int iter_forks;
   uint64_t valid_prefix[SG_CTL_GATE_WINDOW]; /* prefixes of recent valid forks */
   int nvalid_prefix, valid_prefix_next;
@@ -215,6 +218,10 @@ static void gen_stopped(sg_controller *c, gen *g) {
   if (g->kind == SG_GEN_SPEC) {
     assert(c->nlive_forks > 0);
     c->nlive_forks--;
+    if (c->o.fork_budget != NULL) {
+      assert(c->o.fork_budget->used > 0);
+      c->o.fork_budget->used--;
+    }
   }
 }
 
@@ -246,6 +253,8 @@ static gen *new_gen(sg_controller *c, sg_gen_kind kind, size_t prompt_index) {
     c->nmain++;
   } else {
     c->nlive_forks++;
+    if (c->o.fork_budget != NULL)
+      c->o.fork_budget->used++;
   }
   gen_init_bufs(c, g);
   return g;
@@ -256,6 +265,12 @@ static void free_gens(sg_controller *c) {
     sg_buf_free(&c->gens[i].content);
     sg_buf_free(&c->gens[i].reasoning);
     sg_scanner_free(c->gens[i].scanner);
+  }
+  /* forks still live here (the controller freed mid-iteration) give their
+   * streams back to the server they share */
+  if (c->o.fork_budget != NULL) {
+    assert(c->o.fork_budget->used >= c->nlive_forks);
+    c->o.fork_budget->used -= c->nlive_forks;
   }
   c->ngens = 0;
   c->nmain = 0;
@@ -470,6 +485,11 @@ static int end_iteration(sg_controller *c, int64_t now_us,
         (best == 0 || k->speedup > sg_history_get(&c->hist, best)->speedup))
       best = k->id;
   }
+  /* The iterations before this one: their kernels' texts that refine will
+   * never show again are freed (the runtime may still read this
+   * iteration's while it acts on END_ITERATION). */
+  if (c->compact)
+    c->compact_from = sg_history_compact(&c->hist, c->compact_from, c->iter_first_kernel);
   sg_ctl_action *a = emit(c, out, SG_CACT_END_ITERATION);
   a->u.end.reason = reason;
   a->u.end.best_kernel = best;
@@ -612,6 +632,8 @@ static void fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
   room = c->o.max_live_forks - live_forks(c);
   if (k > room)
     k = room;
+  if (c->o.fork_budget != NULL && k > c->o.fork_budget->cap - c->o.fork_budget->used)
+    k = c->o.fork_budget->cap - c->o.fork_budget->used; /* the server is full */
   if (k < 1)
     return;
   m->last_fork_prefix = prefix_len;
@@ -1040,6 +1062,9 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   if (o->max_forks_per_iteration < 0 || o->max_live_forks < 0)
     return sg_err_set(err, SG_EINVAL, "controller: max_forks_per_iteration "
                       "and max_live_forks must be >= 0");
+  if (o->fork_budget != NULL && o->fork_budget->cap < 1)
+    return sg_err_set(err, SG_EINVAL, "controller: fork_budget's cap must be >= 1, "
+                      "got %d", o->fork_budget->cap);
   if (!(o->cutoff >= 0 && o->cutoff <= 100))
     return sg_err_set(err, SG_EINVAL, "controller: cutoff must be in 0..100, got %g",
                       o->cutoff);
@@ -1069,6 +1094,7 @@ int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,
   c->o = *o;
   c->state = SG_CTL_NEW;
   c->ahead_trigger = -1;
+  c->compact = strcmp(sg_search_name(o->search), "refine") == 0;
   sg_history_init(&c->hist);
   *out = c;
   return 0;

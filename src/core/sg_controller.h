@@ -9,7 +9,8 @@
  *      trigger, or on a tick while validation devices sit idle, forks
  *      K = max(1, min(free validate, free profile)) speculative generations
  *      (START_GEN kind=spec, thinking off) from the reasoning prefix so far,
- *      never twice from the same prefix length;
+ *      never twice from the same prefix length; K is cut by the fork caps
+ *      and by the fork streams the LLM server has left (fork_budget);
  *   3. extracts a candidate from every finished generation and submits it for
  *      validation, then (when valid) for profiling (SUBMIT_EVAL);
  *   4. asks the termination criterion about each profiled speedup; yes: the
@@ -228,6 +229,21 @@ void sg_ctl_actions_free(sg_ctl_actions *a);
 
 #define SG_CTL_GATE_WINDOW 8
 
+/* The fork streams an LLM server can take beside its workflows' main
+ * generations without slowing them: its concurrency (the streams it decodes
+ * at the full per-stream rate) less one main per workflow it serves. One
+ * budget is shared by the controllers of the workflows on one server
+ * (sg_ctl_opts.fork_budget); each counts its forks generating in `used`, so
+ * a fork decision's K is also cut to cap - used. Without it K is the pool's
+ * free capacity alone, hundreds of forks per decision in a pool of a
+ * thousand devices, all on the one server of the workflow, and every main
+ * it serves slows (docs/core.md, "Fork budget"). The owner (the runtime)
+ * zeroes it and sets cap; controllers only add and take back their own. */
+typedef struct sg_fork_budget {
+  int cap;   /* fork streams the server takes at once; >= 1 */
+  int used;  /* forks of its workflows generating now */
+} sg_fork_budget;
+
 typedef struct sg_ctl_opts {
   sg_search *search;                 /* borrowed; required */
   const sg_termination *termination; /* borrowed; required */
@@ -238,6 +254,8 @@ typedef struct sg_ctl_opts {
   uint64_t idle_min_new_bytes; /* reasoning growth needed for an idle fork */
   int max_forks_per_iteration;
   int max_live_forks;      /* forks generating at once */
+  sg_fork_budget *fork_budget; /* borrowed, shared by the workflows of one
+                              LLM server; NULL: no server bound */
   double fork_gate;        /* 0: fork whenever Algorithm 1 says so. > 0:
                               forks gated by their expected value: once
                               forks of this workflow have validated, none

@@ -47,6 +47,39 @@ void sg_history_free(sg_history *h) {
   memset(h, 0, sizeof *h);
 }
 
+static bool is_failure(const sg_kernel *k);
+
+size_t sg_history_compact(sg_history *h, size_t from, size_t end) {
+  assert(from <= end && end <= h->n);
+  /* the newest failures refine may still show, searched back to `from`
+   * only: those before it were kept by an earlier call */
+  size_t keep_from = from;
+  int failures = 0;
+  for (size_t i = h->n; i > from && failures < SG_SEARCH_RECENT_FAILURES; i--)
+    if (is_failure(&h->v[i - 1])) {
+      keep_from = i - 1;
+      failures++;
+    }
+  size_t cursor = end;
+  for (size_t i = from; i < end; i++) {
+    sg_kernel *k = &h->v[i];
+    if (k->id == h->best_id)
+      continue;
+    if (is_failure(k) && i >= keep_from) {
+      if (cursor == end)
+        cursor = i;
+      continue;
+    }
+    free(k->source);
+    free(k->validate_message);
+    free(k->profile_text);
+    k->source = k->validate_message = k->profile_text = NULL;
+    k->source_len = 0;
+    k->compacted = true;
+  }
+  return cursor;
+}
+
 static char *copy_capped(const char *s, size_t len, size_t cap) {
   if (s == NULL)
     return NULL;

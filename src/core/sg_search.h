@@ -56,6 +56,8 @@ typedef struct sg_kernel {
   double speedup;               /* ref/cand time; NAN unless measured */
   char *profile_text;           /* owned; may be NULL */
   bool dropped;                 /* withdrawn at an iteration boundary */
+  bool compacted;               /* its texts freed (sg_history_compact):
+                                   source, messages and profile NULL */
 } sg_kernel;
 
 /* A workflow's history: every candidate, oldest first, and the profiled
@@ -85,6 +87,18 @@ void sg_history_validated(sg_history *h, uint64_t id, sg_eval_status status,
  * to the speedup history and updates best_id. */
 void sg_history_profiled(sg_history *h, uint64_t id, double speedup,
                          const char *profile_text);
+
+/* Frees the texts (source, validation message, profile) of the kernels in
+ * [from, end) that the refine search can never show again: all but the
+ * best kernel and the SG_SEARCH_RECENT_FAILURES newest failures of the
+ * history. Their records stay (ids, outcomes, speedups: what the
+ * termination criteria and the counts read), marked compacted. Returns the
+ * cursor for the next call: the first kept failure in [from, end), else
+ * end; a best kernel left behind it keeps its texts after it is beaten (at
+ * most one per improvement). Only for searches that read no more than
+ * refine does (refine: a thousand workflows kept every fork's kernel text,
+ * gigabytes in a long campaign); evolve and exec read any kernel. */
+size_t sg_history_compact(sg_history *h, size_t from, size_t end);
 
 /* What a prompt shows. */
 typedef enum sg_prompt_item_kind {

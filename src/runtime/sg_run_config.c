@@ -190,6 +190,12 @@ static const sg_run_key keys[] = {
     {.name = "max-live-forks", .type = SG_KEY_INT, .offset = OFF(max_live_forks),
      .min = 1, .max = 256, .value_name = "N",
      .help = "forks generating at once (16)", .group = G_SEARCH},
+    {.name = "llm-streams", .type = SG_KEY_INT, .offset = OFF(llm_streams),
+     .min = 0, .max = 100000, .value_name = "N",
+     .help = "streams the LLM server decodes at once without slowing them "
+             "(its concurrency); all tasks' forks share what their main "
+             "generations leave of it (0: no bound)",
+     .group = G_SEARCH},
     {.name = "work-conserving", .type = SG_KEY_BOOL, .offset = OFF(work_conserving),
      .help = "an idle device runs the other part's requests when its own "
              "part has none waiting (off)",

@@ -84,6 +84,9 @@ typedef struct sg_run_config {
                               where the profile allows (vllm) (on) */
   int max_forks;           /* max-forks: per iteration (64) */
   int max_live_forks;      /* max-live-forks: at once (16) */
+  int llm_streams;         /* llm-streams: streams the LLM server takes
+                              without slowing them; forks get this less
+                              one main per task, shared (0: no bound) */
   bool work_conserving;    /* work-conserving: idle devices run the other
                               part's requests (off; sg_sched_opts) */
   bool split_capacity;     /* split-capacity: with work-conserving, K from

@@ -182,6 +182,8 @@ struct run {
   struct sg_kvstore *kv;   /* --kv-store (sg_run_kv.c), NULL: none */
   json_t *kv_stats;        /* its counters, taken when it closed */
   sg_scheduler *sched;
+  sg_fork_budget fork_budget; /* --llm-streams: the server's, shared by
+                              every workflow's controller */
   rreq *reqs;              /* by request id */
   size_t cap_reqs;
   /* decisions */

@@ -152,6 +152,15 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.fork_on_idle = cfg->fork_on_idle;
     o.max_forks_per_iteration = cfg->max_forks;
     o.max_live_forks = cfg->max_live_forks;
+    if (cfg->llm_streams > 0 && cfg->spec) {
+      /* one server serves every task: its streams less their mains */
+      r->fork_budget.cap = cfg->llm_streams - (int)r->nwf;
+      if (r->fork_budget.cap < 1)
+        return sg_err_set(err, SG_EINVAL, "--llm-streams %d leaves no stream for "
+                          "forks beside the main generations of %zu tasks",
+                          cfg->llm_streams, r->nwf);
+      o.fork_budget = &r->fork_budget;
+    }
     o.fork_gate = cfg->fork_gate;
     o.cutoff = cfg->cutoff;
     o.cutoff_detach = cfg->cutoff_detach;

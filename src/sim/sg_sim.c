@@ -554,6 +554,28 @@ static int on_tick(sim *s, const sg_sim_event *e) {
 
 /* ---- the campaign ---- */
 
+/* One fork budget per LLM server (llm.server_streams): its streams less one
+ * main per workflow it serves, shared by those workflows' controllers. */
+static int fork_budgets(sim *s) {
+  const sg_sim_params *p = s->p;
+  if (p->llm_server_streams <= 0 || !s->v->speculate)
+    return 0;
+  int nservers = sg_sim_llm_server(s->llm, (uint32_t)p->workflows - 1) + 1;
+  s->budgets = sg_calloc((size_t)nservers, sizeof *s->budgets);
+  for (int sv = 0; sv < nservers; sv++)
+    s->budgets[sv].cap = p->llm_server_streams;
+  for (int w = 0; w < p->workflows; w++)
+    s->budgets[sg_sim_llm_server(s->llm, (uint32_t)w)].cap--;
+  for (int sv = 0; sv < nservers; sv++)
+    if (s->budgets[sv].cap < 1)
+      return sg_err_set(s->err, SG_EINVAL,
+                        "llm.server_streams %d leaves server %d no stream for forks "
+                        "beside the main generations of its %d workflows",
+                        p->llm_server_streams, sv,
+                        p->llm_server_streams - s->budgets[sv].cap);
+  return 0;
+}
+
 static int setup(sim *s) {
   const sg_sim_params *p = s->p;
   sg_search_registry_init(&s->sreg);
@@ -578,6 +600,8 @@ static int setup(sim *s) {
                        .n_workflows = (size_t)p->workflows, .err = s->err,
                        .trace = s->trace, .trace_data = s->trace_data};
   if ((rc = sg_interp_new(&io, &s->it, s->err)) < 0)
+    return rc;
+  if ((rc = fork_budgets(s)) < 0)
     return rc;
   s->dies_us = sg_calloc((size_t)p->devices, sizeof *s->dies_us);
   for (int d = 0; d < p->devices; d++) {
@@ -627,6 +651,8 @@ static int setup(sim *s) {
     o.idle_min_new_bytes = (uint64_t)llround(p->idle_min_new_tokens * s->bpt);
     o.max_forks_per_iteration = p->max_forks_per_iteration;
     o.max_live_forks = p->max_live_forks;
+    if (s->budgets != NULL)
+      o.fork_budget = &s->budgets[sg_sim_llm_server(s->llm, (uint32_t)w)];
     o.fork_gate = s->v->fork_gate ? p->fork_gate : 0;
     o.cutoff = s->v->cutoff ? p->cutoff : 0;
     o.decide_at_validation = s->v->at_validation;
@@ -658,6 +684,7 @@ static void teardown(sim *s) {
   free(s->wf);
   free(s->reqs);
   free(s->dies_us);
+  free(s->budgets);
   sg_scheduler_free(s->sched);
   sg_sim_llm_free(s->llm);
   sg_sim_queue_free(&s->q);

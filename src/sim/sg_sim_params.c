@@ -64,6 +64,9 @@ static const pdef defs[] = {
      "streams per server at which gen.rate_tok_s holds (baseline in-flight)"},
     {"llm.contention", T_DBL, F(llm_contention), 0, 100,
      "per-token slowdown of a stream per extra stream on its server"},
+    {"llm.server_streams", T_INT, F(llm_server_streams), 0, 100000,
+     "streams a server takes without slowing its mains; forks get this less "
+     "its workflows, shared (0: no bound)"},
     {"llm.kv_capacity_tokens", T_DBL, F(llm_kv_capacity_tokens), 0, BIG,
      "server KV capacity for contexts, tokens (0: constant cache-hit shares)"},
     {"kv.remote_gb_per_device", T_DBL, F(kv_remote_gb_per_device), 0, BIG,
@@ -245,6 +248,11 @@ static void preset_glm(sg_sim_params *p) {
   p->gen_rate_tok_s = 26;
   p->llm_ref_streams = 8.19;
   p->llm_contention = 0.01;
+  /* The fork budget: the streams at which a main decodes at most 10%
+   * slower than at the calibrated 8.19 (r(n) in sg_sim_llm.h):
+   * 1 + c (n - 1) <= 1.1 (1 + c (8.19 - 1)) gives n <= 18.9, so 18 per
+   * server, 8 of them for forks beside its 10 workflows' mains. */
+  p->llm_server_streams = 18;
   p->llm_kv_capacity_tokens = 150000;
   p->valid_prefix_useful_p = 0.8;
   snprintf(p->preset, sizeof p->preset, "paper-glm");

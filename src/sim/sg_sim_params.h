@@ -55,6 +55,9 @@ typedef struct sg_sim_params {
   int llm_workflows_per_server; /* workflows sharing one server */
   double llm_ref_streams;    /* streams per server at the calibrated rate */
   double llm_contention;     /* slowdown per extra stream */
+  int llm_server_streams;    /* streams a server takes without slowing its
+                                mains: the fork budget is this less its
+                                workflows (sg_fork_budget); 0: no bound */
   double llm_kv_capacity_tokens; /* server KV for contexts; 0: the constant
                                 cache-hit model above */
   double kv_remote_gb_per_device; /* remote prefix cache: spare memory */

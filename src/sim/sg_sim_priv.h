@@ -117,6 +117,7 @@ typedef struct sim {
   int64_t now_us;
   double bpt;           /* text bytes per token */
   sg_sim_llm *llm;      /* servers and prefix caches */
+  sg_fork_budget *budgets; /* per server (llm.server_streams); NULL: none */
   void (*trace)(void *data, const char *line);
   void *trace_data;
 } sim;

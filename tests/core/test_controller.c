@@ -365,6 +365,62 @@ static void test_k_formula_edges(void) {
   fx_free(&f);
 }
 
+/* One budget shared by two workflows on one LLM server (fork_budget): K is
+ * cut to the streams the server has left, a fork that finishes or fails
+ * gives its stream back, the forks an ended iteration cancels give theirs
+ * back, and a controller freed mid-iteration returns what it held. */
+static sg_fork_budget server_budget;
+static void on_server(sg_ctl_opts *o) { o->fork_budget = &server_budget; }
+
+static void test_fork_budget_shared_by_a_server(void) {
+  server_budget = (sg_fork_budget){.cap = 3};
+  fx a, b;
+  fx_init(&a, "hist-avg", on_server);
+  fx_init(&b, "hist-avg", on_server);
+  set_cap(&a, 8, 8);
+  set_cap(&b, 8, 8);
+  chunk(&a, a.main_gen, PHRASE, NULL, 1);
+  SG_CHECK_EQ_INT(count(&a, SG_CACT_START_GEN), 3); /* not the pool's 8 */
+  SG_CHECK_EQ_INT(server_budget.used, 3);
+  uint64_t fa[3];
+  for (int i = 0; i < 3; i++)
+    fa[i] = act(&a, SG_CACT_START_GEN, i)->u.start.gen;
+  chunk(&b, b.main_gen, PHRASE, NULL, 1);
+  SG_CHECK_EQ_INT(count(&b, SG_CACT_START_GEN), 0); /* the server is full */
+  finish(&a, fa[0], CODE);
+  SG_CHECK_EQ_INT(server_budget.used, 2);
+  chunk(&b, b.main_gen, DESIGN, NULL, 1);
+  SG_CHECK_EQ_INT(count(&b, SG_CACT_START_GEN), 1);
+  SG_CHECK_EQ_INT(server_budget.used, 3);
+  fail_gen(&a, fa[1]);
+  SG_CHECK_EQ_INT(server_budget.used, 2);
+  /* a's main answers; its kernel fails validation: the iteration falls
+   * back, ends, and cancels a's last fork */
+  finish(&a, a.main_gen, CODE);
+  uint64_t cand = submitted(&a, SG_PHASE_VALIDATE);
+  SG_CHECK(cand != 0);
+  eval(&a, cand, SG_PHASE_VALIDATE, SG_EVAL_COMPILE_ERROR, NAN);
+  SG_CHECK_EQ_INT(count(&a, SG_CACT_END_ITERATION), 1);
+  SG_CHECK_EQ_INT(server_budget.used, 1); /* b's fork */
+  fx_free(&b); /* freed with its fork generating */
+  SG_CHECK_EQ_INT(server_budget.used, 0);
+  fx_free(&a);
+  /* a budget that leaves no stream for forks is refused */
+  sg_fork_budget none = {.cap = 0};
+  sg_ctl_opts o;
+  sg_ctl_opts_default(&o);
+  o.search = (sg_search *)1;
+  o.termination = (const sg_termination *)1;
+  o.language = "c";
+  o.fork_budget = &none;
+  sg_controller *c = NULL;
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_EQ_INT(sg_controller_new(&o, &c, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "fork_budget");
+  SG_CHECK(c == NULL);
+}
+
 static void test_fork_on_idle_devices(void) {
   fx f;
   fx_init(&f, "hist-avg", NULL);
@@ -1314,6 +1370,30 @@ static void test_fallback_to_main_generation(void) {
   fx_free(&f);
 }
 
+/* With refine, an iteration's end frees the texts of the earlier
+ * iterations' kernels that refine can no longer show (a long campaign
+ * kept every fork's text); the best keeps its own, and every record stays. */
+static void test_history_compacted_at_iteration_ends(void) {
+  fx f;
+  fx_init(&f, "none", NULL);
+  static const double speed[] = {1.0, 0.5, 0.4};
+  for (int it = 0; it < 3; it++) {
+    finish(&f, f.main_gen, CODE);
+    uint64_t cm = submitted(&f, SG_PHASE_VALIDATE);
+    SG_CHECK(cm == (uint64_t)it + 1);
+    eval(&f, cm, SG_PHASE_VALIDATE, SG_EVAL_OK, speed[it]);
+    eval(&f, cm, SG_PHASE_PROFILE, SG_EVAL_OK, speed[it]);
+    SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 1);
+    f.main_gen = act(&f, SG_CACT_START_GEN, 0)->u.start.gen;
+  }
+  const sg_history *h = sg_controller_history(f.c);
+  SG_CHECK(h->best_id == 1 && !h->v[0].compacted && h->v[0].source != NULL);
+  SG_CHECK(h->v[1].compacted && h->v[1].source == NULL); /* iteration 1 */
+  SG_CHECK_NEAR(h->v[1].speedup, 0.5, 0);
+  SG_CHECK(!h->v[2].compacted && h->v[2].source != NULL); /* the last: not yet */
+  fx_free(&f);
+}
+
 /* Each way a main generation resolves ends the iteration by fallback. */
 static void test_fallback_when_main_has_no_kernel(void) {
   for (int mode = 0; mode < 4; mode++) {
@@ -1672,4 +1752,6 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_answer_from_streamed_content),
              SG_TEST(test_prefix_never_past_kept_text),
              SG_TEST(test_restore_continues_the_workflow),
-             SG_TEST(test_names))
+             SG_TEST(test_names),
+             SG_TEST(test_fork_budget_shared_by_a_server),
+             SG_TEST(test_history_compacted_at_iteration_ends))

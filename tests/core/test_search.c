@@ -128,6 +128,59 @@ static void test_refine_shows_best_profile_and_recent_failures(void) {
   sg_search_free(s);
 }
 
+/* Compaction frees the texts of every kernel refine can no longer show and
+ * nothing it shows: the prompt is the same before and after, and compacting
+ * in steps (each call from the cursor the last returned) frees what one
+ * call over the whole history frees. */
+static void test_compact_keeps_what_refine_shows(void) {
+  sg_search *s = make("refine");
+  static const sg_eval_status seq[] = {
+      SG_EVAL_OK, SG_EVAL_COMPILE_ERROR, SG_EVAL_OK, SG_EVAL_ABORTED,
+      SG_EVAL_RUNTIME_ERROR, SG_EVAL_OK, SG_EVAL_NUMERICAL_ERROR, SG_EVAL_OK,
+      SG_EVAL_COMPILE_ERROR, SG_EVAL_OK, SG_EVAL_OK, SG_EVAL_RUNTIME_ERROR};
+  enum { N = sizeof seq / sizeof seq[0] };
+  static const double speed[N] = {1.5, 0, 3.0, 0, 0, 1.0, 0, 2.5, 0, 0.5, 1.2, 0};
+  sg_history whole, steps;
+  sg_history_init(&whole);
+  sg_history_init(&steps);
+  size_t cursor = 0;
+  for (int i = 0; i < N; i++) {
+    add(&whole, (uint32_t)i, seq[i], seq[i] == SG_EVAL_OK ? speed[i] : NAN);
+    add(&steps, (uint32_t)i, seq[i], seq[i] == SG_EVAL_OK ? speed[i] : NAN);
+    if (i % 3 == 2) /* a step: what ended before this iteration */
+      cursor = sg_history_compact(&steps, cursor, (size_t)i);
+  }
+  sg_search_plan before, after;
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_search_next(s, &whole, N, &before, &err), err);
+  SG_CHECK_EQ_INT(sg_history_compact(&whole, 0, N), 6); /* the third-newest failure */
+  cursor = sg_history_compact(&steps, cursor, N);
+  SG_CHECK_OK(sg_search_next(s, &whole, N, &after, &err), err);
+  SG_CHECK(memcmp(&before, &after, sizeof before) == 0);
+  int kept = 0;
+  for (size_t i = 0; i < N; i++) {
+    const sg_kernel *k = &whole.v[i];
+    bool shown = false;
+    for (size_t j = 0; j < after.prompts[0].n_items; j++)
+      shown |= after.prompts[0].items[j].kernel == k->id;
+    SG_CHECK_MSG(shown == !k->compacted, "kernel %llu: shown %d, compacted %d",
+                 (unsigned long long)k->id, shown, k->compacted);
+    SG_CHECK(k->compacted ? k->source == NULL && k->validate_message == NULL &&
+                                k->profile_text == NULL
+                          : k->source != NULL);
+    SG_CHECK(k->validated); /* the record stays */
+    kept += !k->compacted;
+    SG_CHECK_MSG(steps.v[i].compacted == k->compacted,
+                 "kernel %zu differs in steps", i + 1);
+  }
+  SG_CHECK_EQ_INT(kept, 1 + SG_SEARCH_RECENT_FAILURES);
+  SG_CHECK(!isnan(whole.v[2].speedup) && whole.best_id == 3);
+  sg_history_free(&whole);
+  sg_history_free(&steps);
+  sg_search_free(s);
+}
+
 static void test_best_of_n_gives_n_same_prompts(void) {
   struct {
     const char *spec;
@@ -247,6 +300,7 @@ SG_TEST_MAIN(SG_TEST(test_history_records_and_ranks),
              SG_TEST(test_refine_first_prompt_is_task_alone),
              SG_TEST(test_refine_shows_best_profile_and_recent_failures),
              SG_TEST(test_best_of_n_gives_n_same_prompts),
+             SG_TEST(test_compact_keeps_what_refine_shows),
              SG_TEST(test_bad_specs_are_named),
              SG_TEST(test_user_search_and_plan_checks),
              SG_TEST(test_names))

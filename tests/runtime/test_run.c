@@ -1230,6 +1230,30 @@ static void test_resume_extends_a_finished_run(void) {
 }
 
 /* Bad input: exit 2 and a message naming what is wrong. */
+/* --llm-streams: the server takes 2 streams, the task's main one, so at
+ * most one fork generates at a time, though four devices make K 2: no two
+ * forks' lifetimes in the run store overlap (a fork's end is recorded
+ * before the controller hears of it, so the next starts after it). */
+static void test_llm_streams_bound_the_forks(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-3",
+                        "--iterations", "2", "--out", dir, "--json", "--llm-streams", "2",
+                        "--server-speed", "400", "--runs", "3", "--warmups", "1",
+                        "--tick", "0.05", NULL};
+  proc p;
+  int rc = run_cmd(args, 180, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'") >= 2);
+  SG_CHECK_EQ_INT(db_int(dir, "SELECT count(*) FROM generations a JOIN generations b "
+                              "ON a.kind = 'spec' AND b.kind = 'spec' AND a.id < b.id "
+                              "AND b.started_us < a.ended_us AND a.started_us < b.ended_us"),
+                  0);
+  proc_free(&p);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
 static void test_bad_usage(void) {
   struct {
     const char *args[8];
@@ -1244,6 +1268,8 @@ static void test_bad_usage(void) {
        * does (it started, restarted its worker 6 times and exited 1) */
       {{"run", "--task", "hinge_loss", "--devices", "cpu:99", "--iterations", "1", NULL},
        "cpu:99: no such core"},
+      /* one task's main takes the only stream: none left for forks */
+      {{"run", "--task", "hinge_loss", "--llm-streams", "1", NULL}, "--llm-streams 1"},
       {{"show", "/nonexistent/run", NULL}, "no run here"},
       {{"show", NULL}, "specgen show --help"},
   };
@@ -1350,7 +1376,7 @@ static void test_external_endpoint_and_forks_that_cannot_start(void) {
   free(dir);
 }
 
-SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_external_endpoint_and_forks_that_cannot_start), SG_TEST(test_no_working_device_is_refused_before_the_run), SG_TEST(test_run_two_tasks_end_to_end),
+SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_llm_streams_bound_the_forks), SG_TEST(test_external_endpoint_and_forks_that_cannot_start), SG_TEST(test_no_working_device_is_refused_before_the_run), SG_TEST(test_run_two_tasks_end_to_end),
              SG_TEST(test_json_events_and_spec_off), SG_TEST(test_spec_on_forks),
              SG_TEST(test_cutoff_detach), SG_TEST(test_next_ahead_kill_and_resume),
              SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),

@@ -60,6 +60,7 @@ static const key_case cases[] = {
     {"token-forks", "off", "false", "of"},
     {"max-forks", "0", "0", "1001"},
     {"max-live-forks", "256", "256", "0"},
+    {"llm-streams", "64", "64", "-1"},
     {"work-conserving", "on", "true", "sometimes"},
     {"split-capacity", "on", "true", "halves"},
     {"fork-gate", "0.5", "0.5", "1.5"},

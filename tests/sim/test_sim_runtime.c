@@ -230,6 +230,38 @@ static void forks_slow_the_server_down(void) {
   SG_CHECK_MSG(mb > 1.2 * m0, "%g vs %g", mb, m0); /* 3 workflows share a server */
 }
 
+/* The fork budget (llm.server_streams, the core's sg_fork_budget): with a
+ * hundred workflows on a hundred devices K, the pool's free capacity, is in
+ * the tens; bounded, a server carries no more streams on average than it
+ * takes, fewer forks start, and the mains it no longer slows make full
+ * faster. A bound that leaves a server no fork stream is refused, named. */
+static void fork_budget_bounds_the_servers(void) {
+  sg_sim_params p = preset("paper-glm");
+  p.workflows = 100;
+  p.devices = 100;
+  p.iterations = 10;
+  SG_CHECK_EQ_INT(p.llm_server_streams, 18);
+  sg_sim_result bounded = run(&p, "full");
+  p.llm_server_streams = 0;
+  sg_sim_result open = run(&p, "full");
+  double servers = 100.0 / p.llm_workflows_per_server;
+  SG_CHECK_MSG(bounded.llm_mean_streams / servers <= 18, "%.1f streams per server",
+               bounded.llm_mean_streams / servers);
+  SG_CHECK_MSG(open.llm_mean_streams > 1.2 * bounded.llm_mean_streams, "%.1f vs %.1f",
+               open.llm_mean_streams, bounded.llm_mean_streams);
+  SG_CHECK(open.forks > bounded.forks);
+  SG_CHECK_MSG(bounded.e2e_geomean_s < open.e2e_geomean_s, "%.0f s vs %.0f s",
+               bounded.e2e_geomean_s, open.e2e_geomean_s);
+  p.llm_server_streams = 10; /* ten workflows per server: no stream left */
+  sg_sim_variant v;
+  sg_sim_result r;
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_OK(sg_sim_variant_parse("full", &v, &err), err);
+  SG_CHECK_EQ_INT(sg_sim_run(&p, &v, &r, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "llm.server_streams 10");
+}
+
 /* The policies beyond the paper run through the real core's options and
  * keep every invariant; work-conserving devices are busier, and gated
  * forks are fewer than full's. */
@@ -516,7 +548,7 @@ SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
              SG_TEST(fork_validity_follows_the_prefix_threshold),
              SG_TEST(streaming_modes_agree), SG_TEST(beyond_the_paper_configs),
              SG_TEST(paper_task_table), SG_TEST(prefix_cache_mechanism),
-             SG_TEST(forks_slow_the_server_down),
+             SG_TEST(forks_slow_the_server_down), SG_TEST(fork_budget_bounds_the_servers),
              SG_TEST(calibration_glm), SG_TEST(calibration_dsv4),
              SG_TEST(evaluation_times_hold_their_means),
              SG_TEST(faults_still_finish_every_workflow),
