@@ -13,7 +13,8 @@
 # specgen's libraries, BUILD/lib from scripts/gpu-prepare.sh), python3 with
 # PyTorch and a CUDA device. KB_RUNS and KB_WARMUPS set the timed and
 # warm-up runs (default 10 and 2), KB_LIMIT_S bounds each bench call
-# (default 290 s). Output in $OUT (default kb-levels-out/):
+# (default 290 s), KB_LIMIT_WRONG_S the wrong candidates' (default
+# KB_LIMIT_S). Output in $OUT (default kb-levels-out/):
 #   level<N>-same.json level<N>-wrong.json level<N>.log table.md
 set -uo pipefail
 if [ $# -lt 1 ] || [ ! -d "$1" ]; then
@@ -38,7 +39,9 @@ for l in $levels; do
   for mode in same wrong; do
     before=$(ls /dev/shm | sort)
     t0=$(date +%s.%N)
-    timeout "${KB_LIMIT_S:-290}" "$specgen" bench "$kb/level$l" --self-check "$mode" --json \
+    limit=${KB_LIMIT_S:-290}
+    [ "$mode" = wrong ] && limit=${KB_LIMIT_WRONG_S:-$limit}
+    timeout "$limit" "$specgen" bench "$kb/level$l" --self-check "$mode" --json \
       --runs "${KB_RUNS:-10}" --warmups "${KB_WARMUPS:-2}" \
       >"$out/level$l-$mode.json" 2>>"$log"
     rc=$?
