@@ -236,21 +236,27 @@ def wrong_delta(lo, hi):
 # ---- files a validation leaves behind ----------------------------------------
 
 def ipc_files(names, pids):
-    """The names among names (entries of /dev/shm) that are PyTorch's CUDA
-    IPC reference-count files of one of pids: cuda.shm.<id>.<pid in
-    hex>.<sequence>. PyTorch removes them in its exit handlers, which a
-    process killed, or ended by os._exit, never runs."""
+    """The names among names (entries of /dev/shm) that PyTorch's CUDA IPC
+    left for one of pids: the driver's cuda.shm.<device>.<pid in
+    hex>.<sequence> and PyTorch's reference-count segments torch_<pid>_<
+    random>_<n> (both seen on an H100 host with PyTorch 2.11). PyTorch
+    removes them in its exit handlers, which a process killed, or ended by
+    os._exit, never runs."""
     want = set(pids)
     out = []
     for n in names:
         parts = n.split(".")
-        if len(parts) < 4 or parts[0] != "cuda" or parts[1] != "shm":
-            continue
-        try:
-            pid = int(parts[-2], 16)
-        except ValueError:
-            continue
-        if pid in want:
+        pid = None
+        if len(parts) >= 4 and parts[0] == "cuda" and parts[1] == "shm":
+            try:
+                pid = int(parts[-2], 16)
+            except ValueError:
+                pid = None
+        elif n.startswith("torch_"):
+            under = n.split("_")
+            if len(under) >= 4 and under[1].isdigit():
+                pid = int(under[1])
+        if pid is not None and pid in want:
             out.append(n)
     return sorted(out)
 

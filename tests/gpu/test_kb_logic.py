@@ -281,6 +281,11 @@ class Leftovers(unittest.TestCase):
         self.assertEqual(logic.ipc_files(names, [0x1f40, 0x1f41]),
                          ["cuda.shm.3.1f40.1", "cuda.shm.3.1f41.1", "cuda.shm.9.1f40.2"])
         self.assertEqual(logic.ipc_files(names, [5]), [])
+        # PyTorch's own segments: torch_<pid>_<random>_<n>, the pid in decimal
+        torch_names = ["torch_8000_3512_0", "torch_8001_9_0", "torch_x_1_0", "torch_8000",
+                       "cuda.shm.0.1f40.1"]
+        self.assertEqual(logic.ipc_files(torch_names, [8000]),
+                         ["cuda.shm.0.1f40.1", "torch_8000_3512_0"])
 
     def test_poison_within_budget(self):
         b = logic.POISON_BUDGET_BYTES
