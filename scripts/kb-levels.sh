@@ -51,7 +51,7 @@ for l in $levels; do
     procs=$(pgrep -f specgen_kb.harness | tr '\n' ' ')
     ctxs=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr '\n' ' ')
     printf 'level %s %s: exit %s, %.1f s; left in /dev/shm: [%s]; harness processes: [%s]; GPU contexts: [%s]\n' \
-      "$l" "$mode" "$rc" "$(echo "$t1 - $t0" | bc)" "$left" "$procs" "$ctxs" | tee -a "$log"
+      "$l" "$mode" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$left" "$procs" "$ctxs" | tee -a "$log"
     [ "$rc" = 0 ] || status=1
   done
 done
