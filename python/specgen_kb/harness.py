@@ -137,30 +137,55 @@ def _draw(torch, task, seed, device):
     return [x.to(device) if torch.is_tensor(x) else x for x in xs]
 
 
+class _FloatSpec:
+    """A floating input's shape, dtype and magnitude: what a domain trial
+    needs of the task's first inputs, without keeping them on the device."""
+
+    def __init__(self, torch, x):
+        self.shape, self.dtype = x.shape, x.dtype
+        self.m = logic.domain_magnitude(
+            float(torch.linalg.vector_norm(x, ord=math.inf).item()) if x.numel() else 0.0)
+
+
+def _domain_spec(torch, xs):
+    return [_FloatSpec(torch, x) if torch.is_tensor(x) and x.is_floating_point() else x
+            for x in xs]
+
+
 def _domain(torch, like, scale, seed, device):
-    """Inputs of like's shapes for a domain trial: floating tensors redrawn
-    from a normal (signed) at scale times their magnitude; others kept."""
+    """Inputs of like's shapes (_domain_spec) for a domain trial: floating
+    tensors redrawn from a normal (signed) at scale times their magnitude;
+    others kept."""
     g = torch.Generator(device=device)
     g.manual_seed(seed)
     out = []
     for x in like:
-        if torch.is_tensor(x) and x.is_floating_point():
-            m = logic.domain_magnitude(float(x.abs().max().item()) if x.numel() else 0.0)
+        if isinstance(x, _FloatSpec):
             out.append(torch.randn(x.shape, generator=g, device=device,
-                                   dtype=x.dtype) * (m * scale))
+                                   dtype=x.dtype).mul_(x.m * scale))
         else:
             out.append(x)
     return out
 
 
-def _poison_free_memory(torch, like, copies=3):
+def _poison_free_memory(torch, like):
     """Fills blocks the caching allocator will hand out next with NaN: the
-    sizes of the last outputs, allocated, filled and freed."""
+    sizes of the last outputs, allocated, filled and freed (up to three
+    copies, within logic.POISON_BUDGET_BYTES)."""
+    total = sum(_nbytes(shape, dtype) for shape, dtype in like)
+    copies = logic.poison_copies(total)
     keep = []
     for shape, dtype in like:
         for _ in range(copies):
             keep.append(torch.full(shape, float("nan"), dtype=dtype, device="cuda"))
     del keep
+
+
+def _nbytes(shape, dtype):
+    n = 1
+    for d in shape:
+        n *= d
+    return n * (dtype.itemsize if hasattr(dtype, "itemsize") else 4)
 
 
 # ---- the servers ---------------------------------------------------------------
@@ -241,6 +266,8 @@ def _serve(conn, args, role):
                 conn.send(("out", lst))
             elif op == "release":
                 outs = None
+                if sum(_nbytes(sh, dt) for sh, dt in shapes) > logic.RELEASE_CACHE_BYTES:
+                    torch.cuda.empty_cache()
                 conn.send(("ok", None))
             elif op == "ops":
                 with torch.no_grad(), _Recorder() as rec:
@@ -248,6 +275,7 @@ def _serve(conn, args, role):
                 torch.cuda.synchronize()
                 conn.send(("ops", sorted(rec.ops)))
             elif op == "quit":
+                conn.send(("bye", None))
                 break
         except BaseException:  # noqa: BLE001
             try:
@@ -323,8 +351,11 @@ class _Server:
             pass
 
     def stop(self):
+        """Ends the server: asked to quit (it answers once its requests are
+        done), then killed in any case, and reaped."""
         try:
             self.conn.send(("quit", None))
+            self.conn.poll(2.0)
         except Exception:  # noqa: BLE001
             pass
         self.kill()
@@ -497,11 +528,18 @@ class _Judge:
             if not r.numel():
                 continue
             # |r| once, for the magnitude and the relative tolerance: 12
-            # passes over the output's memory instead of 18.
-            ra = r.abs()
-            d = t.sub(c, r).abs_().sub_(ra, alpha=self.rtol)
-            m, exc = t.stack([ra.amax(), d.amax()]).tolist()
-            del d, ra
+            # passes over the output's memory instead of 18; in chunks of
+            # CHUNK elements, so that the temporaries stay small beside a
+            # large output.
+            rf, cf = r.reshape(-1), c.reshape(-1)
+            parts = []
+            for lo in range(0, rf.numel(), CHUNK):
+                ra = rf[lo:lo + CHUNK].abs()
+                d = t.sub(cf[lo:lo + CHUNK], rf[lo:lo + CHUNK]).abs_().sub_(ra, alpha=self.rtol)
+                parts.append(t.stack([ra.amax(), d.amax()]))
+                del d, ra
+            # amax propagates NaN: one in any chunk reaches m or exc
+            m, exc = t.stack(parts).amax(0).tolist()
             if math.isnan(exc) or math.isnan(m):
                 return False
             if exc > logic.specgen_atol(self.atol, m, m):
@@ -578,7 +616,7 @@ class _Judge:
         for trial in range(args.trials):
             xs = self.draw(_draw, task, args.seed + trial, self.device)
             if xs0 is None:
-                xs0 = xs
+                xs0 = _domain_spec(self.torch, xs)
             when = "trial %d" % (trial + 1)
             _, _, r_out, c_out = self.run_pair(xs, cand_first=True)
             with self.phase("check"):
@@ -607,6 +645,8 @@ class _Judge:
         return len(logic.DOMAIN_SCALES) - skipped, skipped
 
     def heavy_ops(self):
+        if self.args.no_heavy_rule:
+            return
         with self.phase("ops"):
             ref_ops = self._ok(self.ref, self.ref.ask("ops", timeout=300))
             cand_ops = self._ok(self.cand, self.cand.ask("ops", timeout=300))
@@ -671,6 +711,22 @@ def _started(srv, cand, expect, limit):
     if op != expect:
         raise _Fail("runtime_error" if srv is cand else "infra_error",
                     "the %s's process answered %r, not %r" % (srv.role, op, expect))
+
+
+def _remove_ipc_files(pids, shm="/dev/shm"):
+    """Removes PyTorch's CUDA IPC reference-count files of pids (this judge
+    and its servers, all ended or ending): its exit handlers would, but a
+    killed server and this process's os._exit never run them (three files
+    were left per evaluation)."""
+    try:
+        names = os.listdir(shm)
+    except OSError:
+        return
+    for n in logic.ipc_files(names, pids):
+        try:
+            os.unlink(os.path.join(shm, n))
+        except OSError:
+            pass
 
 
 def _nodump():
@@ -759,13 +815,15 @@ def _validate(torch, task, args, t_start, build_s, builds):
     finally:
         ref.stop()
         cand.stop()
+        _remove_ipc_files((os.getpid(), ref.pid, cand.pid))
     ref_wall, cand_wall = logic.median(times["ref"]), logic.median(times["cand"])
     ref_ms, cand_ms = logic.net_ms(ref_wall, overhead), logic.net_ms(cand_wall, overhead)
     res = logic.result(
         "ok", "correct on %d input sets of the task's and %d domain trials, and on every "
         "one of %d runs' fresh inputs; %.4f ms against the reference's %.4f ms (median of "
-        "%d runs by the judge's clock, less the %.3f ms round trip of an empty call)" % (
-            args.trials, domain, runs, cand_ms, ref_ms, args.timed, overhead),
+        "%d runs by the judge's clock, less the %.3f ms round trip of an empty call)%s" % (
+            args.trials, domain, runs, cand_ms, ref_ms, args.timed, overhead,
+            "; the heavy-operator rule was off (self-check)" if args.no_heavy_rule else ""),
         ref_ms=ref_ms, cand_ms=cand_ms, ref_mean_ms=logic.mean(times["ref"]) - overhead,
         cand_mean_ms=logic.mean(times["cand"]) - overhead, speedup=ref_ms / cand_ms,
         ref_wall_ms=ref_wall, cand_wall_ms=cand_wall,
@@ -890,6 +948,9 @@ def main(argv=None):
     p.add_argument("--atol", type=float, default=1e-2)
     p.add_argument("--rtol", type=float, default=1e-2)
     p.add_argument("--cache", default=None)
+    p.add_argument("--no-heavy-rule", action="store_true",
+                   help="validate without the heavy-operator rule (only specgen bench "
+                   "--self-check, whose candidates are the references)")
     p.add_argument("--go-fd", type=int, default=None,
                    help="validate or profile: start ahead; the candidate and seed come "
                    "on this descriptor as \"SEED PATH\\n\" (docs/gpu.md)")

@@ -203,3 +203,81 @@ def net_ms(wall_ms, overhead_ms, floor_ms=1e-3):
     """A side's time: its median round trip less the median empty one (the
     reference server's), never below floor_ms."""
     return max(wall_ms - overhead_ms, floor_ms)
+
+
+# ---- the self-check's wrong candidate (specgen bench --self-check wrong) ----
+
+# Elements perturbed: at most this many, in the middle of the output.
+WRONG_SLICE_MAX = 16
+
+
+def wrong_slice(numel):
+    """(start, length) of the slice the wrong candidate perturbs in an
+    output of numel elements: a thousandth of it, between 1 and
+    WRONG_SLICE_MAX elements, centred; (0, 0) for an empty output."""
+    if numel <= 0:
+        return 0, 0
+    k = max(1, min(WRONG_SLICE_MAX, numel // 1000))
+    return max(0, numel // 2 - k // 2), k
+
+
+def wrong_delta(lo, hi):
+    """What the wrong candidate adds to a floating slice, from the output's
+    smallest and largest values: a tenth of its magnitude m plus 1e-3.
+    specgen allows at most atol (capped at 1e-2 m) plus rtol (1e-2) of
+    |reference| <= m, so 0.1 m + 1e-3 is outside every tolerance; a
+    non-finite or NaN magnitude counts as 1."""
+    m = max(abs(lo), abs(hi)) if lo is not None and hi is not None else float("nan")
+    if math.isnan(m) or math.isinf(m):
+        m = 1.0
+    return 0.1 * m + 1e-3
+
+
+# ---- files a validation leaves behind ----------------------------------------
+
+def ipc_files(names, pids):
+    """The names among names (entries of /dev/shm) that PyTorch's CUDA IPC
+    left for one of pids: the driver's cuda.shm.<device>.<pid in
+    hex>.<sequence> and PyTorch's reference-count segments torch_<pid>_<
+    random>_<n> (both seen on an H100 host with PyTorch 2.11). PyTorch
+    removes them in its exit handlers, which a process killed, or ended by
+    os._exit, never runs."""
+    want = set(pids)
+    out = []
+    for n in names:
+        parts = n.split(".")
+        pid = None
+        if len(parts) >= 4 and parts[0] == "cuda" and parts[1] == "shm":
+            try:
+                pid = int(parts[-2], 16)
+            except ValueError:
+                pid = None
+        elif n.startswith("torch_"):
+            under = n.split("_")
+            if len(under) >= 4 and under[1].isdigit():
+                pid = int(under[1])
+        if pid is not None and pid in want:
+            out.append(n)
+    return sorted(out)
+
+
+# ---- device memory ------------------------------------------------------------
+
+# The NaN poison the candidate's process allocates before a trial: up to
+# three copies of the last outputs, within this many bytes (at least one
+# copy): three copies of a 6.4-GB output were what pushed the evaluation
+# of level 1's largest tasks past an 80-GB card.
+POISON_BUDGET_BYTES = 2 << 30
+
+# Outputs above this many bytes: the servers hand their cached blocks back
+# after each call (torch.cuda.empty_cache), so that the three processes'
+# caches do not each keep the peak of the others.
+RELEASE_CACHE_BYTES = 1 << 30
+
+
+def poison_copies(output_bytes, budget=POISON_BUDGET_BYTES, most=3):
+    """How many NaN copies of outputs of output_bytes bytes to allocate:
+    as many as fit budget, between 1 and most."""
+    if output_bytes <= 0:
+        return most
+    return max(1, min(most, budget // output_bytes))

@@ -23,13 +23,15 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: specgen bench TASKS... (--cands DIR | --examples LABELS) [options]\n"
+          "usage: specgen bench TASKS... (--cands DIR | --examples LABELS |\n"
+          "                               --self-check same|wrong) [options]\n"
           "\n"
           "Evaluates one candidate per task over whole sets of tasks, spread over the\n"
           "devices, and prints a table (specgen's verdict and KernelBench's, speedup,\n"
-          "times) and a summary. Exit status: 0 when every evaluation completed,\n"
-          "whatever the candidates' statuses; 1 when specgen failed on one\n"
-          "(infra_error); 2 for bad usage or unknown tasks.\n"
+          "times) and a summary with the count of every status printed. Exit status:\n"
+          "0 when every evaluation completed, whatever the candidates' statuses; 1 when\n"
+          "one was not evaluated or came out infra_error; 2 for bad usage or unknown\n"
+          "tasks.\n"
           "\n"
           "TASKS, each one of:\n"
           "  paper                   the paper's T1-T20 (the built-in cuda tasks)\n"
@@ -42,6 +44,11 @@ static void usage(FILE *out) {
           "                    KernelBench problem N; a run directory: its best/\n"
           "  --examples LABELS the tasks' own examples, first of the comma-separated\n"
           "                    labels found (e.g. ok-fast,ok-fused,ok-load_inline)\n"
+          "  --self-check MODE a check of the kernelbench harness itself (KernelBench\n"
+          "                    tasks only; the heavy-operator rule off): same gives\n"
+          "                    each reference back as its candidate (expect ok at about\n"
+          "                    1.0x), wrong the reference with a small slice of its\n"
+          "                    output perturbed (expect nothing ok)\n"
           "  --devices LIST    comma-separated, e.g. cuda:0,cuda:1 (default cuda:0; a cpu\n"
           "                    task on cuda:N runs on cpu:N)\n"
           "  --jobs N          compiles running ahead per device (default 4)\n"
@@ -271,7 +278,7 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
 }
 
 typedef struct bench_args {
-  const char *cands, *examples, *devices;
+  const char *cands, *examples, *devices, *self_check;
   long jobs;
   bool json;
   sg_eval_opts opts;
@@ -280,7 +287,7 @@ typedef struct bench_args {
 /* Parses the options into a; returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, bench_args *a) {
   enum { O_CANDS = 1000, O_EXAMPLES, O_DEVICES, O_JOBS, O_JSON, O_SEED, O_TRIALS,
-         O_RUNS, O_WARMUPS, O_TIMEOUT, O_STRICT };
+         O_RUNS, O_WARMUPS, O_TIMEOUT, O_STRICT, O_SELF_CHECK };
   static const struct option longopts[] = {
       {"cands", required_argument, NULL, O_CANDS},
       {"examples", required_argument, NULL, O_EXAMPLES},
@@ -293,6 +300,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       {"warmups", required_argument, NULL, O_WARMUPS},
       {"timeout", required_argument, NULL, O_TIMEOUT},
       {"strict", no_argument, NULL, O_STRICT},
+      {"self-check", required_argument, NULL, O_SELF_CHECK},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   memset(a, 0, sizeof *a);
@@ -340,14 +348,23 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       a->opts.run_timeout_s = (double)v;
       break;
     case O_STRICT: a->opts.strict = true; break;
+    case O_SELF_CHECK:
+      if (strcmp(optarg, "same") != 0 && strcmp(optarg, "wrong") != 0)
+        return bad_usage("--self-check: expected same or wrong, got ", optarg);
+      a->self_check = optarg;
+      /* the references' own heavy work is the point here; `specgen run`
+       * has no way to set this */
+      a->opts.heavy_rule_off = true;
+      break;
     case 'h': usage(stdout); return SG_EXIT_OK;
     default: return sg_cli_bad_option("bench", argv);
     }
   }
   if (optind >= argc)
     return bad_usage("no tasks named", NULL);
-  if (!a->cands == !a->examples)
-    return bad_usage("give exactly one of --cands DIR and --examples LABELS", NULL);
+  if ((a->cands != NULL) + (a->examples != NULL) + (a->self_check != NULL) != 1)
+    return bad_usage("give exactly one of --cands DIR, --examples LABELS and --self-check "
+                     "MODE", NULL);
   return -1;
 }
 
@@ -424,7 +441,7 @@ int sg_cmd_bench(int argc, char **argv) {
     free(devlist);
     return bad_usage("--devices: empty", NULL);
   }
-  sg_bench b = {NULL, 0};
+  sg_bench b = {NULL, 0, NULL};
   sg_err err;
   sg_err_clear(&err);
   for (int i = optind; i < argc; i++)
@@ -434,15 +451,28 @@ int sg_cmd_bench(int argc, char **argv) {
       free(devlist);
       return SG_EXIT_USAGE;
     }
-  for (size_t i = 0; i < b.n; i++)
+  /* the self-check's candidates live in a scratch directory of this run */
+  char *scratch = NULL;
+  if (a.self_check && (sg_scratch_dir(NULL, "specgen-self-check", &scratch, &err) ||
+                       sg_bench_self_check(&b, a.self_check, scratch, &err))) {
+    fprintf(stderr, "specgen bench: %s\n", err.msg);
+    code = err.code == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED;
+    if (scratch)
+      sg_rm_rf(scratch, &err);
+    free(scratch);
+    sg_bench_free(&b);
+    free(devlist);
+    return code;
+  }
+  for (size_t i = 0; i < b.n && !a.self_check; i++)
     b.rows[i].candidate = a.cands ? sg_bench_find_candidate(b.rows[i].task, a.cands)
                                   : sg_bench_find_example(b.rows[i].task, a.examples);
   run_workers(&b, &a, devs, ndev);
-  code = SG_EXIT_OK;
-  for (size_t i = 0; i < b.n; i++)
-    if (b.rows[i].candidate && (!b.rows[i].evaluated || b.rows[i].infra))
-      code = SG_EXIT_FAILED;
+  code = sg_bench_failed(&b) ? SG_EXIT_FAILED : SG_EXIT_OK;
   report(&b, a.json);
+  if (scratch && sg_rm_rf(scratch, &err))
+    fprintf(stderr, "specgen bench: %s\n", err.msg);
+  free(scratch);
   sg_bench_free(&b);
   free(devlist);
   return code;

@@ -3,8 +3,10 @@
 #include "eval/sg_bench.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_file.h"
 #include "eval/sg_task_kb.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <limits.h>
@@ -232,7 +234,7 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p ? p : "-";
 }
 
-static const char *row_status(const sg_bench_row *r) {
+const char *sg_bench_row_status(const sg_bench_row *r) {
   if (!r->candidate)
     return "missing";
   if (!r->evaluated)
@@ -240,7 +242,78 @@ static const char *row_status(const sg_bench_row *r) {
   return r->infra ? "infra_error" : sg_eval_status_name(r->result.status);
 }
 
+/* An infra_error row: specgen failed (r->infra) or the evaluator said the
+ * machine or specgen failed (a reference out of device memory, say). */
+static bool row_infra(const sg_bench_row *r) {
+  return r->candidate && r->evaluated &&
+         (r->infra || r->result.status == SG_EVAL_INFRA_ERROR);
+}
+
+bool sg_bench_failed(const sg_bench *b) {
+  for (size_t i = 0; i < b->n; i++)
+    if (b->rows[i].candidate && (!b->rows[i].evaluated || row_infra(&b->rows[i])))
+      return true;
+  return false;
+}
+
+/* What the self-check appends to a reference, by mode. */
+static const char *self_check_tail(const char *mode) {
+  if (strcmp(mode, "same") == 0)
+    return "\n\n# specgen bench --self-check same: the reference given back as its own "
+           "candidate\nModelNew = Model\n";
+  if (strcmp(mode, "wrong") == 0)
+    return "\n\n# specgen bench --self-check wrong: the reference with a small slice of "
+           "its first output\n# perturbed past any tolerance; it must not come out ok\n"
+           "from specgen_kb import selfcheck as _specgen_selfcheck\n\n\n"
+           "class ModelNew(Model):\n"
+           "    def forward(self, *args, **kwargs):\n"
+           "        return _specgen_selfcheck.wrong(super().forward(*args, **kwargs))\n";
+  return NULL;
+}
+
+int sg_bench_self_check(sg_bench *b, const char *mode, const char *dir, sg_err *err) {
+  const char *tail = mode ? self_check_tail(mode) : NULL;
+  if (!tail)
+    return sg_err_set(err, SG_EINVAL, "--self-check: expected same or wrong, got %s",
+                      mode ? mode : "nothing");
+  for (size_t i = 0; i < b->n; i++)
+    if (strcmp(b->rows[i].task->evaluator, "kernelbench") != 0)
+      return sg_err_set(err, SG_EINVAL, "--self-check: task %s is a %s task; the "
+                        "self-check is of the kernelbench harness",
+                        b->rows[i].task->name, b->rows[i].task->evaluator);
+  for (size_t i = 0; i < b->n; i++) {
+    sg_bench_row *r = &b->rows[i];
+    char *src = NULL;
+    size_t len = 0;
+    int rc = sg_file_read(r->task->reference_path, 4u << 20, &src, &len, err);
+    if (rc)
+      return rc;
+    sg_buf text;
+    sg_buf_init(&text, len + 512);
+    sg_buf_append(&text, src, len);
+    sg_buf_puts(&text, tail);
+    free(src);
+    char *path = sg_asprintf("%s/%zu_%s.py", dir, i, r->task->name);
+    rc = sg_file_write(path, text.data, text.len, err);
+    sg_buf_free(&text);
+    if (rc) {
+      free(path);
+      return rc;
+    }
+    free(r->candidate);
+    r->candidate = path;
+  }
+  b->self_check = strcmp(mode, "same") == 0 ? "same" : "wrong";
+  return 0;
+}
+
 void sg_bench_table(const sg_bench *b, sg_buf *out) {
+  if (b->self_check)
+    sg_buf_printf(out, "self-check %s: %s; the heavy-operator rule is off\n", b->self_check,
+                  strcmp(b->self_check, "same") == 0
+                      ? "each task's reference is its own candidate (expect ok at about 1.0x)"
+                      : "each task's reference with a slice of its output perturbed "
+                        "(expect none ok)");
   sg_buf_printf(out, "%-4s %-32s %-34s %-15s %-15s %8s %10s %10s %8s\n", "", "task",
                 "candidate", "specgen", "kernelbench", "speedup", "ref_ms", "cand_ms",
                 "time_s");
@@ -258,14 +331,19 @@ void sg_bench_table(const sg_bench *b, sg_buf *out) {
       snprintf(ts, sizeof ts, "%.2f", r->wall_s);
     sg_buf_printf(out, "%-4s %-32s %-34s %-15s %-15s %8s %10s %10s %8s\n",
                   r->label ? r->label : "", r->task->name, base_name(r->candidate),
-                  row_status(r),
+                  sg_bench_row_status(r),
                   r->evaluated && e->kernelbench_status ? e->kernelbench_status : "-", sp,
                   rm, cm, ts);
   }
 }
 
+/* Statuses a row can print: the evaluators' and bench's own. */
+#define MAX_STATUSES 24
+
 typedef struct tally {
   size_t tasks, evaluated, ok, kb_ok, kb_given, infra, missing;
+  const char *status[MAX_STATUSES];
+  size_t status_n[MAX_STATUSES], nstatus;
   double log_sum, total_s;
   size_t n_speed;
 } tally;
@@ -276,6 +354,14 @@ static tally count(const sg_bench *b) {
   t.tasks = b->n;
   for (size_t i = 0; i < b->n; i++) {
     const sg_bench_row *r = &b->rows[i];
+    const char *st = sg_bench_row_status(r);
+    size_t k = 0;
+    while (k < t.nstatus && strcmp(t.status[k], st) != 0)
+      k++;
+    assert(k < MAX_STATUSES);
+    if (k == t.nstatus)
+      t.status[t.nstatus++] = st;
+    t.status_n[k]++;
     if (!r->candidate) {
       t.missing++;
       continue;
@@ -285,7 +371,7 @@ static tally count(const sg_bench *b) {
     t.evaluated++;
     if (isfinite(r->wall_s))
       t.total_s += r->wall_s;
-    if (r->infra) {
+    if (row_infra(r)) {
       t.infra++;
       continue;
     }
@@ -316,6 +402,10 @@ void sg_bench_summary(const sg_bench *b, sg_buf *out) {
     sg_buf_printf(out, "; geometric mean speedup of the correct ones %.3fx",
                   exp(t.log_sum / (double)t.n_speed));
   sg_buf_printf(out, "; %.1f s of compile and run\n", t.total_s);
+  sg_buf_puts(out, "statuses:");
+  for (size_t k = 0; k < t.nstatus; k++)
+    sg_buf_printf(out, "%s %s %zu", k ? "," : "", t.status[k], t.status_n[k]);
+  sg_buf_puts(out, "\n");
 }
 
 json_t *sg_bench_json(const sg_bench *b) {
@@ -329,7 +419,7 @@ json_t *sg_bench_json(const sg_bench *b) {
     if (r->label)
       json_object_set_new(j, "label", json_string(r->label));
     json_object_set_new(j, "candidate", r->candidate ? json_string(r->candidate) : json_null());
-    json_object_set_new(j, "status", json_string(row_status(r)));
+    json_object_set_new(j, "status", json_string(sg_bench_row_status(r)));
     if (r->infra)
       json_object_set_new(j, "message", json_string(r->result.message ? r->result.message : ""));
     json_object_set_new(j, "time_s", isfinite(r->wall_s) ? json_real(r->wall_s) : json_null());
@@ -341,6 +431,11 @@ json_t *sg_bench_json(const sg_bench *b) {
                         (json_int_t)t.missing, "ok", (json_int_t)t.ok, "kernelbench_ok",
                         (json_int_t)t.kb_ok, "infra_error", (json_int_t)t.infra,
                         "total_s", t.total_s);
+  json_t *st = json_object();
+  for (size_t k = 0; k < t.nstatus; k++)
+    json_object_set_new(st, t.status[k], json_integer((json_int_t)t.status_n[k]));
+  json_object_set_new(s, "statuses", st);
+  json_object_set_new(s, "self_check", b->self_check ? json_string(b->self_check) : json_null());
   json_object_set_new(s, "geomean_speedup",
                       t.n_speed ? json_real(exp(t.log_sum / (double)t.n_speed)) : json_null());
   return json_pack("{s:o, s:o}", "rows", rows, "summary", s);

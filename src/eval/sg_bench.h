@@ -28,7 +28,28 @@ typedef struct sg_bench_row {
 typedef struct sg_bench {
   sg_bench_row *rows;
   size_t n;
+  /* NULL, or the self-check's mode ("same", "wrong"): the candidates are
+   * the references (sg_bench_self_check), and the report says so. */
+  const char *self_check;
 } sg_bench;
+
+/* The self-check of the kernelbench harness (`specgen bench --self-check
+ * MODE`): every row's candidate becomes its own reference, written into
+ * dir as <row>_<task>.py: mode "same" gives Model back as ModelNew (it must
+ * come out ok at about 1.0x with the heavy-operator rule off); "wrong" a
+ * ModelNew whose first output has a small slice perturbed past any
+ * tolerance (python/specgen_kb/selfcheck.py; it must not come out ok).
+ * Sets b->self_check. Errors: SG_EINVAL for another mode or a task of
+ * another evaluator (named), or the file's error. */
+int sg_bench_self_check(sg_bench *b, const char *mode, const char *dir, sg_err *err);
+
+/* A row's status as printed: missing, not_run, infra_error (specgen failed,
+ * or the evaluator said so) or the result's status. */
+const char *sg_bench_row_status(const sg_bench_row *r);
+
+/* Whether the run failed (the command then exits 1): a row with a
+ * candidate was not evaluated or came out infra_error. */
+bool sg_bench_failed(const sg_bench *b);
 
 /* The tasks named by spec, appended to b in order: a suite ("paper": the
  * twenty built-in cuda tasks as T1-T20), a KernelBench file, a folder of

@@ -31,6 +31,10 @@ typedef struct sg_eval_opts {
   const char *work_dir;    /* scratch root; NULL: a fresh temporary directory */
   unsigned long long seed; /* for the random inputs; 0: from the clock */
   bool strict;             /* tighter tolerances where the evaluator has them */
+  /* The kernelbench evaluator's heavy-operator rule off: only for
+   * `specgen bench --self-check`, whose candidates are the references
+   * themselves; no other command sets it. */
+  bool heavy_rule_off;
 } sg_eval_opts;
 
 /* Fills opts with the defaults above. */

@@ -125,6 +125,8 @@ static void harness_argv(kb_argv *a, const sg_task *task, const char *cand,
   add_owned(a, sg_asprintf("%.17g", task->rtol));
   if (opts->strict)
     add(a, "--strict");
+  if (opts->heavy_rule_off)
+    add(a, "--no-heavy-rule");
 }
 
 /* The sandbox of a harness run. */

@@ -21,7 +21,7 @@
 
 static void test_paper_suite(void) {
   setenv("SPECGEN_TASKS_DIR", SG_SOURCE_ROOT "/tasks", 1);
-  sg_bench b = {NULL, 0};
+  sg_bench b = {NULL, 0, NULL};
   sg_err err;
   SG_CHECK_OK(sg_bench_add_tasks(&b, "paper", &err), err);
   SG_CHECK_EQ_INT(b.n, 20);
@@ -93,7 +93,7 @@ static void test_find_candidate(void) {
 }
 
 static void test_table_and_summary(void) {
-  sg_bench b = {NULL, 0};
+  sg_bench b = {NULL, 0, NULL};
   sg_err err;
   SG_CHECK_OK(sg_bench_add_tasks(&b, VADD, &err), err);
   SG_CHECK_OK(sg_bench_add_tasks(&b, VADD, &err), err);
@@ -110,6 +110,7 @@ static void test_table_and_summary(void) {
   b.rows[1].result.status = SG_EVAL_NUMERICAL_ERROR;
   b.rows[1].result.kernelbench_status = sg_strdup("ok");
   b.rows[1].wall_s = 0.5;
+  SG_CHECK(!sg_bench_failed(&b));
   sg_buf out;
   sg_buf_init(&out, 0);
   sg_bench_table(&b, &out);
@@ -129,9 +130,96 @@ static void test_table_and_summary(void) {
   SG_CHECK_STR_EQ(json_string_value(json_object_get(
                       json_array_get(json_object_get(j, "rows"), 2), "status")),
                   "missing");
+  /* every status printed is counted */
+  SG_CHECK_CONTAINS(s, "statuses: ok 1, numerical_error 1, missing 1");
+  json_t *st = json_object_get(sum, "statuses");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(st, "missing")), 1);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(sum, "infra_error")), 0);
+  json_decref(j);
+  sg_buf_free(&out);
+  /* an evaluator's own infra_error (a reference out of device memory, say)
+   * is counted as one and fails the run */
+  b.rows[2].candidate = sg_strdup("/x/c.c");
+  b.rows[2].evaluated = true;
+  b.rows[2].result.status = SG_EVAL_INFRA_ERROR;
+  SG_CHECK(sg_bench_failed(&b));
+  sg_buf_init(&out, 0);
+  sg_bench_summary(&b, &out);
+  SG_CHECK_CONTAINS(sg_buf_str(&out), "1 not evaluated (infra_error)");
+  SG_CHECK_CONTAINS(sg_buf_str(&out), "statuses: ok 1, numerical_error 1, infra_error 1");
+  j = sg_bench_json(&b);
+  sum = json_object_get(j, "summary");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(sum, "infra_error")), 1);
+  SG_CHECK_EQ_INT(json_integer_value(
+                      json_object_get(json_object_get(sum, "statuses"), "infra_error")), 1);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(
+                      json_array_get(json_object_get(j, "rows"), 2), "status")),
+                  "infra_error");
   json_decref(j);
   sg_buf_free(&out);
   sg_bench_free(&b);
+}
+
+/* --self-check: each KernelBench task's reference, given back as ModelNew
+ * or with its output perturbed, as a Python file that parses. */
+static void test_self_check(void) {
+  char *d = tmp_dir("sg-bench-self");
+  sg_err err;
+  put_file(d, "19_ReLU.py", "import torch\nimport torch.nn as nn\n\n"
+                       "class Model(nn.Module):\n    def forward(self, x):\n"
+                       "        return torch.relu(x)\n\ndef get_inputs():\n    return []\n\n"
+                       "def get_init_inputs():\n    return []\n");
+  char *task = sg_asprintf("%s/19_ReLU.py", d), *cands = sg_asprintf("%s/cands", d);
+  SG_CHECK_OK(sg_mkdir_p(cands, &err), err);
+  const char *modes[] = {"same", "wrong"};
+  const char *want[] = {"\nModelNew = Model\n", "class ModelNew(Model):"};
+  for (int m = 0; m < 2; m++) {
+    sg_bench b = {NULL, 0, NULL};
+    SG_CHECK_OK(sg_bench_add_tasks(&b, task, &err), err);
+    SG_CHECK_OK(sg_bench_self_check(&b, modes[m], cands, &err), err);
+    SG_CHECK_STR_EQ(b.self_check, modes[m]);
+    char *src = NULL;
+    size_t len = 0;
+    SG_CHECK_OK(sg_file_read(b.rows[0].candidate, 1 << 20, &src, &len, &err), err);
+    SG_CHECK_CONTAINS(src, "return torch.relu(x)");
+    SG_CHECK_CONTAINS(src, want[m]);
+    free(src);
+    char *cmd = sg_asprintf("python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "
+                            "%s", b.rows[0].candidate);
+    SG_CHECK_MSG(system(cmd) == 0, "%s does not parse", b.rows[0].candidate);
+    free(cmd);
+    sg_buf out;
+    sg_buf_init(&out, 0);
+    sg_bench_table(&b, &out);
+    SG_CHECK_CONTAINS(sg_buf_str(&out), "heavy-operator rule is off");
+    sg_buf_free(&out);
+    json_t *j = sg_bench_json(&b);
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(j, "summary"),
+                                                      "self_check")), modes[m]);
+    json_decref(j);
+    sg_bench_free(&b);
+  }
+  sg_bench b = {NULL, 0, NULL};
+  SG_CHECK_OK(sg_bench_add_tasks(&b, task, &err), err);
+  SG_CHECK_EQ_INT(sg_bench_self_check(&b, "fast", cands, &err), SG_EINVAL);
+  SG_CHECK_OK(sg_bench_add_tasks(&b, VADD, &err), err);
+  SG_CHECK_EQ_INT(sg_bench_self_check(&b, "same", cands, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "vector_add is a cpu task");
+  SG_CHECK(b.self_check == NULL);
+  sg_bench_free(&b);
+  /* the command refuses a cpu task, and a mode it does not know (exit 2) */
+  char *cmd = sg_asprintf("%s bench %s --self-check same 2>/dev/null", SG_TEST_SPECGEN, VADD);
+  int st = system(cmd);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+  free(cmd);
+  cmd = sg_asprintf("%s bench %s --self-check maybe 2>/dev/null", SG_TEST_SPECGEN, task);
+  st = system(cmd);
+  SG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+  free(cmd);
+  free(task);
+  free(cands);
+  sg_rm_rf(d, &err);
+  free(d);
 }
 
 /* The command for real: a folder of task directories, two devices, JSON. */
@@ -263,4 +351,5 @@ SG_TEST_MAIN({"paper_suite", test_paper_suite},
              {"runners_ahead_follow_the_rows", test_runners_ahead_follow_the_rows},
              {"find_candidate", test_find_candidate},
              {"table_and_summary", test_table_and_summary},
+             {"self_check", test_self_check},
              {"command", test_command})

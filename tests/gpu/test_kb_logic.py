@@ -245,5 +245,55 @@ class BytecodeCache(unittest.TestCase):
         self.assertIsNone(self.harness._bytecode_cache("sg_no_such_module", self.tmp))
 
 
+class SelfCheck(unittest.TestCase):
+    """specgen bench --self-check wrong: the perturbation is small in extent
+    and always outside specgen's tolerance."""
+
+    def test_slice_small_and_inside(self):
+        self.assertEqual(logic.wrong_slice(0), (0, 0))
+        self.assertEqual(logic.wrong_slice(1), (0, 1))
+        self.assertEqual(logic.wrong_slice(5000), (2498, 5))
+        for n in (1, 2, 999, 1000, 10 ** 6, 6 * 10 ** 9):
+            start, k = logic.wrong_slice(n)
+            self.assertTrue(1 <= k <= logic.WRONG_SLICE_MAX)
+            self.assertTrue(0 <= start and start + k <= n, n)
+
+    def test_delta_outside_every_tolerance(self):
+        atol, rtol = logic.tolerances(False)
+        for lo, hi in ((-3.0, 2.0), (0.0, 0.0), (1e-9, 1e-6), (-1e4, 5.0), (7.0, 7.0)):
+            m = max(abs(lo), abs(hi))
+            d = logic.wrong_delta(lo, hi)
+            # the reference's element r, |r| <= m; candidate r + d
+            for r in (lo, hi, 0.5 * (lo + hi)):
+                excess = d - rtol * abs(r)
+                self.assertFalse(logic.passes(excess, 0, logic.specgen_atol(atol, m, m)),
+                                 (lo, hi, r))
+        self.assertAlmostEqual(logic.wrong_delta(float("nan"), 1.0), 0.101)
+        self.assertAlmostEqual(logic.wrong_delta(float("-inf"), 1.0), 0.101)
+
+
+class Leftovers(unittest.TestCase):
+    def test_ipc_files_of_the_given_pids_only(self):
+        names = ["cuda.shm.3.1f40.1", "cuda.shm.3.1f41.1", "cuda.shm.9.1f40.2",
+                 "cuda.shm.x", "torch_123", "cuda.shm.3.zz.1", "sem.cuda.shm.3.1f40.1"]
+        self.assertEqual(logic.ipc_files(names, [0x1f40]),
+                         ["cuda.shm.3.1f40.1", "cuda.shm.9.1f40.2"])
+        self.assertEqual(logic.ipc_files(names, [0x1f40, 0x1f41]),
+                         ["cuda.shm.3.1f40.1", "cuda.shm.3.1f41.1", "cuda.shm.9.1f40.2"])
+        self.assertEqual(logic.ipc_files(names, [5]), [])
+        # PyTorch's own segments: torch_<pid>_<random>_<n>, the pid in decimal
+        torch_names = ["torch_8000_3512_0", "torch_8001_9_0", "torch_x_1_0", "torch_8000",
+                       "cuda.shm.0.1f40.1"]
+        self.assertEqual(logic.ipc_files(torch_names, [8000]),
+                         ["cuda.shm.0.1f40.1", "torch_8000_3512_0"])
+
+    def test_poison_within_budget(self):
+        b = logic.POISON_BUDGET_BYTES
+        self.assertEqual(logic.poison_copies(1 << 20), 3)
+        self.assertEqual(logic.poison_copies(b // 2), 2)
+        self.assertEqual(logic.poison_copies(6400 << 20), 1)   # level 1's Swish output
+        self.assertEqual(logic.poison_copies(0), 3)
+
+
 if __name__ == "__main__":
     unittest.main()
