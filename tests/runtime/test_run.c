@@ -1231,12 +1231,12 @@ static void test_resume_extends_a_finished_run(void) {
 
 /* Bad input: exit 2 and a message naming what is wrong. */
 /* --llm-streams: the server takes 2 streams, the task's main one, so at
- * most one fork generates at a time, though four devices make K 2: no two
+ * most one fork generates at a time, though every trigger forks anew: no two
  * forks' lifetimes in the run store overlap (a fork's end is recorded
  * before the controller hears of it, so the next starts after it). */
 static void test_llm_streams_bound_the_forks(void) {
   char *dir = tmp_dir();
-  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-3",
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
                         "--iterations", "2", "--out", dir, "--json", "--llm-streams", "2",
                         "--server-speed", "400", "--runs", "3", "--warmups", "1",
                         "--tick", "0.05", NULL};
