@@ -88,7 +88,7 @@ def run_arm(a, spec, url, tasks):
                  "--reasoning", "prompted", "--spec", spec, "--iterations",
                  str(a.iterations), "--max-tokens", str(a.max_tokens), "--temperature",
                  str(a.temperature), "--devices", a.devices, "--idle-timeout", "3600",
-                 "--gen-deadline", "7200"]
+                 "--gen-deadline", "7200", "--llm-streams", str(a.slots)]
     with open(os.path.join(a.out, f"spec-{spec}.log"), "a") as log:
         rc = subprocess.call(args, stdout=log, stderr=subprocess.STDOUT)
     if rc != 0:
@@ -176,8 +176,10 @@ def main():
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=1024)
     p.add_argument("--temperature", type=float, default=0.2)
-    p.add_argument("--slots", type=int, default=4, help="server slots (generations at once)")
-    p.add_argument("--ctx", type=int, default=32768, help="server context, split among slots")
+    p.add_argument("--slots", type=int, default=12,
+                   help="server slots (generations at once), also specgen's --llm-streams: "
+                        "more than the tasks, or forks only queue behind the mains")
+    p.add_argument("--ctx", type=int, default=49152, help="server context, split among slots")
     p.add_argument("--server-core", type=int, default=0, help="-1: not pinned")
     p.add_argument("--devices", default="cpu:1", help="where kernels are evaluated")
     p.add_argument("--arms", default="on,off")
