@@ -497,6 +497,7 @@ static void test_json_events_and_spec_off(void) {
   json_decref(evs);
   proc_free(&p);
   sg_err e;
+  check_each_kernel_evaluated_once(dir);
   sg_rm_rf(top, &e);
   free(dir);
   free(top);
@@ -1222,6 +1223,7 @@ static void test_resume_extends_a_finished_run(void) {
   json_decref(s);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM runs WHERE ended_us IS NULL") == 0);
   SG_CHECK(db_int(dir, "SELECT budget_iterations FROM workflows") == 2);
+  check_each_kernel_evaluated_once(dir); /* the second leg too */
   free(sp);
   proc_free(&p);
   sg_err e;
@@ -1248,6 +1250,7 @@ static void test_llm_streams_bound_the_forks(void) {
                               "ON a.kind = 'spec' AND b.kind = 'spec' AND a.id < b.id "
                               "AND b.started_us < a.ended_us AND a.started_us < b.ended_us"),
                   0);
+  check_each_kernel_evaluated_once(dir);
   proc_free(&p);
   sg_err e;
   sg_rm_rf(dir, &e);
