@@ -431,7 +431,11 @@ static char *task_args_text(const sg_task *task) {
     sg_buf_printf(&b, "- %s: %s, %s", a->name, kind[a->kind],
                   sg_dtype_name(a->dtype));
     if (a->kind == SG_ARG_SCALAR) {
-      sg_buf_printf(&b, ", value %.17g", a->scalar_value);
+      /* Said plainly because small models turned "value 384" into
+       * `#define N 384`, which breaks the signature's parameter N. */
+      sg_buf_printf(&b, ", value %.17g (passed as this argument: read it, "
+                        "do not #define it)",
+                    a->scalar_value);
     } else {
       sg_buf_puts(&b, ", shape [");
       for (int d = 0; d < a->ndims; d++)

@@ -605,7 +605,8 @@ static void test_first_prompt_is_task_with_interface_and_rules(void) {
   SG_CHECK_CONTAINS(pt.user, "    void vector_scale(const float *x, float "
                              "*out, float alpha, int n)");
   SG_CHECK_CONTAINS(pt.user, "- x: input, float32, shape [4096]\n");
-  SG_CHECK_CONTAINS(pt.user, "- alpha: scalar, float32, value 2.5\n");
+  SG_CHECK_CONTAINS(pt.user, "- alpha: scalar, float32, value 2.5 (passed as "
+                             "this argument: read it, do not #define it)\n");
   SG_CHECK_CONTAINS(pt.user, "atol 1e-06, rtol 1e-05");
   SG_CHECK_CONTAINS(pt.user, "no threads (`pthread_create`");   /* cpu rules */
   SG_CHECK_CONTAINS(pt.user, "never call the reference");
