@@ -15,6 +15,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lmc_wire as w  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from run_checks import kernels_evaluated_again  # noqa: E402
 
 SPECGEN = sys.argv[1]
 n = 0
@@ -88,6 +90,8 @@ with tempfile.TemporaryDirectory() as tmp:
     for line in rest.splitlines():
         events.append(json.loads(line))
     ok(p.returncode == 0, "the run succeeds", err[-2000:])
+    again = kernels_evaluated_again(out)
+    ok(not again, "no kernel evaluated twice", "\n".join(again))
     end = [e for e in events if e["event"] == "run_end"]
     s = end[0]["summary"] if end else {}
     k = s.get("kv_store", {})

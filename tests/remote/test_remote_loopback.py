@@ -32,6 +32,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from run_checks import assert_each_kernel_evaluated_once  # noqa: E402
 from remote_harness import (Proxy, ROOT, RemoteCase, SPECGEN, example,  # noqa: E402
                             exit_unless_runnable, wait_for)
 
@@ -218,6 +220,7 @@ class Loopback(RemoteCase):
                                 capture_output=True, text=True, timeout=600)
         self.assertEqual(second.returncode, 0, second.stderr[-3000:])
         self.assertGreater(evals(), before)
+        assert_each_kernel_evaluated_once(self, out)
         # The resumed run has the remote slot again and the host serves it.
         # Which device each evaluation lands on is the scheduler's choice and
         # the timing's, so the remote slot's share is counted over the whole
@@ -392,6 +395,7 @@ class Loopback(RemoteCase):
         stdout, stderr = proc.communicate(timeout=600)
         r = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        assert_each_kernel_evaluated_once(self, out)
         db = sqlite3.connect(os.path.join(out, "run.db"))
         devs = {d for (d,) in db.execute("SELECT device FROM evaluations WHERE device IS NOT NULL")}
         self.assertTrue(any(d.startswith("redis:cpu/") for d in devs), devs)

@@ -24,6 +24,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from run_checks import assert_each_kernel_evaluated_once  # noqa: E402
 from remote_harness import (Host, Proxy, Redis, SPECGEN, example, exit_unless_runnable,  # noqa: E402
                             stop_all, wait_for)
 
@@ -227,6 +229,8 @@ class Namespaces(unittest.TestCase):
         with open(os.path.join(self.dir, "run.log")) as f:
             text = f.read()
         self.assertEqual(rc, 0, text[-3000:])
+        # a lost host's evaluation is redone (infra_error), nothing else
+        assert_each_kernel_evaluated_once(self, out)
         db = sqlite3.connect(os.path.join(out, "run.db"))
         rows = db.execute("SELECT id, device, status, message FROM evaluations").fetchall()
         db.close()

@@ -11,6 +11,9 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from run_checks import assert_each_kernel_evaluated_once  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "pool_report.py")
 SPECGEN = os.environ.get("SG_SPECGEN")
@@ -54,6 +57,9 @@ class RealRun(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
+
+    def test_each_kernel_evaluated_once(self):
+        assert_each_kernel_evaluated_once(self, self.rundir)
 
     def test_report_matches_the_store(self):
         out = subprocess.run([sys.executable, SCRIPT, "--json", self.rundir],
