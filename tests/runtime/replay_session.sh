@@ -19,7 +19,7 @@ rec="$DATA/smollm2_session"
 task="$DATA/../../eval/data/tasks/cpu/vector_add"
 prompts="$DATA/../../llm/data/prompts_small"
 
-echo "1..4"
+echo "1..5"
 # The recorded options (README), with the replay in place of the model.
 opts=(--reasoning prompted --task "$task" --prompts "$prompts" --max-tokens 400
       --temperature 0.7 --seed 3 --devices cpu:0 --runs 3 --warmups 1 --gen-deadline 300
@@ -65,4 +65,22 @@ spec=$(sqlite3 "$work/off/run.db" "SELECT count(*) FROM generations WHERE kind =
 [ $rc -eq 0 ] && [ "$spec" -eq 0 ] && [ "$(mains "$rec")" = "$(mains "$work/off")" ]
 check "--spec off: the recorded mains, no fork, no model" $? "exit $rc, forks $spec" \
   "recorded mains: $(mains "$rec")" "replayed: $(mains "$work/off")" "$(tail -5 "$work/off.err")"
+# The same comparison as a user runs it on a campaign: bench/replay_compare.py
+# replays the record under the recorded options and two others (from the
+# root of the checkout, where the recorded run named its task and prompts).
+(cd "$DATA/../../.." && python3 bench/replay_compare.py "$rec" --specgen "$SPECGEN" \
+  --speed 0 --variants same,spec-off,none --out "$work/cmp" --json) >"$work/cmp.json" \
+  2>"$work/cmp.err"
+rc=$?
+python3 - "$work/cmp.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+d, runs = r["decisions"], r["runs"]
+assert d["same"]["tasks_differing"] == [], d
+assert runs["replay spec-off"]["generations_spec"] == 0, runs["replay spec-off"]
+assert runs["replay same"]["generations_main"] == runs["recorded"]["generations_main"]
+PY
+ok=$?
+check "bench/replay_compare.py: the recorded decisions under the recorded options" \
+  $((rc != 0 || ok != 0)) "exit $rc" "$(tail -5 "$work/cmp.err")"
 exit $((failed > 0))
