@@ -25,6 +25,7 @@
  * for an ended iteration, act on an event of a cancelled generation.
  */
 #include "core/sg_controller.h"
+#include "core/sg_unshadow.h"
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
@@ -737,8 +738,15 @@ static void take_candidate(sg_controller *c, gen *g, const char *text,
   sg_extract_candidate(text, len, c->o.language, c->o.entry, &ex);
   const char *src = ex.outcome == SG_EXTRACT_FOUND ? text + ex.start : NULL;
   size_t srclen = ex.outcome == SG_EXTRACT_FOUND ? ex.len : 0;
+  size_t fixed_len = 0;
+  int unshadowed = 0;
+  char *fixed = src ? sg_unshadow_params(src, srclen, c->o.language, c->o.entry,
+                                         &fixed_len, &unshadowed)
+                    : NULL;
   sg_kernel *k = sg_history_add(&c->hist, c->iteration, g->kind, g->id,
-                                g->prefix_len, ex.outcome, src, srclen);
+                                g->prefix_len, ex.outcome, fixed ? fixed : src,
+                                fixed ? fixed_len : srclen);
+  free(fixed);
   g->candidate = k->id;
   c->st.candidates++;
   if (ex.outcome != SG_EXTRACT_FOUND) {

@@ -460,9 +460,15 @@ static bool open_text_candidate(const char *t, size_t hi, size_t lo,
 
 /* ---------------------------------------------------------------- blocks */
 
-static bool defines_entry(const char *t, size_t len, const char *entry) {
+enum { ENTRY_NONE, ENTRY_PYTHON, ENTRY_C };
+
+/* Where text defines entry: Python's "def entry" / "class entry" (when
+ * python), or C's "entry(...) {" with a complete body (fn, its parameter
+ * list's '(' at *paren). */
+static int find_entry(const char *t, size_t len, const char *entry, bool python,
+                      func *fn, size_t *paren) {
   if (entry == NULL || *entry == '\0')
-    return false;
+    return ENTRY_NONE;
   size_t n = strlen(entry);
   for (size_t i = 0; i + n <= len; i++) {
     /* to the next occurrence (memmem, not a compare at every byte: every
@@ -473,25 +479,48 @@ static bool defines_entry(const char *t, size_t len, const char *entry) {
     i = (size_t)(hit - t);
     if ((i > 0 && is_ident(t[i - 1])) || (i + n < len && is_ident(t[i + n])))
       continue;
-    /* Python: def entry / class entry */
     size_t k = i;
     while (k > 0 && is_blank(t[k - 1]))
       k--;
-    if ((k >= 3 && memcmp(t + k - 3, "def", 3) == 0) ||
-        (k >= 5 && memcmp(t + k - 5, "class", 5) == 0))
-      return true;
-    /* C: entry(...) { */
+    if (python && ((k >= 3 && memcmp(t + k - 3, "def", 3) == 0) ||
+                   (k >= 5 && memcmp(t + k - 5, "class", 5) == 0)))
+      return ENTRY_PYTHON;
     size_t j = i + n;
     while (j < len && is_space(t[j]))
       j++;
-    func fn;
-    if (j < len && t[j] == '(' && func_at(t, len, 0, j, &fn)) {
-      if (!fn.cut)
-        return true;
-      break;  /* the rest is inside that body: searching on is quadratic */
+    if (j < len && t[j] == '(' && func_at(t, len, 0, j, fn)) {
+      if (fn->cut)
+        break; /* the rest is inside that body: searching on is quadratic */
+      *paren = j;
+      return ENTRY_C;
     }
   }
-  return false;
+  return ENTRY_NONE;
+}
+
+static bool defines_entry(const char *t, size_t len, const char *entry) {
+  func fn;
+  size_t paren;
+  return find_entry(t, len, entry, true, &fn, &paren) != ENTRY_NONE;
+}
+
+bool sg_extract_entry_def(const char *t, size_t len, const char *entry,
+                          size_t *start, size_t *lparen, size_t *rparen) {
+  func fn;
+  size_t j;
+  if (find_entry(t, len, entry, false, &fn, &j) != ENTRY_C)
+    return false;
+  size_t k = j, depth = 0; /* func_at saw it balanced */
+  for (; k < len; k++) {
+    if (t[k] == '(')
+      depth++;
+    else if (t[k] == ')' && --depth == 0)
+      break;
+  }
+  *start = fn.start;
+  *lparen = j;
+  *rparen = k;
+  return true;
 }
 
 static int block_class(const fence *f, const char *t, int lang) {

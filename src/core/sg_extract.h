@@ -9,6 +9,7 @@
 #ifndef SG_EXTRACT_H
 #define SG_EXTRACT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum sg_extract_outcome {
@@ -32,5 +33,11 @@ typedef struct sg_extracted {
  * one that does not. Never allocates. */
 void sg_extract_candidate(const char *text, size_t len, const char *language,
                           const char *entry, sg_extracted *out);
+
+/* The complete definition of entry in a C or CUDA source: where it starts
+ * (its return type) and its parameter list's parentheses, at *lparen and
+ * *rparen. False when src holds none (a prototype or a cut body is none). */
+bool sg_extract_entry_def(const char *src, size_t len, const char *entry,
+                          size_t *start, size_t *lparen, size_t *rparen);
 
 #endif

@@ -1606,6 +1606,24 @@ static void test_answer_from_streamed_content(void) {
   fx_free(&f);
 }
 
+/* A kernel that #defines a parameter of its entry is submitted, kept and
+ * shown without that line (core/sg_unshadow.h), whatever the history reads. */
+static void test_shadowing_define_taken_out(void) {
+  fx f;
+  fx_init(&f, "hist-avg", NULL);
+  finish(&f, f.main_gen,
+         "```c\n#define n 8\nvoid hinge(float *x, int n) { x[0] = n; }\n```\n");
+  SG_CHECK(submitted(&f, SG_PHASE_VALIDATE) != 0);
+  const sg_ctl_action *s = act(&f, SG_CACT_SUBMIT_EVAL, 0);
+  SG_CHECK(strstr(s->u.submit.source, "#define n 8") == NULL);
+  SG_CHECK_CONTAINS(s->u.submit.source, "took out a #define of n here");
+  SG_CHECK_CONTAINS(s->u.submit.source, "void hinge(float *x, int n) { x[0] = n; }");
+  SG_CHECK_EQ_INT(s->u.submit.source_len, strlen(s->u.submit.source));
+  const sg_kernel *k = sg_history_get(sg_controller_history(f.c), s->u.submit.candidate);
+  SG_CHECK(k != NULL && strcmp(k->source, s->u.submit.source) == 0);
+  fx_free(&f);
+}
+
 static void text_1k(sg_ctl_opts *o) { o->max_text_bytes = 1024; }
 
 /* Reasoning beyond max_text_bytes is not kept: a fork's prefix never goes
@@ -1750,6 +1768,7 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_best_of_n_waits_for_every_main),
              SG_TEST(test_stale_and_malformed_events),
              SG_TEST(test_answer_from_streamed_content),
+             SG_TEST(test_shadowing_define_taken_out),
              SG_TEST(test_prefix_never_past_kept_text),
              SG_TEST(test_restore_continues_the_workflow),
              SG_TEST(test_names),
