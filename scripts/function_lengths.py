@@ -2,11 +2,11 @@
 """function_lengths.py: the length of every function defined in C files.
 
 A function's length is its lines from the first line of its signature to its
-closing brace, both included. Comments, strings and character constants are
-blanked first, so a brace inside them does not count;
-a top-level brace block is a function when the text before it, back to the
-last ';' or '}' at file level, has a parenthesis and is not a struct, union,
-enum or an initializer.
+closing brace, both included (docs/style.md rule 17). Comments, strings and
+character constants are blanked first, so a brace inside them does not
+count; a top-level brace block is a function when the text before it, back
+to the last ';' or '}' at file level, has a parenthesis and is not a struct,
+union, enum or an initializer.
 
 Usage: function_lengths.py [--max N] [--exempt FILE]... PATH...
   PATH is a .c file or a directory (its .c files, not recursing). Prints

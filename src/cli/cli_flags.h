@@ -1,4 +1,4 @@
-/* cli_flags.h: how every subcommand reads its flags.
+/* cli_flags.h: how every subcommand reads its flags (docs/style.md rule 10).
  *
  * A subcommand parses with getopt_long (opterr 0) and hands every word the
  * loop refuses to sg_cli_flag_refused; numbers go through the sg_cli_parse_*
