@@ -1,9 +1,9 @@
 /* cli_usage.c: how every subcommand reports bad usage: one line naming what
  * was wrong, then where the help is. The whole help after the message used
  * to bury it (eval, kvstore, report), and each command said it its own way. */
+#include "cli/cli_flags.h"
 #include "cli/commands.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -18,8 +18,5 @@ int sg_cli_usage_error(const char *cmd, const char *fmt, ...) {
 }
 
 int sg_cli_bad_option(const char *cmd, char **argv) {
-  /* getopt_long (opterr 0) has stepped over the offending word: an unknown
-   * option, or a known one whose value is missing. */
-  const char *word = optind > 0 ? argv[optind - 1] : "?";
-  return sg_cli_usage_error(cmd, "unknown option '%s', or it lacks its value", word);
+  return sg_cli_flag_refused(cmd, '?', argv);
 }

@@ -1,5 +1,6 @@
 /* cmd_bench.c: `specgen bench`: whole sets of tasks in one command, spread
  * over the devices, with a table at the end (docs/usage.md). */
+#include "cli/cli_flags.h"
 #include "cli/commands.h"
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
@@ -267,16 +268,6 @@ static void collect(sg_bench *b, worker *w, int nw) {
   }
 }
 
-static bool parse_int(const char *s, long lo, long hi, long *out) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || !end || *end || end == s || v < lo || v > hi)
-    return false;
-  *out = v;
-  return true;
-}
-
 typedef struct bench_args {
   const char *cands, *examples, *devices, *self_check;
   long jobs;
@@ -284,10 +275,61 @@ typedef struct bench_args {
   sg_eval_opts opts;
 } bench_args;
 
+enum { O_CANDS = 1000, O_EXAMPLES, O_DEVICES, O_JOBS, O_JSON, O_SEED, O_TRIALS, O_RUNS,
+       O_WARMUPS, O_TIMEOUT, O_STRICT, O_SELF_CHECK };
+
+/* One flag with a value (c its getopt_long code) into a; -1 to go on, else
+ * the exit code. */
+static int take_value(int c, const char *arg, bench_args *a) {
+  long long v = 0;
+  switch (c) {
+  case O_JOBS:
+    if (!sg_cli_parse_ll(arg, 1, 64, &v))
+      return bad_usage("--jobs: expected 1..64, got ", arg);
+    a->jobs = (long)v;
+    break;
+  case O_SEED:
+    if (!sg_cli_parse_ll(arg, 1, 0x7fffffffL, &v))
+      return bad_usage("--seed: expected a positive integer, got ", arg);
+    a->opts.seed = (unsigned long long)v;
+    break;
+  case O_TRIALS:
+    if (!sg_cli_parse_ll(arg, 3, 1000, &v))
+      return bad_usage("--trials: expected 3..1000, got ", arg);
+    a->opts.correctness_trials = (int)v;
+    break;
+  case O_RUNS:
+    if (!sg_cli_parse_ll(arg, 1, 100000, &v))
+      return bad_usage("--runs: expected 1..100000, got ", arg);
+    a->opts.timed_runs = (int)v;
+    break;
+  case O_WARMUPS:
+    if (!sg_cli_parse_ll(arg, 0, 100000, &v))
+      return bad_usage("--warmups: expected 0..100000, got ", arg);
+    a->opts.warmup_runs = (int)v;
+    break;
+  case O_TIMEOUT:
+    if (!sg_cli_parse_ll(arg, 1, 86400, &v))
+      return bad_usage("--timeout: expected seconds 1..86400, got ", arg);
+    a->opts.run_timeout_s = (double)v;
+    break;
+  case O_SELF_CHECK:
+    if (strcmp(arg, "same") != 0 && strcmp(arg, "wrong") != 0)
+      return bad_usage("--self-check: expected same or wrong, got ", arg);
+    a->self_check = arg;
+    /* the references' own heavy work is the point here; `specgen run`
+     * has no way to set this */
+    a->opts.heavy_rule_off = true;
+    break;
+  case O_CANDS: a->cands = arg; break;
+  case O_EXAMPLES: a->examples = arg; break;
+  case O_DEVICES: a->devices = arg; break;
+  }
+  return -1;
+}
+
 /* Parses the options into a; returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, bench_args *a) {
-  enum { O_CANDS = 1000, O_EXAMPLES, O_DEVICES, O_JOBS, O_JSON, O_SEED, O_TRIALS,
-         O_RUNS, O_WARMUPS, O_TIMEOUT, O_STRICT, O_SELF_CHECK };
   static const struct option longopts[] = {
       {"cands", required_argument, NULL, O_CANDS},
       {"examples", required_argument, NULL, O_EXAMPLES},
@@ -308,56 +350,21 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   a->jobs = 4;
   sg_eval_opts_default(&a->opts);
   a->opts.seed = 42;
-  long v = 0;
   optind = 1;
   opterr = 0;
-  int c;
+  int c, code;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-    switch (c) {
-    case O_CANDS: a->cands = optarg; break;
-    case O_EXAMPLES: a->examples = optarg; break;
-    case O_DEVICES: a->devices = optarg; break;
-    case O_JOBS:
-      if (!parse_int(optarg, 1, 64, &a->jobs))
-        return bad_usage("--jobs: expected 1..64, got ", optarg);
-      break;
-    case O_JSON: a->json = true; break;
-    case O_SEED:
-      if (!parse_int(optarg, 1, 0x7fffffffL, &v))
-        return bad_usage("--seed: expected a positive integer, got ", optarg);
-      a->opts.seed = (unsigned long long)v;
-      break;
-    case O_TRIALS:
-      if (!parse_int(optarg, 3, 1000, &v))
-        return bad_usage("--trials: expected 3..1000, got ", optarg);
-      a->opts.correctness_trials = (int)v;
-      break;
-    case O_RUNS:
-      if (!parse_int(optarg, 1, 100000, &v))
-        return bad_usage("--runs: expected 1..100000, got ", optarg);
-      a->opts.timed_runs = (int)v;
-      break;
-    case O_WARMUPS:
-      if (!parse_int(optarg, 0, 100000, &v))
-        return bad_usage("--warmups: expected 0..100000, got ", optarg);
-      a->opts.warmup_runs = (int)v;
-      break;
-    case O_TIMEOUT:
-      if (!parse_int(optarg, 1, 86400, &v))
-        return bad_usage("--timeout: expected seconds 1..86400, got ", optarg);
-      a->opts.run_timeout_s = (double)v;
-      break;
-    case O_STRICT: a->opts.strict = true; break;
-    case O_SELF_CHECK:
-      if (strcmp(optarg, "same") != 0 && strcmp(optarg, "wrong") != 0)
-        return bad_usage("--self-check: expected same or wrong, got ", optarg);
-      a->self_check = optarg;
-      /* the references' own heavy work is the point here; `specgen run`
-       * has no way to set this */
-      a->opts.heavy_rule_off = true;
-      break;
-    case 'h': usage(stdout); return SG_EXIT_OK;
-    default: return sg_cli_bad_option("bench", argv);
+    if (c == O_JSON) {
+      a->json = true;
+    } else if (c == O_STRICT) {
+      a->opts.strict = true;
+    } else if (c == 'h') {
+      usage(stdout);
+      return SG_EXIT_OK;
+    } else if (c == '?') {
+      return sg_cli_flag_refused("bench", c, argv);
+    } else if ((code = take_value(c, optarg, a)) >= 0) {
+      return code;
     }
   }
   if (optind >= argc)

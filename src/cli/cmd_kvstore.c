@@ -1,6 +1,7 @@
 /* cmd_kvstore.c: `specgen kvstore`: the KV store on its own, serving
  * LMCache's remote protocol (lm://) until SIGINT or SIGTERM, then printing
  * its counters (docs/kvstore.md). */
+#include "cli/cli_flags.h"
 #include "cli/commands.h"
 
 #include "common/sg_alloc.h"
@@ -169,7 +170,7 @@ int sg_cmd_kvstore(int argc, char **argv) {
     }
     case O_JSON: json = true; break;
     case 'h': usage(stdout); return SG_EXIT_OK;
-    default: return sg_cli_bad_option("kvstore", argv);
+    default: return sg_cli_flag_refused("kvstore", ch, argv);
     }
   }
   if (optind < argc)

@@ -1,7 +1,9 @@
-/* cmd_llm.c: `specgen llm chat|check|serve`. */
+/* cmd_llm.c: `specgen llm chat|check|serve`, and what its subcommands share. */
 #include "cli/commands.h"
 
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *out) {
@@ -29,4 +31,11 @@ int sg_cmd_llm(int argc, char **argv) {
   if (strcmp(argv[1], "serve") == 0)
     return sg_cmd_llm_serve(argc - 1, argv + 1);
   return sg_cli_usage_error("llm", "unknown subcommand '%s' (chat, check or serve)", argv[1]);
+}
+
+void sg_cli_llm_put_json(json_t *j) {
+  char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
+  puts(s ? s : "{}");
+  free(s);
+  json_decref(j);
 }

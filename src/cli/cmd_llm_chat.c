@@ -4,12 +4,12 @@
  * terminal, each line prefixed with "| " otherwise) and content as they
  * arrive; with --json, one object at the end instead.
  */
+#include "cli/cli_flags.h"
 #include "cli/commands.h"
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 #include "llm/sg_llm_generate.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -92,18 +92,6 @@ static void print_content(void *d, const char *t, size_t n) {
   fflush(stdout);
 }
 
-static int parse_num(const char *flag, const char *s, double min, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= min)) {
-    fprintf(stderr, "specgen llm chat: %s \"%s\": not a number >= %g\n", flag, s, min);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 static json_t *usage_json(const sg_llm_generation *g) {
   json_t *u = json_object();
   json_object_set_new(u, "prompt_tokens", json_integer(g->usage.prompt_tokens));
@@ -114,11 +102,42 @@ static json_t *usage_json(const sg_llm_generation *g) {
   return u;
 }
 
-int sg_cmd_llm_chat(int argc, char **argv) {
-  enum {
-    O_LLM = 256, O_MODEL, O_PROMPT, O_PROMPT_FILE, O_SYSTEM, O_PROFILE, O_NO_THINK,
-    O_MAX_TOKENS, O_TEMP, O_TIMEOUT, O_IDLE, O_RETRIES, O_KEYENV, O_JSON, O_HELP
-  };
+typedef struct chat_args {
+  const char *llm, *model, *prompt, *prompt_file, *system, *profile, *keyenv;
+  bool no_think, json;
+  double max_tokens, temperature, timeout, idle, retries;
+  bool retries_set;
+} chat_args;
+
+enum {
+  O_LLM = 256, O_MODEL, O_PROMPT, O_PROMPT_FILE, O_SYSTEM, O_PROFILE, O_NO_THINK,
+  O_MAX_TOKENS, O_TEMP, O_TIMEOUT, O_IDLE, O_RETRIES, O_KEYENV, O_JSON, O_HELP
+};
+
+/* A flag with a number (ch its getopt_long code) into a; -1 when the
+ * number is bad (a message printed, except for a number over the cap of
+ * --max-tokens or --retries). */
+static int take_number(int ch, const char *arg, chat_args *a) {
+  const char *cmd = "llm chat";
+  switch (ch) {
+  case O_MAX_TOKENS:
+    if (sg_cli_flag_min(cmd, "--max-tokens", arg, 1, &a->max_tokens) < 0 || a->max_tokens > 1e7)
+      return -1;
+    return 0;
+  case O_TEMP: return sg_cli_flag_min(cmd, "--temperature", arg, 0, &a->temperature);
+  case O_TIMEOUT: return sg_cli_flag_min(cmd, "--timeout", arg, 0.001, &a->timeout);
+  case O_IDLE: return sg_cli_flag_min(cmd, "--idle-timeout", arg, 0.001, &a->idle);
+  case O_RETRIES:
+    if (sg_cli_flag_min(cmd, "--retries", arg, 0, &a->retries) < 0 || a->retries > 100)
+      return -1;
+    a->retries_set = true;
+    return 0;
+  }
+  return -1;
+}
+
+/* Parses the flags into a; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, chat_args *a) {
   static const struct option opts[] = {
       {"llm", required_argument, NULL, O_LLM},
       {"model", required_argument, NULL, O_MODEL},
@@ -137,153 +156,155 @@ int sg_cmd_llm_chat(int argc, char **argv) {
       {"help", no_argument, NULL, O_HELP},
       {NULL, 0, NULL, 0},
   };
-  const char *llm = NULL, *model = NULL, *prompt = NULL, *prompt_file = NULL;
-  const char *system = NULL, *profile = NULL, *keyenv = NULL;
-  bool no_think = false, json = false;
-  double max_tokens = 0, temperature = -1, timeout = 0, idle = 0, retries = 0;
-  bool retries_set = false;
+  memset(a, 0, sizeof *a);
+  a->temperature = -1;
   optind = 1;
   opterr = 0;
   int ch;
   while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     switch (ch) {
-    case O_LLM: llm = optarg; break;
-    case O_MODEL: model = optarg; break;
-    case O_PROMPT: prompt = optarg; break;
-    case O_PROMPT_FILE: prompt_file = optarg; break;
-    case O_SYSTEM: system = optarg; break;
-    case O_PROFILE: profile = optarg; break;
-    case O_NO_THINK: no_think = true; break;
-    case O_KEYENV: keyenv = optarg; break;
-    case O_JSON: json = true; break;
+    case O_LLM: a->llm = optarg; break;
+    case O_MODEL: a->model = optarg; break;
+    case O_PROMPT: a->prompt = optarg; break;
+    case O_PROMPT_FILE: a->prompt_file = optarg; break;
+    case O_SYSTEM: a->system = optarg; break;
+    case O_PROFILE: a->profile = optarg; break;
+    case O_NO_THINK: a->no_think = true; break;
+    case O_KEYENV: a->keyenv = optarg; break;
+    case O_JSON: a->json = true; break;
     case O_MAX_TOKENS:
-      if (parse_num("--max-tokens", optarg, 1, &max_tokens) < 0 || max_tokens > 1e7)
-        return SG_EXIT_USAGE;
-      break;
     case O_TEMP:
-      if (parse_num("--temperature", optarg, 0, &temperature) < 0)
-        return SG_EXIT_USAGE;
-      break;
     case O_TIMEOUT:
-      if (parse_num("--timeout", optarg, 0.001, &timeout) < 0)
-        return SG_EXIT_USAGE;
-      break;
     case O_IDLE:
-      if (parse_num("--idle-timeout", optarg, 0.001, &idle) < 0)
-        return SG_EXIT_USAGE;
-      break;
     case O_RETRIES:
-      if (parse_num("--retries", optarg, 0, &retries) < 0 || retries > 100)
+      if (take_number(ch, optarg, a) < 0)
         return SG_EXIT_USAGE;
-      retries_set = true;
       break;
     case 'h':
     case O_HELP:
       usage(stdout);
       return SG_EXIT_OK;
-    case ':':
-      return sg_cli_usage_error("llm chat", "%s needs a value", argv[optind - 1]);
     default:
-      return sg_cli_bad_option("llm chat", argv);
+      return sg_cli_flag_refused("llm chat", ch, argv);
     }
   }
   if (optind < argc) {
     fprintf(stderr, "specgen llm chat: unexpected argument '%s'\n", argv[optind]);
     return SG_EXIT_USAGE;
   }
-  if (llm == NULL || model == NULL) {
-    fprintf(stderr, "specgen llm chat: %s is required\n", llm ? "--model" : "--llm");
+  if (a->llm == NULL || a->model == NULL) {
+    fprintf(stderr, "specgen llm chat: %s is required\n", a->llm ? "--model" : "--llm");
     return SG_EXIT_USAGE;
   }
-  if ((prompt == NULL) == (prompt_file == NULL)) {
+  if ((a->prompt == NULL) == (a->prompt_file == NULL)) {
     fprintf(stderr, "specgen llm chat: give exactly one of --prompt and --prompt-file\n");
     return SG_EXIT_USAGE;
   }
-  const sg_llm_provider *prov = NULL;
-  sg_err err;
-  if (profile && sg_llm_provider_lookup(profile, &prov, &err) < 0) {
-    fprintf(stderr, "specgen llm chat: --profile: %s\n", err.msg);
-    return SG_EXIT_USAGE;
-  }
-  char *file_text = NULL;
-  if (prompt_file) {
-    if (sg_file_read(prompt_file, PROMPT_FILE_MAX, &file_text, NULL, &err) < 0) {
-      fprintf(stderr, "specgen llm chat: --prompt-file: %s\n", err.msg);
-      return SG_EXIT_USAGE;
-    }
-    prompt = file_text;
-  }
+  return -1;
+}
+
+/* The generation as one JSON object on stdout (--json). */
+static void report_json(int rc, const sg_llm_generation *g) {
+  json_t *o = json_object();
+  json_object_set_new(o, "ok", json_boolean(rc == 0));
+  if (rc != 0)
+    json_object_set_new(o, "error", json_string(g->message));
+  json_object_set_new(o, "reasoning", json_string(g->reasoning));
+  json_object_set_new(o, "content", json_string(g->content));
+  json_object_set_new(o, "reasoning_field", json_string(g->reasoning_field));
+  json_object_set_new(o, "finish_reason", json_string(g->finish_reason));
+  json_object_set_new(o, "usage", usage_json(g));
+  json_object_set_new(o, "ttft_s", g->ttft_s >= 0 ? json_real(g->ttft_s) : json_null());
+  json_object_set_new(o, "elapsed_s", json_real(g->elapsed_s));
+  json_object_set_new(o, "tokens_per_s", json_real(g->tokens_per_s));
+  json_object_set_new(o, "attempts", json_integer(g->attempts));
+  json_object_set_new(o, "http_status", json_integer(g->http_status));
+  sg_cli_llm_put_json(o);
+}
+
+/* The end of the streamed text, and its counters on stderr. */
+static void report_text(int rc, const sg_llm_generation *g, printer *pr) {
+  end_reasoning(pr);
+  if (pr->printed_any)
+    fputc('\n', stdout);
+  fflush(stdout);
+  if (rc == 0 || g->attempts > 0)
+    fprintf(stderr,
+            "[finish_reason %s; prompt %lld tokens (%lld cached); completion "
+            "%lld tokens%s; TTFT %.3f s; %.1f tokens/s]\n",
+            g->finish_reason[0] ? g->finish_reason : "none",
+            (long long)g->usage.prompt_tokens, (long long)g->usage.cached_tokens,
+            (long long)g->usage.completion_tokens,
+            g->usage_estimated ? " (counted here)" : "", g->ttft_s, g->tokens_per_s);
+}
+
+/* Runs the one generation the flags describe (the prompt already read) and
+ * reports it; returns the exit code. */
+static int generate(const chat_args *a, const sg_llm_provider *prov, const char *prompt) {
   sg_llm_message msgs[2];
   size_t nmsg = 0;
-  if (system)
-    msgs[nmsg++] = (sg_llm_message){"system", system, NULL, false};
+  if (a->system)
+    msgs[nmsg++] = (sg_llm_message){"system", a->system, NULL, false};
   msgs[nmsg++] = (sg_llm_message){"user", prompt, NULL, false};
   sg_llm_request r;
   sg_llm_request_init(&r);
-  r.base_url = llm;
-  r.model = model;
+  r.base_url = a->llm;
+  r.model = a->model;
   r.provider = prov;
   r.messages = msgs;
   r.n_messages = nmsg;
-  r.max_tokens = (int)max_tokens;
-  r.temperature = temperature;
-  r.no_think = no_think;
-  r.deadline_s = timeout;
-  r.idle_timeout_s = idle;
-  r.max_retries = retries_set ? (retries == 0 ? -1 : (int)retries) : 0;
+  r.max_tokens = (int)a->max_tokens;
+  r.temperature = a->temperature;
+  r.no_think = a->no_think;
+  r.deadline_s = a->timeout;
+  r.idle_timeout_s = a->idle;
+  r.max_retries = a->retries_set ? (a->retries == 0 ? -1 : (int)a->retries) : 0;
   sg_llm_client_opts co;
   sg_llm_client_opts_init(&co);
-  co.api_key_env = keyenv;
+  co.api_key_env = a->keyenv;
   printer pr = {isatty(STDOUT_FILENO) == 1, false, true, false};
   sg_llm_generate_opts go;
   memset(&go, 0, sizeof go);
   go.client = &co;
-  if (!json) {
+  if (!a->json) {
     go.data = &pr;
     go.on_reasoning = print_reasoning;
     go.on_content = print_content;
   }
   sg_llm_generation g;
+  sg_err err;
   int rc = sg_llm_generate(&r, &go, &g, &err);
-  free(file_text);
   bool bad_request = rc == SG_EINVAL || rc == SG_EUNSUPPORTED;
-  if (json) {
-    json_t *o = json_object();
-    json_object_set_new(o, "ok", json_boolean(rc == 0));
-    if (rc != 0)
-      json_object_set_new(o, "error", json_string(g.message));
-    json_object_set_new(o, "reasoning", json_string(g.reasoning));
-    json_object_set_new(o, "content", json_string(g.content));
-    json_object_set_new(o, "reasoning_field", json_string(g.reasoning_field));
-    json_object_set_new(o, "finish_reason", json_string(g.finish_reason));
-    json_object_set_new(o, "usage", usage_json(&g));
-    json_object_set_new(o, "ttft_s", g.ttft_s >= 0 ? json_real(g.ttft_s) : json_null());
-    json_object_set_new(o, "elapsed_s", json_real(g.elapsed_s));
-    json_object_set_new(o, "tokens_per_s", json_real(g.tokens_per_s));
-    json_object_set_new(o, "attempts", json_integer(g.attempts));
-    json_object_set_new(o, "http_status", json_integer(g.http_status));
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
-    puts(s ? s : "{}");
-    free(s);
-    json_decref(o);
-  } else {
-    end_reasoning(&pr);
-    if (pr.printed_any)
-      fputc('\n', stdout);
-    fflush(stdout);
-    if (rc == 0 || g.attempts > 0)
-      fprintf(stderr,
-              "[finish_reason %s; prompt %lld tokens (%lld cached); completion "
-              "%lld tokens%s; TTFT %.3f s; %.1f tokens/s]\n",
-              g.finish_reason[0] ? g.finish_reason : "none",
-              (long long)g.usage.prompt_tokens, (long long)g.usage.cached_tokens,
-              (long long)g.usage.completion_tokens,
-              g.usage_estimated ? " (counted here)" : "", g.ttft_s, g.tokens_per_s);
-  }
+  if (a->json)
+    report_json(rc, &g);
+  else
+    report_text(rc, &g, &pr);
   if (rc != 0)
     fprintf(stderr, "specgen llm chat: %s\n", g.message);
   sg_llm_generation_free(&g);
   if (rc == 0)
     return SG_EXIT_OK;
   return bad_request ? SG_EXIT_USAGE : SG_EXIT_FAILED;
+}
+
+int sg_cmd_llm_chat(int argc, char **argv) {
+  chat_args a;
+  int code = parse_args(argc, argv, &a);
+  if (code >= 0)
+    return code;
+  const sg_llm_provider *prov = NULL;
+  sg_err err;
+  if (a.profile && sg_llm_provider_lookup(a.profile, &prov, &err) < 0) {
+    fprintf(stderr, "specgen llm chat: --profile: %s\n", err.msg);
+    return SG_EXIT_USAGE;
+  }
+  char *file_text = NULL;
+  if (a.prompt_file &&
+      sg_file_read(a.prompt_file, PROMPT_FILE_MAX, &file_text, NULL, &err) < 0) {
+    fprintf(stderr, "specgen llm chat: --prompt-file: %s\n", err.msg);
+    return SG_EXIT_USAGE;
+  }
+  code = generate(&a, prov, file_text ? file_text : a.prompt);
+  free(file_text);
+  return code;
 }

@@ -3,10 +3,10 @@
  * Parses flags, runs sg_llm_check_run and prints its report point by point
  * (or as one JSON object), ending with the profile to use.
  */
+#include "cli/cli_flags.h"
 #include "cli/commands.h"
 #include "llm/sg_llm_check.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -38,19 +38,14 @@ static void usage(FILE *out) {
           "Exit status: 0 the endpoint is usable, 1 it is not, 2 bad usage.\n");
 }
 
-static int parse_num(const char *flag, const char *s, double min, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= min)) {
-    fprintf(stderr, "specgen llm check: %s \"%s\": not a number >= %g\n", flag, s, min);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
+typedef struct check_args {
+  const char *llm, *model, *profile, *keyenv;
+  double timeout, max_tokens;
+  bool json;
+} check_args;
 
-int sg_cmd_llm_check(int argc, char **argv) {
+/* Parses the flags into a; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, check_args *a) {
   enum { O_LLM = 256, O_MODEL, O_PROFILE, O_TIMEOUT, O_MAX_TOKENS, O_KEYENV, O_JSON, O_HELP };
   static const struct option opts[] = {
       {"llm", required_argument, NULL, O_LLM},
@@ -63,95 +58,105 @@ int sg_cmd_llm_check(int argc, char **argv) {
       {"help", no_argument, NULL, O_HELP},
       {NULL, 0, NULL, 0},
   };
-  const char *llm = NULL, *model = NULL, *profile = NULL, *keyenv = NULL;
-  double timeout = 0, max_tokens = 0;
-  bool json = false;
+  memset(a, 0, sizeof *a);
+  const char *cmd = "llm check";
   optind = 1;
   opterr = 0;
   int ch;
   while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     switch (ch) {
-    case O_LLM: llm = optarg; break;
-    case O_MODEL: model = optarg; break;
-    case O_PROFILE: profile = optarg; break;
-    case O_KEYENV: keyenv = optarg; break;
-    case O_JSON: json = true; break;
+    case O_LLM: a->llm = optarg; break;
+    case O_MODEL: a->model = optarg; break;
+    case O_PROFILE: a->profile = optarg; break;
+    case O_KEYENV: a->keyenv = optarg; break;
+    case O_JSON: a->json = true; break;
     case O_TIMEOUT:
-      if (parse_num("--timeout", optarg, 0.001, &timeout) < 0)
+      if (sg_cli_flag_min(cmd, "--timeout", optarg, 0.001, &a->timeout) < 0)
         return SG_EXIT_USAGE;
       break;
     case O_MAX_TOKENS:
-      if (parse_num("--max-tokens", optarg, 1, &max_tokens) < 0 || max_tokens > 1e7)
+      if (sg_cli_flag_min(cmd, "--max-tokens", optarg, 1, &a->max_tokens) < 0 ||
+          a->max_tokens > 1e7)
         return SG_EXIT_USAGE;
       break;
     case 'h':
     case O_HELP:
       usage(stdout);
       return SG_EXIT_OK;
-    case ':':
-      return sg_cli_usage_error("llm check", "%s needs a value", argv[optind - 1]);
     default:
-      return sg_cli_bad_option("llm check", argv);
+      return sg_cli_flag_refused(cmd, ch, argv);
     }
   }
   if (optind < argc) {
     fprintf(stderr, "specgen llm check: unexpected argument '%s'\n", argv[optind]);
     return SG_EXIT_USAGE;
   }
-  if (llm == NULL || model == NULL) {
-    fprintf(stderr, "specgen llm check: %s is required\n", llm ? "--model" : "--llm");
+  if (a->llm == NULL || a->model == NULL) {
+    fprintf(stderr, "specgen llm check: %s is required\n", a->llm ? "--model" : "--llm");
     return SG_EXIT_USAGE;
   }
+  return -1;
+}
+
+static void report_json(const sg_llm_check_report *r) {
+  json_t *j = json_object();
+  json_object_set_new(j, "usable", json_boolean(r->usable));
+  json_t *probes = json_object();
+  for (int i = 0; i < SG_LLM_CHECK__COUNT; i++) {
+    json_t *p = json_object();
+    json_object_set_new(p, "status", json_string(sg_llm_probe_status_name(r->probes[i].status)));
+    json_object_set_new(p, "detail", json_string(r->probes[i].detail));
+    json_object_set_new(probes, r->probes[i].name, p);
+  }
+  json_object_set_new(j, "probes", probes);
+  json_object_set_new(j, "reasoning_field", json_string(r->reasoning_field));
+  json_object_set_new(j, "think_off_style", json_string(r->think_off_style));
+  json_t *pc = json_object();
+  json_object_set_new(pc, "prompt_tokens", json_integer(r->prompt_tokens_long));
+  json_object_set_new(pc, "cached_tokens_first", json_integer(r->cached_first));
+  json_object_set_new(pc, "cached_tokens_second", json_integer(r->cached_second));
+  json_object_set_new(pc, "ttft_first_s", json_real(r->ttft_first_s));
+  json_object_set_new(pc, "ttft_second_s", json_real(r->ttft_second_s));
+  json_object_set_new(j, "prefix_cache", pc);
+  json_object_set_new(j, "profile", json_string(r->profile));
+  json_object_set_new(j, "profile_given", json_boolean(r->profile_given));
+  sg_cli_llm_put_json(j);
+}
+
+static void report_text(const check_args *a, const sg_llm_check_report *r) {
+  printf("endpoint %s, model %s\n", a->llm, a->model);
+  for (int i = 0; i < SG_LLM_CHECK__COUNT; i++)
+    printf("  %-14s %-10s %s\n", r->probes[i].name,
+           sg_llm_probe_status_name(r->probes[i].status), r->probes[i].detail);
+  if (r->usable)
+    printf("profile to use: %s%s\n", r->profile, r->profile_given ? " (given)" : "");
+  else
+    printf("the endpoint is not usable: %s\n", r->probes[SG_LLM_CHECK_STREAM].detail);
+}
+
+int sg_cmd_llm_check(int argc, char **argv) {
+  check_args a;
+  int code = parse_args(argc, argv, &a);
+  if (code >= 0)
+    return code;
   sg_err err;
   const sg_llm_provider *prov = NULL;
-  if (profile && sg_llm_provider_lookup(profile, &prov, &err) < 0) {
+  if (a.profile && sg_llm_provider_lookup(a.profile, &prov, &err) < 0) {
     fprintf(stderr, "specgen llm check: --profile: %s\n", err.msg);
     return SG_EXIT_USAGE;
   }
   sg_llm_client_opts co;
   sg_llm_client_opts_init(&co);
-  co.api_key_env = keyenv;
-  sg_llm_check_opts o = {llm, model, prov, &co, timeout, (int)max_tokens};
+  co.api_key_env = a.keyenv;
+  sg_llm_check_opts o = {a.llm, a.model, prov, &co, a.timeout, (int)a.max_tokens};
   sg_llm_check_report r;
   if (sg_llm_check_run(&o, &r, &err) < 0) {
     fprintf(stderr, "specgen llm check: %s\n", err.msg);
     return SG_EXIT_USAGE;
   }
-  if (json) {
-    json_t *j = json_object();
-    json_object_set_new(j, "usable", json_boolean(r.usable));
-    json_t *probes = json_object();
-    for (int i = 0; i < SG_LLM_CHECK__COUNT; i++) {
-      json_t *p = json_object();
-      json_object_set_new(p, "status", json_string(sg_llm_probe_status_name(r.probes[i].status)));
-      json_object_set_new(p, "detail", json_string(r.probes[i].detail));
-      json_object_set_new(probes, r.probes[i].name, p);
-    }
-    json_object_set_new(j, "probes", probes);
-    json_object_set_new(j, "reasoning_field", json_string(r.reasoning_field));
-    json_object_set_new(j, "think_off_style", json_string(r.think_off_style));
-    json_t *pc = json_object();
-    json_object_set_new(pc, "prompt_tokens", json_integer(r.prompt_tokens_long));
-    json_object_set_new(pc, "cached_tokens_first", json_integer(r.cached_first));
-    json_object_set_new(pc, "cached_tokens_second", json_integer(r.cached_second));
-    json_object_set_new(pc, "ttft_first_s", json_real(r.ttft_first_s));
-    json_object_set_new(pc, "ttft_second_s", json_real(r.ttft_second_s));
-    json_object_set_new(j, "prefix_cache", pc);
-    json_object_set_new(j, "profile", json_string(r.profile));
-    json_object_set_new(j, "profile_given", json_boolean(r.profile_given));
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
-    puts(s ? s : "{}");
-    free(s);
-    json_decref(j);
-  } else {
-    printf("endpoint %s, model %s\n", llm, model);
-    for (int i = 0; i < SG_LLM_CHECK__COUNT; i++)
-      printf("  %-14s %-10s %s\n", r.probes[i].name,
-             sg_llm_probe_status_name(r.probes[i].status), r.probes[i].detail);
-    if (r.usable)
-      printf("profile to use: %s%s\n", r.profile, r.profile_given ? " (given)" : "");
-    else
-      printf("the endpoint is not usable: %s\n", r.probes[SG_LLM_CHECK_STREAM].detail);
-  }
+  if (a.json)
+    report_json(&r);
+  else
+    report_text(&a, &r);
   return r.usable ? SG_EXIT_OK : SG_EXIT_FAILED;
 }

@@ -4,10 +4,10 @@
  * stdout line, flushed, so a script can wait for it), serves until SIGINT or
  * SIGTERM, then prints the counters.
  */
+#include "cli/cli_flags.h"
 #include "cli/commands.h"
 #include "testserver/sg_llm_server.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <getopt.h>
@@ -52,36 +52,79 @@ static void usage(FILE *out) {
           "  -h, --help               this help\n");
 }
 
-static int parse_double(const char *flag, const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= 0)) {
-    fprintf(stderr, "specgen llm serve: %s \"%s\": not a number >= 0\n", flag, s);
+/* --reasoning-tokens MIN:MAX into o; -1 with the message printed. */
+static int parse_reasoning_tokens(const char *arg, sg_llm_server_opts *o) {
+  int lo, hi, n = 0;
+  if (sscanf(arg, "%d:%d%n", &lo, &hi, &n) != 2 || arg[n] || lo < 16 || hi < lo ||
+      hi > 1000000) {
+    fprintf(stderr,
+            "specgen llm serve: --reasoning-tokens \"%s\": use MIN:MAX with "
+            "16 <= MIN <= MAX <= 1000000\n",
+            arg);
     return -1;
   }
-  *out = v;
+  o->reasoning_tokens_min = lo;
+  o->reasoning_tokens_max = hi;
   return 0;
 }
 
-static int parse_ull(const char *flag, const char *s, unsigned long long max,
-                     unsigned long long *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end || s[0] == '-' || v > max) {
-    fprintf(stderr, "specgen llm serve: %s \"%s\": not an integer in 0..%llu\n", flag, s, max);
-    return -1;
+enum {
+  OPT_HOST = 256, OPT_PORT, OPT_SEED, OPT_RATE, OPT_PREFILL, OPT_FIELD, OPT_RLEN,
+  OPT_TASKS, OPT_MODEL, OPT_FAULT, OPT_REPLAY, OPT_RSPEED, OPT_RHOLD, OPT_TRACE, OPT_JSON, OPT_HELP
+};
+
+/* One flag with a value (ch its getopt_long code) into o; -1 with the
+ * message printed. */
+static int take_value(int ch, const char *arg, sg_llm_server_opts *o) {
+  const char *cmd = "llm serve";
+  unsigned long long u;
+  sg_err err;
+  switch (ch) {
+  case OPT_PORT:
+    if (sg_cli_flag_uint(cmd, "--port", arg, 65535, &u) < 0)
+      return -1;
+    o->port = (int)u;
+    return 0;
+  case OPT_SEED:
+    if (sg_cli_flag_uint(cmd, "--seed", arg, UINT64_MAX, &u) < 0)
+      return -1;
+    o->seed = u;
+    return 0;
+  case OPT_RATE: return sg_cli_flag_min(cmd, "--tokens-per-s", arg, 0, &o->tokens_per_s);
+  case OPT_PREFILL:
+    return sg_cli_flag_min(cmd, "--prefill-tokens-per-s", arg, 0, &o->prefill_tokens_per_s);
+  case OPT_RSPEED: return sg_cli_flag_min(cmd, "--replay-speed", arg, 0, &o->replay_speed);
+  case OPT_RHOLD: return sg_cli_flag_min(cmd, "--replay-hold", arg, 0, &o->replay_hold_s);
+  case OPT_FIELD:
+    if (strcmp(arg, "reasoning") && strcmp(arg, "reasoning_content")) {
+      fprintf(stderr,
+              "specgen llm serve: --reasoning-field \"%s\": use reasoning or "
+              "reasoning_content\n",
+              arg);
+      return -1;
+    }
+    o->reasoning_field = arg;
+    return 0;
+  case OPT_RLEN: return parse_reasoning_tokens(arg, o);
+  case OPT_FAULT:
+    sg_err_clear(&err);
+    if (sg_llm_fault_parse(arg, &o->fault, &err) < 0) {
+      fprintf(stderr, "specgen llm serve: --fault: %s\n", err.msg);
+      return -1;
+    }
+    return 0;
+  case OPT_HOST: o->host = arg; return 0;
+  case OPT_TASKS: o->tasks_root = arg; return 0;
+  case OPT_MODEL: o->model_name = arg; return 0;
+  case OPT_REPLAY: o->replay = arg; return 0;
+  case OPT_TRACE: o->trace = arg; return 0;
   }
-  *out = v;
-  return 0;
+  return -1;
 }
 
-int sg_cmd_llm_serve(int argc, char **argv) {
-  enum {
-    OPT_HOST = 256, OPT_PORT, OPT_SEED, OPT_RATE, OPT_PREFILL, OPT_FIELD, OPT_RLEN,
-    OPT_TASKS, OPT_MODEL, OPT_FAULT, OPT_REPLAY, OPT_RSPEED, OPT_RHOLD, OPT_TRACE, OPT_JSON, OPT_HELP
-  };
+/* Parses the flags into o and *json; returns -1 to go on, else the exit
+ * code. */
+static int parse_args(int argc, char **argv, sg_llm_server_opts *o, bool *json) {
   static const struct option longopts[] = {
       {"host", required_argument, NULL, OPT_HOST},
       {"port", required_argument, NULL, OPT_PORT},
@@ -101,110 +144,86 @@ int sg_cmd_llm_serve(int argc, char **argv) {
       {"help", no_argument, NULL, OPT_HELP},
       {NULL, 0, NULL, 0},
   };
-  sg_llm_server_opts o;
-  sg_llm_server_opts_init(&o);
-  o.tokens_per_s = 100;
-  o.prefill_tokens_per_s = 20000;
-  o.replay_speed = 1;
-  o.replay_hold_s = 5;
-  bool json = false;
-  unsigned long long u;
+  sg_llm_server_opts_init(o);
+  o->tokens_per_s = 100;
+  o->prefill_tokens_per_s = 20000;
+  o->replay_speed = 1;
+  o->replay_hold_s = 5;
+  *json = false;
   optind = 1;
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    switch (c) {
-    case OPT_HOST:
-      o.host = optarg;
-      break;
-    case OPT_PORT:
-      if (parse_ull("--port", optarg, 65535, &u) < 0)
-        return SG_EXIT_USAGE;
-      o.port = (int)u;
-      break;
-    case OPT_SEED:
-      if (parse_ull("--seed", optarg, UINT64_MAX, &u) < 0)
-        return SG_EXIT_USAGE;
-      o.seed = u;
-      break;
-    case OPT_RATE:
-      if (parse_double("--tokens-per-s", optarg, &o.tokens_per_s) < 0)
-        return SG_EXIT_USAGE;
-      break;
-    case OPT_PREFILL:
-      if (parse_double("--prefill-tokens-per-s", optarg, &o.prefill_tokens_per_s) < 0)
-        return SG_EXIT_USAGE;
-      break;
-    case OPT_FIELD:
-      if (strcmp(optarg, "reasoning") && strcmp(optarg, "reasoning_content")) {
-        fprintf(stderr,
-                "specgen llm serve: --reasoning-field \"%s\": use reasoning or "
-                "reasoning_content\n",
-                optarg);
-        return SG_EXIT_USAGE;
-      }
-      o.reasoning_field = optarg;
-      break;
-    case OPT_RLEN: {
-      int lo, hi, n = 0;
-      if (sscanf(optarg, "%d:%d%n", &lo, &hi, &n) != 2 || optarg[n] || lo < 16 || hi < lo ||
-          hi > 1000000) {
-        fprintf(stderr,
-                "specgen llm serve: --reasoning-tokens \"%s\": use MIN:MAX with "
-                "16 <= MIN <= MAX <= 1000000\n",
-                optarg);
-        return SG_EXIT_USAGE;
-      }
-      o.reasoning_tokens_min = lo;
-      o.reasoning_tokens_max = hi;
-      break;
-    }
-    case OPT_TASKS:
-      o.tasks_root = optarg;
-      break;
-    case OPT_MODEL:
-      o.model_name = optarg;
-      break;
-    case OPT_FAULT: {
-      sg_err err;
-      sg_err_clear(&err);
-      if (sg_llm_fault_parse(optarg, &o.fault, &err) < 0) {
-        fprintf(stderr, "specgen llm serve: --fault: %s\n", err.msg);
-        return SG_EXIT_USAGE;
-      }
-      break;
-    }
-    case OPT_REPLAY:
-      o.replay = optarg;
-      break;
-    case OPT_RSPEED:
-      if (parse_double("--replay-speed", optarg, &o.replay_speed) < 0)
-        return SG_EXIT_USAGE;
-      break;
-    case OPT_RHOLD:
-      if (parse_double("--replay-hold", optarg, &o.replay_hold_s) < 0)
-        return SG_EXIT_USAGE;
-      break;
-    case OPT_TRACE:
-      o.trace = optarg;
-      break;
-    case OPT_JSON:
-      json = true;
-      break;
-    case 'h':
-    case OPT_HELP:
+    if (c == OPT_JSON) {
+      *json = true;
+    } else if (c == 'h' || c == OPT_HELP) {
       usage(stdout);
       return SG_EXIT_OK;
-    case ':':
-      return sg_cli_usage_error("llm serve", "%s needs a value", argv[optind - 1]);
-    default:
-      return sg_cli_bad_option("llm serve", argv);
+    } else if (c == ':' || c == '?') {
+      return sg_cli_flag_refused("llm serve", c, argv);
+    } else if (take_value(c, optarg, o) < 0) {
+      return SG_EXIT_USAGE;
     }
   }
   if (optind < argc) {
     fprintf(stderr, "specgen llm serve: unexpected argument '%s'\n", argv[optind]);
     return SG_EXIT_USAGE;
   }
+  return -1;
+}
+
+/* Where the server listens: stdout's first line, flushed, for a script to
+ * wait on; a human line on stderr. */
+static void print_listening(const sg_llm_server_opts *o, const sg_llm_server *s, bool json) {
+  const char *host = o->host ? o->host : "127.0.0.1";
+  bool v6 = strchr(host, ':') != NULL;
+  if (json)
+    printf("{\"listening\": \"http://%s%s%s:%d\", \"tasks\": %d}\n", v6 ? "[" : "", host,
+           v6 ? "]" : "", sg_llm_server_port(s), sg_llm_server_ntasks(s));
+  else
+    printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "",
+           sg_llm_server_port(s));
+  fflush(stdout);
+  if (!json && o->replay) {
+    fprintf(stderr, "specgen llm serve: replaying %s at %g x its recorded pace; Ctrl-C stops\n",
+            o->replay, o->replay_speed);
+  } else if (!json) {
+    fprintf(stderr, "specgen llm serve: %d tasks, seed %llu, %g tokens/s; Ctrl-C stops\n",
+            sg_llm_server_ntasks(s), (unsigned long long)o->seed, o->tokens_per_s);
+  }
+}
+
+/* The counters at the end; sig is the signal that stopped the server. */
+static void print_stats(const sg_llm_server_stats *st, int sig, bool json) {
+  if (json)
+    printf("{\"stopped_by\": \"%s\", \"requests_total\": %llu, \"generations_started\": %llu, "
+           "\"generations_completed\": %llu, \"generations_cancelled\": %llu, "
+           "\"generations_aborted\": %llu, \"abort_requests\": %llu, \"faults_injected\": %llu, "
+           "\"tokens_generated\": %llu, \"prompt_tokens\": %llu, \"cached_tokens\": %llu}\n",
+           sig == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)st->requests_total,
+           (unsigned long long)st->generations_started,
+           (unsigned long long)st->generations_completed,
+           (unsigned long long)st->generations_cancelled,
+           (unsigned long long)st->generations_aborted, (unsigned long long)st->abort_requests,
+           (unsigned long long)st->faults_injected, (unsigned long long)st->tokens_generated,
+           (unsigned long long)st->prompt_tokens, (unsigned long long)st->cached_tokens);
+  else
+    printf("stopped: %llu requests, %llu generations (%llu completed, %llu cancelled, "
+           "%llu aborted), %llu tokens generated\n",
+           (unsigned long long)st->requests_total, (unsigned long long)st->generations_started,
+           (unsigned long long)st->generations_completed,
+           (unsigned long long)st->generations_cancelled,
+           (unsigned long long)st->generations_aborted,
+           (unsigned long long)st->tokens_generated);
+  fflush(stdout);
+}
+
+int sg_cmd_llm_serve(int argc, char **argv) {
+  sg_llm_server_opts o;
+  bool json;
+  int code = parse_args(argc, argv, &o, &json);
+  if (code >= 0)
+    return code;
 
   /* Block the signals before the server's threads start, so only this thread
    * takes them (sigwait below). */
@@ -222,22 +241,7 @@ int sg_cmd_llm_serve(int argc, char **argv) {
     fprintf(stderr, "specgen llm serve: %s\n", err.msg);
     return rc == SG_EIO ? SG_EXIT_FAILED : SG_EXIT_USAGE;
   }
-  const char *host = o.host ? o.host : "127.0.0.1";
-  bool v6 = strchr(host, ':') != NULL;
-  if (json)
-    printf("{\"listening\": \"http://%s%s%s:%d\", \"tasks\": %d}\n", v6 ? "[" : "", host,
-           v6 ? "]" : "", sg_llm_server_port(s), sg_llm_server_ntasks(s));
-  else
-    printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "",
-           sg_llm_server_port(s));
-  fflush(stdout);
-  if (!json && o.replay) {
-    fprintf(stderr, "specgen llm serve: replaying %s at %g x its recorded pace; Ctrl-C stops\n",
-            o.replay, o.replay_speed);
-  } else if (!json) {
-    fprintf(stderr, "specgen llm serve: %d tasks, seed %llu, %g tokens/s; Ctrl-C stops\n",
-            sg_llm_server_ntasks(s), (unsigned long long)o.seed, o.tokens_per_s);
-  }
+  print_listening(&o, s, json);
 
   int sig = 0;
   sigwait(&set, &sig);
@@ -245,25 +249,6 @@ int sg_cmd_llm_serve(int argc, char **argv) {
   sg_llm_server_stats st;
   sg_llm_server_stats_get(s, &st);
   sg_llm_server_stop(s);
-  if (json)
-    printf("{\"stopped_by\": \"%s\", \"requests_total\": %llu, \"generations_started\": %llu, "
-           "\"generations_completed\": %llu, \"generations_cancelled\": %llu, "
-           "\"generations_aborted\": %llu, \"abort_requests\": %llu, \"faults_injected\": %llu, "
-           "\"tokens_generated\": %llu, \"prompt_tokens\": %llu, \"cached_tokens\": %llu}\n",
-           sig == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)st.requests_total,
-           (unsigned long long)st.generations_started,
-           (unsigned long long)st.generations_completed,
-           (unsigned long long)st.generations_cancelled,
-           (unsigned long long)st.generations_aborted, (unsigned long long)st.abort_requests,
-           (unsigned long long)st.faults_injected, (unsigned long long)st.tokens_generated,
-           (unsigned long long)st.prompt_tokens, (unsigned long long)st.cached_tokens);
-  else
-    printf("stopped: %llu requests, %llu generations (%llu completed, %llu cancelled, "
-           "%llu aborted), %llu tokens generated\n",
-           (unsigned long long)st.requests_total, (unsigned long long)st.generations_started,
-           (unsigned long long)st.generations_completed,
-           (unsigned long long)st.generations_cancelled,
-           (unsigned long long)st.generations_aborted, (unsigned long long)st.tokens_generated);
-  fflush(stdout);
+  print_stats(&st, sig, json);
   return SG_EXIT_OK;
 }

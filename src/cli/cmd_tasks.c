@@ -1,4 +1,5 @@
 /* cmd_tasks.c: `specgen tasks`: lists the built-in tasks. */
+#include "cli/cli_flags.h"
 #include "cli/commands.h"
 
 #include "eval/sg_eval.h"
@@ -58,7 +59,7 @@ int sg_cmd_tasks(int argc, char **argv) {
     case 'e': only = optarg; break;
     case 'h': usage(stdout); return SG_EXIT_OK;
     default:
-      return sg_cli_bad_option("tasks", argv);
+      return sg_cli_flag_refused("tasks", c, argv);
     }
   }
   if (optind < argc)

@@ -8,6 +8,7 @@
  * With --eval DIR it measures the scanner on annotated traces instead
  * (cmd_triggers_eval.c).
  */
+#include "cli/cli_flags.h"
 #include "cli/commands.h"
 
 #include "cli/cmd_triggers_eval.h"
@@ -112,19 +113,6 @@ static void on_trigger(void *user, const sg_trigger *t) {
   fflush(stdout);
 }
 
-static int parse_u64(const char *flag, const char *arg, uint64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(arg, &end, 10);
-  if (errno || end == arg || *end != '\0' || arg[0] == '-') {
-    fprintf(stderr, "specgen triggers: %s: '%s' is not a whole number of bytes\n",
-            flag, arg);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 static int parse_classes(const char *arg, unsigned *mask) {
   char *copy = sg_strdup(arg), *save = NULL;
   *mask = 0;
@@ -177,7 +165,75 @@ static void print_extract(const out_state *st, const sg_extracted *x,
   }
 }
 
-int sg_cmd_triggers(int argc, char **argv) {
+/* A flag's value as a whole number of bytes; -1 with the message printed. */
+static int parse_bytes(const char *flag, const char *arg, uint64_t *out) {
+  unsigned long long v;
+  if (!sg_cli_parse_ull(arg, UINT64_MAX, &v)) {
+    fprintf(stderr, "specgen triggers: %s: '%s' is not a whole number of bytes\n", flag, arg);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+typedef struct trig_args {
+  out_state st;
+  sg_scanner_opts opts;
+  uint64_t chunk, window;
+  bool window_set;
+  const char *extract, *entry, *eval_dir;
+} trig_args;
+
+/* One flag with a value (c its getopt_long code) into a; -1 with the
+ * message printed. */
+static int take_value(int c, const char *arg, trig_args *a) {
+  switch (c) {
+  case 'c': return parse_classes(arg, &a->opts.classes);
+  case 'g': return parse_bytes("--min-gap", arg, &a->opts.min_gap_bytes);
+  case 'k':
+    if (parse_bytes("--chunk", arg, &a->chunk) < 0)
+      return -1;
+    if (a->chunk == 0 || a->chunk > (64u << 20)) {
+      fprintf(stderr, "specgen triggers: --chunk: must be 1 to %u bytes\n", 64u << 20);
+      return -1;
+    }
+    return 0;
+  case 'x':
+    if (strcmp(arg, "c") != 0 && strcmp(arg, "cuda") != 0 && strcmp(arg, "python") != 0) {
+      fprintf(stderr,
+              "specgen triggers: --extract: unknown language '%s' (c, cuda, "
+              "python)\n",
+              arg);
+      return -1;
+    }
+    a->extract = arg;
+    return 0;
+  case 'w':
+    a->window_set = true;
+    return parse_bytes("--window", arg, &a->window);
+  case 'e': a->entry = arg; return 0;
+  case 'E': a->eval_dir = arg; return 0;
+  }
+  return 0;
+}
+
+/* The flags that exclude or need each other: 0, or -1 with the message
+ * printed. */
+static int check_combinations(const trig_args *a) {
+  const char *msg = NULL;
+  if (a->entry && !a->extract)
+    msg = "--entry needs --extract LANG";
+  else if (a->st.ann && (a->st.json || a->extract || a->eval_dir))
+    msg = "--propose prints annotation lines only (no --json, --extract or --eval)";
+  else if (a->window_set && !a->eval_dir)
+    msg = "--window needs --eval DIR";
+  if (msg)
+    fprintf(stderr, "specgen triggers: %s\n", msg);
+  return msg ? -1 : 0;
+}
+
+/* Parses the flags into a; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, trig_args *a) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, 'j'},
       {"class", required_argument, NULL, 'c'},
@@ -191,120 +247,43 @@ int sg_cmd_triggers(int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  out_state st;
-  memset(&st, 0, sizeof st);
-  sg_scanner_opts opts;
-  sg_scanner_opts_default(&opts);
-  uint64_t chunk = 4096;
-  const char *extract = NULL, *entry = NULL, *eval_dir = NULL;
-  uint64_t window = SG_TRIG_EVAL_WINDOW_BYTES;
-  bool window_set = false;
+  memset(a, 0, sizeof *a);
+  sg_scanner_opts_default(&a->opts);
+  a->chunk = 4096;
+  a->window = SG_TRIG_EVAL_WINDOW_BYTES;
   optind = 1;
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-    switch (c) {
-    case 'j':
-      st.json = true;
-      break;
-    case 'c':
-      if (parse_classes(optarg, &opts.classes) < 0)
-        return SG_EXIT_USAGE;
-      break;
-    case 'g':
-      if (parse_u64("--min-gap", optarg, &opts.min_gap_bytes) < 0)
-        return SG_EXIT_USAGE;
-      break;
-    case 'k':
-      if (parse_u64("--chunk", optarg, &chunk) < 0)
-        return SG_EXIT_USAGE;
-      if (chunk == 0 || chunk > (64u << 20)) {
-        fprintf(stderr, "specgen triggers: --chunk: must be 1 to %u bytes\n",
-                64u << 20);
-        return SG_EXIT_USAGE;
-      }
-      break;
-    case 'x':
-      if (strcmp(optarg, "c") != 0 && strcmp(optarg, "cuda") != 0 &&
-          strcmp(optarg, "python") != 0) {
-        fprintf(stderr,
-                "specgen triggers: --extract: unknown language '%s' (c, cuda, "
-                "python)\n",
-                optarg);
-        return SG_EXIT_USAGE;
-      }
-      extract = optarg;
-      break;
-    case 'e':
-      entry = optarg;
-      break;
-    case 'E':
-      eval_dir = optarg;
-      break;
-    case 'p':
-      st.ann = true;
-      break;
-    case 'w':
-      if (parse_u64("--window", optarg, &window) < 0)
-        return SG_EXIT_USAGE;
-      window_set = true;
-      break;
-    case 'h':
+    if (c == 'j') {
+      a->st.json = true;
+    } else if (c == 'p') {
+      a->st.ann = true;
+    } else if (c == 'h') {
       usage(stdout);
       return SG_EXIT_OK;
-    default:
-      return sg_cli_bad_option("triggers", argv);
-    }
-  }
-  if (entry && !extract) {
-    fprintf(stderr, "specgen triggers: --entry needs --extract LANG\n");
-    return SG_EXIT_USAGE;
-  }
-  if (st.ann && (st.json || extract || eval_dir)) {
-    fprintf(stderr, "specgen triggers: --propose prints annotation lines only "
-                    "(no --json, --extract or --eval)\n");
-    return SG_EXIT_USAGE;
-  }
-  if (window_set && !eval_dir) {
-    fprintf(stderr, "specgen triggers: --window needs --eval DIR\n");
-    return SG_EXIT_USAGE;
-  }
-  if (eval_dir) {
-    if (extract || optind != argc) {
-      fprintf(stderr, "specgen triggers: --eval DIR takes no FILE and no "
-                      "--extract\n");
-      return SG_EXIT_USAGE;
-    }
-    return sg_cmd_triggers_eval(eval_dir, st.json, &opts, window);
-  }
-  if (optind != argc - 1)
-    return sg_cli_usage_error("triggers", "expected one trace FILE (or - for standard input)");
-  const char *path = argv[optind];
-  FILE *in = stdin;
-  if (strcmp(path, "-") != 0) {
-    in = fopen(path, "rb");
-    if (in == NULL) {
-      fprintf(stderr, "specgen triggers: %s: %s\n", path, strerror(errno));
+    } else if (c == '?') {
+      return sg_cli_flag_refused("triggers", c, argv);
+    } else if (take_value(c, optarg, a) < 0) {
       return SG_EXIT_USAGE;
     }
   }
+  return check_combinations(a) < 0 ? SG_EXIT_USAGE : -1;
+}
 
-  if (st.ann)
-    printf("# family: unknown\n# source: proposed by specgen triggers --propose; "
-           "to be corrected by a reader\n");
-  sg_scanner *s = sg_scanner_new(&opts);
-  sg_buf text;
-  sg_buf_init(&text, TRACE_MAX_BYTES);
-  char *buf = sg_malloc(chunk);
+/* Feeds in to the scanner chunk by chunk, printing each trigger, keeping the
+ * text for --extract; SG_EXIT_OK, or SG_EXIT_FAILED on a read error. */
+static int scan(FILE *in, const char *path, trig_args *a, sg_scanner *s, sg_buf *text) {
+  char *buf = sg_malloc(a->chunk);
   int rc = SG_EXIT_OK;
   for (;;) {
-    size_t n = fread(buf, 1, chunk, in);
+    size_t n = fread(buf, 1, a->chunk, in);
     if (n > 0) {
-      sg_scanner_feed(s, buf, n, on_trigger, &st);
-      if (extract)
-        sg_buf_append(&text, buf, n);
+      sg_scanner_feed(s, buf, n, on_trigger, &a->st);
+      if (a->extract)
+        sg_buf_append(text, buf, n);
     }
-    if (n < chunk) {
+    if (n < a->chunk) {
       if (ferror(in)) {
         fprintf(stderr, "specgen triggers: %s: read error: %s\n",
                 in == stdin ? "standard input" : path, strerror(errno));
@@ -314,30 +293,70 @@ int sg_cmd_triggers(int argc, char **argv) {
         break;
     }
   }
-  sg_scanner_finish(s, on_trigger, &st);
-  uint64_t total = sg_scanner_offset(s);
-  if (rc == SG_EXIT_OK && extract) {
+  free(buf);
+  sg_scanner_finish(s, on_trigger, &a->st);
+  return rc;
+}
+
+/* The last line of the human output: triggers per class. */
+static void print_counts(const out_state *st, uint64_t total) {
+  uint64_t all = 0;
+  for (int k = 0; k < SG_TRIGGER__COUNT; k++)
+    all += st->counts[k];
+  printf("%llu trigger%s in %llu bytes:", (unsigned long long)all, all == 1 ? "" : "s",
+         (unsigned long long)total);
+  for (int k = 0; k < SG_TRIGGER__COUNT; k++)
+    printf(" %s %llu%s", sg_trigger_class_name(k), (unsigned long long)st->counts[k],
+           k + 1 < SG_TRIGGER__COUNT ? "," : "\n");
+}
+
+/* Scans the trace at path (- for standard input) and prints what a asks. */
+static int triggers_of(const char *path, trig_args *a) {
+  FILE *in = stdin;
+  if (strcmp(path, "-") != 0) {
+    in = fopen(path, "rb");
+    if (in == NULL) {
+      fprintf(stderr, "specgen triggers: %s: %s\n", path, strerror(errno));
+      return SG_EXIT_USAGE;
+    }
+  }
+  if (a->st.ann)
+    printf("# family: unknown\n# source: proposed by specgen triggers --propose; "
+           "to be corrected by a reader\n");
+  sg_scanner *s = sg_scanner_new(&a->opts);
+  sg_buf text;
+  sg_buf_init(&text, TRACE_MAX_BYTES);
+  int rc = scan(in, path, a, s, &text);
+  if (rc == SG_EXIT_OK && a->extract) {
     if (text.truncated)
       fprintf(stderr, "specgen triggers: %s: only the first %u bytes were "
                       "searched for a candidate\n", path, TRACE_MAX_BYTES);
     sg_extracted x;
-    sg_extract_candidate(text.data ? text.data : "", text.len, extract, entry, &x);
-    print_extract(&st, &x, &text);
+    sg_extract_candidate(text.data ? text.data : "", text.len, a->extract, a->entry, &x);
+    print_extract(&a->st, &x, &text);
   }
-  if (!st.json && !st.ann) {
-    uint64_t all = 0;
-    for (int k = 0; k < SG_TRIGGER__COUNT; k++)
-      all += st.counts[k];
-    printf("%llu trigger%s in %llu bytes:", (unsigned long long)all,
-           all == 1 ? "" : "s", (unsigned long long)total);
-    for (int k = 0; k < SG_TRIGGER__COUNT; k++)
-      printf(" %s %llu%s", sg_trigger_class_name(k),
-             (unsigned long long)st.counts[k], k + 1 < SG_TRIGGER__COUNT ? "," : "\n");
-  }
-  free(buf);
+  if (!a->st.json && !a->st.ann)
+    print_counts(&a->st, sg_scanner_offset(s));
   sg_buf_free(&text);
   sg_scanner_free(s);
   if (in != stdin)
     fclose(in);
   return rc;
+}
+
+int sg_cmd_triggers(int argc, char **argv) {
+  trig_args a;
+  int code = parse_args(argc, argv, &a);
+  if (code >= 0)
+    return code;
+  if (a.eval_dir) {
+    if (a.extract || optind != argc) {
+      fprintf(stderr, "specgen triggers: --eval DIR takes no FILE and no --extract\n");
+      return SG_EXIT_USAGE;
+    }
+    return sg_cmd_triggers_eval(a.eval_dir, a.st.json, &a.opts, a.window);
+  }
+  if (optind != argc - 1)
+    return sg_cli_usage_error("triggers", "expected one trace FILE (or - for standard input)");
+  return triggers_of(argv[optind], &a);
 }

@@ -2,6 +2,7 @@
  * and evaluates candidates it receives as JSON lines on stdin, replying as
  * JSON lines on stdout (docs/protocol.md); with --compile-only it holds no
  * device and only compiles, into the shared build cache. */
+#include "cli/cli_flags.h"
 #include "cli/commands.h"
 
 #include "common/sg_alloc.h"
@@ -81,6 +82,13 @@ static int fail(bool json, int code, const char *msg) {
   return code;
 }
 
+/* fail() of a usage error whose message the caller allocated (freed here). */
+static int usage_failed(bool json, char *msg) {
+  int rc = fail(json, SG_EXIT_USAGE, msg);
+  free(msg);
+  return rc;
+}
+
 /* The Redis URL's copy (its argument's credentials are overwritten): held
  * here for the process's life. */
 static char *g_url;
@@ -123,10 +131,7 @@ static int remote_host(const char *url, const char *run_id, const char *device,
   sg_err_clear(&err);
   const char *kind;
   if (sg_worker_device_check(device, &kind, &err) != 0) {
-    char *msg = sg_asprintf("--device: %s", err.msg);
-    int rc = fail(json, SG_EXIT_USAGE, msg);
-    free(msg);
-    return rc;
+    return usage_failed(json, sg_asprintf("--device: %s", err.msg));
   }
   char hostname[256] = "";
   if (!host) {
@@ -161,10 +166,7 @@ static int local_worker(const char *device, bool compile_only, const char *build
   sg_err_clear(&err);
   const char *kind;
   if (!compile_only && sg_worker_device_check(device, &kind, &err) != 0) {
-    char *msg = sg_asprintf("--device: %s", err.msg);
-    int rc = fail(json, SG_EXIT_USAGE, msg);
-    free(msg);
-    return rc;
+    return usage_failed(json, sg_asprintf("--device: %s", err.msg));
   }
   sg_worker_config cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -187,19 +189,48 @@ static int local_worker(const char *device, bool compile_only, const char *build
   return SG_EXIT_OK;
 }
 
-/* A number of seconds in [lo, hi]: 0, or -1 for anything else. */
-static int seconds(const char *arg, double lo, double hi, double *out) {
-  char *end;
-  double v = strtod(arg, &end);
-  if (end == arg || *end || !(v >= lo && v <= hi))
-    return -1;
-  *out = v;
-  return 0;
+typedef struct worker_args {
+  const char *device, *work_dir, *build_cache;
+  const char *redis, *run_id, *host, *slot;
+  double hb, redis_timeout;
+  bool json_errors, compile_only;
+} worker_args;
+
+enum { O_DEVICE = 1000, O_WORKDIR, O_JSON_ERRORS, O_COMPILE_ONLY, O_BUILD_CACHE, O_REDIS, O_RUN,
+       O_HOST, O_HB, O_SLOT, O_REDIS_TIMEOUT };
+
+/* One flag (c its getopt_long code) into a; -1 to go on, else the exit
+ * code. arg is not const: --redis overwrites the credentials in it. */
+static int take_flag(int c, char *arg, worker_args *a) {
+  switch (c) {
+  case O_HB:
+    if (!sg_cli_parse_double(arg, 0.3, 3600, &a->hb))
+      return fail(a->json_errors, SG_EXIT_USAGE,
+                  "--heartbeat-timeout: seconds from 0.3 to 3600 expected");
+    break;
+  case O_REDIS_TIMEOUT:
+    if (!sg_cli_parse_double(arg, 1, 86400, &a->redis_timeout))
+      return fail(a->json_errors, SG_EXIT_USAGE,
+                  "--redis-timeout: seconds from 1 to 86400 expected");
+    break;
+  case O_REDIS:
+    free(g_url);
+    a->redis = g_url = sg_remote_url_hide(arg);
+    break;
+  case O_DEVICE: a->device = arg; break;
+  case O_WORKDIR: a->work_dir = arg; break;
+  case O_JSON_ERRORS: a->json_errors = true; break;
+  case O_COMPILE_ONLY: a->compile_only = true; break;
+  case O_BUILD_CACHE: a->build_cache = arg; break;
+  case O_RUN: a->run_id = arg; break;
+  case O_HOST: a->host = arg; break;
+  case O_SLOT: a->slot = arg; break;
+  }
+  return -1;
 }
 
-int sg_cmd_worker(int argc, char **argv) {
-  enum { O_DEVICE = 1000, O_WORKDIR, O_JSON_ERRORS, O_COMPILE_ONLY, O_BUILD_CACHE,
-         O_REDIS, O_RUN, O_HOST, O_HB, O_SLOT, O_REDIS_TIMEOUT };
+/* Parses the flags into a; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, worker_args *a) {
   static const struct option longopts[] = {
       {"device", required_argument, NULL, O_DEVICE},
       {"work-dir", required_argument, NULL, O_WORKDIR},
@@ -214,72 +245,50 @@ int sg_cmd_worker(int argc, char **argv) {
       {"redis-timeout", required_argument, NULL, O_REDIS_TIMEOUT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  const char *device = NULL, *work_dir = NULL, *build_cache = NULL;
-  const char *redis = NULL, *run_id = NULL, *host = NULL, *slot = NULL;
-  double hb = 0, redis_timeout = 0;
-  bool json_errors = false, compile_only = false;
+  memset(a, 0, sizeof *a);
   /* --json-errors applies to errors in the flags before or after it */
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--json-errors") == 0)
-      json_errors = true;
-  int c;
+      a->json_errors = true;
+  int c, code;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-    switch (c) {
-    case O_DEVICE: device = optarg; break;
-    case O_WORKDIR: work_dir = optarg; break;
-    case O_JSON_ERRORS: json_errors = true; break;
-    case O_COMPILE_ONLY: compile_only = true; break;
-    case O_BUILD_CACHE: build_cache = optarg; break;
-    case O_REDIS:
-      free(g_url);
-      redis = g_url = sg_remote_url_hide(optarg);
-      break;
-    case O_RUN: run_id = optarg; break;
-    case O_HOST: host = optarg; break;
-    case O_SLOT: slot = optarg; break;
-    case O_HB:
-      if (seconds(optarg, 0.3, 3600, &hb) < 0)
-        return fail(json_errors, SG_EXIT_USAGE,
-                    "--heartbeat-timeout: seconds from 0.3 to 3600 expected");
-      break;
-    case O_REDIS_TIMEOUT:
-      if (seconds(optarg, 1, 86400, &redis_timeout) < 0)
-        return fail(json_errors, SG_EXIT_USAGE,
-                    "--redis-timeout: seconds from 1 to 86400 expected");
-      break;
-    case 'h': usage(stdout); return SG_EXIT_OK;
-    default: {
-      char *msg = sg_asprintf("unknown option '%s', or it lacks its value", argv[optind - 1]);
-      int rc = fail(json_errors, SG_EXIT_USAGE, msg);
-      free(msg);
-      return rc;
+    if (c == 'h') {
+      usage(stdout);
+      return SG_EXIT_OK;
     }
-    }
+    if (c == '?')
+      return usage_failed(a->json_errors, sg_cli_flag_refused_msg(c, argv));
+    if ((code = take_flag(c, optarg, a)) >= 0)
+      return code;
   }
-  if (optind < argc) {
-    char *msg = sg_asprintf("unexpected argument '%s'", argv[optind]);
-    int rc = fail(json_errors, SG_EXIT_USAGE, msg);
-    free(msg);
-    return rc;
-  }
-  if (slot)
-    return remote_slot(slot, json_errors);
-  bool remote_only = run_id || host || hb > 0 || redis_timeout > 0;
-  if (!redis && getenv(SG_REMOTE_ENV_URL) && remote_only)
-    redis = g_url = sg_strdup(getenv(SG_REMOTE_ENV_URL));
+  if (optind < argc)
+    return usage_failed(a->json_errors, sg_asprintf("unexpected argument '%s'", argv[optind]));
+  return -1;
+}
+
+int sg_cmd_worker(int argc, char **argv) {
+  worker_args a;
+  int code = parse_args(argc, argv, &a);
+  if (code >= 0)
+    return code;
+  if (a.slot)
+    return remote_slot(a.slot, a.json_errors);
+  bool remote_only = a.run_id || a.host || a.hb > 0 || a.redis_timeout > 0;
+  if (!a.redis && getenv(SG_REMOTE_ENV_URL) && remote_only)
+    a.redis = g_url = sg_strdup(getenv(SG_REMOTE_ENV_URL));
   /* --run and the other worker-host options mean a worker host: without a
    * URL that is a mistake, never a local worker serving stdin */
-  if (!redis && remote_only)
-    return fail(json_errors, SG_EXIT_USAGE,
+  if (!a.redis && remote_only)
+    return fail(a.json_errors, SG_EXIT_USAGE,
                 "--run, --host, --heartbeat-timeout and --redis-timeout serve a run "
                 "through Redis: give --redis URL (or set " SG_REMOTE_ENV_URL ")");
   /* out of the environment the local workers (and candidates) inherit */
-  if (redis)
+  if (a.redis)
     unsetenv(SG_REMOTE_ENV_URL);
-  if (redis)
-    return remote_host(redis, run_id, device, host, hb, redis_timeout, build_cache, work_dir,
-                       json_errors);
-  return local_worker(device, compile_only, build_cache, work_dir, json_errors);
+  if (a.redis)
+    return remote_host(a.redis, a.run_id, a.device, a.host, a.hb, a.redis_timeout,
+                       a.build_cache, a.work_dir, a.json_errors);
+  return local_worker(a.device, a.compile_only, a.build_cache, a.work_dir, a.json_errors);
 }

@@ -32,9 +32,14 @@ int sg_cmd_report(int argc, char **argv);
  * CMD --help`" on stderr, nothing more; returns SG_EXIT_USAGE. */
 int sg_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* The usage error for getopt_long's '?' or ':' (opterr set to 0): the word
- * it stepped over (argv[optind - 1]) is unknown or lacks its value. */
+/* The usage error for getopt_long's '?' (opterr set to 0): the word it
+ * stepped over (argv[optind - 1]) is unknown or lacks its value;
+ * sg_cli_flag_refused (cli_flags.h) with '?'. */
 int sg_cli_bad_option(const char *cmd, char **argv);
+
+/* The --json object of `llm chat` and `llm check` on stdout (indented,
+ * ASCII, 6 digits); takes j's reference. */
+void sg_cli_llm_put_json(json_t *j);
 
 /* Prints a run's summary (summary.json's object) as a table. */
 void sg_cli_print_summary(FILE *f, const json_t *summary);

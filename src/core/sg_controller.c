@@ -155,7 +155,7 @@ void sg_ctl_opts_default(sg_ctl_opts *o) {
   o->max_text_bytes = 1u << 20;
 }
 
-/* ---- the one door for state changes (STYLE 13) -------------------------- */
+/* ---- the one door for state changes (docs/style.md rule 13) ------------- */
 
 static bool transition_ok(sg_ctl_state from, sg_ctl_state to) {
   switch (to) {

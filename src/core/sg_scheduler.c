@@ -180,7 +180,7 @@ static void dq_push_front(deque *d, sg_req_id id) {
 static void dq_free(deque *d) { free(d->v); }
 
 
-/* ---- state setters (STYLE 13: one door per state machine) ---------------- */
+/* ---- state setters (docs/style.md rule 13: one door per state machine) -- */
 
 static req *get_req(const sg_scheduler *s, sg_req_id id) {
   if (id == 0 || id > s->nreqs)

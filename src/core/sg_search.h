@@ -35,7 +35,7 @@ typedef enum sg_gen_kind { SG_GEN_MAIN, SG_GEN_SPEC, SG_GEN__COUNT } sg_gen_kind
 /* "main", "spec". */
 const char *sg_gen_kind_name(sg_gen_kind k);
 
-/* Text kept from outside is capped (STYLE 5). */
+/* Text kept from outside is capped (docs/style.md rule 5). */
 #define SG_KERNEL_SOURCE_MAX ((size_t)256 * 1024)
 #define SG_KERNEL_MESSAGE_MAX ((size_t)8 * 1024)
 

@@ -136,7 +136,7 @@ struct sg_llm_client {
   size_t max_line_bytes, max_event_bytes; /* SSE caps of every stream */
 };
 
-/* The one door for a stream's state (STYLE 13). Allowed moves:
+/* The one door for a stream's state (docs/style.md rule 13). Allowed moves:
  *   waiting -> running (an attempt starts)
  *   running -> waiting (a retry is scheduled)
  *   waiting | running -> done (terminal callback, cancel, client destroyed)

@@ -2,11 +2,11 @@
  * calibrated to the SpecGen paper, and loading them from `--set key=value`
  * and from YAML files.
  *
- * One struct holds the whole configuration (STYLE 11): filled from a preset,
- * then a YAML file, then `--set` flags, and validated in one place. Each
- * field has a dotted key ("gen.mean_s") in one table, which drives parsing,
- * range checks, YAML loading and `specgen sim --list-params`. In YAML a key
- * may be written dotted or nested:
+ * One struct holds the whole configuration (docs/style.md rule 11): filled
+ * from a preset, then a YAML file, then `--set` flags, and validated in one
+ * place. Each field has a dotted key ("gen.mean_s") in one table, which
+ * drives parsing, range checks, YAML loading and `specgen sim
+ * --list-params`. In YAML a key may be written dotted or nested:
  *
  *   preset: paper-glm        # optional, must come first
  *   workflows: 4

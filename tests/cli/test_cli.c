@@ -78,6 +78,27 @@ static void test_usage_errors_are_one_line_and_a_pointer(void) {
   expect_usage_error("run", "run --task hinge_loss --iteratons 2", "iteratons");
 }
 
+/* A flag's value that is missing or out of range is named with the range
+ * (cli_flags.c reads the numbers of every command). */
+static void test_flag_values_are_checked(void) {
+  expect_usage_error("llm chat", "llm chat --timeout", "--timeout needs a value");
+  expect_usage_error("eval", "eval --trials 2", "--trials 2: expected an integer from 3 to 1000");
+  expect_usage_error("eval", "eval --seed -1", "--seed -1: expected a positive integer");
+  expect_usage_error("bench", "bench --jobs 65 paper", "--jobs: expected 1..64, got 65");
+  expect_usage_error("worker", "worker --heartbeat-timeout 0.1",
+                     "--heartbeat-timeout: seconds from 0.3 to 3600 expected");
+  char *out = NULL;
+  SG_CHECK_EQ_INT(run("llm serve --port -1", 2, &out), 2);
+  SG_CHECK_STR_EQ(out, "specgen llm serve: --port \"-1\": not an integer in 0..65535\n");
+  free(out);
+  SG_CHECK_EQ_INT(run("llm chat --temperature nan", 2, &out), 2);
+  SG_CHECK_STR_EQ(out, "specgen llm chat: --temperature \"nan\": not a number >= 0\n");
+  free(out);
+  SG_CHECK_EQ_INT(run("triggers --min-gap 1k -", 2, &out), 2);
+  SG_CHECK_STR_EQ(out, "specgen triggers: --min-gap: '1k' is not a whole number of bytes\n");
+  free(out);
+}
+
 static void test_help_is_written_one_way(void) {
   for (size_t i = 0; i < NCOMMANDS; i++) {
     for (int form = 0; form < 2; form++) {
@@ -197,6 +218,7 @@ static void test_messages_say_things_once(void) {
 }
 
 SG_TEST_MAIN(SG_TEST(test_usage_errors_are_one_line_and_a_pointer),
+             SG_TEST(test_flag_values_are_checked),
              SG_TEST(test_help_is_written_one_way),
              SG_TEST(test_tasks_unknown_evaluator_is_refused),
              SG_TEST(test_unknown_task_suggests_the_nearest),

@@ -3,7 +3,7 @@
  * Every case is fed whole, in every fixed chunk size from 1 byte to whole,
  * and in 200 seeded random splits; every piece is copied into its own
  * malloc'd buffer of exactly its size, so a read past the end crashes under
- * ASan (STYLE 15).
+ * ASan (docs/style.md rule 15).
  */
 #include "llm/sg_sse.h"
 #include "sg_test.h"
