@@ -21,7 +21,11 @@ quantiles) of
     (the trace's own `meta.reasoning_ends_inside_open_fence`),
   - the share of traces with no complete kernel in the reasoning,
   - triggers of every class per trace with the controller's minimum gap
-    between them (256 bytes): the forks a trace can cause.
+    between them (256 bytes): the forks a trace can cause, and where in
+    the reasoning they fall.
+Each distribution also holds its whole quantile function (`quantiles`,
+0% to 100% by 1%), which the simulator's presets draw from
+(docs/simulation.md, "The stream model, measured").
 Deterministic: the same traces give the same files.
 """
 import gzip
@@ -53,6 +57,9 @@ def dist(values):
     for q in QUANTILES:
         x = quantile(v, q)
         out["p%d" % round(q * 100)] = round(x, 4) if x is not None else None
+    # The whole quantile function, 0% to 100% by 1%: what the simulator
+    # draws from (inverse transform, linear between the points).
+    out["quantiles"] = [round(quantile(v, i / 100.0), 4) for i in range(101)] if v else []
     return out
 
 
@@ -69,7 +76,7 @@ def measure(specgen, path):
     length, first_kernel, open_fence, no_kernel = [], [], 0, 0
     per = {c: [] for c in CLASSES}
     pos = {c: [] for c in CLASSES}
-    revisions, gapped = [], []
+    revisions, gapped, gapped_pos = [], [], []
     n = 0
     with gzip.open(path, "rt", encoding="utf-8") as f:
         for line in f:
@@ -89,7 +96,9 @@ def measure(specgen, path):
                     pos[c].append(x["offset"] / nbytes)
             for c in CLASSES:
                 per[c].append(counts[c])
-            gapped.append(len(triggers(specgen, text, GAP_BYTES)))
+            fired = triggers(specgen, text, GAP_BYTES)
+            gapped.append(len(fired))
+            gapped_pos.extend(x["offset"] / nbytes for x in fired)
             kernels = [x["offset"] for x in trig if x["class"] == "kernel"]
             if kernels:
                 first_kernel.append(min(kernels) / nbytes)
@@ -111,6 +120,7 @@ def measure(specgen, path):
         "fence_position_fraction": dist(pos["fence"]),
         "kernel_position_fraction": dist(pos["kernel"]),
         "triggers_per_trace_at_controller_gap": dist(gapped),
+        "trigger_position_fraction_at_controller_gap": dist(gapped_pos),
         "share_ending_in_open_fence": round(open_fence / n, 4) if n else None,
         "share_without_kernel": round(no_kernel / n, 4) if n else None,
     }

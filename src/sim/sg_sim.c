@@ -662,6 +662,13 @@ static int setup(sim *s) {
     o.max_iterations = (uint32_t)p->iterations;
     o.max_wall_us = p->budget_wall_s > 0 ? sim_s_to_us(p->budget_wall_s) : 0;
     o.max_tokens = (uint64_t)llround(p->budget_tokens);
+    /* A measured stream plants the triggers the scanner fired on at its
+     * gap in real text (sg_sim_streams.h): each must fire here too, in a
+     * text compressed to text.bytes_per_token, where planted sentences
+     * can be adjacent. A few bytes of gap still make a block's fence one
+     * trigger with the kernel it closes, as the real gap does. */
+    if (s->streams != NULL)
+      o.scanner.min_gap_bytes = 16;
     rc = sg_controller_new(&o, &f->ctl, s->err);
     if (rc < 0)
       return rc; /* the message starts with "controller:" */
@@ -777,6 +784,12 @@ int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
   s.bpt = p->text_bytes_per_token;
   s.trace = trace;
   s.trace_data = trace_data;
+  if (!sg_sim_streams_none(p->stream_profile)) {
+    rc = sg_sim_streams_load(p->stream_profile, &s.streams_data, err);
+    if (rc < 0)
+      return rc;
+    s.streams = &s.streams_data;
+  }
   sg_sim_queue_init(&s.q);
   rc = setup(&s);
   for (int w = 0; rc == 0 && w < p->workflows; w++) {

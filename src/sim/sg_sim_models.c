@@ -10,6 +10,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,21 +42,66 @@ static const char *const trigger_text[] = {
 };
 #define NTRIGGER (sizeof trigger_text / sizeof trigger_text[0])
 
+/* The same, numbered: the scanner stays quiet on an exact repeat of a
+ * recent sentence or block (a repetition loop), so a reasoning planting
+ * tens of triggers, as the measured ones do, writes each differently. */
+static const char *const trigger_fmt[] = {
+    "Let me implement version %d now. ",
+    "Here is the plan: a %dx32 tile per block staged in shared memory. ",
+    "I will use a tile size of %dx64 with each thread computing a 4x4 "
+    "sub-block. ",
+    "\n```c\nvoid sim_step%d(const float *x, float *y, int n) {\n"
+    "  for (int i = 0; i < n; i++)\n    y[i] = x[i];\n}\n```\n",
+    "Now let me write kernel number %d. ",
+};
+_Static_assert(sizeof trigger_fmt / sizeof trigger_fmt[0] == NTRIGGER,
+               "one numbered form per trigger sentence");
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
 }
 
+/* Where a reasoning's trigger sentences go (byte offsets, sorted) and
+ * the prefix fraction past which its forks can be valid. The guessed
+ * model: a Poisson count at uniform positions, the task's threshold. The
+ * measured one (sg_sim_streams.h): the count and the positions drawn from
+ * real traces, and whether the reasoning holds a complete kernel and
+ * where the first begins; a trigger is planted there (the scanner fires
+ * on a kernel as it closes), and that is its threshold (none: never). */
+static uint64_t *plant_triggers(const sim *s, sg_sim_rng *rng, uint64_t n,
+                                double task_threshold, int *ntrig, double *threshold) {
+  const sg_sim_streams *st = s->streams;
+  if (st == NULL) {
+    *ntrig = sg_sim_rng_poisson(rng, s->p->triggers_per_gen);
+    *threshold = task_threshold;
+    uint64_t *at = sg_calloc((size_t)*ntrig + 1, sizeof *at);
+    for (int i = 0; i < *ntrig; i++)
+      at[i] = (uint64_t)(sg_sim_rng_uniform(rng) * (double)n);
+    qsort(at, (size_t)*ntrig, sizeof *at, cmp_u64);
+    return at;
+  }
+  *ntrig = (int)llround(sg_sim_qf_at(&st->triggers, sg_sim_rng_uniform(rng)));
+  bool kernel = !sg_sim_rng_bernoulli(rng, st->share_without_kernel);
+  double first = sg_sim_qf_at(&st->first_kernel, sg_sim_rng_uniform(rng));
+  *threshold = kernel ? first : 2.0;
+  uint64_t *at = sg_calloc((size_t)*ntrig + 1, sizeof *at);
+  for (int i = 0; i < *ntrig; i++)
+    at[i] = (uint64_t)(sg_sim_qf_at(&st->trigger_pos, sg_sim_rng_uniform(rng)) * (double)n);
+  if (kernel && *ntrig > 0)
+    at[0] = (uint64_t)(first * (double)n);
+  qsort(at, (size_t)*ntrig, sizeof *at, cmp_u64);
+  return at;
+}
+
 /* Builds n bytes of reasoning with trigger sentences ending near the
- * planted offsets; where each trigger sentence ends goes to ends[] (ntrig
- * entries; fewer are used when the text is too short). */
-static char *make_reasoning(sg_sim_rng *rng, uint64_t n, int ntrig,
-                            uint64_t *ends, int *nends) {
-  uint64_t *at = sg_calloc((size_t)ntrig + 1, sizeof *at);
-  for (int i = 0; i < ntrig; i++)
-    at[i] = (uint64_t)(sg_sim_rng_uniform(rng) * (double)n);
-  qsort(at, (size_t)ntrig, sizeof *at, cmp_u64);
+ * planted offsets at[] (ntrig, sorted; numbered: each written differently);
+ * where each trigger sentence ends goes to ends[] (fewer are used when the
+ * text is too short). */
+static char *make_reasoning(sg_sim_rng *rng, uint64_t n, const uint64_t *at, int ntrig,
+                            bool numbered, uint64_t *ends, int *nends) {
   char *t = sg_malloc(n + 1);
+  char buf[256];
   uint64_t len = 0;
   int k = 0;
   *nends = 0;
@@ -64,7 +110,12 @@ static char *make_reasoning(sg_sim_rng *rng, uint64_t n, int ntrig,
     bool trig = false;
     if (k < ntrig &&
         at[k] <= len + strlen(trigger_text[0]) + 64) {
-      piece = trigger_text[sg_sim_rng_next(rng) % NTRIGGER];
+      uint64_t which = sg_sim_rng_next(rng) % NTRIGGER;
+      piece = trigger_text[which];
+      if (numbered) {
+        snprintf(buf, sizeof buf, trigger_fmt[which], k + 2);
+        piece = buf;
+      }
       k++;
       trig = true;
     } else {
@@ -79,7 +130,6 @@ static char *make_reasoning(sg_sim_rng *rng, uint64_t n, int ntrig,
       ends[(*nends)++] = len;
   }
   t[n] = '\0';
-  free(at);
   return t;
 }
 
@@ -202,11 +252,15 @@ int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   g->reason_end_us = s->now_us + sim_s_to_us(g->reason_tokens / g->rate);
   if (g->reason_end_us > g->end_us)
     g->reason_end_us = g->end_us;
-  int ntrig = sg_sim_rng_poisson(rng, p->triggers_per_gen);
+  int ntrig = 0;
+  double threshold = 0;
+  uint64_t *at = plant_triggers(s, rng, g->reason_bytes, f->threshold, &ntrig, &threshold);
   /* where the planted triggers end: read once, to schedule the chunks */
   uint64_t *trig_end = sg_calloc((size_t)ntrig + 1, sizeof *trig_end);
   int nends = 0;
-  g->text = make_reasoning(rng, g->reason_bytes, ntrig, trig_end, &nends);
+  g->text = make_reasoning(rng, g->reason_bytes, at, ntrig, s->streams != NULL, trig_end,
+                           &nends);
+  free(at);
   /* The kernel this reasoning converges to: a refinement of the prompt's
    * base kernel, or a first attempt at the task. */
   double base = 0;
@@ -228,9 +282,12 @@ int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a) {
   }
   g->valid = sg_sim_rng_bernoulli(rng, p->valid_main_p);
   g->fail_status = draw_failure(s, rng);
-  /* Drawn last, so the draws above are those of earlier versions. */
-  g->prefix_useful = p->valid_prefix_useful_p >= 1 ||
+  /* Drawn last, so the draws above are those of earlier versions. A
+   * measured stream says it with the threshold (a trace without a kernel
+   * has none). */
+  g->prefix_useful = s->streams != NULL || p->valid_prefix_useful_p >= 1 ||
                      sg_sim_rng_bernoulli(rng, p->valid_prefix_useful_p);
+  g->threshold = threshold;
   g->prompt_tokens = prompt_tokens_of(s, pr);
   g->cached_tokens = 0;
   sg_sim_llm_main_begin(s->llm, g->server, g->prompt_tokens, g->rate, g->t0_us);
@@ -305,7 +362,7 @@ int sim_start_spec(sim *s, uint32_t w, const sg_ctl_action *a) {
   g->end_us = g->reason_end_us = s->now_us + sim_s_to_us(dur);
   /* Validity is a step in the prefix fraction: before the workflow's
    * shortest useful prefix a fork rarely writes a valid kernel. */
-  double pv = frac > f->threshold && parent->prefix_useful ? p->valid_spec_p
+  double pv = frac > parent->threshold && parent->prefix_useful ? p->valid_spec_p
                                                            : f->no_prefix_p;
   g->valid = sg_sim_rng_bernoulli(&f->rng, pv);
   g->fail_status = draw_failure(s, &f->rng);

@@ -44,6 +44,8 @@ typedef struct sg_sim_params {
   double gen_chunk_s;        /* streaming granularity in virtual time */
   double text_bytes_per_token; /* synthetic reasoning bytes per token */
   double triggers_per_gen;   /* mean trigger sentences in a reasoning trace */
+  char stream_profile[SG_SIM_NAME_MAX]; /* measured stream model
+                                (sg_sim_streams.h); "none": the guessed one */
   /* Speculative (non-reasoning) forks. */
   double spec_answer_tokens; /* tokens a fork writes */
   double spec_rate_tok_s;    /* its decode rate */

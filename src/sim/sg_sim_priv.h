@@ -12,6 +12,7 @@
 #include "sim/sg_sim_llm.h"
 #include "sim/sg_sim_queue.h"
 #include "sim/sg_sim_rng.h"
+#include "sim/sg_sim_streams.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,7 +54,11 @@ typedef struct sim_gen {
   double rate;          /* its decode rate, tokens/s */
   double reason_tokens, answer_tokens;
   double prompt_tokens, cached_tokens;
-  double own_tokens;    /* spec: tokens in the server's working set */
+  union {
+    double own_tokens;  /* spec: tokens in the server's working set */
+    double threshold;   /* main: the prefix fraction past which its forks
+                           can be valid (its first kernel, or its task's) */
+  };
   int32_t server;       /* its LLM server (sg_sim_llm) */
   int32_t fail_status;  /* sg_eval_status */
 } __attribute__((aligned(64))) sim_gen;
@@ -118,6 +123,8 @@ typedef struct sim {
   double bpt;           /* text bytes per token */
   sg_sim_llm *llm;      /* servers and prefix caches */
   sg_fork_budget *budgets; /* per server (llm.server_streams); NULL: none */
+  const sg_sim_streams *streams; /* the measured stream model; NULL: none */
+  sg_sim_streams streams_data;
   void (*trace)(void *data, const char *line);
   void *trace_data;
 } sim;

@@ -2,19 +2,14 @@
  * values land in the right fields, and every error names the file, the line
  * and the key. */
 #include "sg_test.h"
+#include "sim_test_preset.h"
 #include "sim/sg_sim_params.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
-static sg_sim_params glm(void) {
-  sg_sim_params p;
-  sg_err err;
-  sg_err_clear(&err);
-  SG_CHECK_OK(sg_sim_params_preset(&p, "paper-glm", &err), err);
-  return p;
-}
+static sg_sim_params glm(void) { return sim_test_preset("paper-glm"); }
 
 static void presets_hold_the_papers_characterization(void) {
   sg_sim_params p = glm(), d;
