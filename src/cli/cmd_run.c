@@ -1,14 +1,14 @@
 /* cmd_run.c: `specgen run` (optimize tasks with an LLM) and `specgen show`
  * (the summary of a run directory, finished or not). The loop itself is
- * src/runtime/sg_run.c; this file parses flags and prints. */
+ * src/run/sg_run.c; this file parses flags and prints. */
 #include "cli/commands.h"
 #include "remote/sg_remote.h"
 
 #include "common/sg_alloc.h"
 #include "report/sg_dashboard.h"
-#include "runtime/sg_jsonl.h"
-#include "runtime/sg_run.h"
-#include "runtime/sg_run_config.h"
+#include "pool/sg_jsonl.h"
+#include "run/sg_run.h"
+#include "run/sg_run_config.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -11,7 +11,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
-#include "runtime/sg_run.h"
+#include "run/sg_run.h"
 #include "sim/sg_sim.h"
 #include "testserver/sg_llm_server.h"
 
