@@ -536,15 +536,19 @@ static void close_all(run *r) {
 }
 
 int sg_run_execute(const sg_run_config *cfg, const char *program,
-                   const sg_run_observer *obs, sg_run_outcome *out, sg_err *err) {
+                   const sg_run_server *server, const sg_run_observer *obs,
+                   sg_run_outcome *out, sg_err *err) {
   memset(out, 0, sizeof *out);
   int rc = sg_run_config_check(cfg, err);
   if (rc < 0)
     return rc;
+  if (cfg->llm == NULL && (server == NULL || server->start == NULL))
+    return sg_err_set(err, SG_EINVAL, "llm: unset, and no model server to start");
   run rs;
   memset(&rs, 0, sizeof rs);
   run *r = &rs;
   r->cfg = cfg;
+  r->server = server;
   r->obs = obs;
   r->err = err;
   sg_search_registry_init(&r->sreg);

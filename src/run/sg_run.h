@@ -10,8 +10,9 @@
  * device interval before the loop acts on it, so a run killed at any moment
  * is resumed from its directory without losing a completed evaluation.
  * Prompts come from templates (sg_prompt.h) and feedback from results
- * (sg_feedback.h). Without an endpoint the built-in test server
- * (sg_llm_server.h) plays the model, in this process.
+ * (sg_feedback.h). Without an endpoint the caller's server plays the
+ * model (sg_run_server: the CLI starts the built-in test server); the run
+ * itself talks to every model through the LLM client alone.
  *
  * What happens, and why, is in docs/usage.md (for users) and
  * docs/architecture.md (for the code).
@@ -39,6 +40,22 @@ typedef struct sg_run_observer {
   void (*on_action)(void *data, const char *line);
 } sg_run_observer;
 
+/* The model server of a run without an endpoint (llm unset), which the
+ * caller starts: the CLI's is the built-in test server, in its process.
+ * start is called where the run would reach an endpoint (after the tasks
+ * and templates load, before the store opens), with the run's
+ * configuration (seed, server-speed, server-fault, replay); it gives the
+ * server's base URL (owned by the run), the model name and the provider
+ * profile to talk to it with (both borrowed until stop). Errors name the
+ * flag or the server. stop is called as the run is torn down, only after
+ * a start that succeeded. */
+typedef struct sg_run_server {
+  void *data;
+  int (*start)(void *data, const sg_run_config *cfg, char **base_url, const char **model,
+               const char **profile, sg_err *err);
+  void (*stop)(void *data);
+} sg_run_server;
+
 /* How a run ended. */
 typedef struct sg_run_outcome {
   char *dir;             /* the run directory (owned) */
@@ -55,13 +72,14 @@ void sg_run_outcome_free(sg_run_outcome *o);
 
 /* Runs cfg (checked with sg_run_config_check) to its end: every workflow
  * done, or a signal. program is the specgen executable the workers run
- * (NULL: this process's own). Returns 0 when the run completed or was
+ * (NULL: this process's own); server plays the model when cfg has no llm
+ * (NULL then: SG_EINVAL before anything starts). Returns 0 when the run completed or was
  * interrupted (out says which); negative when it could not run (a bad task,
  * an unreachable run directory, the pool failing to start), with err naming
  * what. */
 int sg_run_execute(const sg_run_config *cfg, const char *program,
-                   const sg_run_observer *obs, sg_run_outcome *out,
-                   sg_err *err);
+                   const sg_run_server *server, const sg_run_observer *obs,
+                   sg_run_outcome *out, sg_err *err);
 
 /* The configuration a run in dir was started with (for --resume: the CLI
  * applies the flags given now on top of it). */

@@ -516,11 +516,11 @@ static void request_of(run *r, uint32_t w, const sg_ctl_action *a, const sg_prom
   } else if (!spec && r->end_think) {
     q->return_token_ids = true; /* what forks of it will send back */
   }
-  /* The built-in model samples from the request's seed: one drawn from the
-   * run's seed, the workflow and the generation makes a run repeatable in
-   * what the model writes (its timing still varies). A real endpoint is
-   * left to sample as it is configured. */
-  if (r->server) {
+  /* The caller's server (the built-in model) samples from the request's
+   * seed: one drawn from the run's seed, the workflow and the generation
+   * makes a run repeatable in what the model writes (its timing still
+   * varies). A real endpoint is left to sample as it is configured. */
+  if (r->server_up) {
     snprintf(gq->seed_json, sizeof gq->seed_json, "{\"seed\": %llu}",
              (unsigned long long)((r->cfg->seed * 1000003ull + w * 1009ull +
                                    a->u.start.gen) % 9007199254740991ull));

@@ -26,7 +26,6 @@
 #include "pool/sg_pool.h"
 #include "run/sg_prompt.h"
 #include "store/sg_store.h"
-#include "testserver/sg_llm_server.h"
 #include "store/sg_replay.h"
 
 #include <jansson.h>
@@ -160,7 +159,8 @@ struct run {
   int64_t run_id;
   int64_t t0_us;
   /* the model */
-  sg_llm_server *server;
+  const sg_run_server *server; /* the caller's, without llm (sg_run.h) */
+  bool server_up;          /* started: to be stopped */
   char *base_url;
   const char *model;
   const sg_llm_provider *provider;
@@ -324,7 +324,7 @@ int sg_run_load_workflows(run *r, sg_err *err);
 int sg_run_start_model(run *r, sg_err *err);
 /* An endpoint given with --llm streams a short answer (the stream probe of
  * `specgen llm check`), else SG_EINVAL saying why: checked before the run
- * starts. Nothing for the built-in test server. */
+ * starts. Nothing for the caller's server. */
 int sg_run_check_model(run *r, const sg_llm_client_opts *client, sg_err *err);
 json_t *sg_run_summary(run *r, sg_err *err);
 void sg_run_free(run *r);

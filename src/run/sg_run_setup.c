@@ -1,6 +1,6 @@
 /* sg_run_setup.c: setting up a run and tearing it down (sg_run_priv.h): the
  * workflows (task, search, termination, controller each), the model (an
- * endpoint, or the built-in test server), and what a run leaves behind: the
+ * endpoint, or the caller's server), and what a run leaves behind: the
  * best kernel of each task on disk and the summary.
  */
 #include "run/sg_run_priv.h"
@@ -195,31 +195,18 @@ int sg_run_start_model(run *r, sg_err *err) {
                         r->provider->name);
     return 0;
   }
-  sg_llm_server_opts so;
-  sg_llm_server_opts_init(&so);
-  so.seed = cfg->seed;
-  so.tokens_per_s = cfg->server_speed;
-  so.replay = cfg->replay;
-  so.replay_speed = cfg->replay_speed;
-  so.replay_hold_s = 5;
   if (cfg->replay_evals) {
     int rc = sg_store_open(cfg->replay, &r->replay_store, err);
     if (rc < 0)
       return sg_err_prefix(err, "--replay-evals");
   }
-  if (cfg->server_fault) {
-    int rc = sg_llm_fault_parse(cfg->server_fault, &so.fault, err);
-    if (rc < 0)
-      return sg_err_prefix(err, "--server-fault");
-  }
-  int rc = sg_llm_server_start(&so, &r->server, err);
+  /* The caller's server (sg_run.h): the run knows it only as an endpoint. */
+  const char *profile = NULL;
+  int rc = r->server->start(r->server->data, cfg, &r->base_url, &r->model, &profile, err);
   if (rc < 0)
-    return sg_err_prefix(err, "starting the built-in test server");
-  r->base_url = sg_asprintf("http://127.0.0.1:%d", sg_llm_server_port(r->server));
-  r->model = "specgen-test";
-  /* A recording is text: forks go as chat continuations (generic), which
-   * the replay reads its prefix from, not as this server's token ids. */
-  r->provider = sg_llm_provider_get(cfg->replay ? "generic" : "vllm");
+    return rc;
+  r->server_up = true;
+  r->provider = sg_llm_provider_get(profile);
   /* A replay of a prompted run asks as that run asked (the recording is
    * matched by its messages) and reads an unclosed thinking block as it did. */
   r->prompted = cfg->replay && cfg->reasoning && strcmp(cfg->reasoning, "prompted") == 0;
@@ -229,7 +216,7 @@ int sg_run_start_model(run *r, sg_err *err) {
 int sg_run_check_model(run *r, const sg_llm_client_opts *client, sg_err *err) {
   const sg_run_config *cfg = r->cfg;
   if (cfg->llm == NULL)
-    return 0; /* the built-in test server plays the model */
+    return 0; /* the caller's server plays the model */
   sg_llm_check_opts o = {.base_url = r->base_url, .model = r->model,
                          .profile = r->provider, .client = client,
                          .timeout_s = cfg->idle_timeout, .max_tokens = 16};
@@ -339,7 +326,8 @@ void sg_run_free(run *r) {
   sg_store_close(r->store);
   sg_replay_log_close(r->llm_log);
   sg_store_close(r->replay_store);
-  sg_llm_server_stop(r->server);
+  if (r->server_up && r->server->stop)
+    r->server->stop(r->server->data);
   free(r->base_url);
   free(r->build_cache);
   free(r->remote_env);
