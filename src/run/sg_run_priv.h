@@ -141,9 +141,19 @@ typedef struct wf {
   uint64_t iter_kernels;   /* candidates this iteration produced */
 } wf;
 
+/* A run's whole state. Its fields are grouped by the file that owns them,
+ * the one that sets them; the other parts only read them, and the
+ * teardown (close_all in sg_run.c, sg_run_free in sg_run_setup.c)
+ * releases them all. The wfs[] and reqs[] elements' own fields are
+ * written by each part that acts on them. */
 struct run {
+  /* sg_run.c: the loop, its handles and how it stops, and what prepare()
+   * opens: the store, the record, the client, the scheduler, the
+   * interpreter, the devices (sg_run_remote.c appends the --remote
+   * slots) and the ids that close a reasoning */
   const sg_run_config *cfg;
   const sg_run_observer *obs;
+  const sg_run_server *server; /* the caller's, without llm (sg_run.h) */
   uv_loop_t loop;
   bool loop_ready;         /* loop initialized: to be closed */
   sg_err *err;             /* the first fatal error */
@@ -151,64 +161,72 @@ struct run {
   char *dir;
   sg_store *store;
   sg_replay_log *llm_log;  /* the record of the model's answers */
-  sg_store *replay_store;  /* replay-evals: the recorded run's store */
-  uint64_t replayed_evals; /* evaluations answered from it */
-  sg_eval_result *submit_rec; /* op_submit's recorded result, for op_submitted */
-  int64_t submit_rec_us;
-  struct rp_eval *rp_evals;   /* recorded results on their timers */
-  int64_t run_id;
-  int64_t t0_us;
-  /* the model */
-  const sg_run_server *server; /* the caller's, without llm (sg_run.h) */
-  bool server_up;          /* started: to be stopped */
+  sg_llm_client *client;
+  char **devices;
+  size_t ndevices;
+  const char *device_kind; /* "cpu", "cuda" (sg_eval_device_kind) */
+  sg_scheduler *sched;
+  sg_search_registry sreg;
+  sg_termination_registry treg;
+  sg_prompt_templates *templates;
+  sg_interp *it;           /* executes the core's actions (sg_interp.h) */
+  int32_t *end_think;      /* token forks: the ids that close the reasoning; */
+  size_t n_end_think;      /* NULL when forks go as chat continuations */
+  uv_timer_t tick;
+  uv_signal_t sigint, sigterm;
+  int64_t last_progress_us;
+
+  /* sg_run_setup.c: the workflows and the model */
+  wf *wfs;
+  size_t nwf;
+  sg_fork_budget fork_budget; /* --llm-streams: the server's, shared by
+                              every workflow's controller */
+  bool server_up;          /* the caller's server started: to be stopped */
   char *base_url;
   const char *model;
   const sg_llm_provider *provider;
   bool prompted;           /* reasoning: prompted (the model is asked to
-                              think in <think> tags; sg_run_setup.c) */
+                              think in <think> tags) */
+  sg_store *replay_store;  /* replay-evals: the recorded run's store */
+
+  /* sg_run_resume.c: the run's first records, or those restored */
+  int64_t run_id;
+  int64_t t0_us;
+
+  /* sg_run_gen.c: generations and token forks */
+  sg_gen_account acct;     /* generations: outcomes, causes, estimates */
+  uint64_t gen_seq;
   bool warned_unclosed;    /* prompted: said once that a model left its
                               <think> block open */
-  sg_gen_account acct;     /* generations: outcomes, causes, estimates */
-  sg_llm_client *client;
-  /* the pool */
-  char **devices;
-  size_t ndevices;
-  const char *device_kind; /* "cpu", "cuda" (sg_eval_device_kind) */
-  char *remote_env;        /* "SPECGEN_REDIS_RUN=ID" for the slot proxies of
-                              --remote (sg_run_remote.c); NULL: none */
-  char *remote_url_env;    /* "SPECGEN_REDIS_URL=..." for them only */
-  char *build_cache;
-  sg_pool *pool;
-  struct sg_kvstore *kv;   /* --kv-store (sg_run_kv.c), NULL: none */
-  json_t *kv_stats;        /* its counters, taken when it closed */
-  sg_scheduler *sched;
-  sg_fork_budget fork_budget; /* --llm-streams: the server's, shared by
-                              every workflow's controller */
-  rreq *reqs;              /* by request id */
-  size_t cap_reqs;
-  /* decisions */
-  sg_search_registry sreg;
-  sg_termination_registry treg;
-  sg_prompt_templates *templates;
-  wf *wfs;
-  size_t nwf;
-  sg_interp *it;           /* executes the core's actions (sg_interp.h) */
-  int64_t submit_eval_id;  /* the store's id of the evaluation being submitted */
-  /* handles */
-  uv_timer_t tick;
-  uv_signal_t sigint, sigterm;
-  int64_t last_progress_us;
-  uint64_t gen_seq;
-  int32_t *end_think;      /* token forks: the ids that close the reasoning; */
-  size_t n_end_think;      /* NULL when forks go as chat continuations */
-  int dead_devices;
-  char *last_infra;        /* the latest infrastructure failure, for errors */
   int64_t outage_since_us; /* the model server's first failure since a
                               generation last completed (0: none) */
   bool outage_warned;      /* the waiting was said, this outage */
   /* what the decisions cost: CPU time inside the controllers, and the loop
    * thread's CPU time in all (client, store, pool, core) */
   uint64_t generations;
+
+  /* sg_run_eval.c: evaluations on the pool (sg_run.c closes the pool) */
+  sg_pool *pool;
+  char *build_cache;
+  rreq *reqs;              /* by request id */
+  size_t cap_reqs;
+  int64_t submit_eval_id;  /* the store's id of the evaluation being submitted */
+  int dead_devices;
+  char *last_infra;        /* the latest infrastructure failure, for errors */
+  uint64_t replayed_evals; /* replay-evals: evaluations answered from the
+                              recorded run's store */
+  sg_eval_result *submit_rec; /* op_submit's recorded result, for op_submitted */
+  int64_t submit_rec_us;
+  struct rp_eval *rp_evals;   /* recorded results on their timers */
+
+  /* sg_run_remote.c: --remote */
+  char *remote_env;        /* "SPECGEN_REDIS_RUN=ID" for the slot proxies of
+                              --remote; NULL: none */
+  char *remote_url_env;    /* "SPECGEN_REDIS_URL=..." for them only */
+
+  /* sg_run_kv.c: --kv-store */
+  struct sg_kvstore *kv;   /* NULL: none */
+  json_t *kv_stats;        /* its counters, taken when it closed */
 };
 
 /* ---- small things (inline: every part uses them) ---------------------------- */
