@@ -17,7 +17,7 @@
 #include "common/sg_file.h"
 #include "common/sg_stats.h"
 #include "report/sg_report.h"
-#include "runtime/sg_store.h"
+#include "store/sg_store.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
-#include "runtime/sg_store.h"
+#include "store/sg_store.h"
 
 #include <stdio.h>
 #include <stdlib.h>

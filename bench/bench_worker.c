@@ -26,8 +26,8 @@
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
-#include "runtime/sg_jsonl.h"
-#include "runtime/sg_worker_proto.h"
+#include "pool/sg_jsonl.h"
+#include "pool/sg_worker_proto.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,14 +1,15 @@
 /* cmd_run.c: `specgen run` (optimize tasks with an LLM) and `specgen show`
  * (the summary of a run directory, finished or not). The loop itself is
- * src/runtime/sg_run.c; this file parses flags and prints. */
+ * src/run/sg_run.c; this file parses flags and prints. */
+#include "cli/cmd_run_server.h"
 #include "cli/commands.h"
 #include "remote/sg_remote.h"
 
 #include "common/sg_alloc.h"
 #include "report/sg_dashboard.h"
-#include "runtime/sg_jsonl.h"
-#include "runtime/sg_run.h"
-#include "runtime/sg_run_config.h"
+#include "pool/sg_jsonl.h"
+#include "run/sg_run.h"
+#include "run/sg_run_config.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -321,7 +322,10 @@ int sg_cmd_run(int argc0, char **argv0) {
   printer p = {cfg.json, cfg.quiet, cfg.dashboard, NULL};
   sg_run_observer obs = {&p, on_event, NULL};
   sg_run_outcome out;
-  rc = sg_run_execute(&cfg, NULL, &obs, &out, &err);
+  sg_llm_server *srv;
+  sg_run_server server;
+  sg_cli_run_server(&srv, &server);
+  rc = sg_run_execute(&cfg, NULL, &server, &obs, &out, &err);
   int exit_code = SG_EXIT_OK;
   if (rc < 0) {
     fprintf(stderr, "specgen run: %s\n", err.msg);

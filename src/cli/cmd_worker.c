@@ -6,9 +6,9 @@
 #include "cli/commands.h"
 
 #include "common/sg_alloc.h"
-#include "runtime/sg_jsonl.h"
-#include "runtime/sg_worker.h"
-#include "runtime/sg_worker_proto.h"
+#include "pool/sg_jsonl.h"
+#include "pool/sg_worker.h"
+#include "pool/sg_worker_proto.h"
 #include "remote/sg_remote.h"
 
 #include <getopt.h>

@@ -1,5 +1,5 @@
 /* sg_interp.h: the action interpreter, the one piece of glue between the
- * pure core and a runtime. `specgen run` (src/runtime) and `specgen sim`
+ * pure core and a runtime. `specgen run` (src/run) and `specgen sim`
  * (src/sim) both use it, so a seeded simulation exercises the real loop's
  * glue: its deferred queue, its re-entry guard and the order in which
  * actions reach the world.

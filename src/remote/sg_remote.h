@@ -15,7 +15,7 @@
 #define SG_REMOTE_H
 
 #include "common/sg_error.h"
-#include "runtime/sg_pool.h"
+#include "pool/sg_pool.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -14,7 +14,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 #include "remote/sg_redis.h"
-#include "runtime/sg_pool.h"
+#include "pool/sg_pool.h"
 
 #include <math.h>
 #include <signal.h>

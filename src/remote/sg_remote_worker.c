@@ -17,9 +17,9 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
-#include "runtime/sg_jsonl.h"
-#include "runtime/sg_pool.h"
-#include "runtime/sg_worker_proto.h"
+#include "pool/sg_jsonl.h"
+#include "pool/sg_pool.h"
+#include "pool/sg_worker_proto.h"
 
 #include <errno.h>
 #include <jansson.h>

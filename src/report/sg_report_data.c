@@ -6,7 +6,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
-#include "runtime/sg_store.h"
+#include "store/sg_store.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -20,7 +20,7 @@
  * It must never bind anything but what it is told (loopback by default) and
  * never read anything but its task directory.
  *
- * Faults are parsed in sg_server_faults.c, events and bodies written in
+ * Faults are parsed in llm/sg_llm_fault.c, events and bodies written in
  * sg_server_events.c. Over 800 lines on purpose: the generation loop and
  * the handlers that run it are one state machine.
  */

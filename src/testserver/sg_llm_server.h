@@ -18,42 +18,12 @@
 #define SG_LLM_SERVER_H
 
 #include "common/sg_error.h"
+#include "llm/sg_llm_fault.h"
 #include "testserver/sg_fakemodel.h"
 
 #include <stdint.h>
 
 typedef struct sg_llm_server sg_llm_server;
-
-/* The fault kinds, by their names in --fault and X-Specgen-Fault. */
-typedef enum sg_llm_fault_kind {
-  SG_LLM_FAULT_NONE,
-  SG_LLM_FAULT_DISCONNECT,      /* disconnect:<after_chunks> */
-  SG_LLM_FAULT_STATUS429,       /* status429:<retry_after_s>[:<attempts>] */
-  SG_LLM_FAULT_STATUS500,       /* status500[:<attempts>] */
-  SG_LLM_FAULT_STALL,           /* stall:<seconds>[:<after_chunks>] */
-  SG_LLM_FAULT_MALFORMED,       /* malformed[:<after_chunks>] */
-  SG_LLM_FAULT_SLOW_FIRST_BYTE, /* slow_first_byte:<seconds> */
-  SG_LLM_FAULT_ERROR_IN_STREAM, /* error_in_stream[:<after_chunks>] */
-  SG_LLM_FAULT__COUNT
-} sg_llm_fault_kind;
-
-/* A parsed fault. `attempts` (429/500): 0 = every attempt fails; N = the
- * first N attempts of one logical request fail and later ones succeed, where
- * a logical request is named by its X-Request-Id header, else its body's
- * "rid", else the hash of its body (so a client retrying the same body is
- * the same request). */
-typedef struct sg_llm_fault {
-  sg_llm_fault_kind kind;
-  double seconds;        /* stall, slow_first_byte; 429: Retry-After */
-  int after_chunks;      /* disconnect, stall, malformed, error_in_stream */
-  int attempts;          /* status429, status500 */
-} sg_llm_fault;
-
-/* Parses "name[:arg[:arg]]" (e.g. "disconnect:3", "status429:1:2"); errors
- * name the fault and the argument that is wrong. */
-int sg_llm_fault_parse(const char *spec, sg_llm_fault *out, sg_err *err);
-/* "disconnect", "status429", ...; "none" for SG_LLM_FAULT_NONE. */
-const char *sg_llm_fault_name(sg_llm_fault_kind kind);
 
 typedef struct sg_llm_server_opts {
   const char *host;            /* NULL: "127.0.0.1" */

@@ -9,7 +9,7 @@
 
 #include "common/sg_buf.h"
 #include "testserver/sg_fakemodel.h"
-#include "testserver/sg_replay.h"
+#include "store/sg_replay.h"
 #include "testserver/sg_server_request.h"
 
 #include <jansson.h>

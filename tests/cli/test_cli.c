@@ -8,7 +8,7 @@
 #include "sg_test.h"
 
 #include "common/sg_file.h"
-#include "runtime/sg_store.h"
+#include "store/sg_store.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

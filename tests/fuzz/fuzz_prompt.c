@@ -4,8 +4,8 @@
  * must stay within its size and give valid UTF-8. */
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
-#include "runtime/sg_feedback.h"
-#include "runtime/sg_prompt.h"
+#include "run/sg_feedback.h"
+#include "run/sg_prompt.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
  *
  * The loader reads a file (it is given a path by `--replay DIR`), so the
  * input is written to one temporary file per run. */
-#include "testserver/sg_replay.h"
+#include "store/sg_replay.h"
 
 #include <stdint.h>
 #include <stdio.h>

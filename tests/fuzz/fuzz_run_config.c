@@ -3,7 +3,7 @@
  * crash or leak; a configuration it accepts must survive the JSON record's
  * round trip unchanged, and sg_run_config_check must answer it (0, or an
  * error with a message). */
-#include "runtime/sg_run_config.h"
+#include "run/sg_run_config.h"
 
 #include <assert.h>
 #include <stddef.h>

@@ -7,7 +7,7 @@
  * prompts, items within bounds with a known kind, every id present, and each
  * inspiration also shown as a kernel item.
  */
-#include "runtime/sg_search_exec.h"
+#include "run/sg_search_exec.h"
 
 #include <assert.h>
 #include <math.h>

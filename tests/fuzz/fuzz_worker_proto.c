@@ -7,8 +7,8 @@
  * worker echoes what it accepted, and a round trip that drifts would make
  * the two sides disagree.
  */
-#include "runtime/sg_jsonl.h"
-#include "runtime/sg_worker_proto.h"
+#include "pool/sg_jsonl.h"
+#include "pool/sg_worker_proto.h"
 
 #include <assert.h>
 #include <stdint.h>

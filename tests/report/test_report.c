@@ -9,7 +9,7 @@
 #include "common/sg_file.h"
 #include "report/sg_dashboard.h"
 #include "report/sg_report.h"
-#include "runtime/sg_store.h"
+#include "store/sg_store.h"
 
 #include <curl/curl.h>
 #include <math.h>

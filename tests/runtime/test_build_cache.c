@@ -5,7 +5,7 @@
  * kind of damaged entry is an error naming what is wrong, never a crash. */
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
-#include "runtime/sg_build_cache.h"
+#include "pool/sg_build_cache.h"
 #include "sg_test.h"
 
 #include <dirent.h>

@@ -1,8 +1,8 @@
 /* test_gen_account.c: the run's account of its generations: causes said
  * once, a run with nothing generated named as such, estimates marked. */
 #include "common/sg_file.h"
-#include "runtime/sg_gen_account.h"
-#include "runtime/sg_store.h"
+#include "run/sg_gen_account.h"
+#include "store/sg_store.h"
 #include "sg_test.h"
 
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_file.h"
-#include "runtime/sg_run.h"
+#include "run/sg_run.h"
 #include "sim/sg_sim.h"
 #include "testserver/sg_llm_server.h"
 
@@ -68,7 +68,7 @@ static char *run_trace(uint64_t seed) {
   sg_buf_init(&trace, 0);
   sg_run_observer obs = {&trace, on_event, on_line};
   sg_run_outcome oc;
-  SG_CHECK_OK(sg_run_execute(&c, SG_TEST_SPECGEN, &obs, &oc, &err), err);
+  SG_CHECK_OK(sg_run_execute(&c, SG_TEST_SPECGEN, NULL, &obs, &oc, &err), err);
   SG_CHECK_EQ_INT(oc.failed_workflows, 0);
   sg_run_outcome_free(&oc);
   sg_run_config_free(&c);

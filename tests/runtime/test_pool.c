@@ -15,7 +15,7 @@
  */
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
-#include "runtime/sg_pool.h"
+#include "pool/sg_pool.h"
 #include "sg_test.h"
 
 #include <errno.h>

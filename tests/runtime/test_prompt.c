@@ -11,8 +11,8 @@
 #include "core/sg_search.h"
 #include "eval/sg_eval.h"
 #include "eval/sg_task.h"
-#include "runtime/sg_feedback.h"
-#include "runtime/sg_prompt.h"
+#include "run/sg_feedback.h"
+#include "run/sg_prompt.h"
 
 #include <jansson.h>
 #include <math.h>

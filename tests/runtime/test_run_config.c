@@ -8,7 +8,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
-#include "runtime/sg_run_config.h"
+#include "run/sg_run_config.h"
 
 #include <jansson.h>
 #include <stdlib.h>

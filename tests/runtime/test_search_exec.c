@@ -14,8 +14,8 @@
  */
 #include "common/sg_alloc.h"
 #include "core/sg_search.h"
-#include "runtime/sg_jsonl.h"
-#include "runtime/sg_search_exec.h"
+#include "pool/sg_jsonl.h"
+#include "run/sg_search_exec.h"
 #include "sg_test.h"
 
 #include <errno.h>

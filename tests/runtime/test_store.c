@@ -9,7 +9,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 #include "common/sg_hash.h"
-#include "runtime/sg_store.h"
+#include "store/sg_store.h"
 
 #include <errno.h>
 #include <inttypes.h>

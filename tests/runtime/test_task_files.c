@@ -5,8 +5,8 @@
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 #include "eval/sg_task.h"
-#include "runtime/sg_task_files.h"
-#include "runtime/sg_worker_proto.h"
+#include "pool/sg_task_files.h"
+#include "pool/sg_worker_proto.h"
 #include "sg_test.h"
 
 #include <dirent.h>

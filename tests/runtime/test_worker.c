@@ -15,7 +15,7 @@
  * nothing the worker started keeps running after an abort or a kill.
  */
 #include "common/sg_file.h"
-#include "runtime/sg_task_files.h"
+#include "pool/sg_task_files.h"
 #include "worker_client.h"
 
 #include <dirent.h>

@@ -2,9 +2,9 @@
  * every request and reply parsed and serialized, round trips, and every
  * malformed field rejected with a message naming it. */
 #include "common/sg_alloc.h"
-#include "runtime/sg_jsonl.h"
-#include "runtime/sg_worker.h"
-#include "runtime/sg_worker_proto.h"
+#include "pool/sg_jsonl.h"
+#include "pool/sg_worker.h"
+#include "pool/sg_worker_proto.h"
 #include "sg_test.h"
 
 #include <math.h>

@@ -8,8 +8,8 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
-#include "runtime/sg_jsonl.h"
-#include "runtime/sg_worker_proto.h"
+#include "pool/sg_jsonl.h"
+#include "pool/sg_worker_proto.h"
 #include "sg_test.h"
 
 #include <errno.h>
