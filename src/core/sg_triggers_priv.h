@@ -3,6 +3,7 @@
  * The scanner is one state struct and several byte machines, one file each:
  *   sg_triggers.c        lifecycle, emitting, sentences, the feeding loop
  *   sg_triggers_match.c  the keyword automaton and the symbol normaliser
+ *   sg_triggers_patterns.c  the keyword table the automaton is built from
  *   sg_triggers_code.c   C/CUDA kernels and fenced blocks
  *   sg_triggers_py.c     Triton kernels (an @triton.jit-decorated def)
  * Nothing here is part of the public API (sg_triggers.h).
@@ -26,6 +27,15 @@ enum { KIND_DESIGN, KIND_PHRASE, KIND_SELFTALK };
 typedef struct pattern {
   unsigned char kind, flags, len;
 } pattern;
+
+/* A pattern as written (sg_triggers_patterns.c): a KIND_* and its text. */
+typedef struct trig_pattern_src {
+  unsigned char kind;
+  const char *text;
+} trig_pattern_src;
+
+extern const trig_pattern_src trig_patterns[];
+extern const size_t trig_npatterns;
 
 
 enum { LINE_START, LINE_TICKS, LINE_INFO, LINE_CLOSE_WS, LINE_REST };
