@@ -11,8 +11,8 @@
  * Invariants (asserted): an elite's slot is live, on its island, in its
  * cell; no island holds a kernel twice; n <= cap.
  *
- * Purity: no I/O, no clock; every draw comes from one xorshift generator
- * seeded from the seed given to new, so a seed and a history give one
+ * Purity: no I/O, no clock; every draw comes from one xorshift64* generator
+ * (common/sg_rng.h, sg_rng64) seeded from the seed given to new, so a seed and a history give one
  * sequence of plans. The island an iteration visits is iteration % islands,
  * so a kernel's island is a function of its iteration, with no bookkeeping
  * that a resumed run would have to restore. Its options (defaults, checks,
@@ -21,6 +21,8 @@
 #include "core/sg_search_evolve.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_hash.h"
+#include "common/sg_rng.h"
 
 #include <assert.h>
 #include <math.h>
@@ -42,7 +44,7 @@ struct sg_evolve {
   uint32_t *grid;       /* islands * cells: slot + 1, 0 empty */
   program *progs;       /* cap slots, [0, n) live */
   size_t n;
-  uint64_t rng;
+  sg_rng64 rng;
   size_t cursor;        /* history entries already taken in */
   bool migrated_once;
   uint32_t last_migration;
@@ -50,25 +52,13 @@ struct sg_evolve {
   sg_evolve_mode last_modes[SG_SEARCH_MAX_MAINS];
 };
 
-/* xorshift64* (Vigna), seeded through splitmix64 so seed 0 works. */
-static uint64_t rng_next(sg_evolve *e) {
-  uint64_t x = e->rng;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  e->rng = x;
-  return x * 0x2545F4914F6CDD1DULL;
-}
-
 /* Uniform in [0, 1). */
-static double rng_unit(sg_evolve *e) {
-  return (double)(rng_next(e) >> 11) * (1.0 / 9007199254740992.0);
-}
+static double rng_unit(sg_evolve *e) { return sg_rng64_uniform(&e->rng); }
 
 /* Uniform in [0, n), n >= 1 (the modulo bias is below 2^-40 here). */
 static size_t rng_below(sg_evolve *e, size_t n) {
   assert(n >= 1);
-  return (size_t)(rng_next(e) % n);
+  return (size_t)(sg_rng64_next(&e->rng) % n);
 }
 
 int sg_evolve_new(const sg_evolve_opts *o, uint64_t seed, sg_evolve **out,
@@ -81,11 +71,7 @@ int sg_evolve_new(const sg_evolve_opts *o, uint64_t seed, sg_evolve **out,
   e->cells = (uint32_t)sg_evolve_opts_cells(o);
   e->grid = sg_calloc((size_t)o->islands * e->cells, sizeof *e->grid);
   e->progs = sg_calloc(o->cap, sizeof *e->progs);
-  uint64_t z = seed + 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31;
-  e->rng = z ? z : 1;
+  sg_rng64_seed(&e->rng, seed);
   *out = e;
   return 0;
 }
@@ -141,12 +127,11 @@ static uint32_t clamp_bucket(double x, uint32_t bins) {
 
 /* Whitespace does not make a kernel different. */
 static uint64_t source_hash(const char *s, size_t len) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+  uint64_t h = SG_FNV1A64_INIT;
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-      continue;
-    h = (h ^ c) * 0x100000001b3ULL;
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+      h = sg_fnv1a64_byte(h, c);
   }
   return h;
 }

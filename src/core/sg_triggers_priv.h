@@ -13,6 +13,8 @@
 
 #include "core/sg_triggers.h"
 
+#include "common/sg_hash.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,20 +62,17 @@ enum {
 #define SYM_DIGIT '0'
 #define SYM_DIGIT2 '1'         /* a run's second digit */
 
-/* FNV-1a over "words": runs of non-whitespace joined by one separator,
- * leading and trailing whitespace ignored, so re-indented or re-wrapped
- * copies of a block (or sentence) hash alike. */
+/* FNV-1a (common/sg_hash.h) over "words": runs of non-whitespace joined by
+ * one separator, leading and trailing whitespace ignored, so re-indented or
+ * re-wrapped copies of a block (or sentence) hash alike. */
 typedef struct whash {
   uint64_t h;
   uint64_t n;        /* bytes hashed */
   bool sep_pending;
 } whash;
 
-#define FNV_OFFSET 1469598103934665603ull
-#define FNV_PRIME 1099511628211ull
-
 static inline void whash_init(whash *w) {
-  w->h = FNV_OFFSET;
+  w->h = SG_FNV1A64_INIT;
   w->n = 0;
   w->sep_pending = false;
 }
@@ -90,10 +89,10 @@ static inline void whash_byte(whash *w, unsigned char c) {
     return;
   }
   if (w->sep_pending) {
-    w->h = (w->h ^ ' ') * FNV_PRIME;
+    w->h = sg_fnv1a64_byte(w->h, ' ');
     w->sep_pending = false;
   }
-  w->h = (w->h ^ c) * FNV_PRIME;
+  w->h = sg_fnv1a64_byte(w->h, c);
   w->n++;
 }
 
