@@ -6,10 +6,8 @@
 
 uint64_t sg_fnv1a64_update(uint64_t h, const void *data, size_t len) {
   const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= UINT64_C(0x100000001b3);
-  }
+  for (size_t i = 0; i < len; i++)
+    h = sg_fnv1a64_byte(h, p[i]);
   return h;
 }
 

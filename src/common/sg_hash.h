@@ -8,6 +8,14 @@
 #include <stdint.h>
 
 #define SG_FNV1A64_INIT UINT64_C(0xcbf29ce484222325)
+#define SG_FNV1A64_PRIME UINT64_C(0x100000001b3)
+
+/* h continued over one byte: for hashes built a byte at a time that skip
+ * or fold what they do not count (the trigger scanner's words, the evolve
+ * search's sources without whitespace). Start from SG_FNV1A64_INIT. */
+static inline uint64_t sg_fnv1a64_byte(uint64_t h, unsigned char c) {
+  return (h ^ c) * SG_FNV1A64_PRIME;
+}
 
 /* h continued over data: sg_fnv1a64_update(SG_FNV1A64_INIT, ...) first. */
 uint64_t sg_fnv1a64_update(uint64_t h, const void *data, size_t len);

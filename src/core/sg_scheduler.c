@@ -1,12 +1,15 @@
 /* sg_scheduler.c: the elastic device scheduler (Algorithm 2 of the SpecGen
- * paper), a pure state machine over requests and devices.
+ * paper), a pure state machine over requests and devices. This file holds
+ * the requests and the events; the queues are in sg_scheduler_queues.c,
+ * the devices and their split in sg_scheduler_devices.c, the shared state
+ * in sg_scheduler_priv.h.
  *
  * How it works. Every request lives in a table indexed by its id (ids are
  * dense and never reused, so a stale id from the runtime is recognised by its
  * state). A waiting request sits in one of four queues per workflow: (compile
  * | device) x (validate | profile). An iteration boundary empties the
  * workflow's queues; a request that leaves a queue another way (failed when
- * no device is left) stays in it until it reaches an end, where pick()
+ * no device is left) stays in it until it reaches an end, where the pick
  * drops it, so a pick skips each dead entry once. After every
  * event, dispatch() fills free compile slots and idle devices: a queue is
  * chosen round-robin across workflows, and within a workflow the validation
@@ -34,19 +37,13 @@
  * (each device records its request's workflow), touching no request but
  * the workflow's own.
  */
-#include "core/sg_scheduler.h"
+#include "core/sg_scheduler_priv.h"
 
 #include "common/sg_alloc.h"
-#include "core/sg_bitset.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { STAGE_COMPILE, STAGE_DEVICE, STAGE__COUNT };
-
-/* The part of a device that serves both phases (one live device). */
-#define PART_SHARED SG_PHASE__COUNT
 
 const char *sg_phase_name(sg_phase p) {
   static const char *const names[SG_PHASE__COUNT] = {"validate", "profile"};
@@ -84,109 +81,7 @@ void sg_sched_actions_free(sg_sched_actions *a) {
   memset(a, 0, sizeof *a);
 }
 
-/* ---- internal types ---------------------------------------------------- */
-
-typedef struct deque {
-  sg_req_id *v;
-  size_t head, tail, cap; /* live entries are v[head..tail) */
-} deque;
-
-typedef struct req {
-  sg_req_id id;
-  sg_sched_request r;
-  sg_req_state state;
-  int device;       /* while RUNNING */
-  int slot;         /* while COMPILING */
-  int retries;
-} req;
-
-typedef struct device {
-  sg_device_state state;
-  int part;                 /* sg_phase, or PART_SHARED */
-  sg_req_id req;            /* while BUSY */
-  uint32_t workflow;        /* while BUSY: its request's workflow, so an
-                               iteration boundary finds the workflow's
-                               running requests without reading each
-                               device's request (abort_workflow) */
-  int failures;             /* consecutive infra failures */
-} device;
-
-#define NPARTS (PART_SHARED + 1)
-
-typedef struct workflow {
-  uint32_t id;
-  uint32_t iteration;
-  bool done;
-  deque q[STAGE__COUNT][SG_PHASE__COUNT];
-} workflow;
-
-struct sg_scheduler {
-  sg_sched_opts o;
-  req *reqs;                /* reqs[id-1] */
-  size_t nreqs, capreqs;
-  device *dev;
-  sg_req_id *slots;         /* compile slots: the request compiling, or 0 */
-  workflow *wf;
-  size_t nwf, capwf;
-  size_t rr[STAGE__COUNT][SG_PHASE__COUNT]; /* last served workflow index */
-  size_t live;              /* requests not yet DONE/ABORTED/FAILED */
-  size_t waiting[SG_PHASE__COUNT];  /* live, not yet on a device */
-  size_t running[SG_PHASE__COUNT];
-  size_t nstate[SG_REQ__COUNT][SG_PHASE__COUNT]; /* requests per state */
-  int prof_target;          /* the wanted number of profiling devices */
-  int nlive;                /* devices not dead */
-  int npart[NPARTS];        /* live devices per part */
-  sg_bitset idle[NPARTS];      /* idle live devices, per part */
-  sg_bitset nonempty[STAGE__COUNT][SG_PHASE__COUNT]; /* workflow indices
-                               whose queue has entries (maybe dead ones) */
-  uint32_t *wf_index;       /* workflow id -> index + 1 (0: none) */
-  size_t nwf_index;
-  int64_t now;
-  sg_sched_stats st;
-};
-
-/* ---- deque -------------------------------------------------------------- */
-
-static size_t dq_len(const deque *d) { return d->tail - d->head; }
-
-static void dq_make_room(deque *d) {
-  if (d->head > 0 && d->tail == d->cap) {
-    memmove(d->v, d->v + d->head, dq_len(d) * sizeof *d->v);
-    d->tail -= d->head;
-    d->head = 0;
-  }
-  if (d->tail == d->cap) {
-    d->cap = d->cap ? d->cap * 2 : 8;
-    d->v = sg_realloc(d->v, d->cap * sizeof *d->v);
-  }
-}
-
-static void dq_push_back(deque *d, sg_req_id id) {
-  dq_make_room(d);
-  d->v[d->tail++] = id;
-}
-
-static void dq_push_front(deque *d, sg_req_id id) {
-  if (d->head == 0) {
-    dq_make_room(d);
-    memmove(d->v + 1, d->v, dq_len(d) * sizeof *d->v);
-    d->tail++;
-    d->v[0] = id;
-    return;
-  }
-  d->v[--d->head] = id;
-}
-
-static void dq_free(deque *d) { free(d->v); }
-
-
 /* ---- state setters (docs/style.md rule 13: one door per state machine) -- */
-
-static req *get_req(const sg_scheduler *s, sg_req_id id) {
-  if (id == 0 || id > s->nreqs)
-    return NULL;
-  return &s->reqs[id - 1];
-}
 
 static bool req_live(sg_req_state st) {
   return st == SG_REQ_COMPILE_WAIT || st == SG_REQ_COMPILING ||
@@ -239,51 +134,9 @@ static void req_set_state(sg_scheduler *s, req *r, sg_req_state to) {
   r->state = to;
 }
 
-static bool device_transition_ok(sg_device_state from, sg_device_state to) {
-  switch (to) {
-  case SG_DEVICE_IDLE:
-    return from == SG_DEVICE_BUSY;
-  case SG_DEVICE_BUSY:
-    return from == SG_DEVICE_IDLE;
-  case SG_DEVICE_DEAD:
-    return from != SG_DEVICE_DEAD;
-  default:
-    return false;
-  }
-}
-
-static void device_set_state(sg_scheduler *s, int d, sg_device_state to) {
-  device *dv = &s->dev[d];
-  assert(device_transition_ok(dv->state, to));
-  if (dv->state == SG_DEVICE_IDLE)
-    sg_bitset_clear(&s->idle[dv->part], (size_t)d);
-  if (to == SG_DEVICE_IDLE)
-    sg_bitset_set(&s->idle[dv->part], (size_t)d);
-  if (to == SG_DEVICE_DEAD) {
-    s->nlive--;
-    s->npart[dv->part]--;
-  }
-  dv->state = to;
-}
-
-/* Gives live device d a part, keeping the counts and idle sets true. */
-static void device_set_part(sg_scheduler *s, int d, int part) {
-  device *dv = &s->dev[d];
-  assert(dv->state != SG_DEVICE_DEAD);
-  if (dv->part == part)
-    return;
-  s->npart[dv->part]--;
-  s->npart[part]++;
-  if (dv->state == SG_DEVICE_IDLE) {
-    sg_bitset_clear(&s->idle[dv->part], (size_t)d);
-    sg_bitset_set(&s->idle[part], (size_t)d);
-  }
-  dv->part = part;
-}
-
 /* ---- helpers ------------------------------------------------------------- */
 
-static void emit(sg_sched_actions *out, const sg_sched_action *a) {
+void sched_emit(sg_sched_actions *out, const sg_sched_action *a) {
   if (out->n == out->cap) {
     out->cap = out->cap ? out->cap * 2 : 16;
     out->v = sg_realloc(out->v, out->cap * sizeof *out->v);
@@ -303,50 +156,8 @@ static void emit_req(sg_sched_actions *out, sg_sched_action_type type,
   a.device = device;
   a.was_compiling = was_compiling;
   a.candidate = r->r.candidate;
-  emit(out, &a);
+  sched_emit(out, &a);
 }
-
-/* Ids up to this many map through a table; larger ones (not used by the
- * runtimes, which number workflows from 0) fall back to a scan. */
-#define WF_INDEX_MAX (1u << 22)
-
-static workflow *find_wf(sg_scheduler *s, uint32_t id) {
-  if (id < WF_INDEX_MAX) {
-    if (id >= s->nwf_index || s->wf_index[id] == 0)
-      return NULL;
-    return &s->wf[s->wf_index[id] - 1];
-  }
-  for (size_t i = 0; i < s->nwf; i++)
-    if (s->wf[i].id == id)
-      return &s->wf[i];
-  return NULL;
-}
-
-static workflow *add_wf(sg_scheduler *s, uint32_t id, uint32_t iteration) {
-  if (s->nwf == s->capwf) {
-    s->capwf = s->capwf ? s->capwf * 2 : 8;
-    s->wf = sg_realloc(s->wf, s->capwf * sizeof *s->wf);
-  }
-  workflow *w = &s->wf[s->nwf++];
-  memset(w, 0, sizeof *w);
-  w->id = id;
-  w->iteration = iteration;
-  if (id < WF_INDEX_MAX) {
-    if (id >= s->nwf_index) {
-      size_t n = s->nwf_index ? s->nwf_index : 64;
-      while (n <= id)
-        n *= 2;
-      s->wf_index = sg_realloc(s->wf_index, n * sizeof *s->wf_index);
-      memset(s->wf_index + s->nwf_index, 0,
-             (n - s->nwf_index) * sizeof *s->wf_index);
-      s->nwf_index = n;
-    }
-    s->wf_index[id] = (uint32_t)s->nwf;
-  }
-  return w;
-}
-
-static int live_devices(const sg_scheduler *s) { return s->nlive; }
 
 /* Advances the clock. Busy device time is the integral of the running
  * counts (a running request holds exactly one device), so it is added
@@ -363,163 +174,6 @@ static void sample_peaks(sg_scheduler *s) {
   for (int p = 0; p < SG_PHASE__COUNT; p++)
     if (s->waiting[p] > s->st.peak_queued[p])
       s->st.peak_queued[p] = s->waiting[p];
-}
-
-int sg_scheduler_split(int g, size_t lv, size_t lp) {
-  assert(g >= 1);
-  if (g == 1)
-    return 0; /* one device: shared by both parts */
-  long long prof;
-  if (lv == 0 && lp == 0) {
-    prof = g / 2; /* even split; validation gets the odd device */
-  } else {
-    /* round(G*Lp/(Lv+Lp)), half up, in integers: floor((2*G*Lp + L)/(2L)) */
-    unsigned long long L = (unsigned long long)lv + lp;
-    prof = (long long)((2ull * (unsigned long long)g * lp + L) / (2ull * L));
-  }
-  if (prof < 1)
-    prof = 1;
-  if (prof > g - 1)
-    prof = g - 1;
-  return (int)prof;
-}
-
-/* Gives the live devices parts so that `target` of them profile, moving as
- * few as possible and idle ones first (a busy one switches after its run). */
-static void assign_parts(sg_scheduler *s) {
-  int g = live_devices(s);
-  if (g == 0)
-    return;
-  if (g == 1) {
-    for (int d = 0; d < s->o.devices; d++)
-      if (s->dev[d].state != SG_DEVICE_DEAD)
-        device_set_part(s, d, PART_SHARED);
-    return;
-  }
-  if (s->prof_target < 1)
-    s->prof_target = 1;
-  if (s->prof_target > g - 1)
-    s->prof_target = g - 1;
-  /* A device leaving shared mode (a device came back or g grew) needs a part:
-   * give it validation first; the balancing below fixes the counts. */
-  int prof = 0;
-  for (int d = 0; d < s->o.devices; d++) {
-    device *dv = &s->dev[d];
-    if (dv->state == SG_DEVICE_DEAD)
-      continue;
-    if (dv->part == PART_SHARED)
-      device_set_part(s, d, SG_PHASE_VALIDATE);
-    prof += dv->part == SG_PHASE_PROFILE;
-  }
-  /* Two passes: idle devices first, then busy ones. Profiling gathers at
-   * the high indices: validation->profiling takes the highest index first,
-   * profiling->validation the lowest (deterministic, and a fresh pool reads
-   * "validation devices, then profiling devices"). */
-  for (int pass = 0; pass < 2 && prof != s->prof_target; pass++) {
-    sg_device_state want = pass == 0 ? SG_DEVICE_IDLE : SG_DEVICE_BUSY;
-    if (prof > s->prof_target) {
-      for (int d = 0; d < s->o.devices && prof > s->prof_target; d++)
-        if (s->dev[d].state == want && s->dev[d].part == SG_PHASE_PROFILE) {
-          device_set_part(s, d, SG_PHASE_VALIDATE);
-          prof--;
-        }
-    } else {
-      for (int d = s->o.devices - 1; d >= 0 && prof < s->prof_target; d--)
-        if (s->dev[d].state == want && s->dev[d].part == SG_PHASE_VALIDATE) {
-          device_set_part(s, d, SG_PHASE_PROFILE);
-          prof++;
-        }
-    }
-  }
-  assert(prof == s->prof_target);
-}
-
-static void part_counts(const sg_scheduler *s, int *nv, int *np) {
-  *nv = s->npart[SG_PHASE_VALIDATE] + s->npart[PART_SHARED];
-  *np = s->npart[SG_PHASE_PROFILE] + s->npart[PART_SHARED];
-}
-
-/* The re-split is pool-wide, but the store keeps a decision under a
- * workflow: the action names the workflow (and iteration) whose event
- * caused it, which is live then, never a fixed one that may have ended. */
-static void emit_resplit(sg_scheduler *s, uint32_t workflow, uint32_t iteration,
-                         sg_sched_actions *out) {
-  sg_sched_action a;
-  memset(&a, 0, sizeof a);
-  a.type = SG_SACT_RESPLIT;
-  a.workflow = workflow;
-  a.iteration = iteration;
-  a.device = -1;
-  part_counts(s, &a.validate_devices, &a.profile_devices);
-  emit(out, &a);
-}
-
-/* Pops the next live entry of workflow i's queue, or NULL when it holds
- * none (dead entries are dropped on the way). Keeps the non-empty set. */
-static req *pop_live(sg_scheduler *s, size_t i, int stage, sg_phase phase,
-                     sg_req_state want, bool lifo) {
-  deque *q = &s->wf[i].q[stage][phase];
-  while (dq_len(q) > 0) {
-    sg_req_id id = lifo ? q->v[q->tail - 1] : q->v[q->head];
-    if (lifo)
-      q->tail--;
-    else
-      q->head++;
-    req *r = get_req(s, id);
-    assert(r != NULL);
-    if (r->state != want)
-      continue; /* aborted or failed while queued */
-    if (dq_len(q) == 0)
-      sg_bitset_clear(&s->nonempty[stage][phase], i);
-    return r;
-  }
-  sg_bitset_clear(&s->nonempty[stage][phase], i);
-  return NULL;
-}
-
-/* The next request of one queue: round-robin across workflows, then LIFO or
- * FIFO within the workflow's queue. Dead entries at the ends are dropped.
- * Only workflows whose queue has entries are visited, in the order a scan
- * from the one after the last served would visit them. */
-static req *pick(sg_scheduler *s, int stage, sg_phase phase) {
-  sg_req_state want = stage == STAGE_COMPILE ? SG_REQ_COMPILE_WAIT
-                                             : SG_REQ_DEVICE_WAIT;
-  if (s->nstate[want][phase] == 0)
-    return NULL; /* nothing waits: skip the scan over workflows */
-  bool lifo = phase == SG_PHASE_VALIDATE && s->o.validate_lifo;
-  const sg_bitset *ne = &s->nonempty[stage][phase];
-  size_t nwf = s->nwf;
-  /* Workflows that joined since the last pick are at the end, so they wait
-   * at most one round too. rr starts as (size_t)-1: the first pick starts
-   * at 0. */
-  size_t start = s->rr[stage][phase] + 1;
-  if (start >= nwf)
-    start = 0;
-  for (int round = 0; round < 2; round++) {
-    size_t end = round == 0 ? nwf : start;
-    for (size_t i = sg_bitset_next(ne, round == 0 ? start : 0); i < end;
-         i = sg_bitset_next(ne, i + 1)) {
-      req *r = pop_live(s, i, stage, phase, want, lifo);
-      if (r != NULL) {
-        s->rr[stage][phase] = i;
-        return r;
-      }
-    }
-  }
-  return NULL;
-}
-
-static void enqueue(sg_scheduler *s, req *r, int stage, bool front) {
-  workflow *w = find_wf(s, r->r.workflow);
-  assert(w != NULL);
-  deque *q = &w->q[stage][r->r.phase];
-  /* "front" means "served next": the back for a LIFO queue. */
-  bool lifo = r->r.phase == SG_PHASE_VALIDATE && s->o.validate_lifo;
-  if (front && !lifo)
-    dq_push_front(q, r->id);
-  else
-    dq_push_back(q, r->id);
-  sg_bitset_set(&s->nonempty[stage][r->r.phase], (size_t)(w - s->wf));
 }
 
 static void fail_req(sg_scheduler *s, req *r, sg_sched_actions *out) {
@@ -541,9 +195,9 @@ static void start_on_device(sg_scheduler *s, int d, req *r,
                             sg_sched_actions *out) {
   device *dv = &s->dev[d];
   assert(dv->state == SG_DEVICE_IDLE && dv->req == 0);
-  workflow *w = find_wf(s, r->r.workflow);
+  workflow *w = sched_find_wf(s, r->r.workflow);
   assert(w != NULL && !w->done && r->r.iteration == w->iteration);
-  device_set_state(s, d, SG_DEVICE_BUSY);
+  sched_device_set_state(s, d, SG_DEVICE_BUSY);
   dv->req = r->id;
   dv->workflow = r->r.workflow;
   r->device = d;
@@ -558,9 +212,9 @@ static void dispatch(sg_scheduler *s, sg_sched_actions *out) {
   for (int slot = 0; slot < s->o.compile_slots; slot++) {
     if (s->slots[slot] != 0)
       continue;
-    req *r = pick(s, STAGE_COMPILE, SG_PHASE_PROFILE);
+    req *r = sched_pick(s, STAGE_COMPILE, SG_PHASE_PROFILE);
     if (r == NULL)
-      r = pick(s, STAGE_COMPILE, SG_PHASE_VALIDATE);
+      r = sched_pick(s, STAGE_COMPILE, SG_PHASE_VALIDATE);
     if (r == NULL)
       break;
     s->slots[slot] = r->id;
@@ -576,11 +230,11 @@ static void dispatch(sg_scheduler *s, sg_sched_actions *out) {
     while ((d = sg_bitset_next(&s->idle[part], d)) != SIZE_MAX) {
       req *r;
       if (part == PART_SHARED) {
-        r = pick(s, STAGE_DEVICE, SG_PHASE_PROFILE);
+        r = sched_pick(s, STAGE_DEVICE, SG_PHASE_PROFILE);
         if (r == NULL)
-          r = pick(s, STAGE_DEVICE, SG_PHASE_VALIDATE);
+          r = sched_pick(s, STAGE_DEVICE, SG_PHASE_VALIDATE);
       } else {
-        r = pick(s, STAGE_DEVICE, (sg_phase)part);
+        r = sched_pick(s, STAGE_DEVICE, (sg_phase)part);
       }
       if (r == NULL)
         break; /* this part's queue is empty: so for its later devices */
@@ -598,7 +252,7 @@ static void dispatch(sg_scheduler *s, sg_sched_actions *out) {
     sg_phase other = part == SG_PHASE_VALIDATE ? SG_PHASE_PROFILE : SG_PHASE_VALIDATE;
     size_t d = 0;
     while ((d = sg_bitset_next(&s->idle[part], d)) != SIZE_MAX) {
-      req *r = pick(s, STAGE_DEVICE, other);
+      req *r = sched_pick(s, STAGE_DEVICE, other);
       if (r == NULL)
         break;
       start_on_device(s, (int)d, r, out);
@@ -650,7 +304,7 @@ int sg_scheduler_new(const sg_sched_opts *opts, sg_scheduler **out,
   s->prof_target = opts->static_profile_devices >= 0
                        ? opts->static_profile_devices
                        : sg_scheduler_split(opts->devices, 0, 0);
-  assign_parts(s);
+  sched_assign_parts(s);
   *out = s;
   return 0;
 }
@@ -661,7 +315,7 @@ void sg_scheduler_free(sg_scheduler *s) {
   for (size_t i = 0; i < s->nwf; i++)
     for (int st = 0; st < STAGE__COUNT; st++)
       for (int p = 0; p < SG_PHASE__COUNT; p++)
-        dq_free(&s->wf[i].q[st][p]);
+        sched_dq_free(&s->wf[i].q[st][p]);
   free(s->wf);
   free(s->reqs);
   free(s->dev);
@@ -683,9 +337,9 @@ int sg_scheduler_submit(sg_scheduler *s, const sg_sched_request *rq,
     return sg_err_set(err, SG_EINVAL, "scheduler: bad phase %d",
                       (int)rq->phase);
   set_now(s, now_us);
-  workflow *w = find_wf(s, rq->workflow);
+  workflow *w = sched_find_wf(s, rq->workflow);
   if (w == NULL)
-    w = add_wf(s, rq->workflow, rq->iteration);
+    w = sched_add_wf(s, rq->workflow, rq->iteration);
   if (w->done)
     return sg_err_set(err, SG_ESTATE, "scheduler: workflow %u is done",
                       rq->workflow);
@@ -716,7 +370,7 @@ int sg_scheduler_submit(sg_scheduler *s, const sg_sched_request *rq,
     fail_req(s, r, out);
     return 0;
   }
-  enqueue(s, r, rq->needs_compile ? STAGE_COMPILE : STAGE_DEVICE, false);
+  sched_enqueue(s, r, rq->needs_compile ? STAGE_COMPILE : STAGE_DEVICE, false);
   dispatch(s, out);
   return 0;
 }
@@ -743,7 +397,7 @@ int sg_scheduler_compiled(sg_scheduler *s, sg_req_id id, bool ok,
     fail_req(s, r, out);
   } else {
     req_set_state(s, r, SG_REQ_DEVICE_WAIT);
-    enqueue(s, r, STAGE_DEVICE, false);
+    sched_enqueue(s, r, STAGE_DEVICE, false);
   }
   dispatch(s, out);
   return 0;
@@ -766,7 +420,7 @@ int sg_scheduler_device_done(sg_scheduler *s, sg_req_id id, bool infra_failure,
   assert(dv->state == SG_DEVICE_BUSY && dv->req == id);
   dv->req = 0;
   r->device = -1;
-  device_set_state(s, d, SG_DEVICE_IDLE);
+  sched_device_set_state(s, d, SG_DEVICE_IDLE);
   if (!infra_failure) {
     dv->failures = 0;
     req_set_state(s, r, SG_REQ_DONE);
@@ -776,22 +430,22 @@ int sg_scheduler_device_done(sg_scheduler *s, sg_req_id id, bool infra_failure,
   }
   s->st.infra_failures++;
   if (++dv->failures >= s->o.max_infra_failures) {
-    device_set_state(s, d, SG_DEVICE_DEAD);
+    sched_device_set_state(s, d, SG_DEVICE_DEAD);
     s->st.dead_devices++;
     sg_sched_action a;
     memset(&a, 0, sizeof a);
     a.type = SG_SACT_DEVICE_DEAD;
     a.device = d;
-    emit(out, &a);
-    assign_parts(s);
+    sched_emit(out, &a);
+    sched_assign_parts(s);
     if (live_devices(s) > 0)
-      emit_resplit(s, r->r.workflow, r->r.iteration, out);
+      sched_emit_resplit(s, r->r.workflow, r->r.iteration, out);
   }
   req_set_state(s, r, SG_REQ_DEVICE_WAIT);
   if (++r->retries > s->o.max_retries || live_devices(s) == 0) {
     fail_req(s, r, out);
   } else {
-    enqueue(s, r, STAGE_DEVICE, true); /* retried next: it waited already */
+    sched_enqueue(s, r, STAGE_DEVICE, true); /* retried next: it waited already */
   }
   fail_stranded(s, out);
   dispatch(s, out);
@@ -804,7 +458,7 @@ static void abort_one(sg_scheduler *s, req *r, sg_sched_actions *out) {
   if (r->state == SG_REQ_RUNNING) {
     device = r->device;
     s->dev[device].req = 0;
-    device_set_state(s, device, SG_DEVICE_IDLE);
+    sched_device_set_state(s, device, SG_DEVICE_IDLE);
     r->device = -1;
   } else if (r->state == SG_REQ_COMPILING) {
     was_compiling = true;
@@ -851,10 +505,10 @@ int sg_scheduler_iteration_boundary(sg_scheduler *s, uint32_t workflow_id,
                                     uint32_t next_iteration, int64_t now_us,
                                     sg_sched_actions *out, sg_err *err) {
   set_now(s, now_us);
-  workflow *w = find_wf(s, workflow_id);
+  workflow *w = sched_find_wf(s, workflow_id);
   bool fresh = w == NULL;
   if (fresh)
-    w = add_wf(s, workflow_id, next_iteration);
+    w = sched_add_wf(s, workflow_id, next_iteration);
   if (w->done)
     return sg_err_set(err, SG_ESTATE, "scheduler: workflow %u is done",
                       workflow_id);
@@ -875,8 +529,8 @@ int sg_scheduler_iteration_boundary(sg_scheduler *s, uint32_t workflow_id,
       s->st.resplits++;
       if (target != s->prof_target) {
         s->prof_target = target;
-        assign_parts(s);
-        emit_resplit(s, workflow_id, next_iteration, out);
+        sched_assign_parts(s);
+        sched_emit_resplit(s, workflow_id, next_iteration, out);
       }
     }
     for (int p = 0; p < SG_PHASE__COUNT; p++)
@@ -891,11 +545,11 @@ int sg_scheduler_workflow_done(sg_scheduler *s, uint32_t workflow_id,
                                sg_err *err) {
   set_now(s, now_us);
   (void)err;
-  workflow *w = find_wf(s, workflow_id);
+  workflow *w = sched_find_wf(s, workflow_id);
   /* Done before it submitted anything (a resumed workflow whose budget was
    * spent at start): known from now on, as done. */
   if (w == NULL)
-    w = add_wf(s, workflow_id, 0);
+    w = sched_add_wf(s, workflow_id, 0);
   if (w->done)
     return 0;
   abort_workflow(s, w, out);
@@ -910,47 +564,8 @@ void sg_scheduler_tick(sg_scheduler *s, int64_t now_us,
   set_now(s, now_us);
 }
 
-void sg_scheduler_capacity(const sg_scheduler *s, sg_sched_capacity *c) {
-  memset(c, 0, sizeof *c);
-  part_counts(s, &c->validate_devices, &c->profile_devices);
-  c->queued_validate = (int)s->waiting[SG_PHASE_VALIDATE];
-  c->queued_profile = (int)s->waiting[SG_PHASE_PROFILE];
-  long lv = (long)s->waiting[SG_PHASE_VALIDATE] +
-            (long)s->running[SG_PHASE_VALIDATE];
-  long lp = (long)s->waiting[SG_PHASE_PROFILE] +
-            (long)s->running[SG_PHASE_PROFILE];
-  long fv, fp;
-  if (live_devices(s) == 1) {
-    fv = fp = 1 - (lv + lp); /* one shared device */
-  } else if (s->o.work_conserving && !s->o.split_capacity) {
-    fv = fp = live_devices(s) - (lv + lp); /* every device serves both */
-  } else {
-    fv = c->validate_devices - lv;
-    fp = c->profile_devices - lp;
-  }
-  c->free_validate = fv > 0 ? (int)fv : 0;
-  c->free_profile = fp > 0 ? (int)fp : 0;
-}
-
 void sg_scheduler_stats(const sg_scheduler *s, sg_sched_stats *st) {
   *st = s->st;
-}
-
-int sg_scheduler_devices(const sg_scheduler *s) { return s->o.devices; }
-
-sg_device_state sg_scheduler_device_state(const sg_scheduler *s, int device) {
-  assert(device >= 0 && device < s->o.devices);
-  return s->dev[device].state;
-}
-
-sg_req_id sg_scheduler_device_request(const sg_scheduler *s, int device) {
-  assert(device >= 0 && device < s->o.devices);
-  return s->dev[device].req;
-}
-
-sg_phase sg_scheduler_device_part(const sg_scheduler *s, int device) {
-  assert(device >= 0 && device < s->o.devices);
-  return (sg_phase)s->dev[device].part;
 }
 
 int sg_scheduler_request_state(const sg_scheduler *s, sg_req_id id,

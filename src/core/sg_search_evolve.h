@@ -89,6 +89,13 @@ void sg_evolve_opts_default(sg_evolve_opts *o);
  * ratios that sum above 1 or a grid above SG_EVOLVE_MAX_CELLS cells. */
 int sg_evolve_opts_parse(sg_evolve_opts *o, const char *arg, sg_err *err);
 
+/* SG_EINVAL naming the option out of its range. */
+int sg_evolve_opts_check(const sg_evolve_opts *o, sg_err *err);
+/* The bins of dimension d; the cells of an island's grid (their product
+ * over the dimensions chosen). */
+uint32_t sg_evolve_dim_bins(const sg_evolve_opts *o, sg_evolve_dim d);
+uint64_t sg_evolve_opts_cells(const sg_evolve_opts *o);
+
 typedef struct sg_evolve sg_evolve;
 
 /* A database for o (checked as parse does); free with sg_evolve_free. */

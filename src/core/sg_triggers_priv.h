@@ -3,6 +3,7 @@
  * The scanner is one state struct and several byte machines, one file each:
  *   sg_triggers.c        lifecycle, emitting, sentences, the feeding loop
  *   sg_triggers_match.c  the keyword automaton and the symbol normaliser
+ *   sg_triggers_patterns.c  the keyword table the automaton is built from
  *   sg_triggers_code.c   C/CUDA kernels and fenced blocks
  *   sg_triggers_py.c     Triton kernels (an @triton.jit-decorated def)
  * Nothing here is part of the public API (sg_triggers.h).
@@ -11,6 +12,8 @@
 #define SG_TRIGGERS_PRIV_H
 
 #include "core/sg_triggers.h"
+
+#include "common/sg_hash.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +29,15 @@ enum { KIND_DESIGN, KIND_PHRASE, KIND_SELFTALK };
 typedef struct pattern {
   unsigned char kind, flags, len;
 } pattern;
+
+/* A pattern as written (sg_triggers_patterns.c): a KIND_* and its text. */
+typedef struct trig_pattern_src {
+  unsigned char kind;
+  const char *text;
+} trig_pattern_src;
+
+extern const trig_pattern_src trig_patterns[];
+extern const size_t trig_npatterns;
 
 
 enum { LINE_START, LINE_TICKS, LINE_INFO, LINE_CLOSE_WS, LINE_REST };
@@ -50,20 +62,17 @@ enum {
 #define SYM_DIGIT '0'
 #define SYM_DIGIT2 '1'         /* a run's second digit */
 
-/* FNV-1a over "words": runs of non-whitespace joined by one separator,
- * leading and trailing whitespace ignored, so re-indented or re-wrapped
- * copies of a block (or sentence) hash alike. */
+/* FNV-1a (common/sg_hash.h) over "words": runs of non-whitespace joined by
+ * one separator, leading and trailing whitespace ignored, so re-indented or
+ * re-wrapped copies of a block (or sentence) hash alike. */
 typedef struct whash {
   uint64_t h;
   uint64_t n;        /* bytes hashed */
   bool sep_pending;
 } whash;
 
-#define FNV_OFFSET 1469598103934665603ull
-#define FNV_PRIME 1099511628211ull
-
 static inline void whash_init(whash *w) {
-  w->h = FNV_OFFSET;
+  w->h = SG_FNV1A64_INIT;
   w->n = 0;
   w->sep_pending = false;
 }
@@ -80,10 +89,10 @@ static inline void whash_byte(whash *w, unsigned char c) {
     return;
   }
   if (w->sep_pending) {
-    w->h = (w->h ^ ' ') * FNV_PRIME;
+    w->h = sg_fnv1a64_byte(w->h, ' ');
     w->sep_pending = false;
   }
-  w->h = (w->h ^ c) * FNV_PRIME;
+  w->h = sg_fnv1a64_byte(w->h, c);
   w->n++;
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
+#include "common/sg_hash.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -69,12 +70,7 @@ size_t sg_kv_mem_class(size_t n) {
   return c;
 }
 
-static uint64_t key_hash(const char *k, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)k[i]) * 1099511628211ull;
-  return h;
-}
+static uint64_t key_hash(const char *k, size_t n) { return sg_fnv1a64(k, n); }
 
 static entry *find(const sg_kv_mem *m, const char *k, size_t n, uint64_t h) {
   for (entry *e = m->buckets[h & (m->nbuckets - 1)]; e; e = e->hnext)

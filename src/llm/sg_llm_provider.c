@@ -24,6 +24,7 @@
 #include "llm/sg_llm_provider.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_hash.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -308,10 +309,7 @@ bool sg_llm_is_uuid(const char *s) {
 }
 
 static uint64_t fnv1a(const char *s, uint64_t h) {
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3ULL;
-  }
+  h = sg_fnv1a64_update(h, s, strlen(s));
   /* A final mix so names differing in their last byte differ everywhere. */
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
@@ -325,7 +323,7 @@ void sg_llm_request_uuid(const char *id, char out[37]) {
     return;
   }
   const char *s = id ? id : "";
-  uint64_t hi = fnv1a(s, 0xcbf29ce484222325ULL);
+  uint64_t hi = fnv1a(s, SG_FNV1A64_INIT);
   uint64_t lo = fnv1a(s, 0x84222325cbf29ce4ULL ^ hi);
   hi = (hi & ~0xf000ULL) | 0x4000ULL;                  /* version 4 */
   lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL; /* variant 10 */
