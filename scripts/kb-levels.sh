@@ -41,7 +41,8 @@ for l in $levels; do
     t0=$(date +%s.%N)
     limit=${KB_LIMIT_S:-290}
     [ "$mode" = wrong ] && limit=${KB_LIMIT_WRONG_S:-$limit}
-    timeout "$limit" "$specgen" bench "$kb/level$l" --self-check "$mode" --json \
+    # at the limit bench ends the row in flight and prints what it has
+    timeout -k 60 "$limit" "$specgen" bench "$kb/level$l" --self-check "$mode" --json \
       --runs "${KB_RUNS:-10}" --warmups "${KB_WARMUPS:-2}" \
       >"$out/level$l-$mode.json" 2>>"$log"
     rc=$?
