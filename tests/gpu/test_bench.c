@@ -294,6 +294,8 @@ static void put_fakes(const char *d, const char *after_go) {
       " --go-fd) fd=$2; shift;; esac; shift; done\n"
       "echo \"start $task\" >> $FAKE_DIR/log\n"
       "echo $$ >> $FAKE_DIR/pids\n"
+      "[ -n \"$SPECGEN_SHM_DIR\" ] && touch $SPECGEN_SHM_DIR/torch_$$_1_0 "
+      "$SPECGEN_SHM_DIR/cuda.shm.0.$(printf %%x $$).1\n"
       "printf R >&$fd\n"
       "read -r seed path <&$fd || exit 4\n"
       "printf G >&$fd\n"
@@ -384,7 +386,8 @@ static bool runs(pid_t pid) {
  * The stand-in runner of diag_matmul never answers. */
 static void stopped_once(const char *d, bool group) {
   char *cmd = sg_asprintf(
-      "cd %s && rm -rf log pids out.json xdg; FAKE_DIR=%s SPECGEN_NVCC=%s/nvcc "
+      "cd %s && rm -rf log pids out.json xdg shm && mkdir shm; SPECGEN_SHM_DIR=$PWD/shm "
+      "FAKE_DIR=%s SPECGEN_NVCC=%s/nvcc "
       "SPECGEN_CUDA_RUNNER=%s/runner XDG_CACHE_HOME=%s/xdg SPECGEN_TASKS_DIR=%s/tasks "
       "setsid %s bench cuda/hinge_loss cuda/diag_matmul cuda/mlp --examples ok-reference "
       "--devices cuda:0 --json 2>/dev/null > out.json & p=$!; "
@@ -426,6 +429,10 @@ static void stopped_once(const char *d, bool group) {
   }
   SG_CHECK_MSG(n >= 2, "the runners' pids:\n%s", pids ? pids : "");
   free(pids);
+  /* nor their CUDA IPC files, the killed ones' too */
+  cmd = sg_asprintf("test -z \"$(ls -A %s/shm)\"", d);
+  SG_CHECK_MSG(system(cmd) == 0, "files left: %s", cmd);
+  free(cmd);
 }
 
 static void test_stopped_bench_reports(void) {
