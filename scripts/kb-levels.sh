@@ -14,7 +14,8 @@
 # PyTorch and a CUDA device. KB_RUNS and KB_WARMUPS set the timed and
 # warm-up runs (default 10 and 2), KB_LIMIT_S bounds each bench call
 # (default 290 s), KB_LIMIT_WRONG_S the wrong candidates' (default
-# KB_LIMIT_S). Output in $OUT (default kb-levels-out/):
+# KB_LIMIT_S); KB_MODES="same" or "wrong" runs one of the two. Output in
+# $OUT (default kb-levels-out/):
 #   level<N>-same.json level<N>-wrong.json level<N>.log table.md
 set -uo pipefail
 if [ $# -lt 1 ] || [ ! -d "$1" ]; then
@@ -36,12 +37,13 @@ status=0
 for l in $levels; do
   log="$out/level$l.log"
   : >"$log"
-  for mode in same wrong; do
+  for mode in ${KB_MODES:-same wrong}; do
     before=$(ls /dev/shm | sort)
     t0=$(date +%s.%N)
     limit=${KB_LIMIT_S:-290}
     [ "$mode" = wrong ] && limit=${KB_LIMIT_WRONG_S:-$limit}
-    timeout "$limit" "$specgen" bench "$kb/level$l" --self-check "$mode" --json \
+    # at the limit bench ends the row in flight and prints what it has
+    timeout -k 60 "$limit" "$specgen" bench "$kb/level$l" --self-check "$mode" --json \
       --runs "${KB_RUNS:-10}" --warmups "${KB_WARMUPS:-2}" \
       >"$out/level$l-$mode.json" 2>>"$log"
     rc=$?

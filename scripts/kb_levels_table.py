@@ -4,10 +4,12 @@ DIR/level<N>-same.json and DIR/level<N>-wrong.json (specgen bench --json
 with --self-check same and wrong), as Markdown: per level the self-check's
 ok count and speedup band, the wrong candidates caught, the validation
 times (each row's run stage), and every task that missed with its status
-and message. A bench call stopped by its time limit prints no JSON: its
-rows are then read from its progress lines in DIR/level<N>.log ("[k/n]
-TASK: status 1.02x (KernelBench: ok), T s"), with no validation times or
-messages, and the table says "(partial)"."""
+and message. A bench call stopped by its time limit still prints its JSON,
+the rows it did not reach as not_run: the table counts the rows reached
+and says "(partial)". Where no JSON came (a bench killed outright), the
+rows are read from its progress lines in DIR/level<N>.log ("[k/n] TASK:
+status 1.02x (KernelBench: ok), T s"), with no validation times or
+messages."""
 
 import glob
 import json
@@ -55,6 +57,15 @@ def from_log(d, lv, mode):
     return {"rows": calls[k], "partial": totals[k]}
 
 
+def reached(call):
+    """The rows a bench call reached; a call stopped before its end says
+    how many it had ("partial")."""
+    rows = [r for r in call["rows"] if r["status"] != "not_run"]
+    if len(rows) < len(call["rows"]):
+        return {"rows": rows, "partial": len(call["rows"])}
+    return call
+
+
 def median(v):
     v = sorted(v)
     n = len(v)
@@ -78,6 +89,7 @@ def main(d):
     for lv in levels:
         same = load(os.path.join(d, "level%d-same.json" % lv)) or from_log(d, lv, "same")
         wrong = load(os.path.join(d, "level%d-wrong.json" % lv)) or from_log(d, lv, "wrong")
+        same, wrong = (reached(c) if c else None for c in (same, wrong))
         cells = ["%d" % lv]
         if same:
             rows = same["rows"]

@@ -152,6 +152,22 @@ DOMAIN_SCALES = (1.0, 1e-3, 1e3)
 ATOL_CAP = 1e-2
 
 
+def kb_surely_ok(s, rtol):
+    """Whether KernelBench's check (atol = rtol = 1e-2) passes one output,
+    from specgen's comparison s (harness._stats with rtol) alone, without a
+    second pass over the output: with the same rtol, an element outside
+    KernelBench's tolerance has |c - r| - rtol*|r| > KB_ATOL, so max_excess
+    clearly below KB_ATOL (by more than float32's rounding of values the
+    size of the output's) and no NaN or infinity mean every element
+    passes. False: count them (a task near the edge, or another rtol)."""
+    if rtol != KB_RTOL or s["unwritten"] or s["ref_nonfinite"]:
+        return False
+    ex, m = s["max_excess"], s["max_ref"]
+    if not (math.isfinite(ex) and math.isfinite(m)):
+        return False
+    return ex + 1e-6 * (m * KB_RTOL + KB_ATOL + s["max_abs"]) < KB_ATOL
+
+
 def specgen_atol(atol, m, m0):
     """specgen's absolute tolerance for one output of one trial: the task's
     atol scaled by the reference's magnitude m (its largest absolute value)

@@ -10,12 +10,14 @@
 #include "eval/sg_cuda_ahead.h"
 #include "eval/sg_eval.h"
 #include "eval/sg_eval_prefetch.h"
+#include "eval/sg_sandbox.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,8 @@ static void usage(FILE *out) {
           "times) and a summary with the count of every status printed. Exit status:\n"
           "0 when every evaluation completed, whatever the candidates' statuses; 1 when\n"
           "one was not evaluated or came out infra_error; 2 for bad usage or unknown\n"
-          "tasks.\n"
+          "tasks. Stopped by SIGTERM or SIGINT (a time limit, ^C), it ends the row in\n"
+          "flight and still prints the table, the rows not reached as not_run.\n"
           "\n"
           "TASKS, each one of:\n"
           "  paper                   the paper's T1-T20 (the built-in cuda tasks)\n"
@@ -129,11 +132,19 @@ static void finish_compile(compile_slot *c) {
                                   c->err_msg ? c->err_msg : "not started");
 }
 
+/* The signal that stopped the bench (SIGTERM, SIGINT): the parent still
+ * reports the rows its workers finished; the rest are not_run. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
 /* A worker's life: the rows i with i % ndev == d, compiles running ahead;
  * since each row is another task, the next row's runner is started ahead
- * (sg_eval_expect) while a row runs. */
+ * (sg_eval_expect) while a row runs. SIGTERM or SIGINT kills the row in
+ * flight (sg_sandbox_abort_install), which is then not reported, and the
+ * worker ends as after its last row: compiles finished, runners ended. */
 static _Noreturn void work(sg_bench *b, const sg_eval_opts *base, const char *dev,
-                           int d, int ndev, int ahead, int fd) {
+                           int d, int ndev, int ahead, int fd, const sigset_t *mask) {
   size_t *mine = sg_calloc(b->n + 1, sizeof *mine);
   size_t n = 0;
   for (size_t i = 0; i < b->n; i++)
@@ -143,9 +154,12 @@ static _Noreturn void work(sg_bench *b, const sg_eval_opts *base, const char *de
   char **devs = sg_calloc(n + 1, sizeof *devs);
   for (size_t k = 0; k < n; k++)
     devs[k] = device_for(b->rows[mine[k]].task, dev);
+  sg_sandbox_abort_install(SIGTERM);
+  sg_sandbox_abort_install(SIGINT);
+  sigprocmask(SIG_SETMASK, mask, NULL);
   sg_cuda_ahead_use(true);
-  size_t next = 0;
-  for (size_t k = 0; k < n; k++) {
+  size_t next = 0, k = 0;
+  for (; k < n && !sg_sandbox_aborted(); k++) {
     while (next < n && next < k + (size_t)ahead) {
       sg_bench_row *r = &b->rows[mine[next]];
       compile_slot *c = &cs[next];
@@ -182,6 +196,8 @@ static _Noreturn void work(sg_bench *b, const sg_eval_opts *base, const char *de
       c->rc = sg_eval_run(r->task, &c->build, &o, &c->res, &c->err);
       wall += sg_clock_now_s() - t1;
     }
+    if (sg_sandbox_aborted()) /* cut off: its outcome is the signal's */
+      break;
     json_t *j = json_pack("{s:I, s:i, s:s, s:f}", "row", (json_int_t)mine[k], "rc", c->rc,
                           "error", c->err.msg, "wall_s", wall);
     json_object_set_new(j, "result", sg_eval_result_to_json(&c->res));
@@ -190,6 +206,13 @@ static _Noreturn void work(sg_bench *b, const sg_eval_opts *base, const char *de
     sg_eval_build_free(&c->build);
     free(c->src);
     free(c->err_msg);
+  }
+  for (; k < next; k++) { /* compiles started ahead of an abort: reaped */
+    finish_compile(&cs[k]);
+    sg_eval_result_free(&cs[k].res);
+    sg_eval_build_free(&cs[k].build);
+    free(cs[k].src);
+    free(cs[k].err_msg);
   }
   sg_cuda_ahead_use(false); /* ends the runners, removes their directories */
   _exit(0);
@@ -239,7 +262,13 @@ static void collect(sg_bench *b, worker *w, int nw) {
       }
     if (np == 0)
       break;
-    if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR)
+    if (stop_signal) { /* a signal for this process alone: passed on once */
+      for (int i = 0; i < nw; i++)
+        if (w[i].open)
+          kill(w[i].pid, SIGTERM);
+      stop_signal = 0;
+    }
+    if (poll(p, (nfds_t)np, 500) < 0 && errno != EINTR)
       break;
     for (int k = 0; k < np; k++) {
       if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -381,6 +410,12 @@ static void run_workers(sg_bench *b, const bench_args *a, char **devs, int ndev)
   worker w[64];
   memset(w, 0, sizeof w);
   int nw = 0;
+  /* blocked until each side has its handler: a stop is never lost */
+  sigset_t stops, old;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGINT);
+  sigprocmask(SIG_BLOCK, &stops, &old);
   for (int d = 0; d < ndev; d++) {
     int fds[2];
     if (pipe(fds))
@@ -388,7 +423,7 @@ static void run_workers(sg_bench *b, const bench_args *a, char **devs, int ndev)
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      work(b, &a->opts, devs[d], d, ndev, (int)a->jobs, fds[1]);
+      work(b, &a->opts, devs[d], d, ndev, (int)a->jobs, fds[1], &old);
     }
     close(fds[1]);
     if (pid < 0) {
@@ -401,6 +436,13 @@ static void run_workers(sg_bench *b, const bench_args *a, char **devs, int ndev)
     sg_buf_init(&w[nw].in, 0);
     nw++;
   }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop; /* no SA_RESTART: poll returns at once */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  sigprocmask(SIG_SETMASK, &old, NULL);
   collect(b, w, nw);
   for (int i = 0; i < nw; i++) {
     int st;

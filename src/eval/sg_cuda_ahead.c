@@ -11,6 +11,7 @@
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
+#include "eval/sg_shm.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -85,7 +86,8 @@ static char *key_text(int device, char *const argv[]) {
 }
 
 /* Ends a's runner (sg_sandbox_finish kills its group) into *out (NULL:
- * dropped) and frees the slot. */
+ * dropped) and frees the slot; a runner killed leaves its CUDA IPC files,
+ * which go with it (sg_shm.h). */
 static void slot_end(ahead *a, sg_sandbox_outcome *out, bool timed_out) {
   if (a->go_fd >= 0)
     close(a->go_fd);
@@ -93,7 +95,9 @@ static void slot_end(ahead *a, sg_sandbox_outcome *out, bool timed_out) {
   sg_sandbox_outcome tmp;
   sg_err err;
   sg_err_clear(&err);
+  int pid = sg_sandbox_pid(a->sb);
   sg_sandbox_finish(a->sb, timed_out, out ? out : &tmp, &err);
+  sg_shm_remove_owned(NULL, pid);
   if (!out)
     sg_sandbox_outcome_free(&tmp);
   a->sb = NULL;

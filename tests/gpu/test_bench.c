@@ -4,6 +4,7 @@
  * evaluator, so that it runs anywhere). */
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
+#include "common/sg_clock.h"
 #include "common/sg_file.h"
 #include "eval/sg_bench.h"
 #include "sg_test.h"
@@ -278,29 +279,47 @@ static void test_command(void) {
   free(d);
 }
 
+/* Stand-ins for nvcc and the runner in d (no GPU needed): the "compiler"
+ * copies the source, the "runner" speaks the go channel, logs its task
+ * ("start T", "go T") in d/log and its pid in d/pids, runs after_go (a
+ * shell line) and answers ok. */
+static void put_fakes(const char *d, const char *after_go) {
+  put_file(d, "nvcc",
+           "#!/bin/bash\n"
+           "while [ $# -gt 0 ]; do case $1 in -o) out=$2; shift;; esac; shift; done\n"
+           "echo lib > \"$out\"\n");
+  char *runner = sg_asprintf(
+      "#!/bin/bash\n"
+      "while [ $# -gt 0 ]; do case $1 in --task) task=${2##*/}; shift;;"
+      " --go-fd) fd=$2; shift;; esac; shift; done\n"
+      "echo \"start $task\" >> $FAKE_DIR/log\n"
+      "echo $$ >> $FAKE_DIR/pids\n"
+      "[ -n \"$SPECGEN_SHM_DIR\" ] && touch $SPECGEN_SHM_DIR/torch_$$_1_0 "
+      "$SPECGEN_SHM_DIR/cuda.shm.0.$(printf %%x $$).1\n"
+      "printf R >&$fd\n"
+      "read -r seed path <&$fd || exit 4\n"
+      "printf G >&$fd\n"
+      "echo \"go $task\" >> $FAKE_DIR/log\n"
+      "%s\n"
+      "printf '{\"status\":\"ok\",\"message\":\"fake\",\"ref_ms\":2,\"cand_ms\":1,"
+      "\"speedup\":2,\"go_wait_s\":0}' >&$SG_RESULT_FD\n",
+      after_go);
+  put_file(d, "runner", runner);
+  free(runner);
+  char *cmd = sg_asprintf("chmod +x %s/nvcc %s/runner", d, d);
+  SG_CHECK(system(cmd) == 0);
+  free(cmd);
+}
+
 /* On a device, every row is another task: while one row runs, the next
  * row's runner starts ahead (sg_eval_expect), and after the last none.
  * nvcc and the runner are stand-ins (no GPU needed): the "compiler" copies
  * the source, the "runner" speaks the go channel and logs its task. */
 static void test_runners_ahead_follow_the_rows(void) {
   char *d = tmp_dir("sg-bench-ahead");
-  put_file(d, "nvcc",
-           "#!/bin/bash\n"
-           "while [ $# -gt 0 ]; do case $1 in -o) out=$2; shift;; esac; shift; done\n"
-           "echo lib > \"$out\"\n");
-  put_file(d, "runner",
-           "#!/bin/bash\n"
-           "while [ $# -gt 0 ]; do case $1 in --task) task=${2##*/}; shift;;"
-           " --go-fd) fd=$2; shift;; esac; shift; done\n"
-           "echo \"start $task\" >> $FAKE_DIR/log\n"
-           "printf R >&$fd\n"
-           "read -r seed path <&$fd || exit 4\n"
-           "printf G >&$fd\n"
-           "echo \"go $task\" >> $FAKE_DIR/log\n"
-           "printf '{\"status\":\"ok\",\"message\":\"fake\",\"ref_ms\":2,\"cand_ms\":1,"
-           "\"speedup\":2,\"go_wait_s\":0}' >&$SG_RESULT_FD\n");
+  put_fakes(d, "");
   char *cmd = sg_asprintf(
-      "cd %s && chmod +x nvcc runner && FAKE_DIR=%s SPECGEN_NVCC=%s/nvcc "
+      "cd %s && FAKE_DIR=%s SPECGEN_NVCC=%s/nvcc "
       "SPECGEN_CUDA_RUNNER=%s/runner XDG_CACHE_HOME=%s/xdg SPECGEN_TASKS_DIR=%s/tasks "
       "%s bench cuda/hinge_loss cuda/diag_matmul cuda/mlp --examples ok-reference "
       "--devices cuda:0 --json 2>/dev/null > out.json",
@@ -347,7 +366,87 @@ static void test_runners_ahead_follow_the_rows(void) {
   free(d);
 }
 
+/* Whether pid runs (a zombie, ended but not yet reaped, does not). */
+static bool runs(pid_t pid) {
+  char path[64], *stat = NULL;
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  sg_err err;
+  if (sg_file_read(path, 4096, &stat, NULL, &err))
+    return false;
+  const char *paren = strrchr(stat, ')');
+  bool alive = paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+  free(stat);
+  return alive;
+}
+
+/* A bench stopped by SIGTERM (a time limit) still prints its JSON: the rows
+ * done, the row in flight and those after it not_run, exit status 1; and
+ * no runner outlives it. Once with the signal for the whole process group
+ * (what timeout(1) sends), once for the parent alone, which passes it on.
+ * The stand-in runner of diag_matmul never answers. */
+static void stopped_once(const char *d, bool group) {
+  char *cmd = sg_asprintf(
+      "cd %s && rm -rf log pids out.json xdg shm && mkdir shm; SPECGEN_SHM_DIR=$PWD/shm "
+      "FAKE_DIR=%s SPECGEN_NVCC=%s/nvcc "
+      "SPECGEN_CUDA_RUNNER=%s/runner XDG_CACHE_HOME=%s/xdg SPECGEN_TASKS_DIR=%s/tasks "
+      "setsid %s bench cuda/hinge_loss cuda/diag_matmul cuda/mlp --examples ok-reference "
+      "--devices cuda:0 --json 2>/dev/null > out.json & p=$!; "
+      "for i in $(seq 600); do grep -q 'go diag_matmul' log 2>/dev/null && break; "
+      "sleep 0.1; done; kill -TERM %s$p; wait $p",
+      d, d, d, d, d, SG_SOURCE_ROOT, SG_TEST_SPECGEN, group ? "-" : "");
+  double t0 = sg_clock_now_s();
+  int st = system(cmd);
+  double took = sg_clock_now_s() - t0;
+  SG_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s: %d", cmd, st);
+  SG_CHECK_MSG(took < 50, "the stopped bench took %.1f s", took); /* not the 100-s sleep */
+  free(cmd);
+  char *path = sg_asprintf("%s/out.json", d);
+  json_error_t je;
+  json_t *j = json_load_file(path, 0, &je);
+  free(path);
+  SG_CHECK_MSG(j != NULL, "no JSON after the stop (group %d)", (int)group);
+  json_t *rows = json_object_get(j, "rows");
+  SG_CHECK_EQ_INT(json_array_size(rows), 3);
+  const char *want[] = {"ok", "not_run", "not_run"};
+  for (size_t i = 0; i < json_array_size(rows) && i < 3; i++)
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(json_array_get(rows, i), "status")),
+                    want[i]);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(j, "summary"), "ok")), 1);
+  json_decref(j);
+  /* every runner it started has ended */
+  path = sg_asprintf("%s/pids", d);
+  char *pids = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &pids, NULL, &err), err);
+  free(path);
+  int n = 0;
+  for (char *q = pids, *end; *q; q = end + (*end != 0)) {
+    pid_t pid = (pid_t)strtol(q, &end, 10);
+    if (end == q)
+      break;
+    SG_CHECK_MSG(pid > 0 && !runs(pid), "runner %d still runs", (int)pid);
+    n++;
+  }
+  SG_CHECK_MSG(n >= 2, "the runners' pids:\n%s", pids ? pids : "");
+  free(pids);
+  /* nor their CUDA IPC files, the killed ones' too */
+  cmd = sg_asprintf("test -z \"$(ls -A %s/shm)\"", d);
+  SG_CHECK_MSG(system(cmd) == 0, "files left: %s", cmd);
+  free(cmd);
+}
+
+static void test_stopped_bench_reports(void) {
+  char *d = tmp_dir("sg-bench-stop");
+  put_fakes(d, "[ $task = diag_matmul ] && sleep 100");
+  stopped_once(d, true);
+  stopped_once(d, false);
+  sg_err err;
+  sg_rm_rf(d, &err);
+  free(d);
+}
+
 SG_TEST_MAIN({"paper_suite", test_paper_suite},
+             {"stopped_bench_reports", test_stopped_bench_reports},
              {"runners_ahead_follow_the_rows", test_runners_ahead_follow_the_rows},
              {"find_candidate", test_find_candidate},
              {"table_and_summary", test_table_and_summary},

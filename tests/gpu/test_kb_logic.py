@@ -69,6 +69,36 @@ class Numbers(unittest.TestCase):
         self.assertEqual(logic.classify_exception("time", ""), "runtime_error")
 
 
+class KernelBenchFromSpecgen(unittest.TestCase):
+    """logic.kb_surely_ok: KernelBench's count skipped only when specgen's
+    own comparison already shows every element inside its tolerance."""
+
+    def stats(self, **kw):
+        s = {"bad": 0, "unwritten": 0, "first": -1, "max_abs": 1e-4, "max_rel": 1e-4,
+             "max_excess": 1e-4, "max_ref": 3.0, "ref_nonfinite": 0, "n": 10}
+        s.update(kw)
+        return s
+
+    def test_clearly_inside(self):
+        self.assertTrue(logic.kb_surely_ok(self.stats(), logic.KB_RTOL))
+        # a large output's value may use up its relative part, never the atol
+        self.assertTrue(logic.kb_surely_ok(self.stats(max_excess=-50.0, max_abs=5.0,
+                                                      max_ref=1e4), logic.KB_RTOL))
+
+    def test_counted_otherwise(self):
+        ok = logic.KB_RTOL
+        self.assertFalse(logic.kb_surely_ok(self.stats(max_excess=0.02), ok))
+        # at the edge, float32's rounding could go either way
+        self.assertFalse(logic.kb_surely_ok(self.stats(max_excess=0.01 - 1e-9), ok))
+        self.assertFalse(logic.kb_surely_ok(self.stats(max_excess=0.005, max_ref=1e6), ok))
+        self.assertFalse(logic.kb_surely_ok(self.stats(unwritten=1), ok))
+        self.assertFalse(logic.kb_surely_ok(self.stats(ref_nonfinite=2), ok))
+        self.assertFalse(logic.kb_surely_ok(self.stats(max_excess=math.inf), ok))
+        self.assertFalse(logic.kb_surely_ok(self.stats(max_ref=math.nan), ok))
+        # specgen's rtol is not KernelBench's (--strict): its excess says nothing
+        self.assertFalse(logic.kb_surely_ok(self.stats(), 1e-3))
+
+
 class CacheKey(unittest.TestCase):
     base = {"name": "m", "cpp_sources": "a", "cuda_sources": "b", "functions": ["f"]}
 
