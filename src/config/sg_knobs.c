@@ -11,8 +11,11 @@ static void land_iterations(const sg_knobs *k, sg_ctl_opts *o) {
   o->max_iterations = (uint32_t)k->iterations;
 }
 
+/* Rounded to the microsecond, and never to 0, which means no budget: a
+ * budget of 1e-7 s truncated was none at all. */
 static void land_time_budget(const sg_knobs *k, sg_ctl_opts *o) {
-  o->max_wall_us = (int64_t)(k->time_budget * 1e6);
+  double us = k->time_budget * 1e6;
+  o->max_wall_us = k->time_budget > 0 ? (us < 1 ? 1 : (int64_t)llround(us)) : 0;
 }
 
 #define CTL(f) SG_LAND_CTL, offsetof(sg_ctl_opts, f), #f, NULL, NULL

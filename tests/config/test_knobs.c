@@ -89,6 +89,17 @@ static void test_budgets_convert(void) {
   sg_knobs_land(&k, &o, NULL);
   SG_CHECK_EQ_INT(o.max_iterations, 100000);
   SG_CHECK(o.max_wall_us == 14400500000LL);
+  /* rounded, not cut: 2.7 us is 3 */
+  k.time_budget = 2.7e-6;
+  sg_knobs_land(&k, &o, NULL);
+  SG_CHECK(o.max_wall_us == 3);
+  /* a budget under a microsecond is one, not none (0) */
+  k.time_budget = 1e-7;
+  sg_knobs_land(&k, &o, NULL);
+  SG_CHECK(o.max_wall_us == 1);
+  k.time_budget = 0;
+  sg_knobs_land(&k, &o, NULL);
+  SG_CHECK(o.max_wall_us == 0);
 }
 
 /* The run configuration has every knob as a key with the row's type and
