@@ -22,6 +22,7 @@
 #include "common/sg_edit.h"
 #include "common/sg_file.h"
 #include "config/sg_yaml.h"
+#include "eval/sg_eval.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -263,7 +264,7 @@ void sg_run_config_init(sg_run_config *c) {
   c->trials = 3;
   c->runs = 40;
   c->warmups = 10;
-  c->eval_timeout = 60;
+  c->eval_timeout = SG_EVAL_TIMEOUT_S;
   c->hang_grace = 30;
   c->search = sg_strdup("refine");
   c->termination = sg_strdup("hist-avg");
