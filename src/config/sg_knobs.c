@@ -33,6 +33,22 @@ static const sg_knob table[] = {SG_KNOBS(ROW)};
 #undef FN
 #undef NONE
 
+/* A CTL or SCHED row is copied byte for byte: its knob and the field it
+ * lands in must have one size. */
+#define CTL(f) sizeof(((sg_ctl_opts *)0)->f)
+#define SCHED(f) sizeof(((sg_sched_opts *)0)->f)
+#define FN(f, fn) 0
+#define NONE(why) 0
+#define SAME_SIZE(field, TYPE, name, def, min, max, flags, vname, GROUP, sim, LAND, help) \
+  _Static_assert((LAND) == 0 || (LAND) == sizeof(((sg_knobs *)0)->field),             \
+                 name ": lands in a field of another size");
+SG_KNOBS(SAME_SIZE)
+#undef SAME_SIZE
+#undef CTL
+#undef SCHED
+#undef FN
+#undef NONE
+
 #define NKNOBS (sizeof table / sizeof table[0])
 
 const sg_knob *sg_knobs_table(size_t *n) {
