@@ -271,6 +271,60 @@ static int check_dashboard(const char *addr) {
   return 0;
 }
 
+/* The configuration from the flags; with --resume, the stored one with the
+ * flags given now on top. Checked. */
+static int load_config(int argc, char **argv, sg_run_config *cfg, sg_err *err) {
+  sg_run_config_init(cfg);
+  int rc = sg_run_config_parse_args(cfg, argc, argv, 1, err);
+  if (rc == 0 && cfg->resume) {
+    /* How this command prints is its own: --quiet given now replaces a
+     * stored --json, and --json a stored --quiet (they were refused
+     * together). */
+    char *dir = sg_strdup(cfg->resume);
+    bool json = cfg->json, quiet = cfg->quiet;
+    sg_run_config_free(cfg);
+    sg_run_config_init(cfg);
+    rc = sg_run_load_config(dir, cfg, err);
+    if (rc == 0 && (json || quiet))
+      cfg->json = cfg->quiet = false;
+    if (rc == 0)
+      rc = sg_run_config_parse_args(cfg, argc, argv, 1, err);
+    free(cfg->resume);
+    cfg->resume = dir;
+  }
+  if (rc == 0)
+    rc = sg_run_config_check(cfg, err);
+  return rc;
+}
+
+/* The exit status of a run that returned rc, with what it says on stderr
+ * and the summary on stdout. */
+static int run_exit(int rc, const sg_run_outcome *out, const sg_run_config *cfg,
+                    const sg_err *err) {
+  if (rc < 0) {
+    fprintf(stderr, "specgen run: %s\n", err->msg);
+    bool input = rc == SG_EINVAL || rc == SG_ENOENT || rc == SG_EPARSE ||
+                 rc == SG_ESTATE || rc == SG_EUNSUPPORTED;
+    int exit_code = !out->started && input ? SG_EXIT_USAGE : SG_EXIT_FAILED;
+    if (out->dir && exit_code == SG_EXIT_FAILED)
+      fprintf(stderr, "the run directory %s keeps what was done; `specgen run --resume "
+                      "%s` continues it\n", out->dir, out->dir);
+    return exit_code;
+  }
+  if (out->summary && !cfg->json)
+    sg_cli_print_summary(stdout, out->summary);
+  if (out->interrupted) {
+    fprintf(stderr, "interrupted: `specgen run --resume %s` continues this run\n",
+            out->dir);
+    return SG_EXIT_FAILED;
+  }
+  if (out->no_generation) {
+    fprintf(stderr, "specgen run: %s\n", out->no_generation);
+    return SG_EXIT_FAILED;
+  }
+  return out->failed_workflows > 0 ? SG_EXIT_FAILED : SG_EXIT_OK;
+}
+
 int sg_cmd_run(int argc0, char **argv0) {
   for (int i = 1; i < argc0; i++)
     if (strcmp(argv0[i], "--help") == 0 || strcmp(argv0[i], "-h") == 0) {
@@ -284,28 +338,9 @@ int sg_cmd_run(int argc0, char **argv0) {
     return sg_cli_usage_error("run", "--redis needs a URL (redis://[USER:PASSWORD@]HOST[:PORT])");
   }
   sg_run_config cfg;
-  sg_run_config_init(&cfg);
   sg_err err;
   sg_err_clear(&err);
-  int rc = sg_run_config_parse_args(&cfg, argc, argv, 1, &err);
-  if (rc == 0 && cfg.resume) {
-    /* The stored configuration, then the flags given now on top. How this
-     * command prints is its own: --quiet given now replaces a stored
-     * --json, and --json a stored --quiet (they were refused together). */
-    char *dir = sg_strdup(cfg.resume);
-    bool json = cfg.json, quiet = cfg.quiet;
-    sg_run_config_free(&cfg);
-    sg_run_config_init(&cfg);
-    rc = sg_run_load_config(dir, &cfg, &err);
-    if (rc == 0 && (json || quiet))
-      cfg.json = cfg.quiet = false;
-    if (rc == 0)
-      rc = sg_run_config_parse_args(&cfg, argc, argv, 1, &err);
-    free(cfg.resume);
-    cfg.resume = dir;
-  }
-  if (rc == 0)
-    rc = sg_run_config_check(&cfg, &err);
+  int rc = load_config(argc, argv, &cfg, &err);
   free(argv);
   if (rc < 0) {
     if (rc == SG_EINVAL)
@@ -326,29 +361,7 @@ int sg_cmd_run(int argc0, char **argv0) {
   sg_run_server server;
   sg_cli_run_server(&srv, &server);
   rc = sg_run_execute(&cfg, NULL, &server, &obs, &out, &err);
-  int exit_code = SG_EXIT_OK;
-  if (rc < 0) {
-    fprintf(stderr, "specgen run: %s\n", err.msg);
-    bool input = rc == SG_EINVAL || rc == SG_ENOENT || rc == SG_EPARSE ||
-                 rc == SG_ESTATE || rc == SG_EUNSUPPORTED;
-    exit_code = !out.started && input ? SG_EXIT_USAGE : SG_EXIT_FAILED;
-    if (out.dir && exit_code == SG_EXIT_FAILED)
-      fprintf(stderr, "the run directory %s keeps what was done; `specgen run --resume "
-                      "%s` continues it\n", out.dir, out.dir);
-  } else {
-    if (out.summary && !cfg.json)
-      sg_cli_print_summary(stdout, out.summary);
-    if (out.interrupted) {
-      fprintf(stderr, "interrupted: `specgen run --resume %s` continues this run\n",
-              out.dir);
-      exit_code = SG_EXIT_FAILED;
-    } else if (out.no_generation) {
-      fprintf(stderr, "specgen run: %s\n", out.no_generation);
-      exit_code = SG_EXIT_FAILED;
-    } else if (out.failed_workflows > 0) {
-      exit_code = SG_EXIT_FAILED;
-    }
-  }
+  int exit_code = run_exit(rc, &out, &cfg, &err);
   sg_dashboard_stop(p.dash);
   sg_run_outcome_free(&out);
   sg_run_config_free(&cfg);

@@ -65,27 +65,36 @@ static void usage(FILE *out) {
 
 #define MAX_SETS 256
 
+/* What the flags asked for. The parameter flags (--set and its shorthands)
+ * are kept in the order given, applied after the config file: kvs[i] for a
+ * --set, else keys[i] = vals[i]. */
+typedef struct sim_args {
+  const char *preset, *config, *configs, *outdir;
+  const char *keys[MAX_SETS], *vals[MAX_SETS], *kvs[MAX_SETS];
+  size_t nsets;
+  bool json, list, reproduce;
+} sim_args;
+
 /* The preset, then the config file, then the flags in order; errors are
  * printed, naming the culprit. */
-static int build_params(sg_sim_params *p, const char *preset, const char *config,
-                        const char *const *keys, const char *const *vals,
-                        const char *const *kvs, size_t nsets) {
+static int build_params(sg_sim_params *p, const char *preset, const sim_args *a) {
   sg_err err;
   sg_err_clear(&err);
   if (sg_sim_params_preset(p, preset, &err) < 0) {
     fprintf(stderr, "specgen sim: --preset: %s\n", err.msg);
     return -1;
   }
-  if (config != NULL && sg_sim_params_load_yaml(p, config, &err) < 0) {
+  if (a->config != NULL && sg_sim_params_load_yaml(p, a->config, &err) < 0) {
     fprintf(stderr, "specgen sim: --config: %s\n", err.msg);
     return -1;
   }
-  for (size_t i = 0; i < nsets; i++) {
-    int rc = kvs[i] ? sg_sim_params_set_kv(p, kvs[i], &err)
-                    : sg_sim_params_set(p, keys[i], vals[i], &err);
+  for (size_t i = 0; i < a->nsets; i++) {
+    const char *kv = a->kvs[i];
+    int rc = kv ? sg_sim_params_set_kv(p, kv, &err)
+                : sg_sim_params_set(p, a->keys[i], a->vals[i], &err);
     if (rc < 0) {
-      fprintf(stderr, "specgen sim: %s%s: %s\n", kvs[i] ? "--set " : "--",
-              kvs[i] ? kvs[i] : keys[i], err.msg);
+      fprintf(stderr, "specgen sim: %s%s: %s\n", kv ? "--set " : "--", kv ? kv : a->keys[i],
+              err.msg);
       return -1;
     }
   }
@@ -96,79 +105,85 @@ static int build_params(sg_sim_params *p, const char *preset, const char *config
   return 0;
 }
 
-int sg_cmd_sim(int argc, char **argv) {
+/* The parameter a shorthand flag sets, by its getopt code; NULL: none. */
+static const char *shorthand(int ch) {
+  switch (ch) {
+  case 's':
+    return "seed";
+  case 'w':
+    return "workflows";
+  case 'd':
+    return "devices";
+  case 'i':
+    return "iterations";
+  case 't':
+    return "termination";
+  }
+  return NULL;
+}
+
+/* One parameter flag, in order; -1 (printed) when there are too many. */
+static int add_set(sim_args *a, const char *key, const char *val, const char *kv) {
+  if (a->nsets == MAX_SETS) {
+    if (kv)
+      fprintf(stderr, "specgen sim: more than %d --set flags\n", MAX_SETS);
+    else
+      fprintf(stderr, "specgen sim: too many flags\n");
+    return -1;
+  }
+  a->keys[a->nsets] = key;
+  a->vals[a->nsets] = val;
+  a->kvs[a->nsets++] = kv;
+  return 0;
+}
+
+/* The flags into *a. Returns -1 to go on, else the exit status (help, bad
+ * usage). */
+static int parse_args(int argc, char **argv, sim_args *a) {
   static const struct option opts[] = {
-      {"preset", required_argument, NULL, 'p'},
-      {"config", required_argument, NULL, 'c'},
-      {"seed", required_argument, NULL, 's'},
-      {"configs", required_argument, NULL, 'C'},
-      {"workflows", required_argument, NULL, 'w'},
-      {"devices", required_argument, NULL, 'd'},
+      {"preset", required_argument, NULL, 'p'},   {"config", required_argument, NULL, 'c'},
+      {"seed", required_argument, NULL, 's'},     {"configs", required_argument, NULL, 'C'},
+      {"workflows", required_argument, NULL, 'w'}, {"devices", required_argument, NULL, 'd'},
       {"iterations", required_argument, NULL, 'i'},
       {"termination", required_argument, NULL, 't'},
-      {"set", required_argument, NULL, 'S'},
-      {"json", no_argument, NULL, 'j'},
-      {"list-params", no_argument, NULL, 'l'},
-      {"reproduce", no_argument, NULL, 'r'},
-      {"out", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},
+      {"set", required_argument, NULL, 'S'},      {"json", no_argument, NULL, 'j'},
+      {"list-params", no_argument, NULL, 'l'},    {"reproduce", no_argument, NULL, 'r'},
+      {"out", required_argument, NULL, 'o'},      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  const char *preset = "paper-glm", *config = NULL, *configs = NULL, *outdir = NULL;
-  /* Flags in the order given, applied after the config file. */
-  const char *keys[MAX_SETS], *vals[MAX_SETS], *kvs[MAX_SETS];
-  size_t nsets = 0;
-  bool json = false, list = false, reproduce = false;
+  memset(a, 0, sizeof *a);
+  a->preset = "paper-glm";
   optind = 1;
   opterr = 0;
   int ch;
   while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    const char *key = NULL;
+    const char *key = shorthand(ch);
+    if (key != NULL || ch == 'S') {
+      if (add_set(a, key, key ? optarg : NULL, key ? NULL : optarg) < 0)
+        return SG_EXIT_USAGE;
+      continue;
+    }
     switch (ch) {
     case 'p':
-      preset = optarg;
+      a->preset = optarg;
       break;
     case 'c':
-      config = optarg;
+      a->config = optarg;
       break;
     case 'C':
-      configs = optarg;
-      break;
-    case 's':
-      key = "seed";
-      break;
-    case 'w':
-      key = "workflows";
-      break;
-    case 'd':
-      key = "devices";
-      break;
-    case 'i':
-      key = "iterations";
-      break;
-    case 't':
-      key = "termination";
-      break;
-    case 'S':
-      if (nsets == MAX_SETS) {
-        fprintf(stderr, "specgen sim: more than %d --set flags\n", MAX_SETS);
-        return SG_EXIT_USAGE;
-      }
-      keys[nsets] = NULL;
-      vals[nsets] = NULL;
-      kvs[nsets++] = optarg;
-      break;
-    case 'j':
-      json = true;
-      break;
-    case 'l':
-      list = true;
-      break;
-    case 'r':
-      reproduce = true;
+      a->configs = optarg;
       break;
     case 'o':
-      outdir = optarg;
+      a->outdir = optarg;
+      break;
+    case 'j':
+      a->json = true;
+      break;
+    case 'l':
+      a->list = true;
+      break;
+    case 'r':
+      a->reproduce = true;
       break;
     case 'h':
       usage(stdout);
@@ -176,62 +191,75 @@ int sg_cmd_sim(int argc, char **argv) {
     default:
       return sg_cli_bad_option("sim", argv);
     }
-    if (key != NULL) {
-      if (nsets == MAX_SETS) {
-        fprintf(stderr, "specgen sim: too many flags\n");
-        return SG_EXIT_USAGE;
-      }
-      keys[nsets] = key;
-      vals[nsets] = optarg;
-      kvs[nsets++] = NULL;
-    }
   }
   if (optind < argc) {
     fprintf(stderr, "specgen sim: unexpected argument \"%s\"\n", argv[optind]);
     return SG_EXIT_USAGE;
   }
-  sg_sim_params p;
-  if (reproduce) {
-    if (configs != NULL || list || outdir != NULL) {
-      fprintf(stderr, "specgen sim: --reproduce runs its own configurations and "
-                      "prints them (no --configs, --list-params or --out)\n");
-      return SG_EXIT_USAGE;
-    }
-    sg_sim_params q;
-    if (build_params(&p, "paper-glm", config, keys, vals, kvs, nsets) < 0 ||
-        build_params(&q, "paper-dsv4", config, keys, vals, kvs, nsets) < 0)
-      return SG_EXIT_USAGE;
-    sg_err err;
-    sg_err_clear(&err);
-    char *out = NULL;
-    if (sg_sim_reproduce(&p, &q, json, &out, &err) < 0) {
-      fprintf(stderr, "specgen sim: %s\n", err.msg);
-      return SG_EXIT_FAILED;
-    }
-    fputs(out, stdout);
-    if (json)
-      fputc('\n', stdout);
-    free(out);
-    return SG_EXIT_OK;
+  return -1;
+}
+
+/* --reproduce: both presets under the same flags, the paper beside them. */
+static int reproduce(const sim_args *a) {
+  if (a->configs != NULL || a->list || a->outdir != NULL) {
+    fprintf(stderr, "specgen sim: --reproduce runs its own configurations and "
+                    "prints them (no --configs, --list-params or --out)\n");
+    return SG_EXIT_USAGE;
   }
-  if (build_params(&p, preset, config, keys, vals, kvs, nsets) < 0)
+  sg_sim_params p, q;
+  if (build_params(&p, "paper-glm", a) < 0 || build_params(&q, "paper-dsv4", a) < 0)
     return SG_EXIT_USAGE;
   sg_err err;
   sg_err_clear(&err);
-  if (list) {
-    for (size_t i = 0; i < sg_sim_param_count(); i++) {
-      char buf[128];
-      sg_sim_param_format(&p, i, buf, sizeof buf);
-      printf("%-30s %-14s %s\n", sg_sim_param_get(i)->key, buf, sg_sim_param_get(i)->doc);
-    }
-    return SG_EXIT_OK;
+  char *out = NULL;
+  if (sg_sim_reproduce(&p, &q, a->json, &out, &err) < 0) {
+    fprintf(stderr, "specgen sim: %s\n", err.msg);
+    return SG_EXIT_FAILED;
   }
+  fputs(out, stdout);
+  if (a->json)
+    fputc('\n', stdout);
+  free(out);
+  return SG_EXIT_OK;
+}
+
+static void list_params(const sg_sim_params *p) {
+  for (size_t i = 0; i < sg_sim_param_count(); i++) {
+    char buf[128];
+    sg_sim_param_format(p, i, buf, sizeof buf);
+    printf("%-30s %-14s %s\n", sg_sim_param_get(i)->key, buf, sg_sim_param_get(i)->doc);
+  }
+}
+
+/* --out DIR: the campaign saved for `specgen report`. */
+static int save_campaign(const sim_args *a, const sg_sim_campaign *c) {
+  sg_err err;
+  sg_err_clear(&err);
+  char *text = sg_sim_report_json(c), *path = NULL;
+  int rc = sg_report_campaign_save(a->outdir, text, &path, &err);
+  free(text);
+  if (rc < 0) {
+    fprintf(stderr, "specgen sim: --out: %s\n", err.msg);
+    return SG_EXIT_FAILED;
+  }
+  if (!a->json)
+    fprintf(stderr, "campaign saved to %s (`specgen report %s` draws it)\n", path,
+            a->outdir);
+  free(path);
+  return SG_EXIT_OK;
+}
+
+/* The configurations asked for (default: the paper's five), run and
+ * printed. */
+static int campaign(const sim_args *a, const sg_sim_params *p) {
+  sg_err err;
+  sg_err_clear(&err);
   sg_sim_variant v[SG_SIM_MAX_CONFIGS];
   size_t nv = 0;
-  if (configs == NULL) {
+  if (a->configs == NULL) {
     for (int i = 0; i < SG_SIM_VARIANTS; i++)
       sg_sim_variant_parse(sg_sim_variant_name(i), &v[nv++], &err);
-  } else if (sg_sim_configs_parse(configs, v, &nv, &err) < 0) {
+  } else if (sg_sim_configs_parse(a->configs, v, &nv, &err) < 0) {
     fprintf(stderr, "specgen sim: %s\n", err.msg);
     return SG_EXIT_USAGE;
   }
@@ -240,31 +268,39 @@ int sg_cmd_sim(int argc, char **argv) {
     fprintf(stderr, "specgen sim: out of memory\n");
     return SG_EXIT_FAILED;
   }
-  int rc = sg_sim_campaign_run(&p, v, nv, c, &err);
+  int rc = sg_sim_campaign_run(p, v, nv, c, &err);
   if (rc < 0) {
     fprintf(stderr, "specgen sim: %s\n", err.msg);
     free(c);
     /* A bad criterion or search name is bad input; anything else a failed run. */
     return rc == SG_ENOENT || rc == SG_EINVAL ? SG_EXIT_USAGE : SG_EXIT_FAILED;
   }
-  if (outdir) {
-    char *text = sg_sim_report_json(c), *path = NULL;
-    rc = sg_report_campaign_save(outdir, text, &path, &err);
-    free(text);
-    if (rc < 0) {
-      fprintf(stderr, "specgen sim: --out: %s\n", err.msg);
-      free(c);
-      return SG_EXIT_FAILED;
-    }
-    if (!json)
-      fprintf(stderr, "campaign saved to %s (`specgen report %s` draws it)\n", path, outdir);
-    free(path);
+  if (a->outdir && save_campaign(a, c) != SG_EXIT_OK) {
+    free(c);
+    return SG_EXIT_FAILED;
   }
-  char *out = json ? sg_sim_report_json(c) : sg_sim_report_table(c);
+  char *out = a->json ? sg_sim_report_json(c) : sg_sim_report_table(c);
   fputs(out, stdout);
-  if (json)
+  if (a->json)
     fputc('\n', stdout);
   free(out);
   free(c);
   return SG_EXIT_OK;
+}
+
+int sg_cmd_sim(int argc, char **argv) {
+  sim_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0)
+    return rc;
+  if (a.reproduce)
+    return reproduce(&a);
+  sg_sim_params p;
+  if (build_params(&p, a.preset, &a) < 0)
+    return SG_EXIT_USAGE;
+  if (a.list) {
+    list_params(&p);
+    return SG_EXIT_OK;
+  }
+  return campaign(&a, &p);
 }

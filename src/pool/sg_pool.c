@@ -321,7 +321,7 @@ static bool remote_slot(const worker *w) {
 static double inflight_deadline(const worker *w) {
   const preq *q = w->inflight;
   const sg_pool *p = w->p;
-  double timeout = q->timeout_s > 0 ? q->timeout_s : DEFAULT_TIMEOUT_S;
+  double timeout = q->timeout_s > 0 ? q->timeout_s : SG_EVAL_TIMEOUT_S;
   double limit = q->ph == PH_COMPILED ? timeout
                                       : fmax(timeout, p->compile_limit_s);
   if (q->kind == SG_POOL_COMPILE)

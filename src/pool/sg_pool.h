@@ -70,8 +70,8 @@ typedef struct sg_pool_opts {
   const char *work_dir;        /* --work-dir of every worker; NULL: $TMPDIR */
   const char *log_path;        /* workers' stderr appended here; NULL: ours */
   /* A request is declared hung when no reply for it came for its own
-   * timeout (sg_pool_request.timeout_s, or 60 s) plus this grace; then its
-   * worker is killed and restarted. Default 30. */
+   * timeout (sg_pool_request.timeout_s, or SG_EVAL_TIMEOUT_S) plus this
+   * grace; then its worker is killed and restarted. Default 30. */
   double hang_grace_s;
   int max_restarts;            /* in a row, per slot; default 5 */
   double restart_backoff_s;    /* first delay, doubled each time; 0.1 */
@@ -109,7 +109,7 @@ typedef struct sg_pool_request {
   unsigned long long seed;  /* 0: the evaluator's default */
   int trials, runs;         /* 0: default */
   int warmups;              /* -1: default */
-  double timeout_s;         /* device stage; 0: default (60 s) */
+  double timeout_s;         /* device stage; 0: SG_EVAL_TIMEOUT_S */
 } sg_pool_request;
 
 typedef struct sg_pool_callbacks {

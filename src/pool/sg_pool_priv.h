@@ -14,7 +14,6 @@
 #include <stdint.h>
 #include <uv.h>
 
-#define DEFAULT_TIMEOUT_S 60.0
 /* How long "the output ended" waits for "the process exited", and back. */
 #define REAP_WAIT_S 5.0
 #define READ_CHUNK 65536

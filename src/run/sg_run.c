@@ -382,9 +382,7 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
   sg_sched_opts_default(&so);
   so.devices = (int)r->ndevices;
   so.compile_slots = cfg->compile_workers;
-  so.elastic = cfg->elastic;
-  so.work_conserving = cfg->work_conserving;
-  so.split_capacity = cfg->split_capacity;
+  sg_knobs_land(&cfg->knobs, NULL, &so);
   sg_llm_client_opts co;
   sg_llm_client_opts_init(&co);
   co.api_key_env = cfg->llm ? cfg->api_key_env : "";
@@ -404,7 +402,7 @@ static int prepare(run *r, const char *exe, sg_run_outcome *out, char **token_wa
   r->loop_ready = true;
   if ((rc = sg_llm_client_new(&r->loop, &co, &r->client, err)) < 0)
     return rc;
-  if (cfg->spec && cfg->token_forks && r->provider && r->provider->token_ids) {
+  if (cfg->knobs.spec && cfg->token_forks && r->provider && r->provider->token_ids) {
     /* Once, before the loop: the ids that end a reasoning, from the
      * server's own tokenizer. Without them forks go as chat continuations. */
     sg_err te;
@@ -441,16 +439,16 @@ static void loop(run *r, sg_run_outcome *out, const char *token_warning) {
                  "llm", cfg->llm ? cfg->llm : r->base_url, "built_in_model",
                  cfg->llm == NULL && cfg->replay == NULL, "replay", cfg->replay,
                  "model", r->model, "reasoning", r->prompted ? "prompted" : "native",
-                 "devices", cfg->devices, "spec", cfg->spec, "resumed", cfg->resume != NULL,
+                 "devices", cfg->devices, "spec", cfg->knobs.spec, "resumed", cfg->resume != NULL,
                  "tasks", (int)r->nwf, "search", cfg->search));
   if (token_warning)
     sg_run_emit(r, "warning", json_pack("{s:s}", "message", token_warning));
-  if (cfg->spec && r->provider && r->provider->cancel == SG_LLM_CANCEL_NONE) {
+  if (cfg->knobs.spec && r->provider && r->provider->cancel == SG_LLM_CANCEL_NONE) {
     char w[512];
     sg_gen_cancel_warning(r->provider->server, r->provider->name, w, sizeof w);
     sg_run_emit(r, "warning", json_pack("{s:s}", "message", w));
   }
-  uint64_t tick_ms = (uint64_t)(cfg->tick * 1000);
+  uint64_t tick_ms = (uint64_t)(cfg->knobs.tick * 1000);
   uv_timer_start(&r->tick, on_tick, tick_ms ? tick_ms : 1, tick_ms ? tick_ms : 1);
   r->last_progress_us = now_us();
   out->started = true;

@@ -1,6 +1,8 @@
 /* sg_run_config.c: the configuration of `specgen run`, driven by one table.
  *
- * The static table `keys` below is the only place a key exists. Setting a
+ * The static table `keys` below is the only place a key exists; the rows
+ * of the core's knobs are expanded from config/sg_knobs.h, where they are
+ * shared with `specgen sim`. Setting a
  * key from text (sg_run_config_set) is the one door: the YAML loader, the
  * flag parser and the JSON reader all turn their values into text and go
  * through it, so a range or a choice is checked in one place and every
@@ -20,6 +22,7 @@
 #include "common/sg_edit.h"
 #include "common/sg_file.h"
 #include "config/sg_yaml.h"
+#include "eval/sg_eval.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -41,6 +44,11 @@
 #define G_SEARCH "the search"
 #define G_BUDGET "budgets, per workflow (0: none)"
 #define G_OUT "output"
+
+/* A knob's row (config/sg_knobs.h) as a key of this table. */
+#define KNOB_KEY(field, TYPE, kname, def, lo, hi, kflags, vname, GROUP, sim, LAND, khelp) \
+  {.name = kname, .type = SG_KEY_##TYPE, .offset = OFF(knobs.field), .min = lo, .max = hi, \
+   .flags = kflags, .value_name = vname, .help = khelp, .group = G_##GROUP},
 
 static const sg_run_key keys[] = {
     {.name = "task", .type = SG_KEY_LIST, .offset = OFF(task),
@@ -139,10 +147,7 @@ static const sg_run_key keys[] = {
      .help = "seconds beyond eval-timeout before a hung evaluation is killed "
              "(30)",
      .group = G_EVAL},
-    {.name = "elastic", .type = SG_KEY_BOOL, .offset = OFF(elastic),
-     .help = "re-split the devices between validation and profiling every "
-             "iteration (on)",
-     .group = G_EVAL},
+    SG_KNOB_ELASTIC(KNOB_KEY)
 
     {.name = "remote", .type = SG_KEY_INT, .offset = OFF(remote), .min = 0,
      .max = 4096, .value_name = "N",
@@ -171,89 +176,36 @@ static const sg_run_key keys[] = {
      .value_name = "NAME",
      .help = "refine, best-of-n[:N], evolve[:OPTS] or exec:CMD (refine)",
      .group = G_SEARCH},
-    {.name = "spec", .type = SG_KEY_BOOL, .offset = OFF(spec),
-     .help = "speculative forks of the reasoning (on)", .group = G_SEARCH},
+    SG_KNOB_SPEC(KNOB_KEY)
     {.name = "termination", .type = SG_KEY_STRING, .offset = OFF(termination),
      .value_name = "NAME[:ARG]",
      .help = "when a candidate ends the iteration: first-valid, hist-avg, "
              "hist-best, none (hist-avg)",
      .group = G_SEARCH},
-    {.name = "fork-on-idle", .type = SG_KEY_BOOL, .offset = OFF(fork_on_idle),
-     .help = "fork when devices sit idle (on)", .group = G_SEARCH},
+    SG_KNOB_FORK_ON_IDLE(KNOB_KEY)
     {.name = "token-forks", .type = SG_KEY_BOOL, .offset = OFF(token_forks),
      .help = "forks continue the exact reasoning tokens on /completions where "
              "the profile allows it (vllm) (on)",
      .group = G_SEARCH},
-    {.name = "max-forks", .type = SG_KEY_INT, .offset = OFF(max_forks),
-     .min = 0, .max = 1000, .value_name = "N",
-     .help = "speculative forks per iteration (64)", .group = G_SEARCH},
-    {.name = "max-live-forks", .type = SG_KEY_INT, .offset = OFF(max_live_forks),
-     .min = 1, .max = 256, .value_name = "N",
-     .help = "forks generating at once (16)", .group = G_SEARCH},
-    {.name = "llm-streams", .type = SG_KEY_INT, .offset = OFF(llm_streams),
-     .min = 0, .max = 100000, .value_name = "N",
-     .help = "streams the LLM server decodes at once without slowing them "
-             "(its concurrency); all tasks' forks share what their main "
-             "generations leave of it (0: no bound)",
-     .group = G_SEARCH},
-    {.name = "work-conserving", .type = SG_KEY_BOOL, .offset = OFF(work_conserving),
-     .help = "an idle device runs the other part's requests when its own "
-             "part has none waiting (off)",
-     .group = G_EVAL},
-    {.name = "split-capacity", .type = SG_KEY_BOOL, .offset = OFF(split_capacity),
-     .help = "with work-conserving: the free capacity the controllers fork "
-             "from stays each part's own, not the pool's (off)",
-     .group = G_EVAL},
-    {.name = "fork-gate", .type = SG_KEY_DOUBLE, .offset = OFF(fork_gate), .min = 0,
-     .max = 1, .value_name = "F",
-     .help = "no fork from a prefix shorter than F x the shortest recent valid "
-             "fork's (0: off)",
-     .group = G_SEARCH},
-    {.name = "cutoff", .type = SG_KEY_DOUBLE, .offset = OFF(cutoff), .min = 0,
-     .max = 100, .value_name = "F",
-     .help = "end an iteration with nothing valid once its reasoning passes F x "
-             "the longest recent valid fork's prefix (0: off)",
-     .group = G_SEARCH},
-    {.name = "cutoff-detach", .type = SG_KEY_BOOL, .offset = OFF(cutoff_detach),
-     .help = "with cutoff: the main generation a cutoff ends is not cancelled; "
-             "it finishes while the next iteration runs, and its kernel joins "
-             "that iteration (off)",
-     .group = G_SEARCH},
-    {.name = "decide-at-validation", .type = SG_KEY_DOUBLE,
-     .offset = OFF(decide_at_validation), .min = 0, .max = 10, .value_name = "M",
-     .help = "accept a kernel when it validates if its validation speedup / M "
-             "passes the termination criterion, skipping its profile (0: off; "
-             "else 1..10)",
-     .group = G_SEARCH},
-    {.name = "decide-with-siblings", .type = SG_KEY_BOOL,
-     .offset = OFF(decide_with_siblings),
-     .help = "with decide-at-validation: a fork's kernel accepted there waits "
-             "for the forks started with it, and the fastest of them is "
-             "accepted (off)",
-     .group = G_SEARCH},
-    {.name = "next-ahead", .type = SG_KEY_BOOL, .offset = OFF(next_ahead),
-     .help = "with the refine search: when a candidate goes to validation and "
-             "a best kernel exists, the next iteration's main generation starts; "
-             "it becomes that "
-             "iteration's main if the best kernel is still the one it refines, "
-             "else it is cancelled (off)",
-     .group = G_SEARCH},
-    {.name = "tick", .type = SG_KEY_DOUBLE, .offset = OFF(tick), .min = 0.01,
-     .max = 60, .value_name = "S",
-     .help = "seconds between controller ticks (0.25)", .group = G_SEARCH},
+    SG_KNOB_MAX_FORKS(KNOB_KEY)
+    SG_KNOB_MAX_LIVE_FORKS(KNOB_KEY)
+    SG_KNOB_LLM_STREAMS(KNOB_KEY)
+    SG_KNOB_WORK_CONSERVING(KNOB_KEY)
+    SG_KNOB_SPLIT_CAPACITY(KNOB_KEY)
+    SG_KNOB_FORK_GATE(KNOB_KEY)
+    SG_KNOB_CUTOFF(KNOB_KEY)
+    SG_KNOB_CUTOFF_DETACH(KNOB_KEY)
+    SG_KNOB_DECIDE_AT_VALIDATION(KNOB_KEY)
+    SG_KNOB_DECIDE_WITH_SIBLINGS(KNOB_KEY)
+    SG_KNOB_NEXT_AHEAD(KNOB_KEY)
+    SG_KNOB_TICK(KNOB_KEY)
     {.name = "seed", .type = SG_KEY_U64, .offset = OFF(seed), .min = 1,
      .max = TWO63, .flags = SG_KEYF_MAX_OPEN, .value_name = "N",
      .help = "random seed (1)", .group = G_SEARCH},
 
-    {.name = "iterations", .type = SG_KEY_INT, .offset = OFF(iterations),
-     .min = 1, .max = 100000, .value_name = "N",
-     .help = "iterations per task (10)", .group = G_BUDGET},
-    {.name = "time-budget", .type = SG_KEY_DOUBLE, .offset = OFF(time_budget),
-     .min = 0, .max = 1e7, .value_name = "S",
-     .help = "wall seconds per task, 0: none (0)", .group = G_BUDGET},
-    {.name = "token-budget", .type = SG_KEY_U64, .offset = OFF(token_budget),
-     .min = 0, .max = TWO64, .flags = SG_KEYF_MAX_OPEN, .value_name = "N",
-     .help = "tokens per task, 0: none (0)", .group = G_BUDGET},
+    SG_KNOB_ITERATIONS(KNOB_KEY)
+    SG_KNOB_TIME_BUDGET(KNOB_KEY)
+    SG_KNOB_TOKEN_BUDGET(KNOB_KEY)
 
     {.name = "out", .type = SG_KEY_STRING, .offset = OFF(out),
      .value_name = "DIR", .help = "run directory (runs/<UTC time>)",
@@ -312,19 +264,13 @@ void sg_run_config_init(sg_run_config *c) {
   c->trials = 3;
   c->runs = 40;
   c->warmups = 10;
-  c->eval_timeout = 60;
+  c->eval_timeout = SG_EVAL_TIMEOUT_S;
   c->hang_grace = 30;
-  c->elastic = true;
   c->search = sg_strdup("refine");
-  c->spec = true;
   c->termination = sg_strdup("hist-avg");
-  c->fork_on_idle = true;
   c->token_forks = true;
-  c->max_forks = 64;
-  c->max_live_forks = 16;
-  c->tick = 0.25;
   c->seed = 1;
-  c->iterations = 10;
+  sg_knobs_default(&c->knobs);
 }
 
 static void list_clear(sg_run_config *c, const sg_run_key *k) {

@@ -18,6 +18,7 @@
 #define SG_RUN_CONFIG_H
 
 #include "common/sg_error.h"
+#include "config/sg_knobs.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -62,9 +63,9 @@ typedef struct sg_run_config {
   int trials;              /* trials: correctness input sets (3) */
   int runs;                /* runs: timed runs (40; 0: the evaluator's) */
   int warmups;             /* warmups: (10) */
-  double eval_timeout;     /* eval-timeout: s, device stage (60) */
+  double eval_timeout;     /* eval-timeout: s, device stage
+                              (SG_EVAL_TIMEOUT_S, 60) */
   double hang_grace;       /* hang-grace: s beyond eval-timeout (30) */
-  bool elastic;            /* elastic: re-split devices per iteration (on) */
   int remote;              /* remote: device slots on worker hosts, through
                               Redis (docs/remote.md) (0) */
   /* the KV store (docs/kvstore.md) */
@@ -76,40 +77,14 @@ typedef struct sg_run_config {
   /* the search */
   char *search;            /* search: refine|best-of-n[:N]|evolve[:...]|exec:CMD
                               (refine) */
-  bool spec;               /* spec: speculative forks (on) */
   char *termination;       /* termination: first-valid|hist-avg|hist-best|none,
                               NAME[:ARG] (hist-avg) */
-  bool fork_on_idle;       /* fork-on-idle: (on) */
   bool token_forks;        /* token-forks: forks as exact token-id prompts
                               where the profile allows (vllm) (on) */
-  int max_forks;           /* max-forks: per iteration (64) */
-  int max_live_forks;      /* max-live-forks: at once (16) */
-  int llm_streams;         /* llm-streams: streams the LLM server takes
-                              without slowing them; forks get this less
-                              one main per task, shared (0: no bound) */
-  bool work_conserving;    /* work-conserving: idle devices run the other
-                              part's requests (off; sg_sched_opts) */
-  bool split_capacity;     /* split-capacity: with work-conserving, K from
-                              each part's own free capacity (off) */
-  double fork_gate;        /* fork-gate: forks gated by expected value
-                              (0: off; sg_ctl_opts) */
-  double cutoff;           /* cutoff: hopeless iterations end (0: off) */
-  bool cutoff_detach;      /* cutoff-detach: the main generation a cutoff
-                              ends finishes detached (off; needs cutoff) */
-  double decide_at_validation; /* decide-at-validation: the criterion asked
-                              at validation, margin M (0: off) */
-  bool decide_with_siblings; /* decide-with-siblings: accepted at validation,
-                              the fastest of a fork's siblings (off; needs
-                              decide-at-validation) */
-  bool next_ahead;         /* next-ahead: the next iteration's main starts
-                              when a candidate goes to validation (off;
-                              needs the refine search) */
-  double tick;             /* tick: s between controller ticks (0.25) */
   uint64_t seed;           /* seed: (1) */
-  /* budgets, per workflow; 0: none */
-  int iterations;          /* iterations: (10) */
-  double time_budget;      /* time-budget: s (0) */
-  uint64_t token_budget;   /* token-budget: (0) */
+  /* the policy knobs of the core, shared with `specgen sim`: their keys,
+     defaults and landing are rows of config/sg_knobs.h */
+  sg_knobs knobs;
   /* output */
   char *out;               /* out: run directory; NULL: runs/<UTC time> */
   char *resume;            /* resume: continue the run in this directory */
@@ -147,6 +122,8 @@ typedef struct sg_run_key {
 /* Range flags of a number key. */
 #define SG_KEYF_MIN_OPEN 1u  /* min itself is out of range: (min, ... */
 #define SG_KEYF_MAX_OPEN 2u  /* max itself is out of range: ..., max) */
+_Static_assert(SG_KEYF_MIN_OPEN == SG_KNOBF_MIN_OPEN && SG_KEYF_MAX_OPEN == SG_KNOBF_MAX_OPEN,
+               "a knob's range flags are the key's");
 #define SG_KEYF_MINUS_ONE 4u /* -1 is accepted as well ("the default") */
 
 /* Caps on what is read from outside. */

@@ -185,24 +185,24 @@ int sg_run_config_check(const sg_run_config *c, sg_err *err) {
                         keys[i].name, want, s);
     }
   }
-  if (c->decide_at_validation > 0 && c->decide_at_validation < 1)
+  if (c->knobs.decide_at_validation > 0 && c->knobs.decide_at_validation < 1)
     return sg_err_set(err, SG_EINVAL,
                       "decide-at-validation: expected 0 (off) or a margin in "
-                      "1..10, got %g", c->decide_at_validation);
-  if (c->decide_with_siblings && c->decide_at_validation <= 0)
+                      "1..10, got %g", c->knobs.decide_at_validation);
+  if (c->knobs.decide_with_siblings && c->knobs.decide_at_validation <= 0)
     return sg_err_set(err, SG_EINVAL,
                       "decide-with-siblings: needs decide-at-validation (a margin "
                       "1..10), got decide-at-validation %g",
-                      c->decide_at_validation);
-  if (c->next_ahead && (c->search == NULL || strcmp(c->search, "refine") != 0))
+                      c->knobs.decide_at_validation);
+  if (c->knobs.next_ahead && (c->search == NULL || strcmp(c->search, "refine") != 0))
     return sg_err_set(err, SG_EINVAL,
                       "next-ahead: needs the refine search (the main started ahead "
                       "refines the best kernel), got search %s",
                       c->search ? c->search : "(none)");
-  if (c->cutoff_detach && c->cutoff <= 0)
+  if (c->knobs.cutoff_detach && c->knobs.cutoff <= 0)
     return sg_err_set(err, SG_EINVAL,
                       "cutoff-detach: needs a cutoff (cutoff > 0), got cutoff %g",
-                      c->cutoff);
+                      c->knobs.cutoff);
   if (c->replay_evals && c->replay == NULL)
     return sg_err_set(err, SG_EINVAL, "replay-evals: needs replay (--replay DIR)");
   /* A replay of a prompted run sends what it sent, so that the recording

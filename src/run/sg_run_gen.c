@@ -265,7 +265,7 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
                  ok ? SG_STORE_GEN_COMPLETED : SG_STORE_GEN_FAILED);
   if (ok) {
     sg_gen_account_completed(&r->acct);
-    if (g->kind == SG_GEN_MAIN && g->reasoning_bytes == 0 && r->cfg->spec &&
+    if (g->kind == SG_GEN_MAIN && g->reasoning_bytes == 0 && r->cfg->knobs.spec &&
         sg_gen_account_no_reasoning(&r->acct))
       sg_run_emit(r, "warning",
                   json_pack("{s:s, s:s}", "task", f->task->name, "message",

@@ -203,8 +203,8 @@ int sg_run_begin_or_resume(run *r, sg_err *err) {
       return rc;
     for (size_t i = 0; i < r->nwf; i++) {
       wf *f = &r->wfs[i];
-      sg_store_workflow sw = {f->task->name, cfg->iterations, cfg->time_budget,
-                              (int64_t)cfg->token_budget, r->t0_us};
+      sg_store_workflow sw = {f->task->name, cfg->knobs.iterations, cfg->knobs.time_budget,
+                              (int64_t)cfg->knobs.token_budget, r->t0_us};
       if ((rc = sg_store_workflow_add(r->store, &sw, &f->store_id, err)) < 0)
         return rc;
     }
@@ -219,7 +219,7 @@ int sg_run_begin_or_resume(run *r, sg_err *err) {
     /* A finished run given more iterations (--resume DIR --iterations N):
      * the workflows that ran fewer run again. */
     int reopened = 0;
-    if ((rc = sg_store_run_extend(r->store, cfg->iterations, &reopened, err)) < 0) {
+    if ((rc = sg_store_run_extend(r->store, cfg->knobs.iterations, &reopened, err)) < 0) {
       json_decref(res);
       return rc;
     }
@@ -239,7 +239,7 @@ int sg_run_begin_or_resume(run *r, sg_err *err) {
                     "%s: this run has finished its %d iterations; `--resume %s "
                     "--iterations N` with N above %d extends it, `specgen show %s` "
                     "prints its summary",
-                    r->dir, cfg->iterations, r->dir, cfg->iterations, r->dir);
+                    r->dir, cfg->knobs.iterations, r->dir, cfg->knobs.iterations, r->dir);
   else if (!same_tasks(r, sws))
     rc = tasks_changed(r, sws, err);
   if (rc == 0) {

@@ -148,28 +148,16 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.termination = f->term;
     o.language = f->task->language;
     o.entry = f->task->entry;
-    o.speculate = cfg->spec;
-    o.fork_on_idle = cfg->fork_on_idle;
-    o.max_forks_per_iteration = cfg->max_forks;
-    o.max_live_forks = cfg->max_live_forks;
-    if (cfg->llm_streams > 0 && cfg->spec) {
+    sg_knobs_land(&cfg->knobs, &o, NULL); /* the rows of config/sg_knobs.h */
+    if (cfg->knobs.llm_streams > 0 && cfg->knobs.spec) {
       /* one server serves every task: its streams less their mains */
-      r->fork_budget.cap = cfg->llm_streams - (int)r->nwf;
+      r->fork_budget.cap = cfg->knobs.llm_streams - (int)r->nwf;
       if (r->fork_budget.cap < 1)
         return sg_err_set(err, SG_EINVAL, "--llm-streams %d leaves no stream for "
                           "forks beside the main generations of %zu tasks",
-                          cfg->llm_streams, r->nwf);
+                          cfg->knobs.llm_streams, r->nwf);
       o.fork_budget = &r->fork_budget;
     }
-    o.fork_gate = cfg->fork_gate;
-    o.cutoff = cfg->cutoff;
-    o.cutoff_detach = cfg->cutoff_detach;
-    o.decide_at_validation = cfg->decide_at_validation;
-    o.decide_with_siblings = cfg->decide_with_siblings;
-    o.next_ahead = cfg->next_ahead;
-    o.max_iterations = (uint32_t)cfg->iterations;
-    o.max_wall_us = (int64_t)(cfg->time_budget * 1e6);
-    o.max_tokens = cfg->token_budget;
     if ((rc = sg_controller_new(&o, &f->ctl, err)) < 0)
       return sg_err_prefix(err, "task %s", f->task->name);
   }

@@ -576,19 +576,42 @@ static int fork_budgets(sim *s) {
   return 0;
 }
 
+/* The core's knobs (config/sg_knobs.h) of this campaign: numbers from the
+ * parameters, the policy switches from the configuration. */
+static void sim_knobs(const sg_sim_params *p, const sg_sim_variant *v, sg_knobs *k) {
+  sg_knobs_default(k);
+  k->elastic = v->elastic;
+  k->spec = v->speculate;
+  k->fork_on_idle = true;
+  k->max_forks = p->max_forks_per_iteration;
+  k->max_live_forks = p->max_live_forks;
+  k->llm_streams = p->llm_server_streams;
+  k->work_conserving = v->work_conserving;
+  k->split_capacity = v->split_capacity;
+  k->fork_gate = v->fork_gate ? p->fork_gate : 0;
+  k->cutoff = v->cutoff ? p->cutoff : 0;
+  k->cutoff_detach = v->cutoff_detach;
+  k->decide_at_validation = v->at_validation;
+  k->decide_with_siblings = v->siblings;
+  k->next_ahead = v->ahead;
+  k->tick = p->tick_s;
+  k->iterations = p->iterations;
+  k->time_budget = p->budget_wall_s;
+  k->token_budget = (uint64_t)llround(p->budget_tokens);
+}
+
 static int setup(sim *s) {
   const sg_sim_params *p = s->p;
+  sim_knobs(p, s->v, &s->knobs);
   sg_search_registry_init(&s->sreg);
   sg_termination_registry_init(&s->treg);
   sg_sched_opts so;
   sg_sched_opts_default(&so);
   so.devices = p->devices;
   so.compile_slots = p->compile_slots;
-  so.elastic = s->v->elastic;
   so.static_profile_devices = p->static_profile_devices;
   so.validate_lifo = s->v->lifo;
-  so.work_conserving = s->v->work_conserving;
-  so.split_capacity = s->v->split_capacity;
+  sg_knobs_land(&s->knobs, NULL, &so);
   so.max_infra_failures = p->max_infra_failures;
   so.max_retries = p->max_retries;
   so.max_queued = 1u << 20;
@@ -646,22 +669,10 @@ static int setup(sim *s) {
     o.termination = f->term;
     o.language = "c";
     o.entry = "sim_kernel";
-    o.speculate = s->v->speculate;
-    o.fork_on_idle = true;
+    sg_knobs_land(&s->knobs, &o, NULL); /* the rows of config/sg_knobs.h */
     o.idle_min_new_bytes = (uint64_t)llround(p->idle_min_new_tokens * s->bpt);
-    o.max_forks_per_iteration = p->max_forks_per_iteration;
-    o.max_live_forks = p->max_live_forks;
     if (s->budgets != NULL)
       o.fork_budget = &s->budgets[sg_sim_llm_server(s->llm, (uint32_t)w)];
-    o.fork_gate = s->v->fork_gate ? p->fork_gate : 0;
-    o.cutoff = s->v->cutoff ? p->cutoff : 0;
-    o.decide_at_validation = s->v->at_validation;
-    o.cutoff_detach = s->v->cutoff_detach;
-    o.decide_with_siblings = s->v->siblings;
-    o.next_ahead = s->v->ahead;
-    o.max_iterations = (uint32_t)p->iterations;
-    o.max_wall_us = p->budget_wall_s > 0 ? sim_s_to_us(p->budget_wall_s) : 0;
-    o.max_tokens = (uint64_t)llround(p->budget_tokens);
     /* A measured stream plants the triggers the scanner fired on at its
      * gap in real text (sg_sim_streams.h): each must fire here too, in a
      * text compressed to text.bytes_per_token, where planted sentences

@@ -3,6 +3,7 @@
 #ifndef SG_SIM_PRIV_H
 #define SG_SIM_PRIV_H
 
+#include "config/sg_knobs.h"
 #include "core/sg_controller.h"
 #include "core/sg_interp.h"
 #include "core/sg_scheduler.h"
@@ -108,6 +109,7 @@ typedef struct sim_req {
 typedef struct sim {
   const sg_sim_params *p;
   const sg_sim_variant *v;
+  sg_knobs knobs;       /* the core's knobs, from p and v (sim_knobs) */
   sg_sim_result *res;
   sg_err *err;
   sg_search_registry sreg;

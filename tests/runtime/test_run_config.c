@@ -8,6 +8,7 @@
 
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "eval/sg_eval.h"
 #include "run/sg_run_config.h"
 
 #include <jansson.h>
@@ -139,20 +140,28 @@ static void test_defaults(void) {
   SG_CHECK_EQ_INT(c.max_tokens, 0);
   SG_CHECK(c.temperature == -1 && c.gen_deadline == 1800 && c.idle_timeout == 120);
   SG_CHECK(c.server_speed == 300 && c.eval_timeout == 60 && c.hang_grace == 30);
+  /* one evaluation timeout: the run's default is the evaluators' own, and
+   * what a 0 (or no options) stands for */
+  sg_eval_opts eo;
+  sg_eval_opts_default(&eo);
+  SG_CHECK(c.eval_timeout == SG_EVAL_TIMEOUT_S && eo.run_timeout_s == SG_EVAL_TIMEOUT_S);
+  eo.run_timeout_s = 0;
+  SG_CHECK(sg_eval_run_timeout(&eo) == SG_EVAL_TIMEOUT_S);
+  SG_CHECK(sg_eval_run_timeout(NULL) == SG_EVAL_TIMEOUT_S);
   SG_CHECK_EQ_INT(c.compile_workers, 1);
   SG_CHECK_EQ_INT(c.trials, 3);
   SG_CHECK_EQ_INT(c.runs, 40);
   SG_CHECK_EQ_INT(c.warmups, 10);
-  SG_CHECK(c.elastic && c.spec && c.fork_on_idle && !c.quiet && !c.json);
-  SG_CHECK_EQ_INT(c.max_forks, 64);
-  SG_CHECK_EQ_INT(c.max_live_forks, 16);
-  SG_CHECK(!c.work_conserving && c.fork_gate == 0 && c.cutoff == 0);
-  SG_CHECK(c.decide_at_validation == 0 && !c.split_capacity && !c.cutoff_detach);
-  SG_CHECK(!c.decide_with_siblings && !c.next_ahead);
-  SG_CHECK(c.tick == 0.25 && c.time_budget == 0);
+  SG_CHECK(c.knobs.elastic && c.knobs.spec && c.knobs.fork_on_idle && !c.quiet && !c.json);
+  SG_CHECK_EQ_INT(c.knobs.max_forks, 64);
+  SG_CHECK_EQ_INT(c.knobs.max_live_forks, 16);
+  SG_CHECK(!c.knobs.work_conserving && c.knobs.fork_gate == 0 && c.knobs.cutoff == 0);
+  SG_CHECK(c.knobs.decide_at_validation == 0 && !c.knobs.split_capacity && !c.knobs.cutoff_detach);
+  SG_CHECK(!c.knobs.decide_with_siblings && !c.knobs.next_ahead);
+  SG_CHECK(c.knobs.tick == 0.25 && c.knobs.time_budget == 0);
   SG_CHECK_EQ_INT(c.seed, 1);
-  SG_CHECK_EQ_INT(c.iterations, 10);
-  SG_CHECK_EQ_INT(c.token_budget, 0);
+  SG_CHECK_EQ_INT(c.knobs.iterations, 10);
+  SG_CHECK_EQ_INT(c.knobs.token_budget, 0);
   sg_run_config_free(&c);
   SG_CHECK(c.profile == NULL && c.task == NULL);
 }
@@ -244,9 +253,9 @@ static void round_trip(const sg_run_config *c) {
   SG_CHECK_MSG(strcmp(text, text2) == 0, "round trip:\n%s\n%s", text, text2);
   /* Doubles bit for bit, strings and lists by value. */
   SG_CHECK(memcmp(&d.temperature, &c->temperature, sizeof(double)) == 0);
-  SG_CHECK(memcmp(&d.tick, &c->tick, sizeof(double)) == 0);
-  SG_CHECK(memcmp(&d.time_budget, &c->time_budget, sizeof(double)) == 0);
-  SG_CHECK(d.token_budget == c->token_budget && d.seed == c->seed);
+  SG_CHECK(memcmp(&d.knobs.tick, &c->knobs.tick, sizeof(double)) == 0);
+  SG_CHECK(memcmp(&d.knobs.time_budget, &c->knobs.time_budget, sizeof(double)) == 0);
+  SG_CHECK(d.knobs.token_budget == c->knobs.token_budget && d.seed == c->seed);
   SG_CHECK_EQ_INT(d.n_task, c->n_task);
   for (size_t i = 0; i < c->n_task; i++)
     SG_CHECK_STR_EQ(d.task[i], c->task[i]);
@@ -347,7 +356,7 @@ static void test_precedence_file_then_flags(void) {
   SG_CHECK_OK(ARGS(&c, &err, "--iterations", "7", "--task", "x", "--task=y",
                    "--no-quiet", "--config", path),
               err);
-  SG_CHECK_EQ_INT(c.iterations, 7);
+  SG_CHECK_EQ_INT(c.knobs.iterations, 7);
   SG_CHECK_EQ_INT(c.seed, 9); /* from the file, untouched by flags */
   SG_CHECK(!c.quiet);
   SG_CHECK_EQ_INT(c.n_task, 2); /* the flags' list replaced the file's */
@@ -408,10 +417,10 @@ static void test_bool_spellings(void) {
     sg_run_config c;
     sg_err err;
     sg_run_config_init(&c);
-    c.spec = !rows[i].want;
+    c.knobs.spec = !rows[i].want;
     int rc = rows[i].b ? ARGS(&c, &err, rows[i].a, rows[i].b) : ARGS(&c, &err, rows[i].a);
     SG_CHECK_OK(rc, err);
-    SG_CHECK_MSG(c.spec == rows[i].want, "%s %s", rows[i].a, rows[i].b ? rows[i].b : "");
+    SG_CHECK_MSG(c.knobs.spec == rows[i].want, "%s %s", rows[i].a, rows[i].b ? rows[i].b : "");
     if (rows[i].b && strcmp(rows[i].b, "--quiet") == 0)
       SG_CHECK(c.quiet);
     sg_run_config_free(&c);
@@ -432,7 +441,7 @@ static void test_bool_spellings(void) {
   SG_CHECK_CONTAINS(err.msg, "--no-spec: takes no value");
   /* YAML's own spellings go through the same words. */
   SG_CHECK_OK(yaml(&c, "spec: false\nelastic: yes\nquiet: On\n", &err), err);
-  SG_CHECK(!c.spec && c.elastic && c.quiet);
+  SG_CHECK(!c.knobs.spec && c.knobs.elastic && c.quiet);
   sg_run_config_free(&c);
 }
 
@@ -593,7 +602,7 @@ static void test_yaml_errors(void) {
     sg_err err;
     sg_run_config_init(&c);
     SG_CHECK_OK(yaml(&c, empty[i], &err), err);
-    SG_CHECK_EQ_INT(c.iterations, 10);
+    SG_CHECK_EQ_INT(c.knobs.iterations, 10);
     sg_run_config_free(&c);
   }
   /* A NUL inside a scalar, and the size cap (string and file). */
