@@ -198,16 +198,18 @@ static int take_value(int c, const char *arg, trig_args *a) {
       return -1;
     }
     return 0;
-  case 'x':
-    if (strcmp(arg, "c") != 0 && strcmp(arg, "cuda") != 0 && strcmp(arg, "python") != 0) {
+  case 'x': {
+    const char *lang = arg; /* a task language, not an evaluator */
+    if (strcmp(lang, "c") != 0 && strcmp(lang, "cuda") != 0 && strcmp(lang, "python") != 0) {
       fprintf(stderr,
               "specgen triggers: --extract: unknown language '%s' (c, cuda, "
               "python)\n",
-              arg);
+              lang);
       return -1;
     }
-    a->extract = arg;
+    a->extract = lang;
     return 0;
+  }
   case 'w':
     a->window_set = true;
     return parse_bytes("--window", arg, &a->window);
