@@ -32,7 +32,7 @@
  */
 #include "core/sg_controller_priv.h"
 #include "core/sg_policy.h"
-#include "core/sg_unshadow.h"
+#include "core/sg_tidy.h"
 
 #include "common/sg_alloc.h"
 
@@ -473,9 +473,9 @@ void ctl_take_candidate(sg_controller *c, gen *g, const char *text, size_t len,
   const char *src = ex.outcome == SG_EXTRACT_FOUND ? text + ex.start : NULL;
   size_t srclen = ex.outcome == SG_EXTRACT_FOUND ? ex.len : 0;
   size_t fixed_len = 0;
-  int unshadowed = 0;
-  char *fixed = src ? sg_unshadow_params(src, srclen, c->o.language, c->o.entry,
-                                         &fixed_len, &unshadowed)
+  int tidied = 0;
+  char *fixed = src ? sg_tidy_candidate(src, srclen, c->o.language, c->o.entry,
+                                         &fixed_len, &tidied)
                     : NULL;
   sg_kernel *k = sg_history_add(&c->hist, c->iteration, g->kind, g->id,
                                 g->prefix_len, ex.outcome, fixed ? fixed : src,

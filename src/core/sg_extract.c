@@ -505,7 +505,8 @@ static bool defines_entry(const char *t, size_t len, const char *entry) {
 }
 
 bool sg_extract_entry_def(const char *t, size_t len, const char *entry,
-                          size_t *start, size_t *lparen, size_t *rparen) {
+                          size_t *start, size_t *lparen, size_t *rparen,
+                          size_t *end) {
   func fn;
   size_t j;
   if (find_entry(t, len, entry, false, &fn, &j) != ENTRY_C)
@@ -520,6 +521,7 @@ bool sg_extract_entry_def(const char *t, size_t len, const char *entry,
   *start = fn.start;
   *lparen = j;
   *rparen = k;
+  *end = fn.end;
   return true;
 }
 

@@ -35,9 +35,11 @@ void sg_extract_candidate(const char *text, size_t len, const char *language,
                           const char *entry, sg_extracted *out);
 
 /* The complete definition of entry in a C or CUDA source: where it starts
- * (its return type) and its parameter list's parentheses, at *lparen and
- * *rparen. False when src holds none (a prototype or a cut body is none). */
+ * (its return type), its parameter list's parentheses (*lparen, *rparen)
+ * and the end of its body (*end: past its closing brace). False when src
+ * holds none (a prototype or a cut body is none). */
 bool sg_extract_entry_def(const char *src, size_t len, const char *entry,
-                          size_t *start, size_t *lparen, size_t *rparen);
+                          size_t *start, size_t *lparen, size_t *rparen,
+                          size_t *end);
 
 #endif

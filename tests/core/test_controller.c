@@ -1607,7 +1607,7 @@ static void test_answer_from_streamed_content(void) {
 }
 
 /* A kernel that #defines a parameter of its entry is submitted, kept and
- * shown without that line (core/sg_unshadow.h), whatever the history reads. */
+ * shown without that line (core/sg_tidy.h), whatever the history reads. */
 static void test_shadowing_define_taken_out(void) {
   fx f;
   fx_init(&f, "hist-avg", NULL);

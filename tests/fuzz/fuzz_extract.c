@@ -3,10 +3,9 @@
  * The first byte picks the language and the entry; the rest is the text, in
  * a buffer of exactly its size (no NUL), so a read past it is caught. A found
  * span must lie inside the text; other outcomes carry a reason. The found
- * span then goes through sg_unshadow_params as the controller passes it:
- * what it keeps is the span with whole lines replaced. */
+ * span then goes through sg_tidy_candidate as the controller passes it. */
 #include "core/sg_extract.h"
-#include "core/sg_unshadow.h"
+#include "core/sg_tidy.h"
 
 #include <assert.h>
 #include <stdint.h>
@@ -30,10 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     assert(x.reason == NULL);
     size_t fixed_len = 0;
     int removed = 0;
-    char *fixed = sg_unshadow_params(text + x.start, x.len, lang, entry,
+    char *fixed = sg_tidy_candidate(text + x.start, x.len, lang, entry,
                                      &fixed_len, &removed);
     assert((fixed == NULL) == (removed == 0));
-    assert(fixed == NULL || strlen(fixed) == fixed_len);
+    assert(fixed == NULL || fixed[fixed_len] == '\0');
     free(fixed);
   } else {
     assert(x.reason != NULL && x.len == 0);

@@ -1,6 +1,7 @@
-/* test_unshadow.c: #define lines that shadow a kernel's parameters are taken
- * out, and nothing else is (core/sg_unshadow.h). */
-#include "core/sg_unshadow.h"
+/* test_tidy.c: #define lines that shadow a kernel's parameters, and a test
+ * driver's main, are taken out of a candidate, and nothing else is
+ * (core/sg_tidy.h). */
+#include "core/sg_tidy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@ typedef struct fixed {
 static fixed fix(const char *src, const char *lang, const char *entry) {
   fixed f;
   size_t n = 0;
-  f.text = sg_unshadow_params(src, strlen(src), lang, entry, &n, &f.removed);
+  f.text = sg_tidy_candidate(src, strlen(src), lang, entry, &n, &f.removed);
   if (f.text)
     SG_CHECK_EQ_INT((long long)n, (long long)strlen(f.text));
   else
@@ -102,6 +103,46 @@ static void test_left_alone(void) {
   free(f.text);
 }
 
+/* What the same model wrote next: the kernel, and a main that tests it
+ * with the sizes as macros. Both the macros and main go; the kernel stays. */
+static void test_test_driver_taken_out(void) {
+  const char *src =
+      "#include <stdio.h>\n"
+      "#define N 384\n"
+      "void lower(const float *A, float *C, int N) {\n"
+      "  for (int i = 0; i < N; i++) C[i] = A[i];\n"
+      "}\n"
+      "\n"
+      "int main() {\n"
+      "    float A[N * N], C[N * N];\n"
+      "    lower(A, C, N);\n"
+      "    printf(\"%f\\n\", C[0]); /* } in a comment, \"}\" in a string */\n"
+      "    return 0;\n"
+      "}\n"
+      "// the end\n";
+  fixed f = fix(src, "c", "lower");
+  SG_CHECK(f.text != NULL);
+  SG_CHECK_EQ_INT(f.removed, 2);
+  SG_CHECK(strstr(f.text, "int main") == NULL);
+  SG_CHECK(strstr(f.text, "printf") == NULL);
+  SG_CHECK_CONTAINS(f.text, "  for (int i = 0; i < N; i++) C[i] = A[i];\n}\n\n"
+                            "/* specgen took out main() here: the harness has its "
+                            "own and calls lower itself */\n// the end\n");
+  free(f.text);
+  /* main alone, before the kernel */
+  f = fix("int main(void) { return f(0); }\nint f(int x) { return x; }\n", "c", "f");
+  SG_CHECK(f.text != NULL && f.removed == 1);
+  SG_CHECK_CONTAINS(f.text, "calls f itself */\nint f(int x) { return x; }\n");
+  free(f.text);
+  /* main is the entry; a prototype of main; a cut main: left alone */
+  f = fix("int main(void) { return 0; }\n", "c", "main");
+  SG_CHECK(f.text == NULL);
+  f = fix("int main(void);\nvoid f(int x) { (void)x; }\n", "c", "f");
+  SG_CHECK(f.text == NULL);
+  f = fix("void f(int x) { (void)x; }\nint main(void) { f(1);\n", "c", "f");
+  SG_CHECK(f.text == NULL);
+}
+
 /* Whatever the text, the result is the text with whole lines replaced:
  * every byte outside the taken-out lines is kept, in order. */
 static void test_odd_texts(void) {
@@ -123,4 +164,5 @@ static void test_odd_texts(void) {
 
 SG_TEST_MAIN(SG_TEST(test_sizes_as_macros_are_taken_out),
              SG_TEST(test_parameter_forms), SG_TEST(test_left_alone),
+             SG_TEST(test_test_driver_taken_out),
              SG_TEST(test_odd_texts))

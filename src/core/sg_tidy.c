@@ -1,9 +1,10 @@
-/* sg_unshadow.c: #define lines that shadow a kernel's parameters, taken out
- * (pure; the rule is in sg_unshadow.h). */
-#include "core/sg_unshadow.h"
+/* sg_tidy.c: what a model writes around a kernel that can never build in
+ * the harness, taken out (pure; the rules are in sg_tidy.h). */
+#include "core/sg_tidy.h"
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/sg_buf.h"
@@ -99,15 +100,12 @@ static bool shadowing_define(const char *t, size_t end, size_t p,
   return false;
 }
 
-char *sg_unshadow_params(const char *t, size_t len, const char *language,
-                         const char *entry, size_t *out_len, int *removed) {
-  *out_len = 0;
-  *removed = 0;
-  if (language == NULL ||
-      (strcmp(language, "c") != 0 && strcmp(language, "cuda") != 0))
-    return NULL;
-  size_t start, lp, rp;
-  if (!sg_extract_entry_def(t, len, entry, &start, &lp, &rp))
+/* Pass 1: the #define lines above the entry's definition that shadow its
+ * parameters. */
+static char *take_out_defines(const char *t, size_t len, const char *entry,
+                              size_t *out_len, int *removed) {
+  size_t start, lp, rp, end;
+  if (!sg_extract_entry_def(t, len, entry, &start, &lp, &rp, &end))
     return NULL;
   span names[PARAMS_MAX];
   size_t n = param_names(t, lp, rp, names);
@@ -138,4 +136,43 @@ char *sg_unshadow_params(const char *t, size_t len, const char *language,
   sg_buf_append(&b, t + copied, len - copied);
   *out_len = b.len;
   return sg_buf_steal(&b);
+}
+
+/* Pass 2: a complete definition of main, the model's test driver. */
+static char *take_out_main(const char *t, size_t len, const char *entry,
+                           size_t *out_len, int *removed) {
+  size_t start, lp, rp, end;
+  if (strcmp(entry, "main") == 0 ||
+      !sg_extract_entry_def(t, len, "main", &start, &lp, &rp, &end))
+    return NULL;
+  sg_buf b;
+  sg_buf_init(&b, 0);
+  sg_buf_append(&b, t, start);
+  sg_buf_printf(&b, "/* specgen took out main() here: the harness has its own "
+                    "and calls %s itself */",
+                entry);
+  sg_buf_append(&b, t + end, len - end);
+  (*removed)++;
+  *out_len = b.len;
+  return sg_buf_steal(&b);
+}
+
+char *sg_tidy_candidate(const char *t, size_t len, const char *language,
+                        const char *entry, size_t *out_len, int *removed) {
+  *out_len = 0;
+  *removed = 0;
+  if (language == NULL || entry == NULL ||
+      (strcmp(language, "c") != 0 && strcmp(language, "cuda") != 0))
+    return NULL;
+  size_t once_len = 0, twice_len = 0;
+  char *once = take_out_defines(t, len, entry, &once_len, removed);
+  char *twice = take_out_main(once ? once : t, once ? once_len : len, entry,
+                              &twice_len, removed);
+  if (twice == NULL) {
+    *out_len = once_len;
+    return once;
+  }
+  free(once);
+  *out_len = twice_len;
+  return twice;
 }
