@@ -138,11 +138,14 @@ static char *take_out_defines(const char *t, size_t len, const char *entry,
   return sg_buf_steal(&b);
 }
 
-/* Pass 2: a complete definition of main, the model's test driver. */
+/* Pass 2: a complete definition of main, the model's test driver, beside
+ * a complete definition of the entry (a text without the kernel is left as
+ * the model wrote it: its failure is the feedback). */
 static char *take_out_main(const char *t, size_t len, const char *entry,
                            size_t *out_len, int *removed) {
   size_t start, lp, rp, end;
   if (strcmp(entry, "main") == 0 ||
+      !sg_extract_entry_def(t, len, entry, &start, &lp, &rp, &end) ||
       !sg_extract_entry_def(t, len, "main", &start, &lp, &rp, &end))
     return NULL;
   sg_buf b;

@@ -11,8 +11,8 @@
  * - A test driver: `int main(void) { ... }` beside the kernel. The harness
  *   has its own main and calls the entry itself, so a candidate's main can
  *   only break the build (a second main, or code that used the macros
- *   above). So a complete definition of main is taken out (when main is
- *   not the entry).
+ *   above). So a complete definition of main is taken out when the text
+ *   also defines the entry (and main is not the entry).
  * Each is replaced by a comment saying what was taken out and why; the
  * kernel is then stored, evaluated and shown in that form. Nothing else
  * changes: a macro also used at file scope (an array's size) still fails

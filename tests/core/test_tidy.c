@@ -134,7 +134,10 @@ static void test_test_driver_taken_out(void) {
   SG_CHECK(f.text != NULL && f.removed == 1);
   SG_CHECK_CONTAINS(f.text, "calls f itself */\nint f(int x) { return x; }\n");
   free(f.text);
-  /* main is the entry; a prototype of main; a cut main: left alone */
+  /* main is the entry; a prototype of main; a cut main; main without the
+   * kernel: left alone */
+  f = fix("int main(void) { return 0; }\n", "c", "f");
+  SG_CHECK(f.text == NULL);
   f = fix("int main(void) { return 0; }\n", "c", "main");
   SG_CHECK(f.text == NULL);
   f = fix("int main(void);\nvoid f(int x) { (void)x; }\n", "c", "f");
