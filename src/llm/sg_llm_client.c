@@ -29,6 +29,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 #include "common/sg_clock.h"
+#include "common/sg_rng.h"
 #include "llm/sg_sse.h"
 
 #include <assert.h>
@@ -125,7 +126,7 @@ struct sg_llm_client {
   abort_req *aborts;
   size_t naborts;
   char *auth_header;
-  uint64_t rng;
+  sg_rng rng; /* retry jitter and request ids */
   uint64_t next_id;
   int in_curl;          /* inside curl_multi_socket_action */
   bool cancels_pending; /* a stream was cancelled inside curl */
@@ -307,10 +308,9 @@ int sg_llm_client_new(uv_loop_t *loop, const sg_llm_client_opts *opts,
   uv_timer_init(loop, &c->timer);
   c->timer.data = c;
   c->open_handles = 1;
-  c->rng = opts->seed ? opts->seed
-                      : (uint64_t)sg_clock_now_us() ^ ((uint64_t)(uintptr_t)c << 16);
-  if (c->rng == 0)
-    c->rng = 0x9e3779b97f4a7c15ULL;
+  sg_rng_seed(&c->rng, opts->seed ? opts->seed
+                                    : (uint64_t)sg_clock_now_us() ^
+                                          ((uint64_t)(uintptr_t)c << 16));
   const char *env = opts->api_key_env ? opts->api_key_env : "OPENAI_API_KEY";
   const char *key = env[0] ? getenv(env) : NULL;
   if (key && key[0])
@@ -326,14 +326,7 @@ size_t sg_llm_client_aborts_in_flight(const sg_llm_client *c) {
   return c->naborts;
 }
 
-static uint64_t rng_next(sg_llm_client *c) {
-  uint64_t x = c->rng;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  c->rng = x;
-  return x;
-}
+static uint64_t rng_next(sg_llm_client *c) { return sg_rng_next(&c->rng); }
 
 /* ---- stream lifetime ---- */
 
