@@ -27,6 +27,8 @@
  */
 #include "core/sg_extract.h"
 
+#include "core/sg_chars.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -77,16 +79,6 @@ static const char reason_body[] =
 
 /* ---------------------------------------------------------------- helpers */
 
-static bool is_blank(char c) { return c == ' ' || c == '\t'; }
-static bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
-         c == '\f';
-}
-static bool is_ident(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_';
-}
-
 static size_t line_end(const char *t, size_t len, size_t p) {
   const char *nl = memchr(t + p, '\n', len - p);
   return nl ? (size_t)(nl - t) : len;
@@ -125,7 +117,7 @@ typedef struct fence {
 static bool fence_open_at(const char *t, size_t len, size_t p, fence *f,
                           char *ch, size_t *n) {
   size_t e = line_end(t, len, p), i = p, ind = 0;
-  while (i < e && is_blank(t[i]) && ind < FENCE_INDENT_MAX) {
+  while (i < e && sg_is_blank(t[i]) && ind < FENCE_INDENT_MAX) {
     i++;
     ind++;
   }
@@ -141,11 +133,11 @@ static bool fence_open_at(const char *t, size_t len, size_t p, fence *f,
     return false;
   if (c == '`' && memchr(t + i, '`', e - i) != NULL)
     return false;  /* ```x``` on one line is inline code */
-  while (i < e && is_blank(t[i]))
+  while (i < e && sg_is_blank(t[i]))
     i++;
   f->lang_len = 0;
   f->lang_long = false;
-  while (i < e && !is_space(t[i]) && t[i] != '{') {
+  while (i < e && !sg_is_space(t[i]) && t[i] != '{') {
     if (f->lang_len + 1 < LANG_MAX) {
       char l = t[i];
       f->lang[f->lang_len++] = (char)(l >= 'A' && l <= 'Z' ? l + 32 : l);
@@ -165,7 +157,7 @@ static bool fence_open_at(const char *t, size_t len, size_t p, fence *f,
 static bool fence_close_at(const char *t, size_t e, size_t p, char c,
                            size_t n) {
   size_t i = p, ind = 0, k = 0;
-  while (i < e && is_blank(t[i]) && ind < FENCE_INDENT_MAX) {
+  while (i < e && sg_is_blank(t[i]) && ind < FENCE_INDENT_MAX) {
     i++;
     ind++;
   }
@@ -175,7 +167,7 @@ static bool fence_close_at(const char *t, size_t e, size_t p, char c,
   }
   if (k < n)
     return false;
-  while (i < e && (is_blank(t[i]) || t[i] == '\r'))
+  while (i < e && (sg_is_blank(t[i]) || t[i] == '\r'))
     i++;
   return i == e;
 }
@@ -280,10 +272,10 @@ static bool func_at(const char *t, size_t len, size_t lo, size_t paren,
                     func *fn) {
   /* the name, then at least one identifier (the type) before it */
   size_t ne = paren;
-  while (ne > lo && is_blank(t[ne - 1]))
+  while (ne > lo && sg_is_blank(t[ne - 1]))
     ne--;
   size_t ns = ne;
-  while (ns > lo && is_ident(t[ns - 1]))
+  while (ns > lo && sg_is_ident(t[ns - 1]))
     ns--;
   if (ns == ne || (t[ns] >= '0' && t[ns] <= '9') ||
       word_in(t + ns, ne - ns, not_names))
@@ -294,10 +286,10 @@ static bool func_at(const char *t, size_t len, size_t lo, size_t paren,
   size_t s = ns, types = 0;
   for (;;) {
     size_t k = s;
-    while (k > lo && (is_blank(t[k - 1]) || t[k - 1] == '*' || t[k - 1] == '&'))
+    while (k > lo && (sg_is_blank(t[k - 1]) || t[k - 1] == '*' || t[k - 1] == '&'))
       k--;
     size_t w = k;
-    while (w > lo && is_ident(t[w - 1]))
+    while (w > lo && sg_is_ident(t[w - 1]))
       w--;
     if (w == k || word_in(t + w, k - w, not_names) ||
         (t[w] >= '0' && t[w] <= '9'))
@@ -327,7 +319,7 @@ static bool func_at(const char *t, size_t len, size_t lo, size_t paren,
   i++;
   size_t limit = i + SIG_MAX_BYTES;
   while (i < len && i < limit &&
-         (is_space(t[i]) || is_ident(t[i]) || t[i] == '(' || t[i] == ')'))
+         (sg_is_space(t[i]) || sg_is_ident(t[i]) || t[i] == '(' || t[i] == ')'))
     i++;
   if (i >= len || t[i] != '{')
     return false;
@@ -370,9 +362,9 @@ static bool gap_is_code(const char *t, size_t a, size_t b) {
   while (p < b) {
     size_t e = line_end(t, b, p);
     size_t s = p, z = e;
-    while (s < z && is_space(t[s]))
+    while (s < z && sg_is_space(t[s]))
       s++;
-    while (z > s && is_space(t[z - 1]))
+    while (z > s && sg_is_space(t[z - 1]))
       z--;
     if (z > s) {
       char first = t[s], last = t[z - 1];
@@ -395,7 +387,7 @@ static size_t with_directives(const char *t, size_t lo, size_t start) {
     ls--;
   /* only whitespace or qualifiers before the signature on its line */
   for (size_t i = ls; i < start; i++)
-    if (!is_blank(t[i]) && !is_ident(t[i]) && t[i] != '"' && t[i] != '<' &&
+    if (!sg_is_blank(t[i]) && !sg_is_ident(t[i]) && t[i] != '"' && t[i] != '<' &&
         t[i] != '>' && t[i] != ',')
       return start;
   size_t best = ls, p = ls;
@@ -404,7 +396,7 @@ static size_t with_directives(const char *t, size_t lo, size_t start) {
     while (ps > lo && t[ps - 1] != '\n')
       ps--;
     size_t s = ps;
-    while (s < pe && is_space(t[s]))
+    while (s < pe && sg_is_space(t[s]))
       s++;
     p = ps;
     if (s == pe)
@@ -477,16 +469,16 @@ static int find_entry(const char *t, size_t len, const char *entry, bool python,
     if (hit == NULL)
       break;
     i = (size_t)(hit - t);
-    if ((i > 0 && is_ident(t[i - 1])) || (i + n < len && is_ident(t[i + n])))
+    if ((i > 0 && sg_is_ident(t[i - 1])) || (i + n < len && sg_is_ident(t[i + n])))
       continue;
     size_t k = i;
-    while (k > 0 && is_blank(t[k - 1]))
+    while (k > 0 && sg_is_blank(t[k - 1]))
       k--;
     if (python && ((k >= 3 && memcmp(t + k - 3, "def", 3) == 0) ||
                    (k >= 5 && memcmp(t + k - 5, "class", 5) == 0)))
       return ENTRY_PYTHON;
     size_t j = i + n;
-    while (j < len && is_space(t[j]))
+    while (j < len && sg_is_space(t[j]))
       j++;
     if (j < len && t[j] == '(' && func_at(t, len, 0, j, fn)) {
       if (fn->cut)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/sg_buf.h"
+#include "core/sg_chars.h"
 #include "core/sg_extract.h"
 
 enum { PARAMS_MAX = 64 };
@@ -16,12 +17,6 @@ typedef struct span {
   size_t at, len;
 } span;
 
-static bool is_ident(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_';
-}
-
-static bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 /* The parameter names in t[lp+1, rp): per top-level comma-separated part,
  * its last identifier before any '[' ("const float *__restrict__ x" is x,
@@ -41,10 +36,10 @@ static size_t param_names(const char *t, size_t lp, size_t rp, span *names) {
         names[n++] = (span){last_at, last_len};
       last_len = 0;
       in_brackets = false;
-    } else if (is_ident(c) && !is_ident(t[i - 1]) && !in_brackets &&
+    } else if (sg_is_ident(c) && !sg_is_ident(t[i - 1]) && !in_brackets &&
                !(c >= '0' && c <= '9')) {
       size_t e = i;
-      while (e < rp && is_ident(t[e]))
+      while (e < rp && sg_is_ident(t[e]))
         e++;
       last_at = i;
       last_len = e - i;
@@ -61,7 +56,7 @@ static size_t directive_end(const char *t, size_t len, size_t p) {
     const char *nl = memchr(t + p, '\n', len - p);
     size_t e = nl ? (size_t)(nl - t) : len;
     size_t k = e;
-    while (k > p && (t[k - 1] == '\r' || is_blank(t[k - 1])))
+    while (k > p && (t[k - 1] == '\r' || sg_is_blank(t[k - 1])))
       k--;
     p = e < len ? e + 1 : len;
     if (k == 0 || t[k - 1] != '\\')
@@ -74,20 +69,20 @@ static size_t directive_end(const char *t, size_t len, size_t p) {
  * NAME's span. */
 static bool shadowing_define(const char *t, size_t end, size_t p,
                              const span *names, size_t n, span *name) {
-  while (p < end && is_blank(t[p]))
+  while (p < end && sg_is_blank(t[p]))
     p++;
   if (p >= end || t[p] != '#')
     return false;
   p++;
-  while (p < end && is_blank(t[p]))
+  while (p < end && sg_is_blank(t[p]))
     p++;
-  if (end - p < 7 || memcmp(t + p, "define", 6) != 0 || !is_blank(t[p + 6]))
+  if (end - p < 7 || memcmp(t + p, "define", 6) != 0 || !sg_is_blank(t[p + 6]))
     return false;
   p += 6;
-  while (p < end && is_blank(t[p]))
+  while (p < end && sg_is_blank(t[p]))
     p++;
   size_t s = p;
-  while (p < end && is_ident(t[p]))
+  while (p < end && sg_is_ident(t[p]))
     p++;
   if (p == s || (p < end && t[p] == '('))
     return false; /* none, or a function-like macro: not a value */

@@ -11,14 +11,12 @@
  */
 #include "core/sg_triggers_priv.h"
 
+#include "core/sg_chars.h"
+
 #include <string.h>
 
 /* ---------------------------------------------------------------- code */
 
-static inline bool is_ident(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_';
-}
 
 void trig_code_reset(sg_scanner *s) {
   s->code = CODE_IDLE;
@@ -152,13 +150,13 @@ static void sig_step(sg_scanner *s, unsigned char c) {
     s->last_code = c;
     return;
   }
-  if (is_ident(c) || is_ws(c) || c == '*' || c == '&' || c == '<' ||
+  if (sg_is_ident(c) || is_ws(c) || c == '*' || c == '&' || c == '<' ||
       c == '>' || c == ',' || c == ':') {
     if (!is_ws(c))
       s->last_code = c;
     return;
   }
-  if (c == '(' && is_ident(s->last_code) && s->sig_idents > 0) {
+  if (c == '(' && sg_is_ident(s->last_code) && s->sig_idents > 0) {
     s->paren = 1;
     s->last_code = c;
     return;
@@ -205,7 +203,7 @@ void trig_code_byte(sg_scanner *s, unsigned char c) {
     return;
   }
   /* Identifiers are tracked in the open and in signatures. */
-  if (is_ident(c)) {
+  if (sg_is_ident(c)) {
     trig_ident_byte(s, c);
   } else if (s->in_ident) {
     s->in_ident = false;
