@@ -87,7 +87,7 @@ static char *key_text(int device, char *const argv[]) {
 
 /* Ends a's runner (sg_sandbox_finish kills its group) into *out (NULL:
  * dropped) and frees the slot; a runner killed leaves its CUDA IPC files,
- * which go with it (sg_shm.h). */
+ * and its servers', which go with it (sg_shm.h). */
 static void slot_end(ahead *a, sg_sandbox_outcome *out, bool timed_out) {
   if (a->go_fd >= 0)
     close(a->go_fd);
@@ -98,6 +98,11 @@ static void slot_end(ahead *a, sg_sandbox_outcome *out, bool timed_out) {
   int pid = sg_sandbox_pid(a->sb);
   sg_sandbox_finish(a->sb, timed_out, out ? out : &tmp, &err);
   sg_shm_remove_owned(NULL, pid);
+  if (a->scratch) { /* its servers' files (a kernelbench judge's) */
+    char *pids = sg_asprintf("%s/%s", a->scratch, SG_SHM_PIDS_FILE);
+    sg_shm_remove_listed(NULL, pids);
+    free(pids);
+  }
   if (!out)
     sg_sandbox_outcome_free(&tmp);
   a->sb = NULL;

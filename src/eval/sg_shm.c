@@ -3,6 +3,7 @@
 #include "eval/sg_shm.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_file.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -53,5 +54,22 @@ size_t sg_shm_remove_owned(const char *dir, long pid) {
     free(path);
   }
   closedir(d);
+  return n;
+}
+
+size_t sg_shm_remove_listed(const char *dir, const char *pids_path) {
+  char *text = NULL;
+  sg_err err;
+  if (!pids_path || sg_file_read(pids_path, 4096, &text, NULL, &err))
+    return 0;
+  size_t n = 0;
+  for (const char *p = text + strspn(text, " \t\n"); *p; p += strspn(p, " \t\n")) {
+    size_t digits = strspn(p, "0123456789");
+    if (digits == 0 || digits > 9 || (p[digits] && !strchr(" \t\n", p[digits])))
+      break;
+    n += sg_shm_remove_owned(dir, strtol(p, NULL, 10));
+    p += digits;
+  }
+  free(text);
   return n;
 }

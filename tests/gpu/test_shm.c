@@ -51,4 +51,34 @@ static void test_remove(void) {
   free(d);
 }
 
-SG_TEST_MAIN({"names", test_names}, {"remove", test_remove})
+/* A judge's list of its processes (itself and its servers): the files of
+ * each pid listed go, nothing else; the list ends at anything not a pid. */
+static void test_remove_listed(void) {
+  char *d = tmp_dir("sg-shm-listed");
+  put_file(d, "torch_1891_1_0", "");
+  put_file(d, "cuda.shm.0.764.1", "");        /* 1892's */
+  put_file(d, "torch_1893_1_0", "");          /* listed after the garbage */
+  put_file(d, "torch_1894_1_0", "");          /* not listed */
+  put_file(d, "pids", "1891 1892\nx 1893\n");
+  char *pids = sg_asprintf("%s/pids", d);
+  SG_CHECK_EQ_INT(sg_shm_remove_listed(d, pids), 2);
+  char *p = sg_asprintf("%s/torch_1893_1_0", d);
+  SG_CHECK(access(p, F_OK) == 0);
+  free(p);
+  put_file(d, "pids", "0 -1893\n");
+  SG_CHECK_EQ_INT(sg_shm_remove_listed(d, pids), 0);
+  put_file(d, "pids", "18931 1893");
+  SG_CHECK_EQ_INT(sg_shm_remove_listed(d, pids), 1); /* torch_1893_1_0 */
+  p = sg_asprintf("%s/torch_1894_1_0", d);
+  SG_CHECK(access(p, F_OK) == 0);
+  free(p);
+  free(pids);
+  SG_CHECK_EQ_INT(sg_shm_remove_listed(d, "/nonexistent-file"), 0);
+  SG_CHECK_EQ_INT(sg_shm_remove_listed(d, NULL), 0);
+  sg_err err;
+  sg_rm_rf(d, &err);
+  free(d);
+}
+
+SG_TEST_MAIN({"names", test_names}, {"remove", test_remove},
+             {"remove_listed", test_remove_listed})
