@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""kb_levels_table.py DIR: the results table of scripts/kb-levels.sh from
-DIR/level<N>-same.json and DIR/level<N>-wrong.json (specgen bench --json
-with --self-check same and wrong), as Markdown: per level the self-check's
-ok count and speedup band, the wrong candidates caught, the validation
-times (each row's run stage), and every task that missed with its status
-and message. A bench call stopped by its time limit still prints its JSON,
-the rows it did not reach as not_run: the table counts the rows reached
-and says "(partial)". Where no JSON came (a bench killed outright), the
-rows are read from its progress lines in DIR/level<N>.log ("[k/n] TASK:
-status 1.02x (KernelBench: ok), T s"), with no validation times or
-messages."""
+"""kb_levels_table.py DIR: the results table of scripts/kb-levels.sh from its
+bench output in DIR, as Markdown: per level the self-check's ok count and
+speedup band, the wrong candidates caught, the validation times (each row's
+run stage), where those times went (the median of each of the judge's
+phases), and every task that missed with its status and message.
+
+Per level it reads DIR/level<N>-both.json (specgen bench --self-check both
+--json: {"same": {rows}, "wrong": {rows}}), else DIR/level<N>-same.json and
+DIR/level<N>-wrong.json (one mode each). A bench call stopped by its time
+limit still prints its JSON, the rows it did not reach as not_run: the
+table counts the rows reached and says "(partial)". A wrong row not_run
+with a message (undecided: the validation ended before its verdict) is a
+miss, listed with its reason. Where no JSON came (a bench killed
+outright), the rows are read from the call's progress lines ("[k/n] TASK:
+status 1.02x (KernelBench: ok), T s", in mode both followed by "; wrong:
+status (KernelBench: ...)"), with no validation times or messages: from
+DIR/level<N>-<mode>.log, else from DIR/level<N>.log, where each call's
+lines end with kb-levels.sh's line "level N MODE: exit ..." (a call
+without one counts as same if first, wrong if second)."""
 
 import glob
 import json
@@ -28,42 +36,119 @@ def load(path):
         return None
 
 
-PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+): (\w+)(?: ([0-9.]+)x)?")
+PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+): (\w+)(?: ([0-9.]+)x)?"
+                      r"(?:.*; wrong: (\w+))?")
+CALL_END = re.compile(r"^level (\d+) (same|wrong|both): exit")
+FROM_LOG = "(from the progress line; the call was stopped)"
+
+
+def progress_calls(lines):
+    """The bench calls in a log's lines: [(mode or None, total, rows)],
+    rows as [(task, status, speedup, wrong status)]. A call ends at its
+    kb-levels.sh line (which names its mode) or where the next restarts at
+    [1/n]."""
+    calls = []
+    cur = None
+    for line in lines:
+        m = CALL_END.match(line)
+        if m:
+            if cur is not None:
+                cur[0] = m.group(2)
+                calls.append(cur)
+            cur = None
+            continue
+        m = PROGRESS.match(line)
+        if not m:
+            continue
+        if cur is not None and m.group(1) == "1" and cur[2]:
+            calls.append(cur)
+            cur = None
+        if cur is None:
+            cur = [None, int(m.group(2)), []]
+        cur[2].append((m.group(3), m.group(4),
+                       float(m.group(5)) if m.group(5) else None, m.group(6)))
+    if cur is not None:
+        calls.append(cur)
+    return calls
+
+
+def rows_of(call, mode):
+    """A call's rows as mode's (in mode both, "wrong" reads each line's
+    wrong verdict), in the shape of the JSON's rows."""
+    rows = []
+    for task, status, speedup, wrong in call[2]:
+        if mode == "wrong" and call[0] == "both":
+            status, speedup = wrong or "not_run", None
+        rows.append({"task": task, "status": status, "speedup": speedup,
+                     "message": FROM_LOG})
+    return {"rows": rows, "partial": call[1]}
+
+
+def read_lines(path):
+    try:
+        with open(path) as f:
+            return f.read().splitlines()
+    except OSError:
+        return None
 
 
 def from_log(d, lv, mode):
     """The rows of a bench call that printed no JSON, from its progress
-    lines: the log holds the same-mode call first, then the wrong-mode
-    one (each restarts at [1/n])."""
-    calls, totals, rows = [], [], None
-    try:
-        lines = open(os.path.join(d, "level%d.log" % lv)).read().splitlines()
-    except OSError:
+    lines (see the module's text); None where there are none."""
+    for m in (mode, "both"):
+        lines = read_lines(os.path.join(d, "level%d-%s.log" % (lv, m)))
+        if lines:
+            calls = progress_calls(lines)
+            if calls:
+                calls[-1][0] = m
+                return rows_of(calls[-1], mode)
+    lines = read_lines(os.path.join(d, "level%d.log" % lv))
+    if not lines:
         return None
-    for line in lines:
-        m = PROGRESS.match(line)
-        if not m:
-            continue
-        if rows is None or (m.group(1) == "1" and rows):
-            rows = []
-            calls.append(rows)
-            totals.append(int(m.group(2)))
-        rows.append({"task": m.group(3), "status": m.group(4),
-                     "speedup": float(m.group(5)) if m.group(5) else None,
-                     "message": "(from the progress line; the call was stopped)"})
+    calls = progress_calls(lines)
+    named = [c for c in calls if c[0] in (mode, "both")]
+    if named:
+        return rows_of(named[-1], mode)
+    unnamed = [c for c in calls if c[0] is None]
     k = 0 if mode == "same" else 1
-    if len(calls) <= k:
+    if len(unnamed) <= k or len(unnamed) != len(calls):
         return None
-    return {"rows": calls[k], "partial": totals[k]}
+    return rows_of(unnamed[k], mode)
 
 
 def reached(call):
     """The rows a bench call reached; a call stopped before its end says
-    how many it had ("partial")."""
-    rows = [r for r in call["rows"] if r["status"] != "not_run"]
+    how many it had ("partial"). A not_run row with a message (an
+    undecided wrong row) was reached."""
+    rows = [r for r in call["rows"] if r["status"] != "not_run" or r.get("message")]
     if len(rows) < len(call["rows"]):
         return {"rows": rows, "partial": len(call["rows"])}
     return call
+
+
+def level_calls(d, lv):
+    """(same, wrong) of level lv: the calls' rows, None where not run."""
+    both = load(os.path.join(d, "level%d-both.json" % lv))
+    if both and "same" in both and "wrong" in both:
+        return both["same"], both["wrong"]
+    return tuple(load(os.path.join(d, "level%d-%s.json" % (lv, m))) or from_log(d, lv, m)
+                 for m in ("same", "wrong"))
+
+
+# The judge's phases (each row's stages, seconds), in the order they come.
+PHASES = ("start", "share", "build", "draw", "fill", "poison", "call", "nop", "out", "check",
+          "release", "wrong")
+
+
+def phases_line(lv, rows):
+    """The median of each phase over the rows that give it."""
+    cells = []
+    for ph in PHASES:
+        v = [r["stages"][ph + "_s"] for r in rows
+             if isinstance(r.get("stages"), dict) and
+             isinstance(r["stages"].get(ph + "_s"), (int, float))]
+        cells.append("%.2f" % median(v) if v else "-")
+    return "| %d | " % lv + " | ".join(cells) + " |"
 
 
 def median(v):
@@ -80,16 +165,16 @@ def short(msg, n=160):
 
 
 def main(d):
-    levels = sorted({int(m.group(1)) for p in glob.glob(os.path.join(d, "level*-*.json"))
-                     for m in [re.search(r"level(\d+)-", os.path.basename(p))] if m})
+    levels = sorted({int(m.group(1)) for p in glob.glob(os.path.join(d, "level*"))
+                     for m in [re.match(r"level(\d+)[-.]", os.path.basename(p))] if m})
     print("| level | tasks | self-check ok | speedup median (min-max) | within 0.9-1.1x "
           "| wrong caught | validation median / max / total s |")
     print("|---|---|---|---|---|---|---|")
-    misses = []
+    misses, phases = [], []
     for lv in levels:
-        same = load(os.path.join(d, "level%d-same.json" % lv)) or from_log(d, lv, "same")
-        wrong = load(os.path.join(d, "level%d-wrong.json" % lv)) or from_log(d, lv, "wrong")
-        same, wrong = (reached(c) if c else None for c in (same, wrong))
+        same, wrong = (reached(c) if c else None for c in level_calls(d, lv))
+        if same:
+            phases.append(phases_line(lv, same["rows"]))
         cells = ["%d" % lv]
         if same:
             rows = same["rows"]
@@ -120,6 +205,15 @@ def main(d):
         cells.append("%.2f / %.2f / %.0f" % (median(run), max(run), sum(run)) if run else "-")
         print("| " + " | ".join(cells) + " |")
     print()
+    if any(not line.endswith("| - " * len(PHASES) + "|") for line in phases):
+        print("Where the self-check's validation went (median seconds per row of each of "
+              "the judge's phases):")
+        print()
+        print("| level | " + " | ".join(PHASES) + " |")
+        print("|---" * (len(PHASES) + 1) + "|")
+        for line in phases:
+            print(line)
+        print()
     if misses:
         print("| level | mode | task | status | message |")
         print("|---|---|---|---|---|")

@@ -245,8 +245,12 @@ def _serve(conn, args, role):
                 torch.cuda.synchronize()
                 conn.send(("ok", None))
             elif op == "call":
+                outs = None  # a call's outputs never live beside the last call's
                 with torch.no_grad():
                     outs = model(*xs)
+                    if arg == "wrong":  # the self-check's wrong candidate (--also-wrong)
+                        from specgen_kb import selfcheck
+                        outs = selfcheck.wrong(outs)
                 # The whole device: work on any stream counts.
                 torch.cuda.synchronize()
                 conn.send(("done", None))
@@ -457,6 +461,61 @@ def _constant(torch, t):
     return bool((f == f[0]).all().item())
 
 
+class _Wrong:
+    """The self-check's wrong candidate (--also-wrong): the same ModelNew
+    with a slice of its first output perturbed in the candidate's process
+    (selfcheck.wrong), checked beside the same candidate against the same
+    reference outputs. Its verdict is what a validation of its own would
+    give: its first failing check (trials first, then domain trials, then
+    the timed runs' outputs), KernelBench's from the trials alone."""
+
+    KEYS = ("kb_status", "kb_message", "m0", "nonfinite0", "worst_abs", "worst_rel",
+            "first")
+
+    def __init__(self):
+        self.state = {"kb_status": None, "kb_message": "", "m0": {}, "nonfinite0": {},
+                      "worst_abs": 0.0, "worst_rel": 0.0, "first": -1}
+        self.bad = None
+        self.in_trials = True
+
+    def open(self):
+        """Whether a call of it can still change its verdict."""
+        if self.bad is None:
+            return True
+        return self.in_trials and self.state["kb_status"] is None
+
+    def caught(self, bad):
+        if self.bad is None:
+            self.bad = bad
+
+    def trials_over(self):
+        self.in_trials = False
+        if self.state["kb_status"] is None:
+            self.state["kb_status"] = "ok"
+
+    def result(self, same_done, same_status):
+        """Its result object: caught (its first failing check), ok (never
+        caught though the same candidate went through every check), or
+        "undecided" (the same candidate's validation ended first)."""
+        st = self.state
+        errs = {"max_abs_err": st["worst_abs"], "max_rel_err": st["worst_rel"],
+                "first_mismatch": st["first"]}
+        if self.bad:
+            res = logic.result(self.bad[0], self.bad[1], **errs)
+            res.update(logic.combine(st["kb_status"], self.bad[0]))
+            if st["kb_status"] not in (None, "ok"):
+                res["kernelbench_message"] = st["kb_message"]
+            return res
+        if same_done:
+            res = logic.result("ok", "the wrong candidate passed every check the same "
+                               "candidate passed: its perturbed slice was not caught", **errs)
+            res.update(logic.combine(st["kb_status"], "ok"))
+            return res
+        return logic.result("undecided", "not decided: the same candidate's validation "
+                            "ended (%s) before the wrong candidate was caught" % same_status,
+                            **errs)
+
+
 class _Judge:
     def __init__(self, torch, task, args, ref, cand, device):
         self.torch, self.task, self.args = torch, task, args
@@ -471,6 +530,7 @@ class _Judge:
         self.xs_ref = self.xs_cand = None
         self.call_limit = float(os.environ.get("SPECGEN_KB_CALL_TIMEOUT_S", "60"))
         self.phase = _Phases()
+        self.wrong = _Wrong() if getattr(args, "also_wrong", False) else None
 
     def share(self, xs):
         """First inputs: each server gets its own copy, which the judge
@@ -489,20 +549,21 @@ class _Judge:
             raise _Fail("runtime_error", "the candidate raised an exception:\n" + str(val))
         return val
 
-    def fill(self, xs):
+    def fill(self, xs, cand_only=False):
         t = self.torch
-        for dst in (self.xs_ref, self.xs_cand):
+        for dst in (self.xs_cand,) if cand_only else (self.xs_ref, self.xs_cand):
             for d, x in zip(dst, xs):
                 if t.is_tensor(d):
                     d.copy_(x)
         t.cuda.synchronize()
 
-    def call(self, server):
-        """One timed call after an L2 flush; milliseconds."""
+    def call(self, server, variant=None):
+        """One timed call after an L2 flush; milliseconds. variant "wrong":
+        the candidate's server gives the self-check's wrong candidate."""
         self.flush.zero_()
         self.torch.cuda.synchronize()
         limit = self.call_limit if server is self.cand else max(60.0, 6 * self.call_limit)
-        reply = server.ask("call", timeout=limit)
+        reply = server.ask("call", variant, timeout=limit)
         self._ok(server, reply)
         return reply[2] * 1e3
 
@@ -641,11 +702,62 @@ class _Judge:
                     return ("rejected", "%s (%s)" % (why, when))
         return None
 
+    @contextlib.contextmanager
+    def _verdict_of(self, wrong):
+        """check() on the wrong candidate's verdict (its own KernelBench
+        status, magnitudes and worst errors), the same candidate's put
+        aside meanwhile."""
+        mine = {k: getattr(self, k) for k in _Wrong.KEYS}
+        for k in _Wrong.KEYS:
+            setattr(self, k, wrong.state[k])
+        try:
+            yield
+        finally:
+            wrong.state = {k: getattr(self, k) for k in _Wrong.KEYS}
+            for k, v in mine.items():
+                setattr(self, k, v)
+
+    def check_wrong(self, xs, r_out, when, variant, kb=False, shortcuts=False, quick=False):
+        """--also-wrong: the self-check's wrong candidate on the same inputs,
+        against the same reference outputs r_out (computed once for both),
+        while its verdict is open. Its call is not timed; the candidate's
+        server first lets go of the same candidate's outputs (as between any
+        two calls: no more memory than a validation of its own), then gets
+        the inputs refilled and, in the trials, its free memory poisoned."""
+        w = self.wrong
+        if not w or not w.open():
+            return
+        with self.phase("wrong"):
+            c_out = None
+            try:
+                self.cand.ask("release", timeout=120)
+                self.fill(xs, cand_only=True)
+                if kb:  # the trials poison; the domain trials and timed runs do not
+                    self._ok(self.cand, self.cand.ask("poison", timeout=120))
+                self.call(self.cand, "wrong")
+                c_out = self._ok(self.cand, self.cand.ask("out", timeout=120))
+                with self._verdict_of(w):
+                    bad = None
+                    if not (quick and self.quick_ok(xs, r_out, c_out)):
+                        bad = self.check(xs, r_out, c_out, when, variant, kb=kb,
+                                         shortcuts=shortcuts)
+            except _Fail as f:
+                bad = (f.status, f.message)
+            del c_out
+        if bad and bad[0] != "skip":
+            w.caught(bad)
+
     def correctness(self, task):
         t, args = self.torch, self.args
         first = None
         xs0 = None
         for trial in range(args.trials):
+            # Both verdicts decided (specgen's by its first failing trial,
+            # KernelBench's by its first failure): later trials change
+            # neither; a wrong candidate still open keeps them going.
+            if logic.trials_decided(first is not None, self.kb_status) and not (
+                    self.wrong and self.wrong.open()):
+                break
             xs = self.draw(_draw, task, args.seed + trial, self.device)
             if xs0 is None:
                 xs0 = _domain_spec(self.torch, xs)
@@ -653,12 +765,16 @@ class _Judge:
             _, _, r_out, c_out = self.run_pair(xs, cand_first=True)
             with self.phase("check"):
                 bad = self.check(xs, r_out, c_out, when, 0, kb=True, shortcuts=True)
-            del r_out, c_out
+            del c_out
+            self.check_wrong(xs, r_out, when, 0, kb=True, shortcuts=True)
+            del r_out
             self.release()
             if bad and first is None:
                 first = bad
         if self.kb_status is None:
             self.kb_status = "ok"
+        if self.wrong:
+            self.wrong.trials_over()
         if first:
             raise _Fail(*first)
         skipped = 0
@@ -668,7 +784,9 @@ class _Judge:
             _, _, r_out, c_out = self.run_pair(xs, cand_first=True)
             with self.phase("check"):
                 bad = self.check(xs, r_out, c_out, when, v)
-            del r_out, c_out
+            del c_out
+            self.check_wrong(xs, r_out, when, v)
+            del r_out
             self.release()
             if bad and bad[0] == "skip":
                 skipped += 1
@@ -709,7 +827,9 @@ class _Judge:
             with self.phase("check"):
                 if not self.quick_ok(xs, r_out, c_out):
                     bad = self.check(xs, r_out, c_out, when, 0)
-            del r_out, c_out
+            del c_out
+            self.check_wrong(xs, r_out, when, 0, quick=True)
+            del r_out
             self.release()
             if bad:
                 raise _Fail(*bad)
@@ -761,6 +881,19 @@ def _remove_ipc_files(pids, shm="/dev/shm"):
             pass
 
 
+def _list_pids(pids, path=None):
+    """Lists this judge's processes in its working directory
+    (logic.IPC_PIDS_FILE): a judge killed before its finally (a stop, a
+    time limit) leaves its servers' IPC files too, and the evaluator that
+    ends it removes every listed process's files (sg_shm.h). Written before
+    any of them touches CUDA."""
+    try:
+        with open(path or logic.IPC_PIDS_FILE, "w") as f:
+            f.write(" ".join("%d" % p for p in pids) + "\n")
+    except OSError:
+        pass
+
+
 def _nodump():
     """From here the candidate's code runs: no process of the same user may
     read or write the judge's memory (PR_SET_DUMPABLE 0)."""
@@ -804,6 +937,7 @@ def _validate(torch, task, args, t_start, build_s, builds):
     # The servers first: forked before this process touches CUDA.
     ref = _Server(args, "reference", result_fd)
     cand = _Server(args, "candidate", result_fd)
+    _list_pids((os.getpid(), ref.pid, cand.pid))
     judge = None
     try:
         if not torch.cuda.is_available():
@@ -843,6 +977,8 @@ def _validate(torch, task, args, t_start, build_s, builds):
         res.update(logic.combine(kb, f.status))
         if judge and judge.kb_status not in (None, "ok"):
             res["kernelbench_message"] = judge.kb_message
+        if judge and judge.wrong:
+            res["self_check_wrong"] = judge.wrong.result(False, f.status)
         return res
     finally:
         ref.stop()
@@ -868,6 +1004,8 @@ def _validate(torch, task, args, t_start, build_s, builds):
     res.update(logic.combine(judge.kb_status, "ok"))
     if judge.kb_status != "ok":
         res["kernelbench_message"] = judge.kb_message
+    if judge.wrong:
+        res["self_check_wrong"] = judge.wrong.result(True, "ok")
     return res
 
 
@@ -983,6 +1121,12 @@ def main(argv=None):
     p.add_argument("--no-heavy-rule", action="store_true",
                    help="validate without the heavy-operator rule (only specgen bench "
                    "--self-check, whose candidates are the references)")
+    p.add_argument("--also-wrong", action="store_true",
+                   help="validate: also check the self-check's wrong candidate (ModelNew "
+                   "with a slice of its first output perturbed, in the candidate's process) "
+                   "against the same reference outputs, untimed; its verdict under "
+                   "self_check_wrong (only specgen bench --self-check both, with "
+                   "--no-heavy-rule)")
     p.add_argument("--go-fd", type=int, default=None,
                    help="validate or profile: start ahead; the candidate and seed come "
                    "on this descriptor as \"SEED PATH\\n\" (docs/gpu.md)")
@@ -991,6 +1135,8 @@ def main(argv=None):
         p.error("--go-fd is for --mode validate or profile")
     if args.go_fd is None and not args.cand:
         p.error("--cand is required (or --go-fd)")
+    if args.also_wrong and not (args.no_heavy_rule and args.mode == "validate"):
+        p.error("--also-wrong is for --mode validate with --no-heavy-rule (the self-check)")
     try:
         res = run(args)
     except Exception:  # noqa: BLE001

@@ -208,6 +208,15 @@ def shortcut(numel, cand_constant, ref_constant, equal_input, output_name="outpu
     return None
 
 
+def trials_decided(failed, kb_status):
+    """Whether the correctness trials can stop: specgen's verdict is the
+    first failing trial's (failed: one has failed) and KernelBench's is
+    decided (kb_status not None: its first failure, or "ok" after every
+    trial); a later trial changes neither, so it is not run. A candidate
+    that passes runs every trial."""
+    return failed and kb_status is not None
+
+
 def combine(kb_status, specgen_status):
     """Both verdicts: KernelBench's is decided on its own check alone; a
     failure that happened before it could be decided (a crash, a hang) is
@@ -250,6 +259,11 @@ def wrong_delta(lo, hi):
 
 
 # ---- files a validation leaves behind ----------------------------------------
+
+# The file, in a judge's working directory, listing its pid and its
+# servers' (src/eval/sg_shm.h: SG_SHM_PIDS_FILE, the same name).
+IPC_PIDS_FILE = "specgen-ipc-pids"
+
 
 def ipc_files(names, pids):
     """The names among names (entries of /dev/shm) that PyTorch's CUDA IPC

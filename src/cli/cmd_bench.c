@@ -27,7 +27,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: specgen bench TASKS... (--cands DIR | --examples LABELS |\n"
-          "                               --self-check same|wrong) [options]\n"
+          "                               --self-check same|wrong|both) [options]\n"
           "\n"
           "Evaluates one candidate per task over whole sets of tasks, spread over the\n"
           "devices, and prints a table (specgen's verdict and KernelBench's, speedup,\n"
@@ -52,7 +52,10 @@ static void usage(FILE *out) {
           "                    tasks only; the heavy-operator rule off): same gives\n"
           "                    each reference back as its candidate (expect ok at about\n"
           "                    1.0x), wrong the reference with a small slice of its\n"
-          "                    output perturbed (expect nothing ok)\n"
+          "                    output perturbed (expect nothing ok); both checks the\n"
+          "                    two in one validation per task (one set of reference\n"
+          "                    outputs, the same candidate alone timed) and reports\n"
+          "                    each mode's rows ({self_check, same, wrong} with --json)\n"
           "  --devices LIST    comma-separated, e.g. cuda:0,cuda:1 (default cuda:0; a cpu\n"
           "                    task on cuda:N runs on cpu:N)\n"
           "  --jobs N          compiles running ahead per device (default 4)\n"
@@ -244,7 +247,15 @@ static void take_line(sg_bench *b, const char *line, size_t *done) {
       fprintf(stderr, " %.3gx", r->result.speedup);
     if (!r->infra && r->result.kernelbench_status)
       fprintf(stderr, " (KernelBench: %s)", r->result.kernelbench_status);
-    fprintf(stderr, ", %.1f s\n", r->wall_s);
+    fprintf(stderr, ", %.1f s", r->wall_s);
+    if (b->wrong) { /* "both": the wrong candidate's verdict, same row */
+      sg_bench_take_wrong(b, (size_t)row);
+      const sg_bench_row *w = &b->wrong->rows[row];
+      fprintf(stderr, "; wrong: %s", sg_bench_row_status(w));
+      if (w->evaluated && !w->infra && w->result.kernelbench_status)
+        fprintf(stderr, " (KernelBench: %s)", w->result.kernelbench_status);
+    }
+    fprintf(stderr, "\n");
   }
   json_decref(j);
 }
@@ -343,12 +354,13 @@ static int take_value(int c, const char *arg, bench_args *a) {
     a->opts.run_timeout_s = (double)v;
     break;
   case O_SELF_CHECK:
-    if (strcmp(arg, "same") != 0 && strcmp(arg, "wrong") != 0)
-      return bad_usage("--self-check: expected same or wrong, got ", arg);
+    if (strcmp(arg, "same") != 0 && strcmp(arg, "wrong") != 0 && strcmp(arg, "both") != 0)
+      return bad_usage("--self-check: expected same, wrong or both, got ", arg);
     a->self_check = arg;
     /* the references' own heavy work is the point here; `specgen run`
-     * has no way to set this */
+     * has no way to set either */
     a->opts.heavy_rule_off = true;
+    a->opts.also_wrong = strcmp(arg, "both") == 0;
     break;
   case O_CANDS: a->cands = arg; break;
   case O_EXAMPLES: a->examples = arg; break;
@@ -490,7 +502,7 @@ int sg_cmd_bench(int argc, char **argv) {
     free(devlist);
     return bad_usage("--devices: empty", NULL);
   }
-  sg_bench b = {NULL, 0, NULL};
+  sg_bench b = {.rows = NULL};
   sg_err err;
   sg_err_clear(&err);
   for (int i = optind; i < argc; i++)

@@ -253,7 +253,40 @@ bool sg_bench_failed(const sg_bench *b) {
   for (size_t i = 0; i < b->n; i++)
     if (b->rows[i].candidate && (!b->rows[i].evaluated || row_infra(&b->rows[i])))
       return true;
-  return false;
+  return b->wrong && sg_bench_failed(b->wrong);
+}
+
+void sg_bench_take_wrong(sg_bench *b, size_t i) {
+  if (!b->wrong || i >= b->n || i >= b->wrong->n || !b->rows[i].evaluated)
+    return;
+  const sg_bench_row *r = &b->rows[i];
+  sg_bench_row *w = &b->wrong->rows[i];
+  sg_eval_result_free(&w->result);
+  sg_eval_result_init(&w->result);
+  w->wall_s = NAN; /* its time is in the same row's */
+  w->infra = r->infra || r->result.status == SG_EVAL_INFRA_ERROR;
+  if (w->infra) { /* the evaluation failed for both candidates */
+    w->evaluated = true;
+    w->infra = r->infra;
+    w->result.status = SG_EVAL_INFRA_ERROR;
+    w->result.message = sg_strdup(r->result.message ? r->result.message : "");
+    return;
+  }
+  const json_t *v = r->result.self_check_wrong;
+  const char *st = json_string_value(json_object_get(v, "status"));
+  sg_err err;
+  if (v && st && sg_eval_status_parse(st) >= 0 &&
+      sg_eval_result_from_json(v, &w->result, &err) == 0) {
+    w->evaluated = true;
+    return;
+  }
+  sg_eval_result_init(&w->result);
+  w->evaluated = false;
+  const char *msg = json_string_value(json_object_get(v, "message"));
+  w->result.message = msg ? sg_strdup(msg)
+                          : sg_asprintf("not decided: the validation ended (%s) without "
+                                        "the wrong candidate's verdict",
+                                        sg_eval_status_name(r->result.status));
 }
 
 /* What the self-check appends to a reference, by mode. */
@@ -271,10 +304,23 @@ static const char *self_check_tail(const char *mode) {
   return NULL;
 }
 
+/* "both": b's wrong rows, the same tasks (borrowed) and candidates. */
+static void add_wrong_rows(sg_bench *b) {
+  sg_bench *w = sg_calloc(1, sizeof *w);
+  w->borrowed = true;
+  w->self_check = "wrong";
+  for (size_t i = 0; i < b->n; i++) {
+    add_row(w, b->rows[i].task, b->rows[i].label);
+    w->rows[i].candidate = sg_strdup(b->rows[i].candidate);
+  }
+  b->wrong = w;
+}
+
 int sg_bench_self_check(sg_bench *b, const char *mode, const char *dir, sg_err *err) {
-  const char *tail = mode ? self_check_tail(mode) : NULL;
+  bool both = mode && strcmp(mode, "both") == 0;
+  const char *tail = mode ? self_check_tail(both ? "same" : mode) : NULL;
   if (!tail)
-    return sg_err_set(err, SG_EINVAL, "--self-check: expected same or wrong, got %s",
+    return sg_err_set(err, SG_EINVAL, "--self-check: expected same, wrong or both, got %s",
                       mode ? mode : "nothing");
   for (size_t i = 0; i < b->n; i++)
     if (strcmp(b->rows[i].task->evaluator, "kernelbench") != 0)
@@ -303,11 +349,22 @@ int sg_bench_self_check(sg_bench *b, const char *mode, const char *dir, sg_err *
     free(r->candidate);
     r->candidate = path;
   }
-  b->self_check = strcmp(mode, "same") == 0 ? "same" : "wrong";
+  b->self_check = both ? "both" : strcmp(mode, "same") == 0 ? "same" : "wrong";
+  if (both)
+    add_wrong_rows(b);
   return 0;
 }
 
 void sg_bench_table(const sg_bench *b, sg_buf *out) {
+  if (b->wrong) { /* "both": each mode's table, as alone */
+    sg_bench same = *b;
+    same.self_check = "same";
+    same.wrong = NULL;
+    sg_bench_table(&same, out);
+    sg_buf_puts(out, "\n");
+    sg_bench_table(b->wrong, out);
+    return;
+  }
   if (b->self_check)
     sg_buf_printf(out, "self-check %s: %s; the heavy-operator rule is off\n", b->self_check,
                   strcmp(b->self_check, "same") == 0
@@ -391,6 +448,16 @@ static tally count(const sg_bench *b) {
 }
 
 void sg_bench_summary(const sg_bench *b, sg_buf *out) {
+  if (b->wrong) {
+    sg_bench same = *b;
+    same.wrong = NULL;
+    sg_buf_puts(out, "self-check same: ");
+    sg_bench_summary(&same, out);
+    sg_buf_puts(out, "self-check wrong (checked in the same validations; its times are "
+                     "theirs): ");
+    sg_bench_summary(b->wrong, out);
+    return;
+  }
   tally t = count(b);
   sg_buf_printf(out, "%zu tasks, %zu candidates evaluated (%zu missing): %zu correct by "
                 "specgen's check", t.tasks, t.evaluated, t.missing, t.ok);
@@ -409,6 +476,13 @@ void sg_bench_summary(const sg_bench *b, sg_buf *out) {
 }
 
 json_t *sg_bench_json(const sg_bench *b) {
+  if (b->wrong) {
+    sg_bench same = *b;
+    same.self_check = "same";
+    same.wrong = NULL;
+    return json_pack("{s:s, s:o, s:o}", "self_check", "both", "same", sg_bench_json(&same),
+                     "wrong", sg_bench_json(b->wrong));
+  }
   json_t *rows = json_array();
   for (size_t i = 0; i < b->n; i++) {
     const sg_bench_row *r = &b->rows[i];
@@ -420,7 +494,7 @@ json_t *sg_bench_json(const sg_bench *b) {
       json_object_set_new(j, "label", json_string(r->label));
     json_object_set_new(j, "candidate", r->candidate ? json_string(r->candidate) : json_null());
     json_object_set_new(j, "status", json_string(sg_bench_row_status(r)));
-    if (r->infra)
+    if (r->infra || (!r->evaluated && r->result.message))
       json_object_set_new(j, "message", json_string(r->result.message ? r->result.message : ""));
     json_object_set_new(j, "time_s", isfinite(r->wall_s) ? json_real(r->wall_s) : json_null());
     json_array_append_new(rows, j);
@@ -442,8 +516,14 @@ json_t *sg_bench_json(const sg_bench *b) {
 }
 
 void sg_bench_free(sg_bench *b) {
+  if (b->wrong) {
+    sg_bench_free(b->wrong);
+    free(b->wrong);
+    b->wrong = NULL;
+  }
   for (size_t i = 0; i < b->n; i++) {
-    sg_task_free(b->rows[i].task);
+    if (!b->borrowed)
+      sg_task_free(b->rows[i].task);
     free(b->rows[i].label);
     free(b->rows[i].candidate);
     sg_eval_result_free(&b->rows[i].result);

@@ -28,9 +28,15 @@ typedef struct sg_bench_row {
 typedef struct sg_bench {
   sg_bench_row *rows;
   size_t n;
-  /* NULL, or the self-check's mode ("same", "wrong"): the candidates are
-   * the references (sg_bench_self_check), and the report says so. */
+  /* NULL, or the self-check's mode ("same", "wrong", "both"): the
+   * candidates are the references (sg_bench_self_check), and the report
+   * says so. */
   const char *self_check;
+  /* "both": the wrong candidates' rows (mode "wrong"), one per row above,
+   * their tasks borrowed; each row's verdict comes with the same row's
+   * (sg_bench_take_wrong). Else NULL. Owned. */
+  struct sg_bench *wrong;
+  bool borrowed; /* the rows' tasks are another bench's: free leaves them */
 } sg_bench;
 
 /* The self-check of the kernelbench harness (`specgen bench --self-check
@@ -39,16 +45,27 @@ typedef struct sg_bench {
  * come out ok at about 1.0x with the heavy-operator rule off); "wrong" a
  * ModelNew whose first output has a small slice perturbed past any
  * tolerance (python/specgen_kb/selfcheck.py; it must not come out ok).
- * Sets b->self_check. Errors: SG_EINVAL for another mode or a task of
- * another evaluator (named), or the file's error. */
+ * "both" gives the "same" candidates and adds b->wrong, whose rows the
+ * same validation decides (sg_eval_opts.also_wrong: each task's judge
+ * checks both candidates against one set of reference outputs, and times
+ * the same one only). Sets b->self_check. Errors: SG_EINVAL for another
+ * mode or a task of another evaluator (named), or the file's error. */
 int sg_bench_self_check(sg_bench *b, const char *mode, const char *dir, sg_err *err);
+
+/* "both": row i's wrong row from row i (its result's self_check_wrong):
+ * evaluated with that verdict; infra_error where row i is (the
+ * evaluation failed for both); otherwise, with no verdict for it ("undecided":
+ * the validation ended first), not evaluated, with a message saying why.
+ * Nothing when b has no wrong rows or row i was not evaluated. */
+void sg_bench_take_wrong(sg_bench *b, size_t i);
 
 /* A row's status as printed: missing, not_run, infra_error (specgen failed,
  * or the evaluator said so) or the result's status. */
 const char *sg_bench_row_status(const sg_bench_row *r);
 
 /* Whether the run failed (the command then exits 1): a row with a
- * candidate was not evaluated or came out infra_error. */
+ * candidate (b's, or its wrong rows') was not evaluated or came out
+ * infra_error. */
 bool sg_bench_failed(const sg_bench *b);
 
 /* The tasks named by spec, appended to b in order: a suite ("paper": the
@@ -76,7 +93,10 @@ char *sg_bench_find_example(const sg_task *task, const char *labels);
 /* The table (status, both verdicts, speedup, times) into out. */
 void sg_bench_table(const sg_bench *b, sg_buf *out);
 
-/* {"rows": [...], "summary": {...}}. */
+/* {"rows": [...], "summary": {...}}; with wrong rows ("both"):
+ * {"self_check": "both", "same": {rows, summary}, "wrong": {rows, summary}},
+ * each part as for its mode alone. A row not evaluated that has a message
+ * (an undecided wrong row) carries it. */
 json_t *sg_bench_json(const sg_bench *b);
 
 /* The summary line(s) into out: counts by verdict, geometric mean speedup

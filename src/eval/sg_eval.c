@@ -63,6 +63,9 @@ void sg_eval_result_free(sg_eval_result *r) {
     json_decref(r->isolation);
   if (r->stages)
     json_decref(r->stages);
+  if (r->self_check_wrong)
+    json_decref(r->self_check_wrong);
+  r->self_check_wrong = NULL;
   r->message = r->profile_text = NULL;
   r->metrics = NULL;
   r->isolation = NULL;
@@ -104,6 +107,8 @@ json_t *sg_eval_result_to_json(const sg_eval_result *r) {
                                                    : json_null());
   if (r->stages)
     json_object_set(j, "stages", r->stages);
+  if (r->self_check_wrong)
+    json_object_set(j, "self_check_wrong", r->self_check_wrong);
   return j;
 }
 
@@ -174,6 +179,9 @@ int sg_eval_result_from_json(const json_t *j, sg_eval_result *r, sg_err *err) {
   const json_t *stages = json_object_get(j, "stages");
   if (json_is_object(stages))
     r->stages = json_deep_copy(stages);
+  const json_t *wrong = json_object_get(j, "self_check_wrong");
+  if (json_is_object(wrong))
+    r->self_check_wrong = json_deep_copy(wrong);
   return 0;
 }
 

@@ -43,6 +43,12 @@ typedef struct sg_eval_opts {
    * `specgen bench --self-check`, whose candidates are the references
    * themselves; no other command sets it. */
   bool heavy_rule_off;
+  /* The kernelbench evaluator also checks the self-check's wrong candidate
+   * beside the candidate (a reference given back as itself), against the
+   * same reference outputs: only for `specgen bench --self-check both`,
+   * with heavy_rule_off; no other command sets it. Its verdict comes in
+   * the result's self_check_wrong. */
+  bool also_wrong;
 } sg_eval_opts;
 
 /* Fills opts with the defaults above. */
@@ -78,6 +84,11 @@ typedef struct sg_eval_result {
    * settle_s, the wait before it, and started_ahead; docs/gpu.md), or
    * NULL. Owned. */
   json_t *stages;
+  /* With sg_eval_opts.also_wrong: the wrong candidate's verdict, as the
+   * harness gave it (status, message, kernelbench_status, max_abs_err,
+   * ...; status "undecided" when the validation ended before it was
+   * decided), else NULL. Owned. */
+  json_t *self_check_wrong;
 } sg_eval_result;
 
 void sg_eval_result_init(sg_eval_result *r);

@@ -504,6 +504,10 @@ void sg_eval_cuda_take_outcome(const sg_sandbox_outcome *o, double timeout_s,
         r->stages = json_object();
       json_object_set(r->stages, key, v);
     }
+    /* The kernelbench self-check's wrong candidate (sg_eval_opts.also_wrong) */
+    json_t *wrong = json_object_get(j, "self_check_wrong");
+    if (json_is_object(wrong))
+      r->self_check_wrong = json_deep_copy(wrong);
   } else {
     /* No result: the candidate killed its process (a crash in host code, an
      * abort in the CUDA runtime) before the runner could answer. */

@@ -15,6 +15,7 @@
 #include "eval/sg_cuda_ahead.h"
 #include "eval/sg_eval_cuda.h"
 #include "eval/sg_sandbox.h"
+#include "eval/sg_shm.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -127,6 +128,8 @@ static void harness_argv(kb_argv *a, const sg_task *task, const char *cand,
     add(a, "--strict");
   if (opts->heavy_rule_off)
     add(a, "--no-heavy-rule");
+  if (opts->also_wrong && opts->heavy_rule_off && strcmp(mode, "validate") == 0)
+    add(a, "--also-wrong");
 }
 
 /* The sandbox of a harness run. */
@@ -169,6 +172,13 @@ static int run_harness(const sg_task *task, const sg_eval_build *build,
                                 err);
   else
     rc = sg_sandbox_exec(&lim, a.v, &o, err);
+  if (!ahead_mode && build->work_dir) { /* a judge killed leaves its and its
+                                          * servers' IPC files (sg_shm.h) */
+    char *pids = sg_asprintf("%s/%s", build->work_dir, SG_SHM_PIDS_FILE);
+    sg_shm_remove_listed(NULL, pids);
+    unlink(pids);
+    free(pids);
+  }
   free_argv(&a);
   free(abs_cand);
   if (rc)

@@ -22,7 +22,7 @@
 
 static void test_paper_suite(void) {
   setenv("SPECGEN_TASKS_DIR", SG_SOURCE_ROOT "/tasks", 1);
-  sg_bench b = {NULL, 0, NULL};
+  sg_bench b = {.rows = NULL};
   sg_err err;
   SG_CHECK_OK(sg_bench_add_tasks(&b, "paper", &err), err);
   SG_CHECK_EQ_INT(b.n, 20);
@@ -94,7 +94,7 @@ static void test_find_candidate(void) {
 }
 
 static void test_table_and_summary(void) {
-  sg_bench b = {NULL, 0, NULL};
+  sg_bench b = {.rows = NULL};
   sg_err err;
   SG_CHECK_OK(sg_bench_add_tasks(&b, VADD, &err), err);
   SG_CHECK_OK(sg_bench_add_tasks(&b, VADD, &err), err);
@@ -175,7 +175,7 @@ static void test_self_check(void) {
   const char *modes[] = {"same", "wrong"};
   const char *want[] = {"\nModelNew = Model\n", "class ModelNew(Model):"};
   for (int m = 0; m < 2; m++) {
-    sg_bench b = {NULL, 0, NULL};
+    sg_bench b = {.rows = NULL};
     SG_CHECK_OK(sg_bench_add_tasks(&b, task, &err), err);
     SG_CHECK_OK(sg_bench_self_check(&b, modes[m], cands, &err), err);
     SG_CHECK_STR_EQ(b.self_check, modes[m]);
@@ -200,7 +200,7 @@ static void test_self_check(void) {
     json_decref(j);
     sg_bench_free(&b);
   }
-  sg_bench b = {NULL, 0, NULL};
+  sg_bench b = {.rows = NULL};
   SG_CHECK_OK(sg_bench_add_tasks(&b, task, &err), err);
   SG_CHECK_EQ_INT(sg_bench_self_check(&b, "fast", cands, &err), SG_EINVAL);
   SG_CHECK_OK(sg_bench_add_tasks(&b, VADD, &err), err);
@@ -219,6 +219,124 @@ static void test_self_check(void) {
   free(cmd);
   free(task);
   free(cands);
+  sg_rm_rf(d, &err);
+  free(d);
+}
+
+/* Runs cmd (a shell line that writes d/out.json), checks its exit status
+ * against want and returns the JSON (NULL, a failed check, if none). */
+static json_t *run_for_json(const char *cmd, const char *d, int want) {
+  int st = system(cmd);
+  SG_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == want, "%s: %d", cmd, st);
+  char *path = sg_asprintf("%s/out.json", d);
+  json_error_t je;
+  json_t *j = json_load_file(path, 0, &je);
+  free(path);
+  SG_CHECK_MSG(j != NULL, "no JSON: %s", je.text);
+  return j;
+}
+
+/* --self-check both: one validation per task decides both rows. The
+ * kernelbench harness is a stand-in (SPECGEN_PYTHON; no PyTorch or GPU
+ * needed) that speaks the go channel and answers the same candidate ok
+ * and the wrong one by task: 1_A caught, 2_B undecided (its validation
+ * ended first), 3_C an infra_error for both. */
+static void test_self_check_both(void) {
+  char *d = tmp_dir("sg-bench-both");
+  sg_err err;
+  char *kb = sg_asprintf("%s/level1", d);
+  SG_CHECK_OK(sg_mkdir_p(kb, &err), err);
+  const char *model = "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                      "    def forward(self, x):\n        return torch.relu(x)\n\n"
+                      "def get_inputs():\n    return []\n\n"
+                      "def get_init_inputs():\n    return []\n";
+  put_file(kb, "1_A.py", model);
+  put_file(kb, "2_B.py", model);
+  put_file(kb, "3_C.py", model);
+  put_file(d, "python",
+           "#!/bin/bash\n"
+           "mode=validate; fd=; wrong=0\n"
+           "while [ $# -gt 0 ]; do case $1 in --task) task=$(basename $2 .py); shift;;"
+           " --mode) mode=$2; shift;; --go-fd) fd=$2; shift;; --also-wrong) wrong=1;;"
+           " esac; shift; done\n"
+           "echo \"$mode $task also_wrong=$wrong\" >> $FAKE_DIR/log\n"
+           "if [ -n \"$fd\" ]; then printf R >&$fd; read -r seed path <&$fd || exit 4;"
+           " printf G >&$fd; fi\n"
+           "case $mode/$task in\n"
+           "compile/*) r='{\"status\":\"ok\",\"message\":\"imported\"}';;\n"
+           "*/1_A) r='{\"status\":\"ok\",\"message\":\"fake\",\"ref_ms\":1,\"cand_ms\":1,"
+           "\"kernelbench_status\":\"ok\",\"self_check_wrong\":{\"status\":\"numerical_error\","
+           "\"message\":\"output 0 differs\",\"kernelbench_status\":\"numerical_error\","
+           "\"max_abs_err\":0.5}}';;\n"
+           "*/2_B) r='{\"status\":\"numerical_error\",\"message\":\"same differs\","
+           "\"self_check_wrong\":{\"status\":\"undecided\",\"message\":\"not decided: "
+           "the validation of the same candidate ended first\"}}';;\n"
+           "*) r='{\"status\":\"infra_error\",\"message\":\"CUDA out of memory\"}';;\n"
+           "esac\n"
+           "printf '%s' \"$r\" >&$SG_RESULT_FD\n");
+  char *cmd = sg_asprintf("chmod +x %s/python", d);
+  SG_CHECK(system(cmd) == 0);
+  free(cmd);
+  cmd = sg_asprintf("cd %s && FAKE_DIR=%s SPECGEN_PYTHON=%s/python XDG_CACHE_HOME=%s/xdg "
+                    "SPECGEN_SHM_DIR=%s %s bench %s --self-check both --devices cuda:0 --json "
+                    "2>err > out.json",
+                    d, d, d, d, d, SG_TEST_SPECGEN, kb);
+  /* 3_C's infra_error and 2_B's wrong row not evaluated: exit 1 */
+  json_t *j = run_for_json(cmd, d, 1);
+  free(cmd);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(j, "self_check")), "both");
+  json_t *same = json_object_get(j, "same"), *wrong = json_object_get(j, "wrong");
+  const char *want_same[] = {"ok", "numerical_error", "infra_error"};
+  const char *want_wrong[] = {"numerical_error", "not_run", "infra_error"};
+  for (size_t i = 0; i < 3; i++) {
+    json_t *rs = json_array_get(json_object_get(same, "rows"), i);
+    json_t *rw = json_array_get(json_object_get(wrong, "rows"), i);
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(rs, "status")), want_same[i]);
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(rw, "status")), want_wrong[i]);
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(rw, "task")),
+                    json_string_value(json_object_get(rs, "task")));
+  }
+  json_t *w0 = json_array_get(json_object_get(wrong, "rows"), 0);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(w0, "kernelbench_status")),
+                  "numerical_error");
+  SG_CHECK_CONTAINS(json_string_value(json_object_get(w0, "message")), "output 0 differs");
+  SG_CHECK_CONTAINS(json_string_value(json_object_get(
+                        json_array_get(json_object_get(wrong, "rows"), 1), "message")),
+                    "not decided");
+  json_t *ss = json_object_get(same, "summary"), *ws = json_object_get(wrong, "summary");
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(ss, "self_check")), "same");
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(ws, "self_check")), "wrong");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(ss, "ok")), 1);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(ws, "ok")), 0);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(ws, "infra_error")), 1);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(ws, "statuses"),
+                                                     "numerical_error")), 1);
+  json_decref(j);
+  /* each task's validation once, with --also-wrong; its compile without */
+  char *log = NULL;
+  char *path = sg_asprintf("%s/log", d);
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &log, NULL, &err), err);
+  free(path);
+  for (int t = 0; t < 3; t++) {
+    char name[8], want[64];
+    snprintf(name, sizeof name, "%d_%c", t + 1, 'A' + t);
+    snprintf(want, sizeof want, "validate %s also_wrong=1\n", name);
+    const char *at = strstr(log, want);
+    SG_CHECK_MSG(at && !strstr(at + 1, want), "not one \"%s\" in:\n%s", want, log);
+    snprintf(want, sizeof want, "compile %s also_wrong=0\n", name);
+    SG_CHECK_MSG(strstr(log, want) != NULL, "no \"%s\" in:\n%s", want, log);
+  }
+  free(log);
+  /* the progress line gives both verdicts */
+  char *errtext = NULL;
+  path = sg_asprintf("%s/err", d);
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &errtext, NULL, &err), err);
+  free(path);
+  SG_CHECK_CONTAINS(errtext, "1_A: ok 1x (KernelBench: ok), ");
+  SG_CHECK_CONTAINS(errtext, "; wrong: numerical_error (KernelBench: numerical_error)\n");
+  SG_CHECK_CONTAINS(errtext, "; wrong: not_run\n");
+  free(errtext);
+  free(kb);
   sg_rm_rf(d, &err);
   free(d);
 }
@@ -281,8 +399,10 @@ static void test_command(void) {
 
 /* Stand-ins for nvcc and the runner in d (no GPU needed): the "compiler"
  * copies the source, the "runner" speaks the go channel, logs its task
- * ("start T", "go T") in d/log and its pid in d/pids, runs after_go (a
- * shell line) and answers ok. */
+ * ("start T", "go T") in d/log and its pid in d/pids, makes IPC files for
+ * itself and for a "server" of its own (listed in specgen-ipc-pids, as a
+ * kernelbench judge lists its servers), runs after_go (a shell line) and
+ * answers ok. */
 static void put_fakes(const char *d, const char *after_go) {
   put_file(d, "nvcc",
            "#!/bin/bash\n"
@@ -296,6 +416,10 @@ static void put_fakes(const char *d, const char *after_go) {
       "echo $$ >> $FAKE_DIR/pids\n"
       "[ -n \"$SPECGEN_SHM_DIR\" ] && touch $SPECGEN_SHM_DIR/torch_$$_1_0 "
       "$SPECGEN_SHM_DIR/cuda.shm.0.$(printf %%x $$).1\n"
+      /* a server of its own, listed as a kernelbench judge lists its own */
+      "sleep 1000 & srv=$!; echo \"$$ $srv\" > specgen-ipc-pids\n"
+      "[ -n \"$SPECGEN_SHM_DIR\" ] && touch $SPECGEN_SHM_DIR/torch_${srv}_1_0 "
+      "$SPECGEN_SHM_DIR/cuda.shm.0.$(printf %%x $srv).1\n"
       "printf R >&$fd\n"
       "read -r seed path <&$fd || exit 4\n"
       "printf G >&$fd\n"
@@ -324,14 +448,8 @@ static void test_runners_ahead_follow_the_rows(void) {
       "%s bench cuda/hinge_loss cuda/diag_matmul cuda/mlp --examples ok-reference "
       "--devices cuda:0 --json 2>/dev/null > out.json",
       d, d, d, d, d, SG_SOURCE_ROOT, SG_TEST_SPECGEN);
-  int st = system(cmd);
-  SG_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %d", cmd, st);
+  json_t *j = run_for_json(cmd, d, 0);
   free(cmd);
-  char *path = sg_asprintf("%s/out.json", d);
-  json_error_t je;
-  json_t *j = json_load_file(path, 0, &je);
-  free(path);
-  SG_CHECK(j != NULL);
   json_t *rows = json_object_get(j, "rows");
   SG_CHECK_EQ_INT(json_array_size(rows), 3);
   for (size_t i = 0; i < json_array_size(rows); i++) {
@@ -343,7 +461,7 @@ static void test_runners_ahead_follow_the_rows(void) {
   }
   json_decref(j);
   /* one runner per row, each for its own task: none wasted */
-  path = sg_asprintf("%s/log", d);
+  char *path = sg_asprintf("%s/log", d);
   char *log = NULL;
   sg_err err;
   SG_CHECK_OK(sg_file_read(path, 1 << 20, &log, NULL, &err), err);
@@ -429,7 +547,7 @@ static void stopped_once(const char *d, bool group) {
   }
   SG_CHECK_MSG(n >= 2, "the runners' pids:\n%s", pids ? pids : "");
   free(pids);
-  /* nor their CUDA IPC files, the killed ones' too */
+  /* nor their CUDA IPC files, the killed ones' too, their servers' included */
   cmd = sg_asprintf("test -z \"$(ls -A %s/shm)\"", d);
   SG_CHECK_MSG(system(cmd) == 0, "files left: %s", cmd);
   free(cmd);
@@ -451,4 +569,5 @@ SG_TEST_MAIN({"paper_suite", test_paper_suite},
              {"find_candidate", test_find_candidate},
              {"table_and_summary", test_table_and_summary},
              {"self_check", test_self_check},
+             {"self_check_both", test_self_check_both},
              {"command", test_command})

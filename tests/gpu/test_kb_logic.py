@@ -302,6 +302,160 @@ class SelfCheck(unittest.TestCase):
         self.assertAlmostEqual(logic.wrong_delta(float("-inf"), 1.0), 0.101)
 
 
+class SelfCheckBoth(unittest.TestCase):
+    """specgen bench --self-check both: the wrong candidate's verdict beside
+    the same one's (harness._Wrong), and when the trials may stop."""
+
+    def setUp(self):
+        from specgen_kb import harness
+        self.harness = harness
+
+    def test_trials_stop_once_both_verdicts_are_decided(self):
+        self.assertTrue(logic.trials_decided(True, "numerical_error"))
+        # KernelBench's verdict still open: the next trial may decide it
+        self.assertFalse(logic.trials_decided(True, None))
+        # a candidate that passes runs every trial
+        self.assertFalse(logic.trials_decided(False, None))
+        self.assertFalse(logic.trials_decided(False, "numerical_error"))
+
+    def test_wrong_caught_in_the_trials(self):
+        w = self.harness._Wrong()
+        self.assertTrue(w.open())
+        w.state["kb_status"] = "numerical_error"
+        w.caught(("numerical_error", "output 0 differs (trial 1)"))
+        self.assertFalse(w.open())  # both verdicts decided: no more calls of it
+        w.caught(("numerical_error", "later"))  # the first failing check stays
+        r = w.result(True, "ok")
+        self.assertEqual((r["status"], r["kernelbench_status"]),
+                         ("numerical_error", "numerical_error"))
+        self.assertIn("trial 1", r["message"])
+
+    def test_wrong_kept_open_for_kernelbench_in_the_trials_only(self):
+        w = self.harness._Wrong()
+        w.caught(("numerical_error", "output 0 differs (trial 1)"))
+        self.assertTrue(w.open())   # KernelBench's check may still fail in trial 2
+        w.trials_over()
+        self.assertFalse(w.open())
+        r = w.result(True, "ok")
+        self.assertEqual((r["status"], r["kernelbench_status"]), ("numerical_error", "ok"))
+
+    def test_wrong_never_caught(self):
+        w = self.harness._Wrong()
+        w.trials_over()
+        self.assertTrue(w.open())   # the domain trials and timed runs still check it
+        self.assertEqual(w.result(True, "ok")["status"], "ok")
+        # the same candidate's validation ended first: no verdict, said so
+        r = w.result(False, "infra_error")
+        self.assertEqual(r["status"], "undecided")
+        self.assertIn("infra_error", r["message"])
+
+    def test_also_wrong_only_for_the_self_check(self):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        for extra in (["--also-wrong"], ["--also-wrong", "--no-heavy-rule", "--mode", "compile"]):
+            p = subprocess.run([sys.executable, "-m", "specgen_kb.harness", "--task", "t.py",
+                                "--cand", "c.py"] + extra, capture_output=True, text=True,
+                               env=env)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--also-wrong is for --mode validate with --no-heavy-rule", p.stderr)
+
+
+class _FakeTorch:
+    """What correctness() touches of torch outside the stubbed methods."""
+
+    class cuda:
+        @staticmethod
+        def synchronize():
+            pass
+
+    @staticmethod
+    def is_tensor(x):
+        return False
+
+
+class JudgeFlow(unittest.TestCase):
+    """_Judge.correctness's control flow with its device work stubbed (no
+    torch, no GPU): which calls happen, in which verdict state. check()
+    fails the wrong candidate's outputs ("OUT-wrong") and, with kb_catches,
+    KernelBench's check with it; same_fails fails the same candidate's."""
+
+    def judge(self, wrong=True, kb_catches=True, same_fails=False):
+        from specgen_kb import harness
+        j = object.__new__(harness._Judge)
+        j.torch, j.device = _FakeTorch, "cuda:0"
+        j.args = type("A", (), {"trials": 3, "seed": 1, "also_wrong": wrong})()
+        j.phase = harness._Phases()
+        j.kb_status, j.kb_message, j.m0, j.nonfinite0 = None, "", {}, {}
+        j.worst_abs = j.worst_rel = 0.0
+        j.first = -1
+        j.wrong = harness._Wrong() if wrong else None
+        j.log = []
+        test = self
+
+        class Cand:
+            def ask(self, op, arg=None, timeout=None):
+                j.log.append("cand " + op)
+                return ("ok", "OUT-wrong" if op == "out" else None, 0.0)
+        j.cand = Cand()
+        j.draw = lambda fn, *a: ["x"]
+        j.fill = lambda xs, cand_only=False: j.log.append("fill")
+        j.release = lambda: j.log.append("release")
+        j.call = lambda server, variant=None: j.log.append("call " + str(variant))
+        j._ok = lambda server, reply: reply[1]
+
+        def run_pair(xs, cand_first, poison=True):
+            j.log.append("pair")
+            return 1.0, 1.0, "OUT-ref", "OUT-same"
+
+        def check(xs, r_out, c_out, when, variant, kb=False, shortcuts=False):
+            test.assertEqual(r_out, "OUT-ref")  # the reference's, computed once
+            bad = c_out == "OUT-wrong" or (same_fails and c_out == "OUT-same")
+            if bad and kb and kb_catches and j.kb_status is None:
+                j.kb_status = "numerical_error"
+            j.log.append("check %s %s" % ("wrong" if c_out == "OUT-wrong" else "same", when))
+            return ("numerical_error", "differs (%s)" % when) if bad else None
+        j.run_pair, j.check = run_pair, check
+        return j
+
+    def test_wrong_caught_once_same_goes_on(self):
+        j = self.judge()
+        self.assertEqual(j.correctness(None), (3, 0))
+        self.assertEqual(j.log.count("pair"), 6)        # 3 trials, 3 domain trials
+        self.assertEqual(j.log.count("call wrong"), 1)  # caught in trial 1: no more
+        self.assertEqual(j.log[:8], ["pair", "check same trial 1", "cand release", "fill",
+                                     "cand poison", "call wrong", "cand out",
+                                     "check wrong trial 1"])
+        self.assertEqual(j.kb_status, "ok")  # the same candidate's, apart
+        r = j.wrong.result(True, "ok")
+        self.assertEqual((r["status"], r["kernelbench_status"]),
+                         ("numerical_error", "numerical_error"))
+        self.assertIn("trial 1", r["message"])
+
+    def test_wrong_checked_every_trial_while_kernelbench_is_open(self):
+        j = self.judge(kb_catches=False)
+        j.correctness(None)
+        self.assertEqual(j.log.count("call wrong"), 3)  # the trials, not the domain ones
+        r = j.wrong.result(True, "ok")
+        self.assertEqual((r["status"], r["kernelbench_status"]), ("numerical_error", "ok"))
+
+    def test_failing_candidate_stops_once_both_verdicts_are_in(self):
+        from specgen_kb import harness
+        j = self.judge(wrong=False, same_fails=True)
+        with self.assertRaises(harness._Fail) as f:
+            j.correctness(None)
+        self.assertIn("trial 1", f.exception.message)
+        self.assertEqual(j.log.count("pair"), 1)
+        j = self.judge(wrong=False, same_fails=True, kb_catches=False)
+        with self.assertRaises(harness._Fail):
+            j.correctness(None)
+        self.assertEqual(j.log.count("pair"), 3)  # KernelBench's verdict needs them all
+
+    def test_no_wrong_calls_without_also_wrong(self):
+        j = self.judge(wrong=False)
+        j.correctness(None)
+        self.assertEqual(j.log.count("call wrong"), 0)
+        self.assertEqual(j.log.count("pair"), 6)
+
+
 class Leftovers(unittest.TestCase):
     def test_ipc_files_of_the_given_pids_only(self):
         names = ["cuda.shm.3.1f40.1", "cuda.shm.3.1f41.1", "cuda.shm.9.1f40.2",
