@@ -18,7 +18,10 @@
 #       per level level<N>-both.json and level<N>-both.log (each well under
 #       16 MiB: a row's messages are capped by the harness), and prints the
 #       table (a line per level) and what each call left behind.
-#       KB_RUNS, KB_WARMUPS as for kb-levels.sh (default 10 and 2).
+#       KB_RUNS, KB_WARMUPS as for kb-levels.sh (default 10 and 2). First
+#       it runs tests/gpu/test_kb_both.py (one small task through the
+#       combined mode) and runs no level if that fails
+#       (KB_SMOKE=0 skips it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 usage() {
@@ -65,6 +68,17 @@ run)
     nproc
   } >"$OUT/device.txt" 2>&1
   cat "$OUT/device.txt"
+  # a first check of the combined mode on one small task, so
+  # that a harness that fails does not spend the call on a level of errors
+  if [ "${KB_SMOKE:-1}" != 0 ]; then
+    python3 tests/gpu/test_kb_both.py 2>&1 | tail -5
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" != 0 ]; then
+      echo "kb-device: the combined mode's smoke test failed or was skipped" \
+        "(exit $rc): no level run" >&2
+      exit 1
+    fi
+  fi
   BUILD=.kbgpu/build KB_MODES=both KB_LIMIT_S=$limit KB_KILL_AFTER_S=${KB_KILL_AFTER_S:-20} \
     scripts/kb-levels.sh .kbgpu/kernelbench "$levels"
   ;;
