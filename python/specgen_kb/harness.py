@@ -886,7 +886,7 @@ def _list_pids(pids, path=None):
     (logic.IPC_PIDS_FILE): a judge killed before its finally (a stop, a
     time limit) leaves its servers' IPC files too, and the evaluator that
     ends it removes every listed process's files (sg_shm.h). Written before
-    any of them touches CUDA."""
+    any of them shares memory (the judge's share phase comes later)."""
     try:
         with open(path or logic.IPC_PIDS_FILE, "w") as f:
             f.write(" ".join("%d" % p for p in pids) + "\n")
