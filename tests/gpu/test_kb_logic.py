@@ -449,6 +449,33 @@ class JudgeFlow(unittest.TestCase):
             j.correctness(None)
         self.assertEqual(j.log.count("pair"), 3)  # KernelBench's verdict needs them all
 
+    def test_wrong_checked_in_the_timed_runs_while_open(self):
+        # never caught in the trials: its outputs are checked on every
+        # timed run's inputs too, outside the clock, and caught there
+        j = self.judge(kb_catches=False)
+        check = j.check
+
+        def late_check(xs, r_out, c_out, when, variant, kb=False, shortcuts=False):
+            if c_out == "OUT-wrong" and not when.startswith("timed run 2"):
+                j.log.append("check wrong %s" % when)
+                return None
+            return check(xs, r_out, c_out, when, variant, kb, shortcuts)
+        j.check = late_check
+        j.quick_ok = lambda xs, r_out, c_out: c_out != "OUT-wrong"
+        j.args.warmup, j.args.timed = 1, 3
+
+        class Ref:
+            def ask(self, op, arg=None, timeout=None):
+                return ("done", None, 0.001)
+        j.ref = Ref()
+        j.correctness(None)
+        times, _, runs = j.timing(None)
+        self.assertEqual((len(times["ref"]), runs), (3, 4))
+        self.assertEqual(j.log.count("call wrong"), 3 + 3 + 3)  # caught in timed run 2
+        r = j.wrong.result(True, "ok")
+        self.assertEqual((r["status"], r["kernelbench_status"]), ("numerical_error", "ok"))
+        self.assertIn("timed run 2", r["message"])
+
     def test_no_wrong_calls_without_also_wrong(self):
         j = self.judge(wrong=False)
         j.correctness(None)
