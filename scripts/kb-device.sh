@@ -3,11 +3,13 @@
 # machine that has PyTorch but neither specgen's libraries nor KernelBench,
 # one level per call of a few minutes.
 #
-#   scripts/kb-device.sh prepare KERNELBENCH_DIR
+#   scripts/kb-device.sh prepare KERNELBENCH_DIR [BUILDDIR]
 #       here, before the calls: builds specgen for the GPU machine
-#       (scripts/gpu-prepare.sh build-cuda) and fills .kbgpu/ (ignored by
-#       git) with what the calls need and nothing else: the specgen program,
-#       its shared libraries, and KERNELBENCH_DIR's level1/ level2/ level3/.
+#       (scripts/gpu-prepare.sh BUILDDIR, default build-cuda; an existing
+#       build folder such as build is only brought up to date, and gets the
+#       lib/ folder of shared libraries) and fills .kbgpu/ (ignored by git)
+#       with what the calls need and nothing else: the specgen program, its
+#       shared libraries, and KERNELBENCH_DIR's level1/ level2/ level3/.
 #       Refuses a .kbgpu/ over KB_CARRY_MAX_MIB (default 60) MiB.
 #   scripts/kb-device.sh run LEVELS [LIMIT_S]
 #       there, in the tree with .kbgpu/ carried along: scripts/kb-levels.sh
@@ -25,7 +27,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 usage() {
-  echo "usage: scripts/kb-device.sh prepare KERNELBENCH_DIR | run LEVELS [LIMIT_S]" >&2
+  echo "usage: scripts/kb-device.sh prepare KERNELBENCH_DIR [BUILDDIR] |" \
+    "run LEVELS [LIMIT_S]" >&2
   exit 2
 }
 [ $# -ge 2 ] || usage
@@ -33,14 +36,15 @@ case $1 in
 prepare)
   set -e
   kb=$2
+  dir=${3:-build-cuda}
   for l in 1 2 3; do
     [ -d "$kb/level$l" ] || { echo "kb-device: $kb/level$l: no such folder" >&2; exit 2; }
   done
-  scripts/gpu-prepare.sh build-cuda
+  scripts/gpu-prepare.sh "$dir"
   rm -rf .kbgpu
   mkdir -p .kbgpu/build/src/cli .kbgpu/kernelbench
-  cp build-cuda/src/cli/specgen .kbgpu/build/src/cli/
-  cp -r build-cuda/lib .kbgpu/build/lib
+  cp "$dir/src/cli/specgen" .kbgpu/build/src/cli/
+  cp -r "$dir/lib" .kbgpu/build/lib
   for l in 1 2 3; do cp -r "$kb/level$l" .kbgpu/kernelbench/; done
   mib=$(du -sm .kbgpu | awk '{print $1}')
   echo "kb-device: .kbgpu/ holds $mib MiB (the program $(du -sh .kbgpu/build/src/cli/specgen |
