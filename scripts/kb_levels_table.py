@@ -135,9 +135,13 @@ def level_calls(d, lv):
                  for m in ("same", "wrong"))
 
 
-# The judge's phases (each row's stages, seconds), in the order they come.
-PHASES = ("start", "share", "build", "draw", "fill", "poison", "call", "nop", "out", "check",
-          "release", "wrong")
+# The judge's phases (each row's stages, seconds), in the order they come:
+# before its go, a judge started ahead imports PyTorch, starts its servers
+# and shares its inputs (ahead: all of that; go_wait: how long it then
+# waited for its go; near 0, the row waited for its judge instead); from
+# its go, the rest (the row's run stage).
+PHASES = ("import", "start", "share", "ahead", "go_wait", "build", "draw", "fill", "poison",
+          "call", "nop", "out", "check", "release", "wrong")
 
 
 def phases_line(lv, rows):

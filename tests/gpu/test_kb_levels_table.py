@@ -92,8 +92,9 @@ class Table(unittest.TestCase):
                       "(numerical_error) |", t)
         self.assertNotIn("3_C", t)
         # where the validation went: each phase's median
-        self.assertIn("| level | start | share | build |", t)
-        self.assertIn("| 1 | - | - | - | - | - | - | 0.50 | - | - | 1.50 | - | 0.25 |", t)
+        self.assertIn("| level | import | start | share | ahead | go_wait | build |", t)
+        self.assertIn("| 1 | - | - | - | - | - | - | - | - | - | 0.50 | - | - | 1.50 | - | "
+                      "0.25 |", t)
 
     def test_both_from_progress_lines(self):
         log = ("[1/4] 1_A: ok 1x (KernelBench: ok), 3.1 s; wrong: numerical_error "
