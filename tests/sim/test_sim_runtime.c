@@ -211,6 +211,32 @@ static void prefix_cache_mechanism(void) {
   SG_CHECK(c.cache_local_tokens > 0);
 }
 
+/* Prefill interference: the prefix tokens a fork finds in no cache are
+ * prefilled on its server's GPUs, in time no stream decodes in; the main
+ * generations that start meanwhile are slower. The remote cache, restoring
+ * those tokens instead, takes that cost away; without misses the option
+ * changes nothing. */
+static void prefill_slows_the_mains(void) {
+  sg_sim_params p = small();
+  p.llm_kv_capacity_tokens = 20000;
+  p.prefill_tok_s = 200;
+  sg_sim_result a = run(&p, "spec+realloc+priority");
+  p.llm_prefill_interference = 1;
+  sg_sim_result b = run(&p, "spec+realloc+priority");
+  check_invariants(&p, &b);
+  SG_CHECK(a.cache_miss_tokens > 0 && b.cache_miss_tokens > 0);
+  double ma = a.main_gen_s / (double)a.main_gens_completed;
+  double mb = b.main_gen_s / (double)b.main_gens_completed;
+  SG_CHECK_MSG(mb > 1.02 * ma, "%g s vs %g s", mb, ma);
+  p.llm_kv_capacity_tokens = 1e12; /* every prefix resident: no prefill */
+  sg_sim_result c = run(&p, "spec+realloc+priority");
+  p.llm_prefill_interference = 0;
+  sg_sim_result d = run(&p, "spec+realloc+priority");
+  SG_CHECK_NEAR(c.cache_miss_tokens, 0, 1e-6);
+  SG_CHECK_NEAR(c.e2e_s, d.e2e_s, 1e-9);
+  SG_CHECK_NEAR(c.main_gen_s, d.main_gen_s, 1e-9);
+}
+
 /* Contention: extra streams (forks) slow the main generations down; with
  * none, the calibrated rate holds at the reference load. */
 static void forks_slow_the_server_down(void) {
@@ -556,6 +582,7 @@ SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
              SG_TEST(fork_validity_follows_the_prefix_threshold),
              SG_TEST(streaming_modes_agree), SG_TEST(beyond_the_paper_configs),
              SG_TEST(paper_task_table), SG_TEST(prefix_cache_mechanism),
+             SG_TEST(prefill_slows_the_mains),
              SG_TEST(forks_slow_the_server_down), SG_TEST(fork_budget_bounds_the_servers),
              SG_TEST(calibration_glm), SG_TEST(calibration_dsv4),
              SG_TEST(evaluation_times_hold_their_means),
