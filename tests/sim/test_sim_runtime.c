@@ -77,6 +77,10 @@ static void check_invariants(const sg_sim_params *p, const sg_sim_result *r) {
   SG_CHECK(r->util_profile >= 0 && r->util_profile <= 1);
   SG_CHECK(r->util_overall >= 0 && r->util_overall <= 1);
   SG_CHECK_NEAR(r->util_overall, r->util_validate + r->util_profile, 1e-12);
+  /* Device time is busy, idle while requests waited, or idle with none. */
+  SG_CHECK(r->idle_waiting >= 0 && r->idle_no_work >= 0);
+  SG_CHECK_NEAR(r->util_overall + r->idle_waiting + r->idle_no_work, 1, 1e-9);
+  SG_CHECK(r->util_all_live > 0 && r->util_all_live <= 1);
   /* Feedback counted by the runtime equals what the controllers saw. */
   SG_CHECK_EQ_INT(r->profiling_feedback, r->controller_profiled);
   SG_CHECK(r->profiling_feedback <= r->validated_ok);
@@ -349,6 +353,13 @@ static void beyond_the_paper_configs(void) {
                (unsigned long long)ga.ahead_adopted);
   SG_CHECK_MSG(ga.e2e_geomean_s < gv.e2e_geomean_s, "%g s vs %g s", ga.e2e_geomean_s,
                gv.e2e_geomean_s);
+  /* what an adopted main lacks: the failures that came after it started
+   * (refine shows the newest), which its prompt could not hold */
+  SG_CHECK_MSG(ga.ahead_stale > 0 && ga.ahead_stale <= ga.ahead_adopted &&
+                   ga.ahead_stale_items >= ga.ahead_stale,
+               "%llu adopted, %llu stale, %llu items lacked",
+               (unsigned long long)ga.ahead_adopted, (unsigned long long)ga.ahead_stale,
+               (unsigned long long)ga.ahead_stale_items);
   /* Deciding at validation is what takes the profiles away (the goal's
    * policy feeds almost none back); the main started ahead alone keeps
    * most of full's, and is still shorter than the gate alone */
