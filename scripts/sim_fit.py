@@ -10,7 +10,7 @@ table: runs `specgen sim --reproduce --json` for each seed and prints the
 reproduce table in Markdown: per cell the paper's value, the simulator's
 median over the seeds with its range, the ratio sim / paper (median,
 range) and on how many seeds it is within 10%; then the count of cells
-within 10% on each seed.
+within 10% on each seed, in all and split into the fit set and the rest.
 
 fit: what is still fitted (FITTED below) is chosen on one part of the
 paper's cells only, the fit set (GLM's Table 9: the termination criteria
@@ -99,6 +99,10 @@ def table(specgen, seeds, sets):
     print("Within 10%%, seeds %d-%d: %s of %d cells (median %g)" % (
         seeds[0], seeds[-1], ", ".join(map(str, counts)), len(runs[0]),
         statistics.median(counts)))
+    ins, outs, n_in, n_out = in_out(runs)
+    print("In sample (%s): %s of %d (median %g); out of sample: %s of %d (median %g)" % (
+        FIT_SET, ", ".join(map(str, ins)), n_in, statistics.median(ins),
+        ", ".join(map(str, outs)), n_out, statistics.median(outs)))
     return 0
 
 
@@ -112,7 +116,7 @@ def score(runs):
     return statistics.median(counts), statistics.mean(logs)
 
 
-def counts(runs):
+def in_out(runs):
     ins = [sum(within(c) for c in r if in_fit_set(c)) for r in runs]
     outs = [sum(within(c) for c in r if not in_fit_set(c)) for r in runs]
     n_in = sum(in_fit_set(c) for c in runs[0])
@@ -185,7 +189,7 @@ def fit(specgen, seeds):
           "within 10% (per seed) | median (range) |")
     print("|---|---|---|---|---|")
     for label, runs in (("the presets'", preset_runs), ("fitted: " + " ".join(best[0]), best[3])):
-        ins, outs, n_in, n_out = counts(runs)
+        ins, outs, n_in, n_out = in_out(runs)
         print("| %s | %s of %d | %s | %s of %d | %s |" % (
             label, ", ".join(map(str, ins)), n_in, med_range(ins, "%g"),
             ", ".join(map(str, outs)), n_out, med_range(outs, "%g")))

@@ -404,6 +404,10 @@ typedef struct sg_ctl_stats {
   uint32_t detached_answers;     /* of those, finished with an answer */
   uint32_t ahead_started;        /* next_ahead: mains started ahead */
   uint32_t ahead_adopted;        /* of those, the next iteration's main */
+  uint32_t ahead_stale;          /* of those, adopted on a prompt that lacks
+                                    feedback the iteration's own prompt
+                                    would show (what came after it started) */
+  uint64_t ahead_stale_items;    /* the prompt items they lacked */
   uint64_t prompt_tokens, completion_tokens, cached_tokens;
   int64_t start_us, end_us;      /* end_us 0 until DONE */
 } sg_ctl_stats;

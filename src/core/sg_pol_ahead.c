@@ -67,11 +67,35 @@ static int adopt_ahead(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
   return 0;
 }
 
+/* The items of the prompt the search gives now that the prompt the main
+ * started ahead on lacks: the feedback that came after it started (with
+ * refine, the newest failures), which its reasoning never read. */
+static size_t ahead_missing(sg_controller *c) {
+  sg_search_plan plan;
+  sg_err e;
+  sg_err_clear(&e);
+  if (sg_search_next(c->o.search, &c->hist, c->iteration, &plan, &e) < 0 || plan.n < 1)
+    return 0;
+  const sg_prompt *now = &plan.prompts[0], *was = &c->ahead_prompt;
+  size_t missing = 0;
+  for (size_t i = 0; i < now->n_items; i++) {
+    bool found = false;
+    for (size_t j = 0; j < was->n_items && !found; j++)
+      found = now->items[i].kind == was->items[j].kind &&
+              now->items[i].kernel == was->items[j].kernel;
+    missing += !found;
+  }
+  return missing;
+}
+
 static int ahead_start_iteration(sg_controller *c, int64_t now_us,
                                  sg_ctl_actions *out, sg_err *err) {
   if (c->ahead.id == 0)
     return 0;
   if (c->hist.best_id == c->ahead_base) {
+    size_t missing = ahead_missing(c);
+    c->st.ahead_stale += missing > 0;
+    c->st.ahead_stale_items += missing;
     int rc = adopt_ahead(c, now_us, out, err);
     return rc < 0 ? rc : 1;
   }

@@ -271,6 +271,7 @@ static int op_device_start(void *data, const sg_sched_action *a) {
   /* owner carries the device: its death decides an infra failure. */
   sim_push(s, s->now_us + sim_s_to_us(d), EV_DEVICE_END, (uint32_t)a->device, a->req, q->epoch);
   sg_sim_llm_device_busy(s->llm, s->now_us);
+  s->running++;
   return 0;
 }
 
@@ -281,8 +282,10 @@ static int op_abort(void *data, const sg_sched_action *a) {
     q->live = false;
     q->epoch++;
   }
-  if (a->device >= 0)
+  if (a->device >= 0) {
     sg_sim_llm_device_idle(s->llm); /* it was running */
+    s->running--;
+  }
   s->res->requests_aborted++;
   return 0;
 }
@@ -515,6 +518,7 @@ static int on_device_end(sim *s, const sg_sim_event *e) {
   if (infra)
     s->res->infra_failures++;
   sg_sim_llm_device_idle(s->llm);
+  s->running--;
   int rc = sg_interp_device_done(s->it, e->id, infra, s->err);
   if (rc == 0)
     rc = it_rc(s);
@@ -709,6 +713,29 @@ static void teardown(sim *s) {
   sg_interp_free(s->it);
 }
 
+/* Device time since the last event (the state was constant meanwhile):
+ * devices not running a request, while requests waited (the split kept
+ * them from it) or while nothing waited (no work), and, until the first
+ * workflow ends, busy and pool time. */
+static void account_idle(sim *s, int64_t now_us) {
+  sg_sim_result *r = s->res;
+  double dt = (double)(now_us - s->idle_us) / 1e6;
+  s->idle_us = now_us;
+  if (dt <= 0)
+    return;
+  sg_sched_capacity c;
+  sg_scheduler_capacity(s->sched, &c);
+  double idle = (double)(s->p->devices - s->running) * dt;
+  if (c.queued_validate + c.queued_profile > 0)
+    r->idle_waiting_s += idle;
+  else
+    r->idle_no_work_s += idle;
+  if (r->workflows_done == 0) {
+    r->all_live_busy_s += (double)s->running * dt;
+    r->all_live_pool_s += (double)s->p->devices * dt;
+  }
+}
+
 static void finish_stats(sim *s) {
   sg_sim_result *r = s->res;
   const sg_sim_params *p = s->p;
@@ -730,6 +757,12 @@ static void finish_stats(sim *s) {
     r->util_profile = (double)st.busy_us[SG_PHASE_PROFILE] / pool;
   }
   r->util_overall = r->util_validate + r->util_profile;
+  if (pool > 0) {
+    r->idle_waiting = r->idle_waiting_s * 1e6 / pool; /* pool: device-us */
+    r->idle_no_work = r->idle_no_work_s * 1e6 / pool;
+  }
+  if (r->all_live_pool_s > 0)
+    r->util_all_live = r->all_live_busy_s / r->all_live_pool_s;
   r->devices_died = 0;
   for (int d = 0; d < p->devices; d++)
     r->devices_died += s->dies_us[d] < end;
@@ -746,6 +779,8 @@ static void finish_stats(sim *s) {
     r->sibling_waits += cs.sibling_waits;
     r->ahead_started += cs.ahead_started;
     r->ahead_adopted += cs.ahead_adopted;
+    r->ahead_stale += cs.ahead_stale;
+    r->ahead_stale_items += cs.ahead_stale_items;
     const sg_history *h = sg_controller_history(s->wf[w].ctl);
     const sg_kernel *k = h->best_id ? sg_history_get(h, h->best_id) : NULL;
     /* A workflow that never profiled a kernel keeps the reference: 1.0
@@ -833,6 +868,7 @@ int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
       break;
     }
     out->events++;
+    account_idle(&s, s.now_us);
     sg_scheduler_tick(s.sched, s.now_us, NULL);
     switch (e.type) {
     case EV_CHUNK:

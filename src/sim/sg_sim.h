@@ -98,8 +98,21 @@ typedef struct sg_sim_result {
                                     those that gave an answer (cutoff_detach) */
   uint64_t sibling_waits;        /* kernels accepted at validation that
                                     waited for siblings (decide_with_siblings) */
+  /* Where device time goes: device-seconds not running a request while
+   * requests waited (held back by the split) and while none waited (no
+   * work); busy and pool device-seconds until the first workflow ended. */
+  double idle_waiting_s, idle_no_work_s;
+  double all_live_busy_s, all_live_pool_s;
+  double idle_waiting, idle_no_work; /* those over pool time (devices x
+                                        e2e_s): with utilization, they sum
+                                        to 1 */
+  double util_all_live;  /* busy over pool time until the first workflow
+                            ended */
   uint64_t ahead_started, ahead_adopted; /* mains started ahead, and those
                                     that became their iteration's (next_ahead) */
+  uint64_t ahead_stale, ahead_stale_items; /* of the adopted, those whose
+                                    prompt lacked feedback the iteration's
+                                    own prompt shows, and the items lacked */
   uint64_t main_gens;
   uint64_t gens_cancelled, gens_failed;
   double main_gen_s;             /* summed duration of completed main gens */

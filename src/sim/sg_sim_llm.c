@@ -17,6 +17,10 @@ typedef struct server {
    * prompt_sum + rate_sum x now - rate_t0_sum, plus the forks' own tokens. */
   double prompt_sum, rate_sum, rate_t0_sum;
   double fork_tokens;
+  /* Prefill load: the fork prefill seconds of the last window, decayed
+   * exponentially (prefill_s / window at pf_us). */
+  double pf_load;
+  int64_t pf_us;
 } server;
 
 struct sg_sim_llm {
@@ -61,6 +65,14 @@ static void integrate(sg_sim_llm *m, int64_t now_us) {
   m->last_us = now_us;
 }
 
+/* The server's prefill load now: prefill seconds per second over the
+ * last window (an exponential average). */
+static double prefill_load(const sg_sim_llm *m, const server *s, int64_t now_us) {
+  if (s->pf_load <= 0 || now_us <= s->pf_us)
+    return s->pf_load;
+  return s->pf_load * exp(-(double)(now_us - s->pf_us) / 1e6 / m->p->llm_prefill_window_s);
+}
+
 double sg_sim_llm_start_stream(sg_sim_llm *m, int sv, double rate, int64_t now_us) {
   assert(sv >= 0 && sv < m->nservers);
   integrate(m, now_us);
@@ -69,7 +81,12 @@ double sg_sim_llm_start_stream(sg_sim_llm *m, int sv, double rate, int64_t now_u
   m->streams++;
   double c = m->p->llm_contention;
   double nref = m->p->llm_ref_streams > 1 ? m->p->llm_ref_streams : 1;
-  return rate * (1 + c * (nref - 1)) / (1 + c * (double)(s->streams - 1));
+  double r = rate * (1 + c * (nref - 1)) / (1 + c * (double)(s->streams - 1));
+  /* Prefill shares the server's GPUs with decoding: a share of its
+   * prefill time is time no stream decodes in. */
+  if (m->p->llm_prefill_interference > 0)
+    r /= 1 + m->p->llm_prefill_interference * prefill_load(m, s, now_us);
+  return r;
 }
 
 void sg_sim_llm_end_stream(sg_sim_llm *m, int sv, int64_t now_us) {
@@ -168,6 +185,11 @@ void sg_sim_llm_fork_prompt(sg_sim_llm *m, int sv, double prefix, double other,
   m->st.transfer_bytes += transfer_b;
   m->st.transfer_s += transfer_s;
   m->st.prefill_s += prefill_s;
+  if (p->llm_prefill_interference > 0) {
+    server *s = &m->sv[sv];
+    s->pf_load = prefill_load(m, s, now_us) + prefill_s / p->llm_prefill_window_s;
+    s->pf_us = now_us;
+  }
   *cached = local + remote;
   *delay_s = prefill_s + transfer_s;
 }

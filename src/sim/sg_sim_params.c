@@ -69,6 +69,11 @@ static const pdef defs[] = {
      "streams per server at which gen.rate_tok_s holds (baseline in-flight)"},
     {"llm.contention", T_DBL, F(llm_contention), 0, 100,
      "per-token slowdown of a stream per extra stream on its server"},
+    {"llm.prefill_interference", T_DBL, F(llm_prefill_interference), 0, 1,
+     "share of a server's fork prefill time in which its streams do not decode "
+     "(0: prefill slows no stream)"},
+    {"llm.prefill_window_s", T_DBL, F(llm_prefill_window_s), 1, BIG,
+     "window over which a server's prefill load is averaged, s"},
     {"llm.server_streams", T_INT, F(llm_server_streams), 0, 100000,
      "streams a server takes without slowing its mains; forks get this less "
      "its workflows, shared (0: no bound)"},
@@ -187,6 +192,8 @@ static void base_preset(sg_sim_params *p) {
   p->llm_workflows_per_server = 10;
   p->llm_ref_streams = 8;
   p->llm_contention = 0;
+  p->llm_prefill_interference = 0;
+  p->llm_prefill_window_s = 60;
   p->llm_kv_capacity_tokens = 0;
   p->kv_remote_gb_per_device = 0;
   p->kv_eval_gb = 0;

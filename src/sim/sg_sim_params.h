@@ -57,6 +57,9 @@ typedef struct sg_sim_params {
   int llm_workflows_per_server; /* workflows sharing one server */
   double llm_ref_streams;    /* streams per server at the calibrated rate */
   double llm_contention;     /* slowdown per extra stream */
+  double llm_prefill_interference; /* share of a server's prefill time that
+                                no stream decodes in (0: prefill is free) */
+  double llm_prefill_window_s; /* window of the server's prefill load */
   int llm_server_streams;    /* streams a server takes without slowing its
                                 mains: the fork budget is this less its
                                 workflows (sg_fork_budget); 0: no bound */

@@ -122,6 +122,10 @@ typedef struct sim {
   sg_sim_queue q;
   sg_interp *it;        /* executes the core's actions (sg_interp.h) */
   int64_t now_us;
+  /* Where device time goes (sg_sim_result.idle_*): devices running a
+   * request now, and the time the counts below reach. */
+  int running;
+  int64_t idle_us;
   double bpt;           /* text bytes per token */
   sg_sim_llm *llm;      /* servers and prefix caches */
   sg_fork_budget *budgets; /* per server (llm.server_streams); NULL: none */

@@ -129,6 +129,9 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_object_set_new(o, "utilization", num(r->util_overall, 6));
     json_object_set_new(o, "utilization_validation", num(r->util_validate, 6));
     json_object_set_new(o, "utilization_profiling", num(r->util_profile, 6));
+    json_object_set_new(o, "idle_waiting", num(r->idle_waiting, 6));
+    json_object_set_new(o, "idle_no_work", num(r->idle_no_work, 6));
+    json_object_set_new(o, "utilization_all_live", num(r->util_all_live, 6));
     json_t *tok = json_object();
     json_object_set_new(tok, "prompt", json_integer((json_int_t)r->prompt_tokens));
     json_object_set_new(tok, "completion",
@@ -154,6 +157,9 @@ char *sg_sim_report_json(const sg_sim_campaign *c) {
     json_object_set_new(o, "sibling_waits", json_integer((json_int_t)r->sibling_waits));
     json_object_set_new(o, "ahead_started", json_integer((json_int_t)r->ahead_started));
     json_object_set_new(o, "ahead_adopted", json_integer((json_int_t)r->ahead_adopted));
+    json_object_set_new(o, "ahead_stale", json_integer((json_int_t)r->ahead_stale));
+    json_object_set_new(o, "ahead_stale_items",
+                        json_integer((json_int_t)r->ahead_stale_items));
     json_object_set_new(o, "spec_valid_fraction",
                         num(r->spec_validated
                                 ? (double)r->spec_valid / (double)r->spec_validated

@@ -774,6 +774,9 @@ static void test_next_ahead(void) {
   sg_controller_stats(f.c, &st);
   SG_CHECK_EQ_INT(st.ahead_started, 2);
   SG_CHECK_EQ_INT(st.ahead_adopted, 1);
+  /* c3 is no failure and not the best: the prompt it was started on is
+   * the one the iteration's own start gives, it lacks nothing */
+  SG_CHECK_EQ_INT(st.ahead_stale, 0);
   /* it is this iteration's main now: its text forks, its answer is a main's */
   f.main_gen = a2;
   uint64_t fk2 = fork_on(&f, PHRASE);

@@ -77,6 +77,10 @@ static void check_invariants(const sg_sim_params *p, const sg_sim_result *r) {
   SG_CHECK(r->util_profile >= 0 && r->util_profile <= 1);
   SG_CHECK(r->util_overall >= 0 && r->util_overall <= 1);
   SG_CHECK_NEAR(r->util_overall, r->util_validate + r->util_profile, 1e-12);
+  /* Device time is busy, idle while requests waited, or idle with none. */
+  SG_CHECK(r->idle_waiting >= 0 && r->idle_no_work >= 0);
+  SG_CHECK_NEAR(r->util_overall + r->idle_waiting + r->idle_no_work, 1, 1e-9);
+  SG_CHECK(r->util_all_live > 0 && r->util_all_live <= 1);
   /* Feedback counted by the runtime equals what the controllers saw. */
   SG_CHECK_EQ_INT(r->profiling_feedback, r->controller_profiled);
   SG_CHECK(r->profiling_feedback <= r->validated_ok);
@@ -211,6 +215,32 @@ static void prefix_cache_mechanism(void) {
   SG_CHECK(c.cache_local_tokens > 0);
 }
 
+/* Prefill interference: the prefix tokens a fork finds in no cache are
+ * prefilled on its server's GPUs, in time no stream decodes in; the main
+ * generations that start meanwhile are slower. The remote cache, restoring
+ * those tokens instead, takes that cost away; without misses the option
+ * changes nothing. */
+static void prefill_slows_the_mains(void) {
+  sg_sim_params p = small();
+  p.llm_kv_capacity_tokens = 20000;
+  p.prefill_tok_s = 200;
+  sg_sim_result a = run(&p, "spec+realloc+priority");
+  p.llm_prefill_interference = 1;
+  sg_sim_result b = run(&p, "spec+realloc+priority");
+  check_invariants(&p, &b);
+  SG_CHECK(a.cache_miss_tokens > 0 && b.cache_miss_tokens > 0);
+  double ma = a.main_gen_s / (double)a.main_gens_completed;
+  double mb = b.main_gen_s / (double)b.main_gens_completed;
+  SG_CHECK_MSG(mb > 1.02 * ma, "%g s vs %g s", mb, ma);
+  p.llm_kv_capacity_tokens = 1e12; /* every prefix resident: no prefill */
+  sg_sim_result c = run(&p, "spec+realloc+priority");
+  p.llm_prefill_interference = 0;
+  sg_sim_result d = run(&p, "spec+realloc+priority");
+  SG_CHECK_NEAR(c.cache_miss_tokens, 0, 1e-6);
+  SG_CHECK_NEAR(c.e2e_s, d.e2e_s, 1e-9);
+  SG_CHECK_NEAR(c.main_gen_s, d.main_gen_s, 1e-9);
+}
+
 /* Contention: extra streams (forks) slow the main generations down; with
  * none, the calibrated rate holds at the reference load. */
 static void forks_slow_the_server_down(void) {
@@ -323,6 +353,13 @@ static void beyond_the_paper_configs(void) {
                (unsigned long long)ga.ahead_adopted);
   SG_CHECK_MSG(ga.e2e_geomean_s < gv.e2e_geomean_s, "%g s vs %g s", ga.e2e_geomean_s,
                gv.e2e_geomean_s);
+  /* what an adopted main lacks: the failures that came after it started
+   * (refine shows the newest), which its prompt could not hold */
+  SG_CHECK_MSG(ga.ahead_stale > 0 && ga.ahead_stale <= ga.ahead_adopted &&
+                   ga.ahead_stale_items >= ga.ahead_stale,
+               "%llu adopted, %llu stale, %llu items lacked",
+               (unsigned long long)ga.ahead_adopted, (unsigned long long)ga.ahead_stale,
+               (unsigned long long)ga.ahead_stale_items);
   /* Deciding at validation is what takes the profiles away (the goal's
    * policy feeds almost none back); the main started ahead alone keeps
    * most of full's, and is still shorter than the gate alone */
@@ -556,6 +593,7 @@ SG_TEST_MAIN(SG_TEST(same_seed_same_bytes), SG_TEST(different_seeds_differ),
              SG_TEST(fork_validity_follows_the_prefix_threshold),
              SG_TEST(streaming_modes_agree), SG_TEST(beyond_the_paper_configs),
              SG_TEST(paper_task_table), SG_TEST(prefix_cache_mechanism),
+             SG_TEST(prefill_slows_the_mains),
              SG_TEST(forks_slow_the_server_down), SG_TEST(fork_budget_bounds_the_servers),
              SG_TEST(calibration_glm), SG_TEST(calibration_dsv4),
              SG_TEST(evaluation_times_hold_their_means),
