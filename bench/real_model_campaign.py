@@ -137,6 +137,19 @@ def fmt_x(v):
     return "-" if v is None else f"{v:.2f}x"
 
 
+def print_grid(arms, rows):
+    """One column per arm, one line per (label, cell of an arm's figures)
+    row; returns the columns' widths."""
+    names = list(arms)
+    w0 = max(len(r[0]) for r in rows) + 2
+    cells = {n: [r[1](arms[n]) for r in rows] for n in names}
+    widths = {n: max(len(n), *(len(c) for c in cells[n])) + 2 for n in names}
+    print("".ljust(w0) + "".join(n.rjust(widths[n]) for n in names))
+    for i, r in enumerate(rows):
+        print(r[0].ljust(w0) + "".join(cells[n][i].rjust(widths[n]) for n in names))
+    return widths
+
+
 def print_table(arms):
     names = list(arms)
     rows = [
@@ -154,12 +167,7 @@ def print_table(arms):
         ("tokens: consumed", lambda f: str(f["tokens"]["consumption"])),
         ("reasoning", lambda f: str(f["reasoning"])),
     ]
-    w0 = max(len(r[0]) for r in rows) + 2
-    cells = {n: [r[1](arms[n]) for r in rows] for n in names}
-    widths = {n: max(len(n), *(len(c) for c in cells[n])) + 2 for n in names}
-    print("".ljust(w0) + "".join(n.rjust(widths[n]) for n in names))
-    for i, r in enumerate(rows):
-        print(r[0].ljust(w0) + "".join(cells[n][i].rjust(widths[n]) for n in names))
+    widths = print_grid(arms, rows)
     print("\nbest speedup over the reference, per task")
     tasks = sorted(set().union(*(arms[n]["best_speedup"] for n in names)))
     wt = max(len(t) for t in tasks) + 2

@@ -23,7 +23,18 @@ not, how many differ.
 
     bench/replay_compare.py runs/campaign/spec-on --speed 10 --out runs/replays
 
-A replay is paced as recorded divided by --speed (0: as fast as it can),
+With --virtual, each variant is replayed in virtual time instead (`specgen
+replay DIR --json`, docs/usage.md, "Replaying in virtual time"): no server,
+no evaluator, seconds per replay, the same output every time; the same
+options reach the record's decisions by construction (the record's clock),
+the others run on each recorded span from when the replay starts it. The
+variant spec-off-solo is --spec off with the mains at the pace the record
+measured while no fork was live (--pace solo). End-to-end times of a
+virtual replay come from the replay's model of time, and say so.
+
+    bench/replay_compare.py runs/campaign/spec-on --virtual --variants same,spec-off,spec-off-solo
+
+Otherwise (real time), a replay is paced as recorded divided by --speed (0: as fast as it can),
 and with --replay-evals a kernel the record evaluated holds its device for
 the recorded time divided by --speed and gets the recorded result; only
 kernels the record never saw are evaluated for real. Each replay's
@@ -40,14 +51,18 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from real_model_campaign import ROOT, arm_finished, arm_figures, print_table  # noqa: E402
+from real_model_campaign import (ROOT, arm_finished, arm_figures, print_grid,  # noqa: E402
+                                 print_table)
 
 VARIANTS = {
     "same": [],
     "spec-off": ["--spec", "off"],
     "first-valid": ["--termination", "first-valid"],
     "none": ["--termination", "none"],
+    "spec-off-solo": ["--spec", "off", "--pace", "solo"],
 }
+# Flags of `specgen replay`, not of `specgen run` (the real-time replay).
+VIRTUAL_ONLY = {"spec-off-solo"}
 
 # Keys of the recorded configuration that name where the live run was (its
 # server, its output, how it printed) rather than what it decided.
@@ -111,6 +126,85 @@ def decisions(d):
     return out
 
 
+def virtual(a, name, extra):
+    """One variant replayed in virtual time: its summary and decisions."""
+    r = subprocess.run([a.specgen, "replay", a.rundir, "--json"] + extra,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"replay_compare: the {name} virtual replay exited {r.returncode}: "
+                 f"{r.stderr.strip()}")
+    s = json.loads(r.stdout)
+    dec = {}
+    for t, d in s["decisions"].items():
+        evs = sorted(f"{p}:{st}:{'-' if x is None else round(x, 3)}"
+                     for p, st, x in d["evaluations"])
+        dec[t] = {"iterations": d["iterations"], "mains": d["mains"], "evaluations": evs,
+                  "forks": d["forks"]}
+    return s, dec
+
+
+def forks(d):
+    """Per task, its forks as "iteration:prefix bytes", in the order begun."""
+    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(d, "run.db"), uri=True)
+    out = {task: [f"{n}:{p}" for n, p in db.execute(
+        "SELECT i.number, g.prefix_bytes FROM generations g JOIN iterations i "
+        "ON i.id = g.iteration_id WHERE g.workflow_id = ? AND g.kind = 'spec' ORDER BY g.id",
+        (wid,))] for wid, task in db.execute("SELECT id, task FROM workflows")}
+    db.close()
+    return out
+
+
+def virtual_figures(s):
+    ws = s["workflows"]
+    t = s["tokens"]
+    return {"e2e_s": s["e2e_s"], "clock": s["replay"]["clock"], "pace": s["replay"]["pace"],
+            "iterations": sum(w["iterations"] for w in ws),
+            "generations_main": sum(w["generations_main"] for w in ws),
+            "generations_spec": sum(w["generations_spec"] for w in ws),
+            "early_terminations": sum(w["early_terminations"] for w in ws),
+            "profiling_feedback": sum(w["profiling_feedback"] for w in ws),
+            "tokens": {"completion": t["completion"],
+                       "consumption": t["prompt"] - t["cached"] + t["completion"]},
+            "evaluations_not_in_record": s["replay"]["evaluations_not_in_record"],
+            "best_speedup": {w["task"]: w["best_speedup"] for w in ws}}
+
+
+def recorded_figures(d):
+    f = arm_figures(d)
+    t = f["tokens"]
+    return {"e2e_s": f["e2e_s"], "clock": "live", "pace": "live",
+            "iterations": f["iterations"], "generations_main": f["generations_main"],
+            "generations_spec": f["generations_spec"],
+            "early_terminations": f["early_terminations"],
+            "profiling_feedback": f["profiling_feedback"],
+            "tokens": {"completion": t["completion"],
+                       "consumption": t.get("consumption",
+                                            t["prompt"] - t["cached"] + t["completion"])},
+            "evaluations_not_in_record": 0, "best_speedup": f["best_speedup"]}
+
+
+def print_virtual(runs):
+    rows = [("end to end (s, modelled)", lambda f: f"{f['e2e_s']:.1f}"),
+            ("clock / pace", lambda f: f"{f['clock']} / {f['pace']}"),
+            ("iterations", lambda f: str(f["iterations"])),
+            ("main generations", lambda f: str(f["generations_main"])),
+            ("forks", lambda f: str(f["generations_spec"])),
+            ("early terminations", lambda f: str(f["early_terminations"])),
+            ("kernels profiled", lambda f: str(f["profiling_feedback"])),
+            ("tokens: completion", lambda f: str(f["tokens"]["completion"])),
+            ("tokens: consumed", lambda f: str(f["tokens"]["consumption"])),
+            ("evaluations not in the record", lambda f: str(f["evaluations_not_in_record"]))]
+    print_grid(runs, rows)
+
+
+def print_match(match, what):
+    print(f"\ndecisions as recorded ({what}), per task")
+    for n, m in match.items():
+        same = m["tasks"] - len(m["tasks_differing"])
+        print(f"  {n}: {same} of {m['tasks']} tasks"
+              + (f" (differ: {', '.join(m['tasks_differing'])})" if m["tasks_differing"] else ""))
+
+
 def differing(rec, rep):
     return sorted(t for t in rec if rec[t] != rep.get(t))
 
@@ -137,7 +231,9 @@ def main():
     p.add_argument("--speed", type=float, default=10.0, help="the recorded pace times this")
     p.add_argument("--variants", default="same,spec-off,first-valid",
                    help="comma-separated: " + ", ".join(VARIANTS))
-    p.add_argument("--out", required=True, help="where the replays' run directories go")
+    p.add_argument("--out", help="where the replays' run directories go (real time)")
+    p.add_argument("--virtual", action="store_true",
+                   help="replay in virtual time (specgen replay): seconds, deterministic")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
     a.rundir = os.path.abspath(a.rundir)
@@ -145,9 +241,15 @@ def main():
     bad = [n for n in names if n not in VARIANTS]
     if bad:
         p.error(f"--variants: unknown {', '.join(bad)} (known: {', '.join(VARIANTS)})")
+    if not a.virtual and set(names) & VIRTUAL_ONLY:
+        p.error(f"--variants: {', '.join(sorted(set(names) & VIRTUAL_ONLY))} needs --virtual")
     for f in ("run.db", "llm.jsonl.gz", "summary.json"):
         if not os.path.exists(os.path.join(a.rundir, f)):
             p.error(f"{a.rundir}: no {f}: not a finished run directory")
+    if a.virtual:
+        return main_virtual(a, names)
+    if a.out is None:
+        p.error("--out: where the real-time replays' run directories go")
     os.makedirs(a.out, exist_ok=True)
     cfg = recorded_config(a.rundir)
     cfg_path = os.path.join(a.out, "recorded.yaml")
@@ -167,11 +269,27 @@ def main():
         return
     print(f"{a.rundir}, replayed at {a.speed:g}x its recorded pace, recorded evaluations\n")
     print_table(runs)
-    print("\ndecisions as recorded (iteration ends, main tokens, evaluations), per task")
-    for n, m in match.items():
-        same = m["tasks"] - len(m["tasks_differing"])
-        print(f"  {n}: {same} of {m['tasks']} tasks"
-              + (f" (differ: {', '.join(m['tasks_differing'])})" if m["tasks_differing"] else ""))
+    print_match(match, "iteration ends, main tokens, evaluations")
+
+
+def main_virtual(a, names):
+    runs = {"recorded": recorded_figures(a.rundir)}
+    rec = decisions(a.rundir)
+    for t, f in forks(a.rundir).items():
+        rec[t]["forks"] = f
+    match = {}
+    for n in names:
+        s, dec = virtual(a, n, VARIANTS[n])
+        runs["virtual " + n] = virtual_figures(s)
+        match[n] = {"tasks_differing": differing(rec, dec), "tasks": len(rec)}
+    if a.json:
+        json.dump({"recorded": a.rundir, "virtual": True, "runs": runs, "decisions": match},
+                  sys.stdout, indent=1)
+        print()
+        return
+    print(f"{a.rundir}, replayed in virtual time, recorded evaluations\n")
+    print_virtual(runs)
+    print_match(match, "iteration ends, main tokens, forks, evaluations")
 
 
 if __name__ == "__main__":

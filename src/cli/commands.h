@@ -15,6 +15,7 @@ int sg_cmd_eval(int argc, char **argv);
 int sg_cmd_bench(int argc, char **argv);
 int sg_cmd_triggers(int argc, char **argv);
 int sg_cmd_sim(int argc, char **argv);
+int sg_cmd_replay(int argc, char **argv);
 int sg_cmd_llm(int argc, char **argv);
 /* `specgen llm chat|check` and `specgen llm serve`, dispatched by sg_cmd_llm. */
 int sg_cmd_llm_chat(int argc, char **argv);

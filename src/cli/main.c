@@ -19,6 +19,7 @@ static const command commands[] = {
     {"triggers", sg_cmd_triggers, "show where speculation would fork in a reasoning trace"},
     {"report", sg_cmd_report, "write the HTML report of a run directory or a sim campaign"},
     {"sim", sg_cmd_sim, "simulate whole campaigns in virtual time"},
+    {"replay", sg_cmd_replay, "replay a recorded run in virtual time, under its options or others"},
     {"llm", sg_cmd_llm, "talk to an LLM endpoint (chat, check) or serve the test model (serve)"},
     {"worker", sg_cmd_worker, "serve evaluations for one device over JSON lines (docs/protocol.md)"},
     {"kvstore", sg_cmd_kvstore, "serve a KV cache store for vLLM over LMCache's lm:// protocol"},

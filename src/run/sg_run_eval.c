@@ -146,7 +146,7 @@ static void rp_lookup(run *r, wf *f, const char *source, sg_phase phase) {
   bool found = false;
   int64_t us = 0;
   STORE(r, sg_store_eval_lookup_source(r->replay_store, f->task->name, source,
-                                       store_phase(phase), rec, &us, &found, err));
+                                       store_phase(phase), rec, &us, NULL, &found, err));
   if (!found) {
     sg_run_replay_drop(&rec);
     return;

@@ -155,11 +155,17 @@ static int64_t op_now_us(void *data) { return ((sim *)data)->now_us; }
 
 static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   sim *s = data;
+  if (s->rp)
+    return simrp_gen_start(s, w, a);
   return a->u.start.kind == SG_GEN_MAIN ? sim_start_main(s, w, a) : sim_start_spec(s, w, a);
 }
 
 static int op_gen_cancel(void *data, uint32_t w, uint64_t gen, bool *was_main) {
   sim *s = data;
+  if (s->rp) {
+    simrp_gen_cancel(s, w, gen, was_main);
+    return 0;
+  }
   sim_gen *g = sim_gen_get(s, w, gen, false);
   if (g != NULL && g->epoch != 0) {
     s->res->gens_cancelled++;
@@ -180,7 +186,7 @@ static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answe
     s->res->candidates++;
   *answered = false;
   *needs_compile = a->u.submit.phase == SG_PHASE_VALIDATE && s->p->compile_s > 0;
-  return 0;
+  return s->rp ? simrp_submit(s, w, a, answered) : 0;
 }
 
 /* Refused (full, or the iteration already ended): the candidate's
@@ -188,6 +194,8 @@ static int op_submit(void *data, uint32_t w, const sg_ctl_action *a, bool *answe
 static int op_refused(void *data, uint32_t w, const sg_ctl_action *a, const char *why) {
   sim *s = data;
   (void)why;
+  if (s->rp)
+    simrp_refused(s, w, a);
   sim_push(s, s->now_us, EV_EVAL_FAIL, w, a->u.submit.candidate, (uint64_t)a->u.submit.phase);
   return 0;
 }
@@ -206,7 +214,7 @@ static int op_submitted(void *data, uint32_t w, const sg_ctl_action *a, sg_req_i
   q->phase = a->u.submit.phase;
   q->epoch = 1;
   q->live = true;
-  return 0;
+  return s->rp ? simrp_submitted(s, w, a, id) : 0;
 }
 
 static int op_iteration_end(void *data, uint32_t w, const sg_ctl_action *a,
@@ -219,6 +227,8 @@ static int op_iteration_end(void *data, uint32_t w, const sg_ctl_action *a,
     f->main_gen = f->ahead_gen;
     f->ahead_gen = 0;
   }
+  if (s->rp)
+    simrp_iteration_end(s, w, a, main_cancelled);
   if (a->u.end.reason == SG_REASON_EARLY) {
     s->res->criterion_accepts++;
     /* Early in the paper's sense: the reasoning was still running (the
@@ -249,8 +259,8 @@ static int op_compile_start(void *data, const sg_sched_action *a) {
   sim_req *q = sim_req_get(s, a->req, false);
   assert(q != NULL);
   q->epoch++;
-  sim_push(s, s->now_us + sim_s_to_us(s->p->compile_s), EV_COMPILE_END, q->workflow, a->req,
-       q->epoch);
+  int64_t us = s->rp ? simrp_stage_us(s, a->req, true) : sim_s_to_us(s->p->compile_s);
+  sim_push(s, s->now_us + us, EV_COMPILE_END, q->workflow, a->req, q->epoch);
   return 0;
 }
 
@@ -262,7 +272,9 @@ static int op_device_start(void *data, const sg_sched_action *a) {
   q->epoch++;
   double d;
   sim_wf *f = &s->wf[q->workflow];
-  if (s->now_us >= s->dies_us[a->device])
+  if (s->rp)
+    d = (double)simrp_stage_us(s, a->req, false) / 1e6;
+  else if (s->now_us >= s->dies_us[a->device])
     d = p->fault_infra_s;
   else if (a->phase == SG_PHASE_VALIDATE)
     d = sg_sim_rng_lognormal(&f->rng, p->val_mean_s, p->val_cv);
@@ -282,6 +294,8 @@ static int op_abort(void *data, const sg_sched_action *a) {
     q->live = false;
     q->epoch++;
   }
+  if (s->rp)
+    simrp_abort(s, a->req);
   if (a->device >= 0) {
     sg_sim_llm_device_idle(s->llm); /* it was running */
     s->running--;
@@ -492,14 +506,17 @@ static int on_compile_end(sim *s, const sg_sim_event *e) {
   sim_req *q = sim_req_get(s, e->id, false);
   if (q == NULL || !q->live || q->epoch != e->epoch)
     return 0;
-  sim_gen *g = sim_gen_get(s, q->workflow, q->gen, false);
-  bool ok = g == NULL || g->valid || g->fail_status != SG_EVAL_COMPILE_ERROR;
+  sim_gen *g = s->rp ? NULL : sim_gen_get(s, q->workflow, q->gen, false);
+  bool ok = s->rp ? simrp_compile_ok(s, e->id)
+                  : g == NULL || g->valid || g->fail_status != SG_EVAL_COMPILE_ERROR;
   int rc = sg_interp_compiled(s->it, e->id, ok, s->err);
   if (rc == 0)
     rc = it_rc(s);
   if (rc < 0 || ok)
     return rc;
   q->live = false;
+  if (s->rp)
+    return simrp_deliver(s, q, true);
   if (g != NULL && g->kind == SG_GEN_MAIN)
     s->res->main_validated++;
   else if (g != NULL)
@@ -525,7 +542,7 @@ static int on_device_end(sim *s, const sg_sim_event *e) {
   if (rc < 0 || infra)
     return rc; /* re-queued or failed by the scheduler */
   q->live = false;
-  return deliver_eval(s, q);
+  return s->rp ? simrp_deliver(s, q, false) : deliver_eval(s, q);
 }
 
 static int on_tick(sim *s, const sg_sim_event *e) {
@@ -551,7 +568,7 @@ static int on_tick(sim *s, const sg_sim_event *e) {
   int rc = ctl_call(s, e->owner, &ev);
   if (rc < 0)
     return rc;
-  if (!f->done)
+  if (!f->done && !(s->rp && simrp_ticks(s, UINT32_MAX)))
     sim_push(s, s->now_us + sim_s_to_us(s->p->tick_s), EV_TICK, e->owner, 0, 0);
   return 0;
 }
@@ -604,26 +621,43 @@ static void sim_knobs(const sg_sim_params *p, const sg_sim_variant *v, sg_knobs 
   k->token_budget = (uint64_t)llround(p->budget_tokens);
 }
 
-static int setup(sim *s) {
+/* The scheduler's options: the campaign's; a replay's are the recorded
+ * run's (its knobs on the defaults, as `specgen run` sets them). */
+static void sched_opts(const sim *s, bool replay, sg_sched_opts *so) {
   const sg_sim_params *p = s->p;
-  sim_knobs(p, s->v, &s->knobs);
+  sg_sched_opts_default(so);
+  so->devices = p->devices;
+  so->compile_slots = p->compile_slots;
+  if (!replay) {
+    so->static_profile_devices = p->static_profile_devices;
+    so->validate_lifo = s->v->lifo;
+  }
+  sg_knobs_land(&s->knobs, NULL, so);
+  if (!replay) {
+    so->max_infra_failures = p->max_infra_failures;
+    so->max_retries = p->max_retries;
+    so->max_queued = 1u << 20;
+  }
+}
+
+static int setup(sim *s, const sg_knobs *knobs, const char *const *const *lang_entry) {
+  const sg_sim_params *p = s->p;
+  if (knobs != NULL)
+    s->knobs = *knobs; /* a replay: the recorded run's, as it set them */
+  else
+    sim_knobs(p, s->v, &s->knobs);
   sg_search_registry_init(&s->sreg);
   sg_termination_registry_init(&s->treg);
   sg_sched_opts so;
-  sg_sched_opts_default(&so);
-  so.devices = p->devices;
-  so.compile_slots = p->compile_slots;
-  so.static_profile_devices = p->static_profile_devices;
-  so.validate_lifo = s->v->lifo;
-  sg_knobs_land(&s->knobs, NULL, &so);
-  so.max_infra_failures = p->max_infra_failures;
-  so.max_retries = p->max_retries;
-  so.max_queued = 1u << 20;
+  sched_opts(s, knobs != NULL, &so);
   int rc = sg_scheduler_new(&so, &s->sched, s->err);
   if (rc < 0)
     return rc;
   s->llm = sg_sim_llm_new(p, s->v->remote_cache);
-  sg_interp_opts io = {.ops = &sim_ops, .data = s, .sched = s->sched,
+  s->ops = sim_ops;
+  if (s->rp)
+    s->ops.joined = simrp_joined; /* real kernels: the same one joins */
+  sg_interp_opts io = {.ops = &s->ops, .data = s, .sched = s->sched,
                        .n_workflows = (size_t)p->workflows, .err = s->err,
                        .trace = s->trace, .trace_data = s->trace_data};
   if ((rc = sg_interp_new(&io, &s->it, s->err)) < 0)
@@ -671,10 +705,11 @@ static int setup(sim *s) {
     sg_ctl_opts_default(&o);
     o.search = f->search;
     o.termination = f->term;
-    o.language = "c";
-    o.entry = "sim_kernel";
+    o.language = lang_entry ? lang_entry[0][w] : "c";
+    o.entry = lang_entry ? lang_entry[1][w] : "sim_kernel";
     sg_knobs_land(&s->knobs, &o, NULL); /* the rows of config/sg_knobs.h */
-    o.idle_min_new_bytes = (uint64_t)llround(p->idle_min_new_tokens * s->bpt);
+    if (knobs == NULL)
+      o.idle_min_new_bytes = (uint64_t)llround(p->idle_min_new_tokens * s->bpt);
     if (s->budgets != NULL)
       o.fork_budget = &s->budgets[sg_sim_llm_server(s->llm, (uint32_t)w)];
     /* A measured stream plants the triggers the scanner fired on at its
@@ -811,11 +846,18 @@ int sg_sim_run(const sg_sim_params *p, const sg_sim_variant *v,
   return sg_sim_run_traced(p, v, NULL, NULL, out, err);
 }
 
-/* Longer than 80 lines on purpose: the campaign's event loop and its
- * dispatch, read in one place. */
 int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
                       void (*trace)(void *data, const char *line), void *trace_data,
                       sg_sim_result *out, sg_err *err) {
+  return sim_campaign(p, v, NULL, NULL, NULL, trace, trace_data, out, err);
+}
+
+/* Longer than 80 lines on purpose: the campaign's event loop and its
+ * dispatch, read in one place. */
+int sim_campaign(const sg_sim_params *p, const sg_sim_variant *v, sim_replay *rp,
+                 const sg_knobs *knobs, const char *const *const *lang_entry,
+                 void (*trace)(void *data, const char *line), void *trace_data,
+                 sg_sim_result *out, sg_err *err) {
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", v->name);
   int rc = sg_sim_params_validate(p, err);
@@ -830,6 +872,7 @@ int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
   s.bpt = p->text_bytes_per_token;
   s.trace = trace;
   s.trace_data = trace_data;
+  s.rp = rp;
   if (!sg_sim_streams_none(p->stream_profile)) {
     rc = sg_sim_streams_load(p->stream_profile, &s.streams_data, err);
     if (rc < 0)
@@ -837,11 +880,13 @@ int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
     s.streams = &s.streams_data;
   }
   sg_sim_queue_init(&s.q);
-  rc = setup(&s);
+  rc = setup(&s, knobs, lang_entry);
   for (int w = 0; rc == 0 && w < p->workflows; w++) {
     sg_interp_start(s.it, (uint32_t)w);
+    if (rp)
+      sg_interp_drain(s.it);
     rc = it_rc(&s);
-    if (rc == 0)
+    if (rc == 0 && !(rp && simrp_ticks(&s, (uint32_t)w)))
       sim_push(&s, sim_s_to_us(p->tick_s), EV_TICK, (uint32_t)w, 0, 0);
   }
   /* A guard against a campaign that never ends: far beyond any plausible
@@ -872,10 +917,10 @@ int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
     sg_scheduler_tick(s.sched, s.now_us, NULL);
     switch (e.type) {
     case EV_CHUNK:
-      rc = on_chunk(&s, &e);
+      rc = rp ? simrp_on_chunk(&s, &e) : on_chunk(&s, &e);
       break;
     case EV_GEN_END:
-      rc = on_gen_end(&s, &e);
+      rc = rp ? simrp_on_gen_end(&s, &e) : on_gen_end(&s, &e);
       break;
     case EV_COMPILE_END:
       rc = on_compile_end(&s, &e);
@@ -896,9 +941,15 @@ int sg_sim_run_traced(const sg_sim_params *p, const sg_sim_variant *v,
     default:
       assert(0 && "unknown event type");
     }
+    if (rc == 0 && rp) { /* a replay's answers known at once wait there */
+      sg_interp_drain(s.it);
+      rc = it_rc(&s);
+    }
   }
   if (rc == 0)
     finish_stats(&s);
+  if (rc == 0 && rp)
+    simrp_finish(&s);
   teardown(&s);
   return rc;
 }

@@ -96,6 +96,8 @@ typedef struct sim_wf {
                            (sg_ctl_opts.cutoff_detach), 0: none */
 } sim_wf;
 
+typedef struct sim_replay sim_replay; /* a recorded world (sg_sim_replay.c) */
+
 typedef struct sim_req {
   sg_req_id id;         /* which request holds this slot of the ring */
   uint32_t workflow;
@@ -133,6 +135,8 @@ typedef struct sim {
   sg_sim_streams streams_data;
   void (*trace)(void *data, const char *line);
   void *trace_data;
+  sim_replay *rp;       /* a replay's record; NULL: the models */
+  sg_interp_ops ops;    /* the interpreter's ops (it keeps a pointer) */
 } sim;
 
 #define GEN_ID_MAX (1u << 22)
@@ -155,5 +159,35 @@ int sim_start_main(sim *s, uint32_t w, const sg_ctl_action *a);
 int sim_start_spec(sim *s, uint32_t w, const sg_ctl_action *a);
 double sim_tokens_so_far(const sim *s, const sim_gen *g);
 void sim_end_gen(sim *s, sim_gen *g, double completion);
+
+/* The campaign's loop (sg_sim.c) with the world given by rp (NULL: the
+ * models); tasks: per workflow {language, entry} for the controllers (NULL:
+ * the simulated kernel's). */
+int sim_campaign(const sg_sim_params *p, const sg_sim_variant *v, sim_replay *rp,
+                 const sg_knobs *knobs, const char *const *const *lang_entry,
+                 void (*trace)(void *data, const char *line), void *trace_data,
+                 sg_sim_result *out, sg_err *err);
+
+/* A replay's world (sg_sim_replay.c), called by the loop where the models'
+ * code would run. Each returns 0 or < 0 with s->err set. */
+int simrp_gen_start(sim *s, uint32_t w, const sg_ctl_action *a);
+void simrp_gen_cancel(sim *s, uint32_t w, uint64_t gen, bool *was_main);
+int simrp_on_chunk(sim *s, const sg_sim_event *e);
+int simrp_on_gen_end(sim *s, const sg_sim_event *e);
+int simrp_submit(sim *s, uint32_t w, const sg_ctl_action *a, bool *answered);
+int simrp_joined(void *data, uint32_t w, const sg_ctl_action *a, sg_req_id leader,
+                 uint64_t leader_cand);
+int simrp_submitted(sim *s, uint32_t w, const sg_ctl_action *a, sg_req_id id);
+int64_t simrp_stage_us(sim *s, sg_req_id id, bool compile);
+bool simrp_compile_ok(sim *s, sg_req_id id);
+int simrp_deliver(sim *s, sim_req *q, bool compile);
+void simrp_abort(sim *s, sg_req_id id);
+void simrp_refused(sim *s, uint32_t w, const sg_ctl_action *a);
+void simrp_iteration_end(sim *s, uint32_t w, const sg_ctl_action *a, bool main_cancelled);
+void simrp_finish(sim *s);
+/* On the record's clock, workflow w's ticks are the record's (its
+ * idle-device forks and cutoffs), scheduled here (w UINT32_MAX: none, only
+ * the answer): true; else false, and the loop ticks every tick_s. */
+bool simrp_ticks(sim *s, uint32_t w);
 
 #endif

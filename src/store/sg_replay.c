@@ -125,6 +125,10 @@ static int gen_parse(json_t *j, sg_replay_gen *g, sg_err *err) {
   g->finish = dup_or_null(json_object_get(j, "finish"));
   g->outcome = dup_or_null(json_object_get(j, "outcome"));
   g->error = dup_or_null(json_object_get(j, "error"));
+  json_t *t0 = json_object_get(j, "started_us"), *t1 = json_object_get(j, "ended_us");
+  g->started_us = json_is_integer(t0) ? json_integer_value(t0) : -1;
+  g->ended_us = json_is_integer(t1) ? json_integer_value(t1) : -1;
+  g->token_ids = json_integer_value(json_object_get(j, "token_ids"));
   if (g->outcome == NULL)
     return sg_err_set(err, SG_EPARSE, "outcome: missing");
   json_t *u = json_object_get(j, "usage");
@@ -363,6 +367,13 @@ int sg_replay_match(sg_replay *rp, const sg_replay_query *q, const sg_replay_gen
                       "replay: no recorded main generation wrote this reasoning prefix "
                       "(%zu bytes)",
                       q->prefix_len);
+  return sg_replay_match_fork(rp, m, q->prefix_len, out, err);
+}
+
+int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t prefix_len,
+                         const sg_replay_gen **out, sg_err *err) {
+  sg_replay_query qq = {.prefix_len = prefix_len};
+  const sg_replay_query *q = &qq;
   /* The recorded fork of that main at this prefix; else the one at the
    * longest prefix short of it: the nearest fork that knew no more. */
   const sg_replay_gen *best = NULL, *past = NULL;

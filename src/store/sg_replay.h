@@ -69,6 +69,10 @@ typedef struct sg_replay_gen {
   char *finish;        /* "stop", "length", ...; NULL when it did not finish */
   char *outcome;       /* "completed", "failed", "cancelled" */
   char *error;         /* a failed one's message, else NULL */
+  int64_t started_us;  /* its request's start, from the run's (-1: unknown) */
+  int64_t ended_us;    /* its end, from its request's start (-1: unknown) */
+  int64_t token_ids;   /* a token fork: the prompt token ids it sent on
+                          /completions (0: a chat request) */
   unsigned served;     /* times a main was served (matching state) */
 } sg_replay_gen;
 
@@ -101,5 +105,11 @@ typedef struct sg_replay_query {
  * mains served): the server calls it under its lock. */
 int sg_replay_match(sg_replay *rp, const sg_replay_query *q, const sg_replay_gen **out,
                     sg_err *err);
+/* The second half of that rule, for a fork of the recorded main m (a
+ * caller that knows which recorded main its fork continues): the recorded
+ * fork of m at prefix_len, else the nearest short of it, else the first
+ * within SG_REPLAY_FORK_SLACK_BYTES after it; SG_ENOENT otherwise. */
+int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t prefix_len,
+                         const sg_replay_gen **out, sg_err *err);
 
 #endif

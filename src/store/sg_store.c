@@ -198,7 +198,9 @@ static const stmt_def stmt_defs[ST__COUNT] = {
                         "ORDER BY ended_us DESC, id DESC LIMIT 1"},
     [ST_EVAL_LOOKUP_SOURCE] = {"evaluations",
                                "SELECT e.id, e.result_json, "
-                               "coalesce(e.ended_us - e.started_us, 0) FROM evaluations e "
+                               "coalesce(e.ended_us - e.started_us, 0), "
+                               "coalesce(e.ended_us - (SELECT min(started_us) FROM runs), 0) "
+                               "FROM evaluations e "
                                "JOIN candidates c ON c.id = e.candidate_id "
                                "JOIN workflows w ON w.id = c.workflow_id "
                                "WHERE w.task = ?1 AND c.fnv1a64 IN (?2, ?5) AND c.source = ?3 "
@@ -916,7 +918,8 @@ int sg_store_eval_finish(sg_store *s, int64_t eval_id, const sg_eval_result *r,
 /* The row statement st (statement k, bound) steps to, if any: an
  * evaluation's recorded result into *out, its third column into *col2. */
 static int eval_row(sg_store *s, sqlite3_stmt *st, int k, sg_eval_result *out,
-                    int64_t *eval_id, int64_t *col2, bool *found, sg_err *err) {
+                    int64_t *eval_id, int64_t *col2, int64_t *col3, bool *found,
+                    sg_err *err) {
   int src = sqlite3_step(st);
   if (src == SQLITE_DONE) {
     sqlite3_reset(st);
@@ -931,6 +934,8 @@ static int eval_row(sg_store *s, sqlite3_stmt *st, int k, sg_eval_result *out,
   const char *text = (const char *)sqlite3_column_text(st, 1);
   if (col2)
     *col2 = sqlite3_column_int64(st, 2);
+  if (col3)
+    *col3 = sqlite3_column_int64(st, 3);
   json_error_t jerr;
   json_t *j = text ? json_loads(text, 0, &jerr) : NULL;
   sqlite3_reset(st);
@@ -961,14 +966,17 @@ int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
   sqlite3_stmt *st = st_get(s, ST_EVAL_LOOKUP);
   sqlite3_bind_int64(st, 1, candidate_id);
   bind_text(st, 2, phase_names[phase]);
-  return eval_row(s, st, ST_EVAL_LOOKUP, out, eval_id, NULL, found, err);
+  return eval_row(s, st, ST_EVAL_LOOKUP, out, eval_id, NULL, NULL, found, err);
 }
 
 int sg_store_eval_lookup_source(sg_store *s, const char *task, const char *source,
                                 sg_store_phase phase, sg_eval_result *out,
-                                int64_t *device_us, bool *found, sg_err *err) {
+                                int64_t *device_us, int64_t *ended_us, bool *found,
+                                sg_err *err) {
   *found = false;
   *device_us = 0;
+  if (ended_us)
+    *ended_us = 0;
   if ((unsigned)phase >= SG_STORE_PHASE__COUNT)
     return sg_err_set(err, SG_EINVAL, "%s: table evaluations: bad phase %d",
                       s->path, (int)phase);
@@ -983,7 +991,7 @@ int sg_store_eval_lookup_source(sg_store *s, const char *task, const char *sourc
   bind_text(st, 3, source);
   bind_text(st, 4, phase_names[phase]);
   bind_text(st, 5, key);
-  int rc = eval_row(s, st, ST_EVAL_LOOKUP_SOURCE, out, NULL, device_us, found, err);
+  int rc = eval_row(s, st, ST_EVAL_LOOKUP_SOURCE, out, NULL, device_us, ended_us, found, err);
   return rc;
 }
 

@@ -213,10 +213,12 @@ int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
 
 /* The same from another run's store (a replay's record): the completed
  * evaluation, in a phase, of the kernel with exactly this source in the
- * workflow of this task, and how long it held its device (*device_us). */
+ * workflow of this task, how long it held its device (*device_us) and when
+ * it ended, from the run's start (*ended_us; may be NULL). */
 int sg_store_eval_lookup_source(sg_store *s, const char *task, const char *source,
                                 sg_store_phase phase, sg_eval_result *out,
-                                int64_t *device_us, bool *found, sg_err *err);
+                                int64_t *device_us, int64_t *ended_us, bool *found,
+                                sg_err *err);
 
 /* Whether the candidate was ever submitted in a phase (any status, aborted
  * and unfinished included): a validated kernel never submitted for
@@ -269,6 +271,12 @@ int sg_store_row_json(sg_store *s, const char *table, int64_t id,
  *          the result)}]}
  * Completed means finished with any status; see docs/store.md. */
 int sg_store_resume_json(sg_store *s, json_t **out, sg_err *err);
+
+/* When the record shows a controller acting on a tick (a replay's ticks on
+ * the record's clock): [{"task", "at_us" (from the run's start)}] for
+ * every idle-device fork decision and every iteration the cutoff ended,
+ * in time order (caller owns *out). */
+int sg_store_tick_acts_json(sg_store *s, json_t **out, sg_err *err);
 
 /* The candidates of a workflow, oldest first (caller owns *out): an array of
  * {"candidate_id", "source", "iteration" (its number), "kind" ("main",

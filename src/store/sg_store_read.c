@@ -393,3 +393,27 @@ int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
                     "FROM generations WHERE workflow_id = ?1",
                     workflow_id, collect_first, out, err);
 }
+
+static int collect_all(void *ud, sqlite3_stmt *st, sg_err *err) {
+  (void)err;
+  json_array_append_new(ud, row_to_json(st));
+  return 0;
+}
+
+int sg_store_tick_acts_json(sg_store *s, json_t **out, sg_err *err) {
+  static const char sql[] =
+      "SELECT w.task AS task, d.at_us - (SELECT min(started_us) FROM runs) AS at_us "
+      "FROM decisions d JOIN workflows w ON w.id = d.workflow_id "
+      "WHERE d.kind = 'fork_idle' "
+      "UNION ALL SELECT w.task, i.ended_us - (SELECT min(started_us) FROM runs) "
+      "FROM iterations i JOIN workflows w ON w.id = i.workflow_id "
+      "WHERE i.end_reason = 'cutoff' AND i.ended_us IS NOT NULL "
+      "ORDER BY 2, 1";
+  *out = json_array();
+  int rc = query_each(s, "decisions", sql, 0, collect_all, *out, err);
+  if (rc < 0) {
+    json_decref(*out);
+    *out = NULL;
+  }
+  return rc;
+}

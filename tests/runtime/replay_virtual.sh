@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# replay_virtual.sh SPECGEN DATA ROOT: `specgen replay DIR`, a recorded run
+# replayed in virtual time (docs/usage.md, "Replaying in virtual time"), on
+# the records kept in DATA: the real model's session (smollm2_session, with
+# forks) and two sessions of the built-in test server, one with speculation
+# (testserver_spec_on: token forks, an idle-device fork, deduplicated and
+# withdrawn evaluations) and one without (testserver_spec_off). Each is
+# replayed from a copy (the replay opens its store), from ROOT (where the
+# SmolLM2 run named its task and prompts).
+#   same     with the recorded options, the record's decisions (iteration
+#            ends, main generations' tokens, forks and their prefixes,
+#            evaluations), in seconds, and the same output byte for byte
+#            on a second replay (on all three records)
+#   label    the text says REPLAY and which figures come from its model of
+#            time; --json has the summary's keys and "replay"
+#   other    --spec off: the recorded mains, no fork, every evaluation from
+#            the record or counted "not in the record"; --pace solo: the
+#            mains' gaps with a fork live replaced (counted), e2e no longer
+#   missing  a record whose evaluations are gone: each is "not in the
+#            record", counted, never invented
+#   usage    bad flags and a directory without a record exit 2
+# Speaks TAP.
+set -uo pipefail
+SPECGEN=$1
+DATA=$2
+ROOT=$3
+. "$(dirname "$0")/../tap.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$ROOT" || exit 1
+for r in smollm2_session testserver_spec_on testserver_spec_off; do
+  mkdir -p "$work/$r" && cp "$DATA/$r/llm.jsonl.gz" "$DATA/$r/run.db" "$work/$r/"
+done
+
+echo "1..11"
+# The record's decisions, per task, as the replay's --json writes them.
+recorded() {
+  python3 - "$1" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1] + "/run.db")
+out = {}
+for wid, task in db.execute("SELECT id, task FROM workflows ORDER BY id"):
+    q = lambda sql: db.execute(sql, (wid,)).fetchall()
+    out[task] = {
+        "iterations": [f"{n}:{r}" for n, r in q(
+            "SELECT number, end_reason FROM iterations WHERE workflow_id = ? ORDER BY number")],
+        "mains": [t for (t,) in q("SELECT completion_tokens FROM generations "
+                                  "WHERE workflow_id = ? AND kind = 'main' ORDER BY id")],
+        "forks": [f"{n}:{p}" for n, p in q(
+            "SELECT i.number, g.prefix_bytes FROM generations g JOIN iterations i "
+            "ON i.id = g.iteration_id WHERE g.workflow_id = ? AND g.kind = 'spec' ORDER BY g.id")],
+        "evaluations": sorted([p, s, None if x is None else round(x, 3)] for p, s, x in q(
+            "SELECT e.phase, e.status, e.speedup FROM evaluations e JOIN candidates c "
+            "ON c.id = e.candidate_id WHERE c.workflow_id = ? AND e.status != 'aborted'")),
+    }
+print(json.dumps(out, sort_keys=True))
+PY
+}
+replayed() {
+  python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))["decisions"]
+for t in d:
+    d[t]["evaluations"] = sorted([p, s, None if x is None else round(x, 3)]
+                                 for p, s, x in d[t]["evaluations"])
+print(json.dumps(d, sort_keys=True))' "$1"
+}
+
+for r in smollm2_session testserver_spec_on testserver_spec_off; do
+  start=$(date +%s%N)
+  timeout 60 "$SPECGEN" replay "$work/$r" --json >"$work/$r.a.json" 2>"$work/$r.err"
+  rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  timeout 60 "$SPECGEN" replay "$work/$r" --json >"$work/$r.b.json" 2>>"$work/$r.err"
+  [ $rc -eq 0 ] && [ "$(recorded "$work/$r")" = "$(replayed "$work/$r.a.json")" ]
+  check "$r: the recorded options reach the record's decisions (${ms} ms)" $? "exit $rc" \
+    "recorded: $(recorded "$work/$r")" "replayed: $(replayed "$work/$r.a.json" 2>&1)" \
+    "$(tail -3 "$work/$r.err")"
+  cmp -s "$work/$r.a.json" "$work/$r.b.json"
+  check "$r: a second replay prints the same, byte for byte" $?
+done
+
+"$SPECGEN" replay "$work/testserver_spec_on" >"$work/text.out" 2>&1
+grep -q "^REPLAY of .* in virtual time" "$work/text.out" &&
+  grep -q "come from the replay's model" "$work/text.out" &&
+  python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+r = s["replay"]
+assert r["mode"] == "virtual time" and r["clock"] == "recorded", r
+assert r["token_forks"] > 0 and r["token_forks"] == s["workflows"][0]["generations_spec"], r
+assert r["evaluations_not_in_record"] == 0 and r["evaluations_from_record"] > 0, r
+for k in ("e2e_s", "workflows", "utilization", "tokens"): assert k in s, k
+w = s["workflows"][0]
+for k in ("task", "iterations", "best_speedup", "profiling_feedback", "early_terminations",
+          "generations_main", "generations_spec", "deduplicated"): assert k in w, k
+assert w["deduplicated"] > 0, w' "$work/testserver_spec_on.a.json"
+check "labelled a replay: its text and its summary's replay object (token forks counted)" $? \
+  "$(head -5 "$work/text.out")"
+
+"$SPECGEN" replay "$work/testserver_spec_on" --spec off --json >"$work/off.json" 2>"$work/off.err"
+rc=$?
+python3 -c 'import json, sys
+s, rec = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
+r, w = s["replay"], s["workflows"][0]
+d = s["decisions"]["hinge_loss"]
+assert r["clock"] == "relative" and w["generations_spec"] == 0 and d["forks"] == [], (r, w)
+assert d["mains"] == rec["hinge_loss"]["mains"], (d["mains"], rec)
+n = len([e for e in d["evaluations"] if e[1] != "infra_error"])
+assert n + r["evaluations_not_in_record"] == len(d["evaluations"]), r' \
+  "$work/off.json" "$(recorded "$work/testserver_spec_on")"
+check "--spec off: the recorded mains, no fork, evaluations from the record or counted" \
+  $((rc != 0 || $? != 0)) "exit $rc" "$(tail -3 "$work/off.err")"
+
+"$SPECGEN" replay "$work/testserver_spec_on" --spec off --pace solo --json \
+  >"$work/solo.json" 2>"$work/solo.err"
+rc=$?
+python3 -c 'import json, sys
+solo, rec = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+r = solo["replay"]
+assert r["pace"] == "solo" and r["main_gaps_with_forks"] > 0 and r["solo_gap_s"] > 0, r
+off = json.load(open(sys.argv[3]))
+assert solo["e2e_s"] <= off["e2e_s"], (solo["e2e_s"], off["e2e_s"])' \
+  "$work/solo.json" "$work/testserver_spec_on.a.json" "$work/off.json"
+check "--pace solo: the gaps the forks slowed replaced by the solo pace" \
+  $((rc != 0 || $? != 0)) "exit $rc" "$(tail -3 "$work/solo.err")"
+
+cp -r "$work/testserver_spec_off" "$work/gone"
+sqlite3 "$work/gone/run.db" "DELETE FROM device_intervals; DELETE FROM evaluations"
+"$SPECGEN" replay "$work/gone" --json >"$work/gone.json" 2>"$work/gone.err"
+rc=$?
+python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+r = s["replay"]
+ev = [e for d in s["decisions"].values() for e in d["evaluations"]]
+assert r["evaluations_from_record"] == 0 and r["evaluations_not_in_record"] == len(ev) > 0, r
+assert all(e[1] == "infra_error" and e[2] is None for e in ev), ev' "$work/gone.json"
+check "evaluations the record lacks: \"not in the record\", counted, never invented" \
+  $((rc != 0 || $? != 0)) "exit $rc" "$(tail -3 "$work/gone.err")"
+
+bad=0
+"$SPECGEN" replay "$work/testserver_spec_on" --pace fast >/dev/null 2>"$work/u1"; [ $? -eq 2 ] || bad=1
+"$SPECGEN" replay "$work/testserver_spec_on" --no-such-option >/dev/null 2>"$work/u2"; [ $? -eq 2 ] || bad=1
+"$SPECGEN" replay "$work/nothing-here" >/dev/null 2>"$work/u3"; [ $? -eq 2 ] || bad=1
+"$SPECGEN" replay >/dev/null 2>"$work/u4"; [ $? -eq 2 ] || bad=1
+check "bad usage exits 2 with a message" $bad "$(cat "$work/u1" "$work/u2" "$work/u3" "$work/u4")"
+exit $((failed > 0))
