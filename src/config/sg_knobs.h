@@ -86,11 +86,11 @@ typedef struct sg_knobs {
   X(fork_on_idle, BOOL, "fork-on-idle", 1, 0, 0, 0, NULL, SEARCH, "on",       \
     CTL(fork_on_idle), "fork when devices sit idle (on)")
 #define SG_KNOB_MAX_FORKS(X)                                                  \
-  X(max_forks, INT, "max-forks", 64, 0, 1000, 0, "N", SEARCH,                 \
+  X(max_forks, INT, "max-forks", 64, 0, 100000, 0, "N", SEARCH,               \
     "ctl.max_forks_per_iteration", CTL(max_forks_per_iteration),              \
     "speculative forks per iteration (64)")
 #define SG_KNOB_MAX_LIVE_FORKS(X)                                             \
-  X(max_live_forks, INT, "max-live-forks", 16, 1, 256, 0, "N", SEARCH,        \
+  X(max_live_forks, INT, "max-live-forks", 16, 1, 100000, 0, "N", SEARCH,     \
     "ctl.max_live_forks", CTL(max_live_forks),                                \
     "forks generating at once (16)")
 #define SG_KNOB_LLM_STREAMS(X)                                                \
