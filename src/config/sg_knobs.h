@@ -1,8 +1,9 @@
 /* sg_knobs.h: the policy knobs of the decision core, one table.
  *
  * A knob is a setting that ends in the core's options (sg_ctl_opts,
- * sg_scheduler's sg_sched_opts) or in the loop that drives them, and that
- * both `specgen run` and `specgen sim` set. Each knob is one row below:
+ * sg_scheduler's sg_sched_opts) or in the loop that drives them (the
+ * evaluation requests included), that `specgen run` sets and, most of
+ * them, `specgen sim` too. Each knob is one row below:
  * its field of sg_knobs, type, run key (the same text is the YAML key and
  * the flag --KEY), default, range, the value's name in the usage text, the
  * usage group, where `specgen sim` takes it from, where it lands in the
@@ -38,6 +39,7 @@
 
 typedef struct sg_knobs {
   bool elastic;                /* elastic */
+  double eval_timeout;         /* eval-timeout */
   bool spec;                   /* spec */
   bool fork_on_idle;           /* fork-on-idle */
   int max_forks;               /* max-forks */
@@ -69,7 +71,8 @@ typedef struct sg_knobs {
  *   sim     how `specgen sim` sets it: "--set KEY" where the sim takes it
  *           as a parameter under KEY (the sim's --set, YAML, --list-params
  *           and JSON report take the key, the range and the parser from
- *           this row), a configuration (its --configs names), or "on"
+ *           this row), a configuration (its --configs names), "on", or
+ *           "none: why" where the simulator has no such setting
  *   LAND    where it lands: CTL(field) of sg_ctl_opts, SCHED(field) of
  *           sg_sched_opts, FN(field, setter) of sg_ctl_opts through a
  *           conversion, NONE(why) where the owner of the loop applies it
@@ -85,6 +88,12 @@ typedef struct sg_knobs {
     "configurations from spec+realloc on", SCHED(elastic),                    \
     "re-split the devices between validation and profiling every "            \
     "iteration (on)")
+#define SG_KNOB_EVAL_TIMEOUT(X)                                               \
+  X(eval_timeout, DOUBLE, "eval-timeout", 60, 0, 86400, SG_KNOBF_MIN_OPEN,    \
+    "S", EVAL, "none: it draws how long evaluations take",                    \
+    NONE("every evaluation request (sg_pool_request.eval_timeout, the "       \
+         "worker protocol's eval_timeout, sg_eval_opts.eval_timeout)"),       \
+    "seconds one device stage may take (60)")
 #define SG_KNOB_SPEC(X)                                                       \
   X(spec, BOOL, "spec", 1, 0, 0, 0, NULL, SEARCH,                             \
     "every configuration but baseline", CTL(speculate),                       \
@@ -173,6 +182,7 @@ typedef struct sg_knobs {
 
 #define SG_KNOBS(X)                                                           \
   SG_KNOB_ELASTIC(X)                                                          \
+  SG_KNOB_EVAL_TIMEOUT(X)                                                     \
   SG_KNOB_SPEC(X)                                                             \
   SG_KNOB_FORK_ON_IDLE(X)                                                     \
   SG_KNOB_MAX_FORKS(X)                                                        \
@@ -190,6 +200,11 @@ typedef struct sg_knobs {
   SG_KNOB_ITERATIONS(X)                                                       \
   SG_KNOB_TIME_BUDGET(X)                                                      \
   SG_KNOB_TOKEN_BUDGET(X)
+
+/* A row's default as a constant expression: SG_KNOB_DEFAULT(SG_KNOB_TICK),
+ * for the code that needs it where no sg_knobs is at hand. */
+#define SG_KNOB_DEFAULT_(field, TYPE, name, def, ...) (def)
+#define SG_KNOB_DEFAULT(ROW) ROW(SG_KNOB_DEFAULT_)
 
 typedef enum sg_knob_type {
   SG_KNOB_BOOL = SG_VALUE_BOOL,

@@ -136,9 +136,7 @@ static const sg_run_key keys[] = {
     {.name = "warmups", .type = SG_KEY_INT, .offset = OFF(warmups), .min = 0,
      .max = 100000, .value_name = "N",
      .help = "untimed runs before the timed ones (10)", .group = G_EVAL},
-    {.name = "eval-timeout", .type = SG_KEY_DOUBLE, .offset = OFF(eval_timeout),
-     .min = 0, .max = 86400, .flags = SG_KEYF_MIN_OPEN, .value_name = "S",
-     .help = "seconds one device stage may take (60)", .group = G_EVAL},
+    SG_KNOB_EVAL_TIMEOUT(KNOB_KEY)
     {.name = "hang-grace", .type = SG_KEY_DOUBLE, .offset = OFF(hang_grace),
      .min = 0, .max = 3600, .flags = SG_KEYF_MIN_OPEN, .value_name = "S",
      .help = "seconds beyond eval-timeout before a hung evaluation is killed "
@@ -261,7 +259,6 @@ void sg_run_config_init(sg_run_config *c) {
   c->trials = 3;
   c->runs = 40;
   c->warmups = 10;
-  c->eval_timeout = SG_EVAL_TIMEOUT_S;
   c->hang_grace = 30;
   c->search = sg_strdup("refine");
   c->termination = sg_strdup("hist-avg");

@@ -64,8 +64,6 @@ typedef struct sg_run_config {
   int trials;              /* trials: correctness input sets (3) */
   int runs;                /* runs: timed runs (40; 0: the evaluator's) */
   int warmups;             /* warmups: (10) */
-  double eval_timeout;     /* eval-timeout: s, device stage
-                              (SG_EVAL_TIMEOUT_S, 60) */
   double hang_grace;       /* hang-grace: s beyond eval-timeout (30) */
   int remote;              /* remote: device slots on worker hosts, through
                               Redis (docs/remote.md) (0) */

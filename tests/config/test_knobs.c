@@ -7,6 +7,7 @@
 
 #include "common/sg_file.h"
 #include "config/sg_knobs.h"
+#include "eval/sg_eval.h"
 #include "run/sg_run_config.h"
 #include "sim/sg_sim_params.h"
 
@@ -131,7 +132,7 @@ static void top_value(const sg_knob *r, char *buf, size_t n) {
 /* A row whose sim column says "--set KEY" is the sim's parameter KEY: listed
  * once, set into the row's field through the row's parser, and refused out
  * of the row's range with the words `specgen run` uses for its flag. Any
- * other row says which configurations switch it, or "on". */
+ * other row says which configurations switch it, "on", or "none: why". */
 static void test_sim_parameters_are_the_rows(void) {
   size_t n;
   const sg_knob *t = sg_knobs_table(&n);
@@ -140,7 +141,8 @@ static void test_sim_parameters_are_the_rows(void) {
     char key[64], top[64];
     if (!sg_knob_sim_key(&t[i], key, sizeof key)) {
       SG_CHECK_MSG(strncmp(t[i].sim, "configurations", 14) == 0 ||
-                       strncmp(t[i].sim, "every", 5) == 0 || strcmp(t[i].sim, "on") == 0,
+                       strncmp(t[i].sim, "every", 5) == 0 || strcmp(t[i].sim, "on") == 0 ||
+                       strncmp(t[i].sim, "none: ", 6) == 0,
                    "knob %s: sim column \"%s\" is neither \"--set KEY\" nor a "
                    "configuration",
                    t[i].name, t[i].sim);
@@ -179,6 +181,22 @@ static void test_sim_parameters_are_the_rows(void) {
   SG_CHECK(keyed > 0);
 }
 
+/* The evaluation timeout has one default, the row's: the run's, the
+ * evaluators' and what a 0 stands for on the way. */
+static void test_one_evaluation_timeout(void) {
+  sg_knobs k;
+  sg_knobs_default(&k);
+  SG_CHECK(k.eval_timeout == SG_EVAL_TIMEOUT_S);
+  sg_eval_opts eo;
+  sg_eval_opts_default(&eo);
+  SG_CHECK(eo.eval_timeout == SG_EVAL_TIMEOUT_S);
+  eo.eval_timeout = 0;
+  SG_CHECK(sg_eval_timeout(&eo) == SG_EVAL_TIMEOUT_S);
+  const sg_run_key *rk = sg_run_key_find("eval-timeout");
+  SG_CHECK(rk != NULL && rk->offset == offsetof(sg_run_config, knobs) +
+                                           offsetof(sg_knobs, eval_timeout));
+}
+
 #define BEGIN "<!-- knobs: generated from src/config/sg_knobs.h -->\n"
 #define END "<!-- /knobs -->\n"
 
@@ -208,4 +226,5 @@ static void test_docs_hold_the_table(void) {
 
 SG_TEST_MAIN(SG_TEST(test_defaults_are_the_cores), SG_TEST(test_every_row_lands),
              SG_TEST(test_budgets_convert), SG_TEST(test_run_keys_are_the_rows),
-             SG_TEST(test_sim_parameters_are_the_rows), SG_TEST(test_docs_hold_the_table))
+             SG_TEST(test_sim_parameters_are_the_rows), SG_TEST(test_one_evaluation_timeout),
+             SG_TEST(test_docs_hold_the_table))

@@ -139,15 +139,15 @@ static void test_defaults(void) {
   SG_CHECK_STR_EQ(c.termination, "hist-avg");
   SG_CHECK_EQ_INT(c.max_tokens, 0);
   SG_CHECK(c.temperature == -1 && c.gen_deadline == 1800 && c.idle_timeout == 120);
-  SG_CHECK(c.server_speed == 300 && c.eval_timeout == 60 && c.hang_grace == 30);
+  SG_CHECK(c.server_speed == 300 && c.knobs.eval_timeout == 60 && c.hang_grace == 30);
   /* one evaluation timeout: the run's default is the evaluators' own, and
    * what a 0 (or no options) stands for */
   sg_eval_opts eo;
   sg_eval_opts_default(&eo);
-  SG_CHECK(c.eval_timeout == SG_EVAL_TIMEOUT_S && eo.run_timeout_s == SG_EVAL_TIMEOUT_S);
-  eo.run_timeout_s = 0;
-  SG_CHECK(sg_eval_run_timeout(&eo) == SG_EVAL_TIMEOUT_S);
-  SG_CHECK(sg_eval_run_timeout(NULL) == SG_EVAL_TIMEOUT_S);
+  SG_CHECK(c.knobs.eval_timeout == SG_EVAL_TIMEOUT_S && eo.eval_timeout == SG_EVAL_TIMEOUT_S);
+  eo.eval_timeout = 0;
+  SG_CHECK(sg_eval_timeout(&eo) == SG_EVAL_TIMEOUT_S);
+  SG_CHECK(sg_eval_timeout(NULL) == SG_EVAL_TIMEOUT_S);
   SG_CHECK_EQ_INT(c.compile_workers, 1);
   SG_CHECK_EQ_INT(c.trials, 3);
   SG_CHECK_EQ_INT(c.runs, 40);
