@@ -9,6 +9,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 #include "eval/sg_eval.h"
+#include "config/sg_knobs.h"
 #include "run/sg_run_config.h"
 
 #include <jansson.h>
@@ -24,7 +25,7 @@ typedef struct key_case {
   const char *key, *good, *json, *bad;
 } key_case;
 
-static const key_case cases[] = {
+static const key_case listed[] = {
     {"task", "softmax", "[\"softmax\"]", ""},
     {"llm", "http://127.0.0.1:8000/v1", "\"http://127.0.0.1:8000/v1\"", ""},
     {"model", "Qwen/Qwen3-8B", "\"Qwen/Qwen3-8B\"", ""},
@@ -83,7 +84,56 @@ static const key_case cases[] = {
     {"json", "1", "true", "-"},
     {"dashboard", "127.0.0.1:8750", "\"127.0.0.1:8750\"", ""},
 };
-#define NCASES (sizeof cases / sizeof cases[0])
+#define NLISTED (sizeof listed / sizeof listed[0])
+
+/* The cases: those listed, then one for each knob (config/sg_knobs.h) the
+ * list has none for, from its row: the top of its range, as to_json writes
+ * it, and a value below it. A new knob is tested three ways with no line
+ * here. */
+static key_case cases[NLISTED + 64];
+static size_t NCASES;
+static char knob_text[64][3][48];
+
+__attribute__((constructor)) static void add_knob_cases(void) {
+  memcpy(cases, listed, sizeof listed);
+  NCASES = NLISTED;
+  size_t n;
+  const sg_knob *t = sg_knobs_table(&n);
+  for (size_t i = 0, m = 0; i < n && m < 64; i++) {
+    bool found = false;
+    for (size_t j = 0; j < NLISTED; j++)
+      found |= strcmp(listed[j].key, t[i].name) == 0;
+    if (found)
+      continue;
+    char *good = knob_text[m][0], *json = knob_text[m][1], *bad = knob_text[m][2];
+    json_t *v = NULL;
+    switch (t[i].type) {
+    case SG_KNOB_BOOL:
+      snprintf(good, 48, "on");
+      v = json_true();
+      break;
+    case SG_KNOB_INT:
+      snprintf(good, 48, "%d", (int)t[i].max);
+      v = json_integer((json_int_t)t[i].max);
+      break;
+    case SG_KNOB_DOUBLE:
+      snprintf(good, 48, "%.17g", t[i].max);
+      v = json_real(t[i].max);
+      break;
+    case SG_KNOB_U64:
+      snprintf(good, 48, "%llu", (unsigned long long)t[i].min);
+      v = json_integer((json_int_t)t[i].min);
+      break;
+    }
+    char *dump = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    snprintf(json, 48, "%s", dump);
+    free(dump);
+    json_decref(v);
+    snprintf(bad, 48, "%s", t[i].type == SG_KNOB_BOOL ? "maybe" : "-2");
+    cases[NCASES++] = (key_case){t[i].name, good, json, bad};
+    m++;
+  }
+}
 
 /* The key's value in c, as JSON text; the caller frees it. */
 static char *json_of(const sg_run_config *c, const char *key) {
