@@ -25,6 +25,9 @@ static void test_defaults_are_the_cores(void) {
   sg_ctl_opts_default(&want);
   sg_ctl_opts_default(&got);
   sg_knobs_land(&k, &got, NULL);
+  /* every field a row lands in, a new knob's included */
+  SG_CHECK_MSG(memcmp(&got, &want, sizeof want) == 0,
+               "a knob's default differs from sg_ctl_opts_default's");
   SG_CHECK(got.speculate == want.speculate && got.fork_on_idle == want.fork_on_idle);
   SG_CHECK_EQ_INT(got.max_forks_per_iteration, want.max_forks_per_iteration);
   SG_CHECK_EQ_INT(got.max_live_forks, want.max_live_forks);
@@ -37,6 +40,8 @@ static void test_defaults_are_the_cores(void) {
   sg_sched_opts_default(&sw);
   sg_sched_opts_default(&sg);
   sg_knobs_land(&k, NULL, &sg);
+  SG_CHECK_MSG(memcmp(&sg, &sw, sizeof sw) == 0,
+               "a knob's default differs from sg_sched_opts_default's");
   SG_CHECK(sg.elastic == sw.elastic && sg.work_conserving == sw.work_conserving &&
            sg.split_capacity == sw.split_capacity);
   /* and the run configuration starts from the same */
