@@ -35,6 +35,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
+#include "common/sg_rng.h"
 #include "eval/sg_eval.h"
 #include "remote/sg_remote.h"
 
@@ -340,7 +341,7 @@ typedef struct slot_drv {
   sg_remote_proxy_opts o;
   char dev[32];
   unsigned long long n_sent;
-  uint64_t rng;
+  sg_rng rng;
   double t_sub, t_started;
   char wire[32];
   bool ping; /* the next step pings wire first */
@@ -358,8 +359,7 @@ static atomic_llong g_results;
 
 static void slot_send(slot_drv *d) {
   bool validate = d->n_sent % 2 == 0;
-  d->rng = d->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-  double u = (double)(d->rng >> 11) / 9007199254740992.0; /* [0, 1) */
+  double u = sg_rng_uniform(&d->rng);
   double mean = (validate ? PAPER_VALIDATE_S : PAPER_PROFILE_S) / g_scale;
   double svc_us = mean * (0.5 + u) * 1e6; /* uniform, mean the paper's */
   char *src = sg_malloc(POOL_SOURCE_BYTES + 1);
@@ -461,7 +461,7 @@ static void *side_main(void *arg) {
       slot_drv *d = &((slot_drv *)s->items)[i];
       snprintf(d->dev, sizeof d->dev, "redis:cpu/%d", i);
       d->o = (sg_remote_proxy_opts){g_url, POOL_RUN, d->dev, POOL_VERSION};
-      d->rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+      sg_rng_seed(&d->rng, (uint64_t)i + 1);
       uv_timer_init(&s->loop, &d->next);
       d->next.data = d;
       rc = sg_remote_slot_new(&s->loop, &d->o, slot_out, d, &d->s, &err);

@@ -15,6 +15,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
+#include "common/sg_rng.h"
 #include "common/sg_stats.h"
 #include "report/sg_report.h"
 #include "store/sg_store.h"
@@ -78,7 +79,8 @@ static int64_t make_store(const char *dir, int tasks, int iters) {
   CHECK(sg_store_run_begin(s, cfg, tasks, t0, &run, &err), "run_begin");
   json_decref(cfg);
   char src[2048], dev[16];
-  uint64_t rng = 88172645463325252ull;
+  sg_rng rng;
+  sg_rng_seed(&rng, 88172645463325252ull);
   for (int w = 0; w < tasks; w++) {
     char task[32];
     snprintf(task, sizeof task, "task_%03d", w);
@@ -90,8 +92,7 @@ static int64_t make_store(const char *dir, int tasks, int iters) {
     for (int k = 1; k <= iters; k++) {
       int64_t t = t0 + (int64_t)(k - 1) * 60 * S1 + w * 100000;
       int64_t it, g[3], c[2];
-      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-      double u = (double)(rng % 10000) / 10000.0;
+      double u = sg_rng_uniform(&rng);
       CHECK(sg_store_iteration_begin(s, wid, k, t, &it, &err), "iteration_begin");
       for (int j = 0; j < 3; j++) {
         sg_store_generation gen = {.iteration_id = it,

@@ -67,7 +67,7 @@ static int scale_cell(int n, int iters, int v, char **kv, int nkv, cell *out) {
       }
     p.workflows = n;
     p.devices = n;
-    p.iterations = iters;
+    p.knobs.iterations = iters;
     cell c;
     memset(&c, 0, sizeof c);
     if (sg_sim_run(&p, &var, &c.r, &err) < 0) {

@@ -23,6 +23,7 @@
 #include "common/sg_stats.h"
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
+#include "common/sg_rng.h"
 #include "eval/sg_task.h"
 
 #include <dlfcn.h>
@@ -100,11 +101,9 @@ static void *load(const char *so, const char *entry) {
   return fn;
 }
 
-static void fill(const sg_task_arg *a, float *x, uint64_t *state) {
-  for (int64_t i = 0; i < a->numel; i++) {
-    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
-    x[i] = (float)((double)(*state >> 11) * 0x1.0p-52 - 1.0);
-  }
+static void fill(const sg_task_arg *a, float *x, sg_rng *g) {
+  for (int64_t i = 0; i < a->numel; i++)
+    x[i] = (float)(2.0 * sg_rng_uniform(g) - 1.0);
   if (a->init.structure[0] == '\0' || a->ndims < 2)
     return;
   int64_t n = a->shape[a->ndims - 1];
@@ -140,7 +139,8 @@ static int bench_task(const sg_task *t, int runs, const char *tmp) {
   }
   if (c.narr != 3 || c.nint < 1)
     goto unsupported;
-  uint64_t state = 42;
+  sg_rng state;
+  sg_rng_seed(&state, 42);
   for (size_t i = 0, k = 0; i < t->nargs; i++)
     if (t->args[i].kind != SG_ARG_SCALAR) {
       fill(&t->args[i], c.arr[k], &state);

@@ -15,6 +15,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_clock.h"
 #include "common/sg_file.h"
+#include "common/sg_rng.h"
 #include "core/sg_extract.h"
 #include "core/sg_triggers.h"
 
@@ -57,15 +58,14 @@ int main(int argc, char **argv) {
   }
   size_t want = mib << 20, len = 0;
   char *trace = sg_malloc(want + (1 << 20));
-  uint64_t x = 12345;
+  sg_rng g;
+  sg_rng_seed(&g, 12345);
   for (int k = 0; len < want; k++) {
     const char *t = text[k % 3];
     for (size_t i = 0; i < tlen[k % 3]; i++) {
       char c = t[i];
-      if (c >= '0' && c <= '9') {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        c = (char)('0' + (x >> 33) % 10);
-      }
+      if (c >= '0' && c <= '9')
+        c = (char)('0' + sg_rng_next(&g) % 10);
       trace[len++] = c;
     }
   }

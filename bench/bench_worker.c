@@ -154,7 +154,7 @@ static double pct(double *v, size_t n, double p) {
 static char *request(const char *id, const char *src, double timeout_s) {
   json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:{s:i, s:i, s:i, s:f}}", "type",
                         "validate", "id", id, "task", "hinge_loss", "source", src,
-                        "opts", "runs", 1, "warmups", 0, "seed", 3, "timeout_s",
+                        "opts", "runs", 1, "warmups", 0, "seed", 3, "eval_timeout",
                         timeout_s);
   char *line = sg_jsonl_line(j, NULL);
   json_decref(j);

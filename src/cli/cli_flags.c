@@ -73,3 +73,11 @@ int sg_cli_flag_uint(const char *cmd, const char *flag, const char *s, unsigned 
   fprintf(stderr, "specgen %s: %s \"%s\": not an integer in 0..%llu\n", cmd, flag, s, hi);
   return -1;
 }
+
+int sg_cli_flag_knob(const char *cmd, const char *name, const char *s, sg_knobs *k) {
+  sg_err err;
+  sg_err_clear(&err);
+  if (sg_knobs_set(k, sg_knobs_find(name), s, &err) < 0)
+    return sg_cli_usage_error(cmd, "--%s: %s", name, err.msg);
+  return 0;
+}

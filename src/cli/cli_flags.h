@@ -11,6 +11,8 @@
 #ifndef SG_CLI_FLAGS_H
 #define SG_CLI_FLAGS_H
 
+#include "config/sg_knobs.h"
+
 #include <stdbool.h>
 
 /* The end of a getopt_long switch: ch is what it returned for a word it did
@@ -41,5 +43,11 @@ int sg_cli_flag_min(const char *cmd, const char *flag, const char *s, double lo,
  * "specgen CMD: FLAG "S": not an integer in 0..HI" and returns -1. */
 int sg_cli_flag_uint(const char *cmd, const char *flag, const char *s, unsigned long long hi,
                      unsigned long long *out);
+
+/* The flag --NAME of a knob (config/sg_knobs.h) that a command other than
+ * `specgen run` takes too (`specgen eval --eval-timeout`): its value s
+ * read by the knob's row, parser and range, into k. 0; else prints
+ * "specgen CMD: --NAME: expected ..., got "S"" and returns SG_EXIT_USAGE. */
+int sg_cli_flag_knob(const char *cmd, const char *name, const char *s, sg_knobs *k);
 
 #endif

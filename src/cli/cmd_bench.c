@@ -60,7 +60,7 @@ static void usage(FILE *out) {
           "                    task on cuda:N runs on cpu:N)\n"
           "  --jobs N          compiles running ahead per device (default 4)\n"
           "  --json            print one JSON object {rows, summary}\n"
-          "  --seed N, --trials N, --runs N, --warmups N, --timeout S, --strict\n"
+          "  --seed N, --trials N, --runs N, --warmups N, --eval-timeout S, --strict\n"
           "                    as for specgen eval\n"
           "  -h, --help        this help\n");
 }
@@ -348,11 +348,13 @@ static int take_value(int c, const char *arg, bench_args *a) {
       return bad_usage("--warmups: expected 0..100000, got ", arg);
     a->opts.warmup_runs = (int)v;
     break;
-  case O_TIMEOUT:
-    if (!sg_cli_parse_ll(arg, 1, 86400, &v))
-      return bad_usage("--timeout: expected seconds 1..86400, got ", arg);
-    a->opts.run_timeout_s = (double)v;
+  case O_TIMEOUT: {
+    sg_knobs k;
+    if (sg_cli_flag_knob("bench", "eval-timeout", arg, &k) != 0)
+      return SG_EXIT_USAGE;
+    a->opts.eval_timeout = k.eval_timeout;
     break;
+  }
   case O_SELF_CHECK:
     if (strcmp(arg, "same") != 0 && strcmp(arg, "wrong") != 0 && strcmp(arg, "both") != 0)
       return bad_usage("--self-check: expected same, wrong or both, got ", arg);
@@ -381,7 +383,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       {"trials", required_argument, NULL, O_TRIALS},
       {"runs", required_argument, NULL, O_RUNS},
       {"warmups", required_argument, NULL, O_WARMUPS},
-      {"timeout", required_argument, NULL, O_TIMEOUT},
+      {"eval-timeout", required_argument, NULL, O_TIMEOUT},
       {"strict", no_argument, NULL, O_STRICT},
       {"self-check", required_argument, NULL, O_SELF_CHECK},
       {"help", no_argument, NULL, 'h'},

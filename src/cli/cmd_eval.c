@@ -34,7 +34,8 @@ static void usage(FILE *out) {
           "  --json           print one JSON object\n"
           "  --seed N         seed of the random inputs (default: from the clock)\n"
           "  --trials N       correctness input sets, at least 3 (default 3)\n"
-          "  --timeout S      wall-clock limit of the run in seconds (default 60)\n"
+          "  --eval-timeout S seconds one device stage may take, as for specgen run\n"
+          "                   (default 60)\n"
           "  --runs N         timed runs of each side (default 40)\n"
           "  --warmups N      warm-up runs of each side (default 10)\n"
           "  --work-dir DIR   where scratch directories go (default $TMPDIR)\n"
@@ -60,7 +61,6 @@ typedef struct eval_args {
 static int take_value(int ch, const char *arg, eval_args *a) {
   long long v;
   unsigned long long u;
-  double s;
   switch (ch) {
   case O_SEED:
     if (!sg_cli_parse_ull(arg, (unsigned long long)INT64_MAX, &u) || u == 0)
@@ -84,11 +84,13 @@ static int take_value(int ch, const char *arg, eval_args *a) {
                                 arg);
     a->opts.warmup_runs = (int)v;
     break;
-  case O_TIMEOUT:
-    if (!sg_cli_parse_double(arg, 0, 86400, &s) || s == 0)
-      return sg_cli_usage_error("eval", "--timeout %s: expected seconds, more than 0", arg);
-    a->opts.run_timeout_s = s;
+  case O_TIMEOUT: {
+    sg_knobs k;
+    if (sg_cli_flag_knob("eval", "eval-timeout", arg, &k) != 0)
+      return SG_EXIT_USAGE;
+    a->opts.eval_timeout = k.eval_timeout;
     break;
+  }
   case O_TASK: a->task_name = arg; break;
   case O_DEVICE: a->opts.device = arg; break;
   case O_WORKDIR: a->opts.work_dir = arg; break;
@@ -105,7 +107,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
       {"json", no_argument, NULL, O_JSON},
       {"seed", required_argument, NULL, O_SEED},
       {"trials", required_argument, NULL, O_TRIALS},
-      {"timeout", required_argument, NULL, O_TIMEOUT},
+      {"eval-timeout", required_argument, NULL, O_TIMEOUT},
       {"runs", required_argument, NULL, O_RUNS},
       {"warmups", required_argument, NULL, O_WARMUPS},
       {"work-dir", required_argument, NULL, O_WORKDIR},

@@ -120,7 +120,7 @@ static int replay_with(const char *dir, sg_sim_replay_pace pace, sg_sim_replay_c
     sg_sim_replay_opts o = {
         .dir = dir, .pace = pace, .clock = clock, .knobs = &cfg->knobs, .ntask = n, .task = name,
         .language = lang, .entry = entry, .devices = (int)ndev + cfg->remote,
-        .compile_slots = cfg->compile_workers, .eval_timeout_s = cfg->eval_timeout, .seed = cfg->seed, .search = cfg->search,
+        .compile_slots = cfg->compile_workers, .seed = cfg->seed, .search = cfg->search,
         .termination = cfg->termination,
         .prompted = cfg->reasoning && strcmp(cfg->reasoning, "prompted") == 0};
     rc = sg_sim_replay_run(&o, out, err);

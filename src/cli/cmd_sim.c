@@ -2,6 +2,7 @@
  * real decision core, several configurations side by side (src/sim). */
 #include "cli/commands.h"
 
+#include "config/sg_knobs.h"
 #include "report/sg_report.h"
 #include "sim/sg_sim.h"
 #include "sim/sg_sim_params.h"
@@ -12,6 +13,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The core's knobs that --set takes, from their rows (config/sg_knobs.h):
+ * the same name, range and parser as `specgen run`'s flag. */
+static void usage_knobs(FILE *out) {
+  fprintf(out, "                      the core's knobs among them, each read as\n"
+               "                      `specgen run`'s flag (same range):\n");
+  size_t n;
+  const sg_knob *t = sg_knobs_table(&n);
+  for (size_t i = 0; i < n; i++) {
+    char key[64];
+    if (sg_knob_sim_key(&t[i], key, sizeof key))
+      fprintf(out, "                        %-28s --%s\n", key, t[i].name);
+  }
+}
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -50,7 +65,9 @@ static void usage(FILE *out) {
           "                      (docs/simulation.md)\n"
           "  --workflows N, --devices N, --iterations N, --termination CRIT\n"
           "                      shorthands for --set of those keys\n"
-          "  --set KEY=VALUE     any model parameter (repeatable; after --config)\n"
+          "  --set KEY=VALUE     any model parameter (repeatable; after --config)\n");
+  usage_knobs(out);
+  fprintf(out,
           "  --json              print the report as JSON\n"
           "  --list-params       print every parameter with its value and meaning\n"
           "  --reproduce         the paper's Tables 4, 5, 7, 8 and 9 beside the\n"

@@ -1,5 +1,4 @@
-/* sg_rng.c: xoshiro256** and xorshift64*, seeded by splitmix64 (see
- * sg_rng.h). */
+/* sg_rng.c: xoshiro256**, seeded by splitmix64 (see sg_rng.h). */
 #include "common/sg_rng.h"
 
 uint64_t sg_splitmix64(uint64_t *state) {
@@ -20,23 +19,4 @@ extern inline uint64_t sg_rng_next(sg_rng *r);
 
 double sg_rng_uniform(sg_rng *r) {
   return (double)(sg_rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-void sg_rng64_seed(sg_rng64 *r, uint64_t seed) {
-  uint64_t x = seed;
-  uint64_t z = sg_splitmix64(&x);
-  r->s = z ? z : 1;
-}
-
-uint64_t sg_rng64_next(sg_rng64 *r) {
-  uint64_t x = r->s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  r->s = x;
-  return x * 0x2545F4914F6CDD1DULL;
-}
-
-double sg_rng64_uniform(sg_rng64 *r) {
-  return (double)(sg_rng64_next(r) >> 11) * 0x1.0p-53;
 }

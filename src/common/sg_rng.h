@@ -40,19 +40,4 @@ inline uint64_t sg_rng_next(sg_rng *r) {
 /* Uniform in [0, 1), 53 random bits. */
 double sg_rng_uniform(sg_rng *r);
 
-/* xorshift64* (Vigna), one word of state, seeded through splitmix64 (the
- * state is never 0). The second algorithm, kept beside xoshiro256** rather
- * than replaced by it: the evolve search (core/sg_search_evolve.c) draws
- * from it, its plans are a function of the seed that its tests pin, and
- * moving it would change every evolve run for the same seed. Everything
- * new uses sg_rng. */
-typedef struct sg_rng64 {
-  uint64_t s;
-} sg_rng64;
-
-void sg_rng64_seed(sg_rng64 *r, uint64_t seed);
-uint64_t sg_rng64_next(sg_rng64 *r);
-/* Uniform in [0, 1), 53 random bits. */
-double sg_rng64_uniform(sg_rng64 *r);
-
 #endif

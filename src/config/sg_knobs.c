@@ -180,3 +180,36 @@ void sg_knobs_doc(FILE *f) {
     fprintf(f, " |\n");
   }
 }
+
+/* ---- setting a knob from text ---------------------------------------------- */
+
+int sg_knobs_set(sg_knobs *k, const sg_knob *r, const char *text, sg_err *err) {
+  sg_value_range range = {.type = (sg_value_type)r->type, .min = r->min, .max = r->max,
+                          .flags = r->flags};
+  if (sg_value_parse(&range, text, (char *)k + r->offset))
+    return 0;
+  char want[160];
+  sg_value_describe(&range, want, sizeof want);
+  return sg_err_set(err, SG_EINVAL, "expected %s, got \"%.64s\"", want, text);
+}
+
+#define SIM_SET "--set "
+
+bool sg_knob_sim_key(const sg_knob *r, char *buf, size_t n) {
+  size_t len = 0;
+  if (strncmp(r->sim, SIM_SET, strlen(SIM_SET)) == 0) {
+    const char *key = r->sim + strlen(SIM_SET);
+    len = strcspn(key, ", ");
+    snprintf(buf, n, "%.*s", (int)len, key);
+  } else if (n > 0) {
+    buf[0] = '\0';
+  }
+  return len > 0;
+}
+
+const sg_knob *sg_knobs_find(const char *name) {
+  for (size_t i = 0; i < NKNOBS; i++)
+    if (strcmp(table[i].name, name) == 0)
+      return &table[i];
+  return NULL;
+}

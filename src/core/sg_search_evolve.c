@@ -11,9 +11,9 @@
  * Invariants (asserted): an elite's slot is live, on its island, in its
  * cell; no island holds a kernel twice; n <= cap.
  *
- * Purity: no I/O, no clock; every draw comes from one xorshift64* generator
- * (common/sg_rng.h, sg_rng64) seeded from the seed given to new, so a seed and a history give one
- * sequence of plans. The island an iteration visits is iteration % islands,
+ * Purity: no I/O, no clock; every draw comes from common's generator
+ * (common/sg_rng.h) seeded from the seed given to new, so a seed and a
+ * history give one sequence of plans. The island an iteration visits is iteration % islands,
  * so a kernel's island is a function of its iteration, with no bookkeeping
  * that a resumed run would have to restore. Its options (defaults, checks,
  * the parser of "key=value,...") are in sg_search_evolve_opts.c.
@@ -44,7 +44,7 @@ struct sg_evolve {
   uint32_t *grid;       /* islands * cells: slot + 1, 0 empty */
   program *progs;       /* cap slots, [0, n) live */
   size_t n;
-  sg_rng64 rng;
+  sg_rng rng;
   size_t cursor;        /* history entries already taken in */
   bool migrated_once;
   uint32_t last_migration;
@@ -53,12 +53,12 @@ struct sg_evolve {
 };
 
 /* Uniform in [0, 1). */
-static double rng_unit(sg_evolve *e) { return sg_rng64_uniform(&e->rng); }
+static double rng_unit(sg_evolve *e) { return sg_rng_uniform(&e->rng); }
 
 /* Uniform in [0, n), n >= 1 (the modulo bias is below 2^-40 here). */
 static size_t rng_below(sg_evolve *e, size_t n) {
   assert(n >= 1);
-  return (size_t)(sg_rng64_next(&e->rng) % n);
+  return (size_t)(sg_rng_next(&e->rng) % n);
 }
 
 int sg_evolve_new(const sg_evolve_opts *o, uint64_t seed, sg_evolve **out,
@@ -71,7 +71,7 @@ int sg_evolve_new(const sg_evolve_opts *o, uint64_t seed, sg_evolve **out,
   e->cells = (uint32_t)sg_evolve_opts_cells(o);
   e->grid = sg_calloc((size_t)o->islands * e->cells, sizeof *e->grid);
   e->progs = sg_calloc(o->cap, sizeof *e->progs);
-  sg_rng64_seed(&e->rng, seed);
+  sg_rng_seed(&e->rng, seed);
   *out = e;
   return 0;
 }

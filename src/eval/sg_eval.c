@@ -29,14 +29,14 @@ void sg_eval_opts_default(sg_eval_opts *opts) {
   opts->warmup_runs = 10;
   opts->timed_runs = 40;
   opts->compile_timeout_s = 60;
-  opts->run_timeout_s = SG_EVAL_TIMEOUT_S;
+  opts->eval_timeout = SG_EVAL_TIMEOUT_S;
   opts->work_dir = NULL;
   opts->seed = 0;
   opts->strict = false;
 }
 
-double sg_eval_run_timeout(const sg_eval_opts *opts) {
-  return opts && opts->run_timeout_s > 0 ? opts->run_timeout_s : SG_EVAL_TIMEOUT_S;
+double sg_eval_timeout(const sg_eval_opts *opts) {
+  return opts && opts->eval_timeout > 0 ? opts->eval_timeout : SG_EVAL_TIMEOUT_S;
 }
 
 void sg_eval_result_init(sg_eval_result *r) {

@@ -12,6 +12,7 @@
 #define SG_EVAL_H
 
 #include "common/sg_error.h"
+#include "config/sg_knobs.h"
 #include "core/sg_outcome.h"
 #include "eval/sg_task.h"
 
@@ -22,11 +23,12 @@
 /* sg_eval_status and its names: core/sg_outcome.h. */
 
 /* The evaluation timeout: the longest one device stage (a validation or a
- * profile) may take, s, wherever none is given. It is `specgen run`'s
- * eval-timeout key; it travels as sg_pool_request.timeout_s, the worker
- * protocol's "timeout_s" and sg_eval_opts.run_timeout_s, and 0 in any of
- * them means this. */
-#define SG_EVAL_TIMEOUT_S 60.0
+ * profile) may take, s. One name from the flag to the evaluator: the knob
+ * eval-timeout (config/sg_knobs.h, `specgen run`, `specgen eval` and
+ * `specgen bench --eval-timeout`), then eval_timeout in sg_knobs,
+ * sg_pool_request, the worker protocol and sg_eval_opts; 0 in any of them
+ * means the row's default, this. */
+#define SG_EVAL_TIMEOUT_S SG_KNOB_DEFAULT(SG_KNOB_EVAL_TIMEOUT)
 
 typedef struct sg_eval_opts {
   const char *device;      /* "cpu:N" or "cuda:N"; NULL: the evaluator's default */
@@ -34,7 +36,7 @@ typedef struct sg_eval_opts {
   int warmup_runs;         /* 10 */
   int timed_runs;          /* 40 */
   double compile_timeout_s;
-  double run_timeout_s;    /* wall clock for the sandboxed child
+  double eval_timeout;     /* wall clock for the sandboxed child
                               (SG_EVAL_TIMEOUT_S; 0: the same) */
   const char *work_dir;    /* scratch root; NULL: a fresh temporary directory */
   unsigned long long seed; /* for the random inputs; 0: from the clock */
@@ -53,9 +55,9 @@ typedef struct sg_eval_opts {
 
 /* Fills opts with the defaults above. */
 void sg_eval_opts_default(sg_eval_opts *opts);
-/* The run timeout opts give: run_timeout_s, or SG_EVAL_TIMEOUT_S for 0
- * (or no opts). */
-double sg_eval_run_timeout(const sg_eval_opts *opts);
+/* The evaluation timeout opts give: eval_timeout, or SG_EVAL_TIMEOUT_S for
+ * 0 (or no opts). */
+double sg_eval_timeout(const sg_eval_opts *opts);
 
 typedef struct sg_eval_result {
   sg_eval_status status;

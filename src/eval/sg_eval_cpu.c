@@ -483,7 +483,7 @@ int sg_eval_cpu_run_logged(const sg_task *task, const sg_eval_build *build,
       .warmups = opts->warmup_runs,
       .runs = opts->timed_runs,
       .seed = seed,
-      .budget_s = sg_eval_run_timeout(opts),
+      .budget_s = sg_eval_timeout(opts),
   };
   jo.cpu_limit_s = 2 * jo.budget_s + 121;
   rc = sg_eval_cpu_judge(task, &jo, r, log, err);

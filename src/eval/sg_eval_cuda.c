@@ -673,7 +673,7 @@ static sg_cuda_ahead_key run_key(const char *runner, const sg_task *task,
 }
 
 static double run_wall_s(const sg_eval_opts *opts) {
-  return sg_eval_run_timeout(opts);
+  return sg_eval_timeout(opts);
 }
 
 /* A validation's runner: its verdict is final once written, so the run ends
@@ -886,7 +886,7 @@ static char **profile_target_argv(profile_target *t, const char *runner, const s
 
 static void profile_limits(const sg_eval_build *build, const sg_eval_opts *opts,
                            sg_sandbox_limits *lim) {
-  double wall = sg_eval_run_timeout(opts);
+  double wall = sg_eval_timeout(opts);
   sg_eval_cuda_runner_limits(build, wall, lim);
   lim->output_cap_bytes = 8 << 20;
 }

@@ -244,7 +244,7 @@ static int kb_run(const sg_task *task, const sg_eval_build *build,
   sg_eval_opts_default(&d);
   if (!opts)
     opts = &d;
-  double wall = sg_eval_run_timeout(opts);
+  double wall = sg_eval_timeout(opts);
   return run_harness(task, build, build->artifact, "validate", opts, wall, r, err);
 }
 
@@ -278,7 +278,7 @@ static void expect_mode(const sg_task *task, const sg_eval_build *build,
     sg_eval_cuda_ncu_expect(build, opts, dev, a.v);
   } else {
     sg_sandbox_limits lim;
-    harness_limits(build, sg_eval_run_timeout(opts), &lim);
+    harness_limits(build, sg_eval_timeout(opts), &lim);
     sg_cuda_ahead_expect_argv(dev, a.v, &lim);
   }
   free_argv(&a);

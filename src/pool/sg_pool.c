@@ -280,7 +280,7 @@ static json_t *preq_to_json(const preq *q, const char *id) {
   r.trials = q->trials;
   r.runs = q->runs;
   r.warmups = q->warmups;
-  r.timeout_s = q->timeout_s;
+  r.eval_timeout = q->eval_timeout;
   return sg_worker_request_to_json(&r); /* r's strings are q's: not freed */
 }
 
@@ -321,13 +321,13 @@ static bool remote_slot(const worker *w) {
 static double inflight_deadline(const worker *w) {
   const preq *q = w->inflight;
   const sg_pool *p = w->p;
-  double timeout = q->timeout_s > 0 ? q->timeout_s : SG_EVAL_TIMEOUT_S;
+  double timeout = q->eval_timeout > 0 ? q->eval_timeout : SG_EVAL_TIMEOUT_S;
   double limit = q->ph == PH_COMPILED ? timeout
                                       : fmax(timeout, p->compile_limit_s);
   if (q->kind == SG_POOL_COMPILE)
     limit = p->compile_limit_s;
   /* a remote slot's request no worker host took yet ("started") waits in
-   * Redis, compiling nothing: timeout_s and the grace bound that wait */
+   * Redis, compiling nothing: eval_timeout and the grace bound that wait */
   if (q->ph == PH_SENT && remote_slot(w))
     limit = timeout;
   return q->t_phase + limit + p->hang_grace_s;
@@ -852,11 +852,11 @@ int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err) {
     return sg_err_set(err, SG_EINVAL, "pool: request %llu: task and source are required",
                       (unsigned long long)r->ticket);
   /* the two options a request line would leave out rather than refuse */
-  if (!(r->timeout_s == 0 || (r->timeout_s > 0 && isfinite(r->timeout_s))))
+  if (!(r->eval_timeout == 0 || (r->eval_timeout > 0 && isfinite(r->eval_timeout))))
     return sg_err_set(err, SG_EINVAL,
-                      "pool: request %llu: timeout_s %g (0 for the default, "
+                      "pool: request %llu: eval_timeout %g (0 for the default, "
                       "else more than 0)",
-                      (unsigned long long)r->ticket, r->timeout_s);
+                      (unsigned long long)r->ticket, r->eval_timeout);
   if (r->warmups < -1)
     return sg_err_set(err, SG_EINVAL,
                       "pool: request %llu: warmups %d (-1 for the default, "
@@ -873,7 +873,7 @@ int sg_pool_submit(sg_pool *p, const sg_pool_request *r, sg_err *err) {
   q->trials = r->trials;
   q->runs = r->runs;
   q->warmups = r->warmups;
-  q->timeout_s = r->timeout_s;
+  q->eval_timeout = r->eval_timeout;
   /* checked by the parser the worker runs, so a request the worker would
    * refuse is refused here, where the caller can see why */
   json_t *j = preq_to_json(q, "0");

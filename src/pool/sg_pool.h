@@ -70,7 +70,7 @@ typedef struct sg_pool_opts {
   const char *work_dir;        /* --work-dir of every worker; NULL: $TMPDIR */
   const char *log_path;        /* workers' stderr appended here; NULL: ours */
   /* A request is declared hung when no reply for it came for its own
-   * timeout (sg_pool_request.timeout_s, or SG_EVAL_TIMEOUT_S) plus this
+   * timeout (sg_pool_request.eval_timeout, or SG_EVAL_TIMEOUT_S) plus this
    * grace; then its worker is killed and restarted. Default 30. */
   double hang_grace_s;
   int max_restarts;            /* in a row, per slot; default 5 */
@@ -84,7 +84,7 @@ typedef struct sg_pool_opts {
   size_t n_remote_env;
   /* The workers' compile stage limit (the evaluator's, 60 s). Until its
    * "compiled" reply a request is hung after the larger of this and its
-   * timeout_s, plus hang_grace_s; after it, after timeout_s plus the grace.
+   * eval_timeout, plus hang_grace_s; after it, after eval_timeout plus the grace.
    * A worker that says no hello within this plus the grace is hung too. */
   double compile_limit_s;
 } sg_pool_opts;
@@ -109,7 +109,7 @@ typedef struct sg_pool_request {
   unsigned long long seed;  /* 0: the evaluator's default */
   int trials, runs;         /* 0: default */
   int warmups;              /* -1: default */
-  double timeout_s;         /* device stage; 0: SG_EVAL_TIMEOUT_S */
+  double eval_timeout;      /* device stage; 0: SG_EVAL_TIMEOUT_S */
 } sg_pool_request;
 
 typedef struct sg_pool_callbacks {

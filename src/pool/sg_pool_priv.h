@@ -34,7 +34,7 @@ typedef struct preq {
   size_t source_len;
   unsigned long long seed;
   int trials, runs, warmups;
-  double timeout_s;
+  double eval_timeout;
   worker *w;
   phase ph;
   double t_phase;   /* when ph began (monotonic s) */

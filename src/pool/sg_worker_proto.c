@@ -144,16 +144,16 @@ static int parse_opts(const json_t *opts, sg_worker_request *req, sg_err *err) {
       if ((rc = get_int_opt(v, key, 0, 100000, &x, err)))
         return rc;
       req->warmups = (int)x;
-    } else if (strcmp(key, "timeout_s") == 0) {
+    } else if (strcmp(key, "eval_timeout") == 0) {
       double s = json_is_number(v) ? json_number_value(v) : NAN;
       if (!(s > 0) || s > 86400)
-        return sg_err_set(err, SG_EINVAL, "field \"opts.timeout_s\": expected "
+        return sg_err_set(err, SG_EINVAL, "field \"opts.eval_timeout\": expected "
                           "seconds, more than 0 and at most 86400");
-      req->timeout_s = s;
+      req->eval_timeout = s;
     } else {
       return sg_err_set(err, SG_EINVAL,
                         "field \"opts.%s\": unknown option (known: seed, "
-                        "trials, runs, warmups, timeout_s)", key);
+                        "trials, runs, warmups, eval_timeout)", key);
     }
   }
   return 0;
@@ -323,8 +323,8 @@ json_t *sg_worker_request_to_json(const sg_worker_request *req) {
       json_object_set_new(o, "runs", json_integer(req->runs));
     if (req->warmups >= 0)
       json_object_set_new(o, "warmups", json_integer(req->warmups));
-    if (req->timeout_s > 0)
-      json_object_set_new(o, "timeout_s", json_real(req->timeout_s));
+    if (req->eval_timeout > 0)
+      json_object_set_new(o, "eval_timeout", json_real(req->eval_timeout));
     json_object_set_new(j, "opts", o);
   }
   return j;
@@ -339,8 +339,8 @@ void sg_worker_request_apply(const sg_worker_request *req, sg_eval_opts *opts) {
     opts->timed_runs = req->runs;
   if (req->warmups >= 0)
     opts->warmup_runs = req->warmups;
-  if (req->timeout_s > 0)
-    opts->run_timeout_s = req->timeout_s;
+  if (req->eval_timeout > 0)
+    opts->eval_timeout = req->eval_timeout;
 }
 
 /* ---- replies ----------------------------------------------------------------- */

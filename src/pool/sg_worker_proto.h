@@ -71,7 +71,7 @@ typedef struct sg_worker_request {
   int trials;               /* 3 .. 1000 */
   int runs;                 /* 1 .. 100000 */
   int warmups;              /* 0 .. 100000; -1: not given */
-  double timeout_s;         /* (0, 86400] */
+  double eval_timeout;      /* (0, 86400] */
 } sg_worker_request;
 
 /* Whether name may name one of a task's files in "task_files": 1 to 255

@@ -246,7 +246,7 @@ static void take(rw *w, const sg_redis_entry *e) {
   pr.trials = req.trials;
   pr.runs = req.runs;
   pr.warmups = req.warmups;
-  pr.timeout_s = req.timeout_s;
+  pr.eval_timeout = req.eval_timeout;
   /* the job is set before the submit: an evaluator may answer from inside it */
   w->busy = true;
   w->job_ticket = pr.ticket;

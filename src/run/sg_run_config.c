@@ -21,20 +21,17 @@
 #include "common/sg_alloc.h"
 #include "common/sg_edit.h"
 #include "common/sg_file.h"
+#include "config/sg_value.h"
 #include "config/sg_yaml.h"
 #include "eval/sg_eval.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define OFF(f) offsetof(sg_run_config, f)
 #define TWO63 9223372036854775808.0  /* 2^63 */
-#define TWO64 18446744073709551616.0 /* 2^64 */
 
 #define G_TASK "what to optimize"
 #define G_MODEL "the model"
@@ -139,9 +136,7 @@ static const sg_run_key keys[] = {
     {.name = "warmups", .type = SG_KEY_INT, .offset = OFF(warmups), .min = 0,
      .max = 100000, .value_name = "N",
      .help = "untimed runs before the timed ones (10)", .group = G_EVAL},
-    {.name = "eval-timeout", .type = SG_KEY_DOUBLE, .offset = OFF(eval_timeout),
-     .min = 0, .max = 86400, .flags = SG_KEYF_MIN_OPEN, .value_name = "S",
-     .help = "seconds one device stage may take (60)", .group = G_EVAL},
+    SG_KNOB_EVAL_TIMEOUT(KNOB_KEY)
     {.name = "hang-grace", .type = SG_KEY_DOUBLE, .offset = OFF(hang_grace),
      .min = 0, .max = 3600, .flags = SG_KEYF_MIN_OPEN, .value_name = "S",
      .help = "seconds beyond eval-timeout before a hung evaluation is killed "
@@ -264,7 +259,6 @@ void sg_run_config_init(sg_run_config *c) {
   c->trials = 3;
   c->runs = 40;
   c->warmups = 10;
-  c->eval_timeout = SG_EVAL_TIMEOUT_S;
   c->hang_grace = 30;
   c->search = sg_strdup("refine");
   c->termination = sg_strdup("hist-avg");
@@ -339,91 +333,26 @@ void sg_run_config_shown(char *buf, size_t n, const char *value) {
     snprintf(buf, n, "%s", value);
 }
 
-static bool parse_i64(const char *s, long long *v) {
-  if (s[0] == '\0' || isspace((unsigned char)s[0]))
+/* A number or switch key's range as the one value parser (config/sg_value.h)
+ * takes it; false for a string or list key. */
+static bool value_range(const sg_run_key *k, sg_value_range *r) {
+  static const int types[SG_KEY__COUNT] = {
+      [SG_KEY_STRING] = -1, [SG_KEY_LIST] = -1, [SG_KEY_INT] = SG_VALUE_INT,
+      [SG_KEY_U64] = SG_VALUE_U64, [SG_KEY_DOUBLE] = SG_VALUE_DOUBLE,
+      [SG_KEY_BOOL] = SG_VALUE_BOOL};
+  if (k->type >= SG_KEY__COUNT || types[k->type] < 0)
     return false;
-  char *end;
-  errno = 0;
-  *v = strtoll(s, &end, 10);
-  return errno == 0 && end != s && *end == '\0';
-}
-
-static bool parse_u64(const char *s, uint64_t *v) {
-  if (s[0] == '\0' || isspace((unsigned char)s[0]) || s[0] == '-')
-    return false;
-  char *end;
-  errno = 0;
-  unsigned long long x = strtoull(s, &end, 10);
-  *v = x;
-  return errno == 0 && end != s && *end == '\0';
-}
-
-static bool parse_double(const char *s, double *v) {
-  if (s[0] == '\0' || isspace((unsigned char)s[0]))
-    return false;
-  char *end;
-  errno = 0;
-  *v = strtod(s, &end);
-  return errno == 0 && end != s && *end == '\0' && isfinite(*v);
-}
-
-static const char *const bool_words[][2] = {
-    {"on", "off"}, {"true", "false"}, {"yes", "no"}, {"1", "0"}};
-
-/* 1 on, 0 off, -1 not a bool word. */
-static int parse_bool(const char *s) {
-  for (size_t i = 0; i < sizeof bool_words / sizeof bool_words[0]; i++) {
-    if (strcasecmp(s, bool_words[i][0]) == 0)
-      return 1;
-    if (strcasecmp(s, bool_words[i][1]) == 0)
-      return 0;
-  }
-  return -1;
-}
-
-/* The integer bounds of an INT or U64 key, with the open ends applied. */
-static void int_bounds(const sg_run_key *k, long long *lo, long long *hi) {
-  *lo = (long long)k->min + ((k->flags & SG_KEYF_MIN_OPEN) != 0);
-  *hi = (long long)k->max - ((k->flags & SG_KEYF_MAX_OPEN) != 0);
-}
-
-static void u64_bounds(const sg_run_key *k, uint64_t *lo, uint64_t *hi) {
-  *lo = (uint64_t)k->min + ((k->flags & SG_KEYF_MIN_OPEN) != 0);
-  if (k->max >= TWO64)
-    *hi = UINT64_MAX; /* 2^64 itself is not a u64: the open end is implied */
-  else
-    *hi = (uint64_t)k->max - ((k->flags & SG_KEYF_MAX_OPEN) != 0);
+  *r = (sg_value_range){.type = (sg_value_type)types[k->type], .min = k->min,
+                        .max = k->max, .flags = k->flags};
+  return true;
 }
 
 /* "an integer from 1 to 100000", "a number in (0, 86400]". */
 void sg_run_config_describe(const sg_run_key *k, char *buf, size_t n) {
-  switch (k->type) {
-  case SG_KEY_INT: {
-    long long lo, hi;
-    int_bounds(k, &lo, &hi);
-    snprintf(buf, n, "an integer from %lld to %lld", lo, hi);
+  sg_value_range r;
+  if (value_range(k, &r)) {
+    sg_value_describe(&r, buf, n);
     return;
-  }
-  case SG_KEY_U64: {
-    uint64_t lo, hi;
-    u64_bounds(k, &lo, &hi);
-    snprintf(buf, n, "an integer from %llu to %llu", (unsigned long long)lo,
-             (unsigned long long)hi);
-    return;
-  }
-  case SG_KEY_DOUBLE:
-    snprintf(buf, n, "%sa number in %c%g, %g%c",
-             k->flags & SG_KEYF_MINUS_ONE ? "-1 or " : "",
-             k->flags & SG_KEYF_MIN_OPEN ? '(' : '[', k->min, k->max,
-             k->flags & SG_KEYF_MAX_OPEN ? ')' : ']');
-    return;
-  case SG_KEY_BOOL:
-    snprintf(buf, n, "on, off, true, false, yes, no, 1 or 0");
-    return;
-  case SG_KEY_STRING:
-  case SG_KEY_LIST:
-  case SG_KEY__COUNT:
-    break;
   }
   if (k->choices) {
     /* "generic, vllm, sglang" */
@@ -491,44 +420,14 @@ static int set_key(sg_run_config *c, const sg_run_key *k, const char *value,
     (*list)[(*n)++] = sg_strdup(value);
     return 0;
   }
-  case SG_KEY_INT: {
-    long long x, lo, hi;
-    int_bounds(k, &lo, &hi);
-    if (!parse_i64(value, &x) || x < lo || x > hi)
-      return sg_err_set(err, SG_EINVAL, "%s: expected %s, got \"%s\"", at, want,
-                        v);
-    *FIELD(c, k, int) = (int)x;
-    return 0;
-  }
-  case SG_KEY_U64: {
-    uint64_t x, lo, hi;
-    u64_bounds(k, &lo, &hi);
-    if (!parse_u64(value, &x) || x < lo || x > hi)
-      return sg_err_set(err, SG_EINVAL, "%s: expected %s, got \"%s\"", at, want,
-                        v);
-    *FIELD(c, k, uint64_t) = x;
-    return 0;
-  }
-  case SG_KEY_DOUBLE: {
-    double x;
-    bool ok = parse_double(value, &x);
-    if (ok) {
-      bool lo_ok = k->flags & SG_KEYF_MIN_OPEN ? x > k->min : x >= k->min;
-      bool hi_ok = k->flags & SG_KEYF_MAX_OPEN ? x < k->max : x <= k->max;
-      ok = (lo_ok && hi_ok) || ((k->flags & SG_KEYF_MINUS_ONE) && x == -1);
-    }
-    if (!ok)
-      return sg_err_set(err, SG_EINVAL, "%s: expected %s, got \"%s\"", at, want,
-                        v);
-    *FIELD(c, k, double) = x;
-    return 0;
-  }
+  case SG_KEY_INT:
+  case SG_KEY_U64:
+  case SG_KEY_DOUBLE:
   case SG_KEY_BOOL: {
-    int b = parse_bool(value);
-    if (b < 0)
+    sg_value_range r;
+    if (!value_range(k, &r) || !sg_value_parse(&r, value, FIELD(c, k, char)))
       return sg_err_set(err, SG_EINVAL, "%s: expected %s, got \"%s\"", at, want,
                         v);
-    *FIELD(c, k, bool) = b == 1;
     return 0;
   }
   case SG_KEY__COUNT:

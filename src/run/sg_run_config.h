@@ -19,6 +19,7 @@
 
 #include "common/sg_error.h"
 #include "config/sg_knobs.h"
+#include "config/sg_value.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -63,8 +64,6 @@ typedef struct sg_run_config {
   int trials;              /* trials: correctness input sets (3) */
   int runs;                /* runs: timed runs (40; 0: the evaluator's) */
   int warmups;             /* warmups: (10) */
-  double eval_timeout;     /* eval-timeout: s, device stage
-                              (SG_EVAL_TIMEOUT_S, 60) */
   double hang_grace;       /* hang-grace: s beyond eval-timeout (30) */
   int remote;              /* remote: device slots on worker hosts, through
                               Redis (docs/remote.md) (0) */
@@ -119,12 +118,11 @@ typedef struct sg_run_key {
   const char *group;        /* the struct's section, for the usage text */
 } sg_run_key;
 
-/* Range flags of a number key. */
-#define SG_KEYF_MIN_OPEN 1u  /* min itself is out of range: (min, ... */
-#define SG_KEYF_MAX_OPEN 2u  /* max itself is out of range: ..., max) */
-_Static_assert(SG_KEYF_MIN_OPEN == SG_KNOBF_MIN_OPEN && SG_KEYF_MAX_OPEN == SG_KNOBF_MAX_OPEN,
-               "a knob's range flags are the key's");
-#define SG_KEYF_MINUS_ONE 4u /* -1 is accepted as well ("the default") */
+/* Range flags of a number key: the value parser's (config/sg_value.h). */
+#define SG_KEYF_MIN_OPEN SG_VALUEF_MIN_OPEN   /* min itself is out of range */
+#define SG_KEYF_MAX_OPEN SG_VALUEF_MAX_OPEN   /* max itself is out of range */
+#define SG_KEYF_MINUS_ONE SG_VALUEF_MINUS_ONE /* -1 is accepted as well ("the
+                                                 default") */
 
 /* Caps on what is read from outside. */
 #define SG_RUN_CONFIG_FILE_MAX ((size_t)1 << 20) /* a YAML file, bytes */

@@ -324,7 +324,7 @@ static int pool_send(run *r, sg_req_id id, rreq *q, bool compile, int device,
   pr.trials = r->cfg->trials;
   pr.runs = r->cfg->runs;
   pr.warmups = r->cfg->warmups;
-  pr.timeout_s = r->cfg->eval_timeout;
+  pr.eval_timeout = r->cfg->knobs.eval_timeout;
   if (q->rec) {
     rp_send(r, q, pr.ticket, compile);
     return 0;

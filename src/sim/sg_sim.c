@@ -569,7 +569,7 @@ static int on_tick(sim *s, const sg_sim_event *e) {
   if (rc < 0)
     return rc;
   if (!f->done && !(s->rp && simrp_ticks(s, UINT32_MAX)))
-    sim_push(s, s->now_us + sim_s_to_us(s->p->tick_s), EV_TICK, e->owner, 0, 0);
+    sim_push(s, s->now_us + sim_s_to_us(s->p->knobs.tick), EV_TICK, e->owner, 0, 0);
   return 0;
 }
 
@@ -579,12 +579,12 @@ static int on_tick(sim *s, const sg_sim_event *e) {
  * main per workflow it serves, shared by those workflows' controllers. */
 static int fork_budgets(sim *s) {
   const sg_sim_params *p = s->p;
-  if (p->llm_server_streams <= 0 || !s->v->speculate)
+  if (p->knobs.llm_streams <= 0 || !s->v->speculate)
     return 0;
   int nservers = sg_sim_llm_server(s->llm, (uint32_t)p->workflows - 1) + 1;
   s->budgets = sg_calloc((size_t)nservers, sizeof *s->budgets);
   for (int sv = 0; sv < nservers; sv++)
-    s->budgets[sv].cap = p->llm_server_streams;
+    s->budgets[sv].cap = p->knobs.llm_streams;
   for (int w = 0; w < p->workflows; w++)
     s->budgets[sg_sim_llm_server(s->llm, (uint32_t)w)].cap--;
   for (int sv = 0; sv < nservers; sv++)
@@ -592,33 +592,27 @@ static int fork_budgets(sim *s) {
       return sg_err_set(s->err, SG_EINVAL,
                         "llm.server_streams %d leaves server %d no stream for forks "
                         "beside the main generations of its %d workflows",
-                        p->llm_server_streams, sv,
-                        p->llm_server_streams - s->budgets[sv].cap);
+                        p->knobs.llm_streams, sv,
+                        p->knobs.llm_streams - s->budgets[sv].cap);
   return 0;
 }
 
-/* The core's knobs (config/sg_knobs.h) of this campaign: numbers from the
- * parameters, the policy switches from the configuration. */
+/* The core's knobs (config/sg_knobs.h) of this campaign: the parameters'
+ * knobs (the rows' --set keys, every other knob at its default), the
+ * policy switches from the configuration. */
 static void sim_knobs(const sg_sim_params *p, const sg_sim_variant *v, sg_knobs *k) {
-  sg_knobs_default(k);
+  *k = p->knobs;
   k->elastic = v->elastic;
   k->spec = v->speculate;
   k->fork_on_idle = true;
-  k->max_forks = p->max_forks_per_iteration;
-  k->max_live_forks = p->max_live_forks;
-  k->llm_streams = p->llm_server_streams;
   k->work_conserving = v->work_conserving;
   k->split_capacity = v->split_capacity;
-  k->fork_gate = v->fork_gate ? p->fork_gate : 0;
-  k->cutoff = v->cutoff ? p->cutoff : 0;
+  k->fork_gate = v->fork_gate ? p->knobs.fork_gate : 0;
+  k->cutoff = v->cutoff ? p->knobs.cutoff : 0;
   k->cutoff_detach = v->cutoff_detach;
   k->decide_at_validation = v->at_validation;
   k->decide_with_siblings = v->siblings;
   k->next_ahead = v->ahead;
-  k->tick = p->tick_s;
-  k->iterations = p->iterations;
-  k->time_budget = p->budget_wall_s;
-  k->token_budget = (uint64_t)llround(p->budget_tokens);
 }
 
 /* The scheduler's options: the campaign's; a replay's are the recorded
@@ -887,13 +881,13 @@ int sim_campaign(const sg_sim_params *p, const sg_sim_variant *v, sim_replay *rp
       sg_interp_drain(s.it);
     rc = it_rc(&s);
     if (rc == 0 && !(rp && simrp_ticks(&s, (uint32_t)w)))
-      sim_push(&s, sim_s_to_us(p->tick_s), EV_TICK, (uint32_t)w, 0, 0);
+      sim_push(&s, sim_s_to_us(p->knobs.tick), EV_TICK, (uint32_t)w, 0, 0);
   }
   /* A guard against a campaign that never ends: far beyond any plausible
    * length (every iteration 50 times its mean). */
-  double guard_s = 50.0 * p->iterations *
+  double guard_s = 50.0 * p->knobs.iterations *
                        (p->gen_mean_s + p->val_mean_s + p->prof_mean_s + p->compile_s +
-                        p->tick_s) +
+                        p->knobs.tick) +
                    86400.0;
   int64_t guard_us = sim_s_to_us(guard_s);
   sg_sim_event e;

@@ -14,24 +14,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { T_INT, T_DBL, T_STR, T_U64 } ptype;
+/* T_KNOB: a knob of the core (config/sg_knobs.h) whose row says "--set
+ * KEY": its key, range, parser and doc come from that row. */
+typedef enum { T_INT, T_DBL, T_STR, T_U64, T_KNOB } ptype;
 
 typedef struct pdef {
-  const char *key;
+  const char *key; /* T_KNOB: the row's name (its key is the row's) */
   ptype type;
   size_t off;
   double min, max;
-  const char *doc;
+  const char *doc; /* T_KNOB: NULL (the row's help) */
 } pdef;
 
 #define F(field) offsetof(sg_sim_params, field)
 #define BIG 1e12
+/* A knob's row placed in the table: KNOB(SG_KNOB_TICK). */
+#define KNOB_PARAM(field, TYPE, name, def, lo, hi, flags, vname, GROUP, sim, LAND, help) \
+  {name, T_KNOB, F(knobs.field), 0, 0, NULL},
+#define KNOB(ROW) ROW(KNOB_PARAM)
 
 static const pdef defs[] = {
     {"preset", T_STR, F(preset), 0, 0, "preset the values started from"},
     {"workflows", T_INT, F(workflows), 1, 10000, "parallel workflows (tasks)"},
     {"devices", T_INT, F(devices), 1, 4096, "devices in the pool"},
-    {"iterations", T_INT, F(iterations), 1, 1000000, "iterations per workflow"},
+    KNOB(SG_KNOB_ITERATIONS)
     {"termination", T_STR, F(termination), 0, 0,
      "termination criterion: first-valid, hist-avg, hist-best, none"},
     {"search", T_STR, F(search), 0, 0, "search algorithm: refine, best-of-n:N"},
@@ -74,9 +80,7 @@ static const pdef defs[] = {
      "(0: prefill slows no stream)"},
     {"llm.prefill_window_s", T_DBL, F(llm_prefill_window_s), 1, BIG,
      "window over which a server's prefill load is averaged, s"},
-    {"llm.server_streams", T_INT, F(llm_server_streams), 0, 100000,
-     "streams a server takes without slowing its mains; forks get this less "
-     "its workflows, shared (0: no bound)"},
+    KNOB(SG_KNOB_LLM_STREAMS)
     {"llm.kv_capacity_tokens", T_DBL, F(llm_kv_capacity_tokens), 0, BIG,
      "server KV capacity for contexts, tokens (0: constant cache-hit shares)"},
     {"kv.remote_gb_per_device", T_DBL, F(kv_remote_gb_per_device), 0, BIG,
@@ -130,29 +134,21 @@ static const pdef defs[] = {
     {"compile.mean_s", T_DBL, F(compile_s), 0, BIG,
      "CPU compile time before validation, s (0: none)"},
     {"compile.slots", T_INT, F(compile_slots), 1, 4096, "CPU compile slots"},
-    {"ctl.tick_s", T_DBL, F(tick_s), 1e-3, BIG, "controller tick interval, s"},
+    KNOB(SG_KNOB_TICK)
     {"ctl.idle_min_new_tokens", T_DBL, F(idle_min_new_tokens), 0, BIG,
      "reasoning growth needed for an idle fork, tokens"},
-    {"ctl.max_forks_per_iteration", T_INT, F(max_forks_per_iteration), 1, 100000,
-     "forks per iteration at most"},
-    {"ctl.max_live_forks", T_INT, F(max_live_forks), 1, 100000,
-     "forks generating at once per workflow"},
-    {"ctl.fork_gate", T_DBL, F(fork_gate), 0, 1,
-     "configs full+gate, beyond: no fork before this share of the shortest "
-     "recent valid fork's prefix"},
-    {"ctl.cutoff", T_DBL, F(cutoff), 0, 100,
-     "configs full+cutoff, beyond: end an iteration with nothing valid past "
-     "this many times the longest recent valid fork's prefix"},
+    KNOB(SG_KNOB_MAX_FORKS)
+    KNOB(SG_KNOB_MAX_LIVE_FORKS)
+    KNOB(SG_KNOB_FORK_GATE)
+    KNOB(SG_KNOB_CUTOFF)
     {"sched.static_profile_devices", T_INT, F(static_profile_devices), -1, 4096,
      "profiling devices of the static split (-1: half)"},
     {"sched.max_infra_failures", T_INT, F(max_infra_failures), 1, 1000,
      "consecutive infra failures that retire a device"},
     {"sched.max_retries", T_INT, F(max_retries), 0, 1000,
      "re-queues of a request after infra failures"},
-    {"budget.wall_s", T_DBL, F(budget_wall_s), 0, BIG,
-     "wall-time budget per workflow, s (0: none)"},
-    {"budget.tokens", T_DBL, F(budget_tokens), 0, BIG,
-     "token budget per workflow, prompt + completion (0: none)"},
+    KNOB(SG_KNOB_TIME_BUDGET)
+    KNOB(SG_KNOB_TOKEN_BUDGET)
     {"fault.gen_fail_p", T_DBL, F(fault_gen_fail_p), 0, 1,
      "probability a generation fails midway"},
     {"fault.device_mtbf_s", T_DBL, F(fault_device_mtbf_s), 0, BIG,
@@ -170,9 +166,10 @@ static const pdef defs[] = {
  * documented in docs/simulation.md. */
 static void base_preset(sg_sim_params *p) {
   memset(p, 0, sizeof *p);
+  sg_knobs_default(&p->knobs);
   p->workflows = 10;
   p->devices = 10;
-  p->iterations = 100;
+  p->knobs.iterations = 100;
   snprintf(p->termination, sizeof p->termination, "hist-avg");
   snprintf(p->search, sizeof p->search, "refine");
   p->gen_cv = 0.35;
@@ -219,12 +216,12 @@ static void base_preset(sg_sim_params *p) {
   p->prof_cv = 0.2;
   p->compile_s = 0;
   p->compile_slots = 16;
-  p->tick_s = 5;
+  p->knobs.tick = 5;
   p->idle_min_new_tokens = 1024;
-  p->max_forks_per_iteration = 64;
-  p->max_live_forks = 8;
-  p->fork_gate = 0.8;
-  p->cutoff = 1.3;
+  p->knobs.max_forks = 64;
+  p->knobs.max_live_forks = 8;
+  p->knobs.fork_gate = 0.8;
+  p->knobs.cutoff = 1.3;
   p->static_profile_devices = -1;
   p->max_infra_failures = 3;
   p->max_retries = 2;
@@ -239,8 +236,8 @@ static void base_preset(sg_sim_params *p) {
  * forks), the prefix-cache mechanism, log-uniform useful prefixes, a share
  * of traces whose prefix never helps a fork. */
 static void paper_model(sg_sim_params *p) {
-  p->max_live_forks = 100000;
-  p->max_forks_per_iteration = 100000;
+  p->knobs.max_live_forks = 100000;
+  p->knobs.max_forks = 100000;
   p->valid_threshold_log = 1;
   p->spec_answer_tokens = 1000;
   /* Fitted on GLM's Table 9 alone (scripts/sim_fit.py fit; the other
@@ -271,7 +268,7 @@ static void preset_glm(sg_sim_params *p) {
    * slower than at the calibrated 8.19 (r(n) in sg_sim_llm.h):
    * 1 + c (n - 1) <= 1.1 (1 + c (8.19 - 1)) gives n <= 18.9, so 18 per
    * server, 8 of them for forks beside its 10 workflows' mains. */
-  p->llm_server_streams = 18;
+  p->knobs.llm_streams = 18;
   p->llm_kv_capacity_tokens = 150000;
   p->valid_prefix_useful_p = 0.8;
   snprintf(p->preset, sizeof p->preset, "paper-glm");
@@ -324,9 +321,18 @@ int sg_sim_params_preset(sg_sim_params *p, const char *name, sg_err *err) {
                     name);
 }
 
+/* The key of entry d: its own, or its knob row's "--set KEY" (into buf). */
+static const char *def_key(const pdef *d, char *buf, size_t n) {
+  if (d->type != T_KNOB)
+    return d->key;
+  sg_knob_sim_key(sg_knobs_find(d->key), buf, n);
+  return buf;
+}
+
 static const pdef *find(const char *key) {
+  char buf[SG_SIM_NAME_MAX];
   for (size_t i = 0; i < NDEFS; i++)
-    if (strcmp(defs[i].key, key) == 0)
+    if (strcmp(def_key(&defs[i], buf, sizeof buf), key) == 0)
       return &defs[i];
   return NULL;
 }
@@ -349,6 +355,12 @@ int sg_sim_params_set(sg_sim_params *p, const char *key, const char *value,
   char *end = NULL;
   errno = 0;
   switch (d->type) {
+  case T_KNOB: {
+    sg_err e;
+    sg_err_clear(&e);
+    int rc = sg_knobs_set(&p->knobs, sg_knobs_find(d->key), value, &e);
+    return rc < 0 ? sg_err_set(err, rc, "%s: %s", key, e.msg) : 0;
+  }
   case T_STR:
     if (value[0] == '\0' || strlen(value) >= SG_SIM_NAME_MAX)
       return sg_err_set(err, SG_EINVAL, "%s: \"%s\" must be 1..%d characters", key,
@@ -431,12 +443,27 @@ int sg_sim_params_validate(const sg_sim_params *p, sg_err *err) {
 
 size_t sg_sim_param_count(void) { return NDEFS; }
 
+/* A knob's doc: the run's flag, what the sim column adds after the key
+ * (", in configurations with +gate, beyond") and the row's help line, whose
+ * default in parentheses is the run's. */
+static void knob_doc(const sg_knob *r, char *buf, size_t n) {
+  char key[SG_SIM_NAME_MAX];
+  sg_knob_sim_key(r, key, sizeof key);
+  const char *rest = strstr(r->sim, key) + strlen(key);
+  snprintf(buf, n, "as `specgen run --%s`%s: %s", r->name, rest, r->help);
+}
+
 const sg_sim_param_info *sg_sim_param_get(size_t i) {
   static sg_sim_param_info info[NDEFS];
+  static char keys[NDEFS][SG_SIM_NAME_MAX], docs[NDEFS][512];
   if (i >= NDEFS)
     return NULL;
-  info[i].key = defs[i].key;
+  info[i].key = def_key(&defs[i], keys[i], sizeof keys[i]);
   info[i].doc = defs[i].doc;
+  if (defs[i].type == T_KNOB) {
+    knob_doc(sg_knobs_find(defs[i].key), docs[i], sizeof docs[i]);
+    info[i].doc = docs[i];
+  }
   return &info[i];
 }
 
@@ -445,7 +472,17 @@ void sg_sim_param_format(const sg_sim_params *p, size_t i, char *buf,
   if (i >= NDEFS || n == 0)
     return;
   const char *base = (const char *)p + defs[i].off;
-  switch (defs[i].type) {
+  ptype t = defs[i].type;
+  if (t == T_KNOB) {
+    /* a knob's number prints as the sim's own of its type */
+    sg_knob_type kt = sg_knobs_find(defs[i].key)->type;
+    if (kt == SG_KNOB_BOOL) {
+      snprintf(buf, n, "%s", *(const bool *)base ? "on" : "off");
+      return;
+    }
+    t = kt == SG_KNOB_INT ? T_INT : kt == SG_KNOB_U64 ? T_U64 : T_DBL;
+  }
+  switch (t) {
   case T_STR:
     snprintf(buf, n, "%s", base);
     break;
@@ -456,6 +493,7 @@ void sg_sim_param_format(const sg_sim_params *p, size_t i, char *buf,
     snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)base);
     break;
   case T_DBL:
+  case T_KNOB:
     snprintf(buf, n, "%.17g", *(const double *)base);
     break;
   }

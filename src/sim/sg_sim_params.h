@@ -6,7 +6,8 @@
  * from a preset, then a YAML file, then `--set` flags, and validated in one
  * place. Each field has a dotted key ("gen.mean_s") in one table, which
  * drives parsing, range checks, YAML loading and `specgen sim
- * --list-params`. In YAML a key may be written dotted or nested:
+ * --list-params`; the core's knobs in it are rows of config/sg_knobs.h,
+ * placed in the table, whose key, range and parser are the row's. In YAML a key may be written dotted or nested:
  *
  *   preset: paper-glm        # optional, must come first
  *   workflows: 4
@@ -19,6 +20,7 @@
 #define SG_SIM_PARAMS_H
 
 #include "common/sg_error.h"
+#include "config/sg_knobs.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,7 +33,6 @@ typedef struct sg_sim_params {
   /* Campaign. */
   int workflows;             /* parallel workflows (tasks) */
   int devices;               /* device pool G */
-  int iterations;            /* per workflow */
   char termination[SG_SIM_NAME_MAX]; /* criterion spec (sg_termination) */
   char search[SG_SIM_NAME_MAX];      /* search spec (sg_search) */
   /* Main (reasoning) generation. */
@@ -60,9 +61,6 @@ typedef struct sg_sim_params {
   double llm_prefill_interference; /* share of a server's prefill time that
                                 no stream decodes in (0: prefill is free) */
   double llm_prefill_window_s; /* window of the server's prefill load */
-  int llm_server_streams;    /* streams a server takes without slowing its
-                                mains: the fork budget is this less its
-                                workflows (sg_fork_budget); 0: no bound */
   double llm_kv_capacity_tokens; /* server KV for contexts; 0: the constant
                                 cache-hit model above */
   double kv_remote_gb_per_device; /* remote prefix cache: spare memory */
@@ -101,24 +99,22 @@ typedef struct sg_sim_params {
   double compile_s;          /* CPU compile before validation; 0: none */
   int compile_slots;
   /* Controller and scheduler knobs (sg_ctl_opts, sg_sched_opts). */
-  double tick_s;             /* controller ticks */
   double idle_min_new_tokens;/* reasoning growth for an idle fork */
-  int max_forks_per_iteration;
-  int max_live_forks;
-  double fork_gate;          /* sg_ctl_opts.fork_gate in full+gate, beyond */
-  double cutoff;             /* sg_ctl_opts.cutoff in full+cutoff, beyond */
   int static_profile_devices;/* -1: even split */
   int max_infra_failures;
   int max_retries;
-  /* Budgets per workflow (0: none), as the controller applies them. */
-  double budget_wall_s;
-  double budget_tokens;
   /* Faults. */
   double fault_gen_fail_p;   /* a generation fails midway */
   double fault_device_mtbf_s;/* mean time to a device dying; 0: never */
   double fault_infra_s;      /* how long a dead device takes to fail a run */
   /* Reproducibility. */
   uint64_t seed;
+  /* The core's knobs (config/sg_knobs.h). Those whose row says "--set KEY"
+   * are parameters under that key, read and range-checked by the row (the
+   * gate and the cutoff used only by the configurations that name them);
+   * the policy switches come from the configuration (sg_sim_variant);
+   * every other knob keeps its default. */
+  sg_knobs knobs;
 } sg_sim_params;
 
 /* Compiled-in presets: "paper-glm", "paper-dsv4". */

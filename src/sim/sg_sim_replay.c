@@ -688,14 +688,14 @@ static int params_of(const sg_sim_replay_opts *o, int64_t span_us, sg_sim_params
     return rc;
   p->workflows = (int)o->ntask;
   p->devices = o->devices;
-  p->iterations = o->knobs->iterations > 0 ? o->knobs->iterations : 1;
+  p->knobs.iterations = o->knobs->iterations > 0 ? o->knobs->iterations : 1;
   if (snprintf(p->termination, sizeof p->termination, "%s", o->termination) >=
           (int)sizeof p->termination ||
       snprintf(p->search, sizeof p->search, "%s", o->search) >= (int)sizeof p->search)
     return sg_err_set(err, SG_EINVAL, "replay: the termination or search spec is too long");
   snprintf(p->stream_profile, sizeof p->stream_profile, "none");
   p->seed = o->seed;
-  p->tick_s = o->knobs->tick;
+  p->knobs.tick = o->knobs->tick;
   p->gen_chunk_s = 1;   /* the record streams; the ticks never do */
   p->compile_s = 1;     /* validation has a compile stage, as live */
   /* On the record's clock a compile ends when its kernel asked for a
@@ -704,7 +704,7 @@ static int params_of(const sg_sim_replay_opts *o, int64_t span_us, sg_sim_params
   p->compile_slots = o->clock == SG_SIM_REPLAY_CLOCK_RECORDED ? SG_SIM_REPLAY_SLOTS
                                                                : o->compile_slots;
   p->llm_workflows_per_server = (int)o->ntask; /* one server, as live */
-  p->llm_server_streams = o->knobs->llm_streams;
+  p->knobs.llm_streams = o->knobs->llm_streams;
   p->fault_gen_fail_p = 0;
   p->fault_device_mtbf_s = 0;
   /* the stall guard: far beyond the recorded campaign */
@@ -760,7 +760,7 @@ int sg_sim_replay_run(const sg_sim_replay_opts *o, json_t **out, sg_err *err) {
   memset(&rp, 0, sizeof rp);
   rp.pace = o->pace;
   rp.prompted = o->prompted;
-  rp.unrecorded_us = (int64_t)llround(o->eval_timeout_s * 1e6);
+  rp.unrecorded_us = (int64_t)llround(o->knobs->eval_timeout * 1e6);
   rp.anchor = o->clock == SG_SIM_REPLAY_CLOCK_RECORDED;
   int rc = sg_replay_load(o->dir, &rp.rec, err);
   if (rc == 0 && (rc = sg_store_open(o->dir, &rp.store, err)) < 0)

@@ -60,7 +60,6 @@ typedef struct sg_sim_replay_opts {
                             entry (the controller's extraction) */
   const char *const *task, *const *language, *const *entry;
   int devices, compile_slots;
-  double eval_timeout_s; /* an unrecorded kernel's device stage (below) */
   uint64_t seed;
   const char *search, *termination;
   bool prompted;         /* reasoning: prompted (an unclosed thinking block is

@@ -236,7 +236,7 @@ char *sg_sim_report_table(const sg_sim_campaign *c) {
                 "preset %s, seed %llu: %d workflows x %d iterations on %d devices, "
                 "termination %s\n\n",
                 p->preset[0] ? p->preset : "(none)", (unsigned long long)p->seed,
-                p->workflows, p->iterations, p->devices, p->termination);
+                p->workflows, p->knobs.iterations, p->devices, p->termination);
   int w = 22; /* the config column fits the longest name asked for */
   for (size_t i = 0; i < c->n; i++)
     if ((int)strlen(c->results[i].name) > w)

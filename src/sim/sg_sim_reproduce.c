@@ -104,7 +104,7 @@ typedef struct model_runs {
 
 static int run_model(const sg_sim_params *base, model_runs *m, sg_err *err) {
   m->workflows = base->workflows;
-  m->iterations = base->iterations;
+  m->iterations = base->knobs.iterations;
   for (int i = 0; i < SG_SIM_VARIANTS; i++) {
     sg_sim_variant v;
     sg_sim_variant_parse(sg_sim_variant_name(i), &v, err);
@@ -233,7 +233,7 @@ int sg_sim_reproduce(const sg_sim_params *glm, const sg_sim_params *dsv4, bool j
     sg_buf_printf(&o.b,
                   "The paper's tables beside the simulator's (seed %llu; %d workflows x %d "
                   "iterations on %d devices).\nratio = sim / paper.\n",
-                  (unsigned long long)glm->seed, glm->workflows, glm->iterations,
+                  (unsigned long long)glm->seed, glm->workflows, glm->knobs.iterations,
                   glm->devices);
   }
   render(&o, m);

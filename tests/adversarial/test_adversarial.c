@@ -139,7 +139,7 @@ static void run_case(const sg_task *t, const char *prelude, const char *name,
   sg_eval_opts_default(&o);
   o.warmup_runs = 2;
   o.timed_runs = 5;
-  o.run_timeout_s = 3;
+  o.eval_timeout = 3;
   o.work_dir = work_root;
   unlink(MARKER);
   double off0 = clock_offset();

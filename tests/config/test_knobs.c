@@ -1,15 +1,18 @@
 /* test_knobs.c: the knob table (config/sg_knobs.h): its defaults agree with
  * the core's own, every row lands in the field it names, the run key table
  * carries every knob with the row's range, every knob's `specgen sim`
- * parameter exists, and docs/configuration.md holds the generated table. */
+ * parameter is read through its row, and docs/configuration.md holds the
+ * generated table. */
 #include "sg_test.h"
 
 #include "common/sg_file.h"
 #include "config/sg_knobs.h"
+#include "eval/sg_eval.h"
 #include "run/sg_run_config.h"
 #include "sim/sg_sim_params.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +25,9 @@ static void test_defaults_are_the_cores(void) {
   sg_ctl_opts_default(&want);
   sg_ctl_opts_default(&got);
   sg_knobs_land(&k, &got, NULL);
+  /* every field a row lands in, a new knob's included */
+  SG_CHECK_MSG(memcmp(&got, &want, sizeof want) == 0,
+               "a knob's default differs from sg_ctl_opts_default's");
   SG_CHECK(got.speculate == want.speculate && got.fork_on_idle == want.fork_on_idle);
   SG_CHECK_EQ_INT(got.max_forks_per_iteration, want.max_forks_per_iteration);
   SG_CHECK_EQ_INT(got.max_live_forks, want.max_live_forks);
@@ -34,6 +40,8 @@ static void test_defaults_are_the_cores(void) {
   sg_sched_opts_default(&sw);
   sg_sched_opts_default(&sg);
   sg_knobs_land(&k, NULL, &sg);
+  SG_CHECK_MSG(memcmp(&sg, &sw, sizeof sw) == 0,
+               "a knob's default differs from sg_sched_opts_default's");
   SG_CHECK(sg.elastic == sw.elastic && sg.work_conserving == sw.work_conserving &&
            sg.split_capacity == sw.split_capacity);
   /* and the run configuration starts from the same */
@@ -116,22 +124,82 @@ static void test_run_keys_are_the_rows(void) {
   }
 }
 
-/* A row naming a `specgen sim` parameter names one that exists. */
-static void test_sim_parameters_exist(void) {
+/* The value the row's range ends at, as text: what both commands accept. */
+static void top_value(const sg_knob *r, char *buf, size_t n) {
+  if (r->type == SG_KNOB_BOOL)
+    snprintf(buf, n, "on");
+  else if (r->type == SG_KNOB_U64)
+    snprintf(buf, n, "18446744073709551615");
+  else
+    snprintf(buf, n, "%.17g", r->max);
+}
+
+/* A row whose sim column says "--set KEY" is the sim's parameter KEY: listed
+ * once, set into the row's field through the row's parser, and refused out
+ * of the row's range with the words `specgen run` uses for its flag. Any
+ * other row says which configurations switch it, "on", or "none: why". */
+static void test_sim_parameters_are_the_rows(void) {
   size_t n;
   const sg_knob *t = sg_knobs_table(&n);
+  size_t keyed = 0;
   for (size_t i = 0; i < n; i++) {
-    char key[64];
-    size_t len = strcspn(t[i].sim, ", ");
-    if (strncmp(t[i].sim, "configurations", 14) == 0 ||
-        strncmp(t[i].sim, "every", 5) == 0 || strcmp(t[i].sim, "on") == 0)
+    char key[64], top[64];
+    if (!sg_knob_sim_key(&t[i], key, sizeof key)) {
+      SG_CHECK_MSG(strncmp(t[i].sim, "configurations", 14) == 0 ||
+                       strncmp(t[i].sim, "every", 5) == 0 || strcmp(t[i].sim, "on") == 0 ||
+                       strncmp(t[i].sim, "none: ", 6) == 0,
+                   "knob %s: sim column \"%s\" is neither \"--set KEY\" nor a "
+                   "configuration",
+                   t[i].name, t[i].sim);
       continue;
-    snprintf(key, sizeof key, "%.*s", (int)len, t[i].sim);
-    bool found = false;
+    }
+    keyed++;
+    size_t found = 0;
     for (size_t j = 0; j < sg_sim_param_count(); j++)
-      found = found || strcmp(sg_sim_param_get(j)->key, key) == 0;
-    SG_CHECK_MSG(found, "knob %s: no sim parameter \"%s\"", t[i].name, key);
+      found += strcmp(sg_sim_param_get(j)->key, key) == 0;
+    SG_CHECK_MSG(found == 1, "knob %s: sim parameter \"%s\" listed %zu times", t[i].name,
+                 key, found);
+    sg_sim_params p;
+    sg_err err;
+    sg_err_clear(&err);
+    SG_CHECK_OK(sg_sim_params_preset(&p, "paper-glm", &err), err);
+    top_value(&t[i], top, sizeof top);
+    SG_CHECK_OK(sg_sim_params_set(&p, key, top, &err), err);
+    double want = t[i].type == SG_KNOB_BOOL  ? 1
+                  : t[i].type == SG_KNOB_U64 ? (double)UINT64_MAX
+                                             : t[i].max;
+    SG_CHECK_MSG(sg_knobs_get(&p.knobs, &t[i]) == want,
+                 "knob %s: --set %s=%s does not land in its field", t[i].name, key, top);
+    /* out of range: the run's words after the key */
+    const char *bad = t[i].type == SG_KNOB_BOOL ? "maybe" : "-2";
+    SG_CHECK_EQ_INT(sg_sim_params_set(&p, key, bad, &err), SG_EINVAL);
+    char sim_msg[SG_ERR_MSG_MAX];
+    snprintf(sim_msg, sizeof sim_msg, "%s", err.msg);
+    sg_run_config c;
+    sg_run_config_init(&c);
+    SG_CHECK_EQ_INT(sg_run_config_set(&c, t[i].name, bad, NULL, &err), SG_EINVAL);
+    sg_run_config_free(&c);
+    const char *tail = strstr(err.msg, "expected");
+    SG_CHECK_MSG(tail && strstr(sim_msg, tail) != NULL, "knob %s: sim says \"%s\", run \"%s\"",
+                 t[i].name, sim_msg, err.msg);
   }
+  SG_CHECK(keyed > 0);
+}
+
+/* The evaluation timeout has one default, the row's: the run's, the
+ * evaluators' and what a 0 stands for on the way. */
+static void test_one_evaluation_timeout(void) {
+  sg_knobs k;
+  sg_knobs_default(&k);
+  SG_CHECK(k.eval_timeout == SG_EVAL_TIMEOUT_S);
+  sg_eval_opts eo;
+  sg_eval_opts_default(&eo);
+  SG_CHECK(eo.eval_timeout == SG_EVAL_TIMEOUT_S);
+  eo.eval_timeout = 0;
+  SG_CHECK(sg_eval_timeout(&eo) == SG_EVAL_TIMEOUT_S);
+  const sg_run_key *rk = sg_run_key_find("eval-timeout");
+  SG_CHECK(rk != NULL && rk->offset == offsetof(sg_run_config, knobs) +
+                                           offsetof(sg_knobs, eval_timeout));
 }
 
 #define BEGIN "<!-- knobs: generated from src/config/sg_knobs.h -->\n"
@@ -163,4 +231,5 @@ static void test_docs_hold_the_table(void) {
 
 SG_TEST_MAIN(SG_TEST(test_defaults_are_the_cores), SG_TEST(test_every_row_lands),
              SG_TEST(test_budgets_convert), SG_TEST(test_run_keys_are_the_rows),
-             SG_TEST(test_sim_parameters_exist), SG_TEST(test_docs_hold_the_table))
+             SG_TEST(test_sim_parameters_are_the_rows), SG_TEST(test_one_evaluation_timeout),
+             SG_TEST(test_docs_hold_the_table))

@@ -19,6 +19,8 @@
  * Also here: the sources and headers of src/core include only the core,
  * src/common's pure parts and standard C headers.
  */
+#include "common/sg_hash.h"
+#include "common/sg_rng.h"
 #include "core/sg_controller.h"
 #include "core/sg_scheduler.h"
 
@@ -36,12 +38,7 @@ typedef struct rng {
   uint64_t s;
 } rng;
 
-static uint64_t rnd(rng *r) { /* splitmix64 */
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(rng *r) { return sg_splitmix64(&r->s); }
 static int below(rng *r, int n) { return (int)(rnd(r) % (uint64_t)n); }
 static bool chance(rng *r, int percent) { return below(r, 100) < percent; }
 
@@ -99,7 +96,7 @@ typedef struct world {
 } world;
 
 static void mix(world *w, uint64_t x) {
-  w->trace = (w->trace ^ x) * 0x100000001b3ull; /* FNV-1a style */
+  w->trace = sg_fnv1a64_update(w->trace, &x, sizeof x);
 }
 
 static const char *const reasoning_pool[] = {

@@ -3,6 +3,8 @@
  * failures in the prompt, ring migration, round-robin islands, the
  * from-scratch plan, determinism for a seed, and a short run through the
  * controller. */
+#include "common/sg_hash.h"
+#include "common/sg_rng.h"
 #include "core/sg_controller.h"
 #include "core/sg_search_evolve.h"
 
@@ -308,13 +310,14 @@ static void test_cap_holds_under_load(void) {
   sg_history h;
   sg_history_init(&h);
   sg_evolve *e = make("islands=3,features=verdict+hash,bins=4,cap=20", 5);
-  uint64_t x = 12345;
+  sg_rng g;
+  sg_rng_seed(&g, 12345);
   double best = 0;
   uint64_t best_id = 0;
   static const char *const prof[] = {NULL, "memory-bound", "compute-bound",
                                      "latency-bound"};
   for (unsigned i = 0; i < 600; i++) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint64_t x = sg_rng_next(&g);
     double s = 0.05 + (double)(x >> 40) / (double)(1ULL << 24) * 4.0;
     uint64_t id = add_kernel(&h, i, SG_EVAL_OK, s, prof[(x >> 20) % 4], 150,
                              i);
@@ -649,7 +652,7 @@ static uint64_t run_digest(const char *spec, uint64_t seed) {
   sg_err err;
   sg_err_clear(&err);
   sg_evolve *e = make(spec, seed);
-  uint64_t d = 1469598103934665603ULL;
+  uint64_t d = SG_FNV1A64_INIT;
   for (uint32_t it = 0; it < 60; it++) {
     sg_search_plan plan;
     SG_CHECK_OK(sg_evolve_next(e, &h, it, &plan, &err), err);
@@ -664,8 +667,7 @@ static uint64_t run_digest(const char *spec, uint64_t seed) {
         vals[nv++] = p->items[j].kernel * 4 + (uint64_t)p->items[j].kind;
       for (size_t j = 0; j < p->n_inspirations; j++)
         vals[nv++] = p->inspirations[j];
-      for (size_t j = 0; j < nv; j++)
-        d = (d ^ vals[j]) * 1099511628211ULL;
+      d = sg_fnv1a64_update(d, vals, nv * sizeof vals[0]);
       /* the plan's kernels come back with speedups that depend on them */
       double s = 0.5 + (double)((p->base_kernel * 37 + it) % 29) / 10.0;
       sg_eval_status st = (it + i) % 4 == 3 ? SG_EVAL_COMPILE_ERROR

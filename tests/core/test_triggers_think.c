@@ -12,6 +12,7 @@
  */
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
+#include "common/sg_rng.h"
 #include "core/sg_triggers.h"
 #include "llm/sg_llm_chunk.h"
 #include "sg_test.h"
@@ -47,13 +48,12 @@ static void scan_inline(const char *content, size_t len, size_t chunk,
   sink k = {sg_scanner_new(NULL), r, 0};
   sg_llm_think th;
   sg_llm_think_init(&th, SG_LLM_THINK_DETECT);
-  uint64_t x = seed * 6364136223846793005ull + 1;
+  sg_rng g;
+  sg_rng_seed(&g, seed);
   for (size_t i = 0; i < len;) {
     size_t n = chunk;
-    if (n == 0) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      n = 1 + (size_t)((x >> 33) % 61);
-    }
+    if (n == 0)
+      n = 1 + (size_t)(sg_rng_next(&g) % 61);
     if (n > len - i)
       n = len - i;
     char *piece = sg_malloc(n);

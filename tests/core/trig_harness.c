@@ -2,6 +2,7 @@
 #include "trig_harness.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_rng.h"
 #include "core/sg_triggers_priv.h"
 #include "sg_test.h"
 
@@ -34,13 +35,12 @@ static void run(const char *in, size_t len, const sg_scanner_opts *o,
   sg_scanner *s = sg_scanner_new(o);
   trig_scanner_set_reference(s, reference);
   size_t i = 0;
-  uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
+  sg_rng g;
+  sg_rng_seed(&g, seed);
   while (i < len) {
     size_t n = chunk;
-    if (n == 0) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      n = 1 + (size_t)((x >> 33) % 97);
-    }
+    if (n == 0)
+      n = 1 + (size_t)(sg_rng_next(&g) % 97);
     if (n > len - i)
       n = len - i;
     feed_tight(s, in + i, n, r);

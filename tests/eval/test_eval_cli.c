@@ -57,7 +57,7 @@ static void skip_unless_x86_64(void) {
 }
 
 static void test_endless_loop_is_timeout(void) {
-  expect("spin.c", "--timeout 1", "timeout", "the kernel ran for more than 1 s in total (wall clock) during correctness check 1 of 3, in the candidate");
+  expect("spin.c", "--eval-timeout 1", "timeout", "the kernel ran for more than 1 s in total (wall clock) during correctness check 1 of 3, in the candidate");
 }
 
 /* The kernel's budget is kept inside the child: drawing two_ends' 16M inputs
@@ -65,7 +65,7 @@ static void test_endless_loop_is_timeout(void) {
  * kernel, which reads two values, passes. */
 static void test_timeout_budget_excludes_inputs_and_reference(void) {
   char *cmd = sg_asprintf("%s eval --task %s/two_ends %s/two_ends/reference.c "
-                          "--timeout 0.2 --json --runs 3 --warmups 0",
+                          "--eval-timeout 0.2 --json --runs 3 --warmups 0",
                           SG_TEST_SPECGEN, DATA, DATA);
   char *out = NULL;
   SG_CHECK_EQ_INT(run(cmd, &out), 0);
@@ -92,7 +92,7 @@ static void test_endless_allocation_is_runtime_error(void) {
    * bound itself (sg_sandbox.h); the sanitizer's allocator then reports, and
    * the report needs a system call the filter refuses: rejected, a failure
    * all the same, and the bound held (no timeout). */
-  json_t *j = eval_json("alloc_forever.c", "--timeout 60");
+  json_t *j = eval_json("alloc_forever.c", "--eval-timeout 60");
   const char *st = str(j, "status");
   SG_CHECK_MSG(strcmp(st, "rejected") == 0 || strcmp(st, "runtime_error") == 0,
                "alloc_forever.c: status %s: %s", st, str(j, "message"));
@@ -177,7 +177,7 @@ static void test_bad_usage_exits_2(void) {
       {"eval --task no_such_task x.c", "unknown task \"no_such_task\""},
       {"eval --task " VADD " /no/such/candidate.c", "/no/such/candidate.c"},
       {"eval --task " VADD " " VADD "/examples/ok-reference.c --trials 2", "--trials 2"},
-      {"eval --task " VADD " " VADD "/examples/ok-reference.c --timeout -1", "--timeout -1"},
+      {"eval --task " VADD " " VADD "/examples/ok-reference.c --eval-timeout -1", "--eval-timeout"},
       {"eval --task " VADD " " VADD "/examples/ok-reference.c --seed abc", "--seed abc"},
       {"eval --task " VADD " " VADD "/examples/ok-reference.c --bogus", "--bogus"},
       {"eval --task " VADD " " VADD "/examples/ok-reference.c --device cpu:9999", "cpu:9999"},

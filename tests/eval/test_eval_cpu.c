@@ -727,7 +727,7 @@ static void test_opts_default(void) {
   SG_CHECK_EQ_INT(o.correctness_trials, 3);
   SG_CHECK_EQ_INT(o.warmup_runs, 10);
   SG_CHECK_EQ_INT(o.timed_runs, 40);
-  SG_CHECK(o.compile_timeout_s > 0 && o.run_timeout_s > 0);
+  SG_CHECK(o.compile_timeout_s > 0 && o.eval_timeout > 0);
   SG_CHECK(o.seed == 0 && !o.strict);
   SG_CHECK(sg_evaluator_find("cpu") != NULL);
   SG_CHECK_STR_EQ(sg_evaluator_find("cpu")->name, "cpu");

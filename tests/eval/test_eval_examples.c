@@ -45,7 +45,7 @@ static void start(job *j, int core) {
     sg_eval_opts_default(&o);
     o.warmup_runs = 0;
     o.timed_runs = 1;
-    o.run_timeout_s = strcmp(j->ex->expected_status, "timeout") == 0 ? 2 : 120;
+    o.eval_timeout = strcmp(j->ex->expected_status, "timeout") == 0 ? 2 : 120;
     char dev[16];
     snprintf(dev, sizeof dev, "cpu:%d", core);
     o.device = dev;

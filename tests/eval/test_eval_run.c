@@ -43,7 +43,7 @@ static void quick_opts(sg_eval_opts *o) {
   sg_eval_opts_default(o);
   o->warmup_runs = 0;
   o->timed_runs = 1;
-  o->run_timeout_s = 30;
+  o->eval_timeout = 30;
 }
 
 /* Validates src; returns the result (caller frees). */

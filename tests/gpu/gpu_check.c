@@ -73,7 +73,7 @@ static void eval_opts(sg_eval_opts *o) {
   sg_eval_opts_default(o);
   o->seed = 12345;
   o->compile_timeout_s = 300;
-  o->run_timeout_s = 120;
+  o->eval_timeout = 120;
 }
 
 static void start_compile(job *jb) {

@@ -8,6 +8,8 @@
 #include "llm/sg_llm_chunk.h"
 #include "sg_test.h"
 
+#include "common/sg_rng.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,10 +242,12 @@ static void test_think_open_stop_before_content(void) {
  * agrees with the reference on every one. */
 static void test_think_random_against_reference(void) {
   static const char alpha[] = "<>/thinkx \n";
-  uint64_t x = 0x2545f4914f6cdd1dULL;
+  sg_rng g;
+  sg_rng_seed(&g, 0x2545f4914f6cdd1dULL);
+  uint64_t x;
   for (int round = 0; round < 20000; round++) {
     char s[48];
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    x = sg_rng_next(&g);
     size_t n = (size_t)(x % 40);
     /* Half of them start with a real opening tag. */
     size_t i = 0;
@@ -252,14 +256,14 @@ static void test_think_random_against_reference(void) {
       i = 7;
     }
     for (; i < n; i++) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      x = sg_rng_next(&g);
       s[i] = alpha[x % (sizeof alpha - 1)];
     }
     s[n > i ? n : i] = '\0';
     size_t len = strlen(s), cuts[6];
     int nc = 0;
     for (int k = 0; k < 6; k++) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      x = sg_rng_next(&g);
       size_t c = len ? (size_t)(x % (len + 1)) : 0;
       if (nc == 0 || c >= cuts[nc - 1])
         cuts[nc++] = c;

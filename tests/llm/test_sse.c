@@ -9,6 +9,7 @@
 #include "sg_test.h"
 
 #include "common/sg_buf.h"
+#include "common/sg_rng.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -159,22 +160,16 @@ static void test_sse_every_chunk_size(void) {
   }
 }
 
-static uint64_t rng_next(uint64_t *s) {
-  *s ^= *s << 13;
-  *s ^= *s >> 7;
-  *s ^= *s << 17;
-  return *s;
-}
-
 static void test_sse_random_splits_seeded(void) {
-  uint64_t seed = 0x5eed5eedULL;
+  sg_rng g;
+  sg_rng_seed(&g, 0x5eed5eedULL);
   for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
     size_t len = case_len(&k_cases[i]);
     size_t *cuts = malloc((len + 1) * sizeof *cuts);
     for (int round = 0; round < 200; round++) {
       size_t n = 0, at = 0;
       while (1) {
-        at += 1 + rng_next(&seed) % 7;
+        at += 1 + sg_rng_next(&g) % 7;
         if (at >= len)
           break;
         cuts[n++] = at;

@@ -135,7 +135,7 @@ class Proxy:
     def validate(self, rid, src, timeout_s=20):
         self.send({"type": "validate", "id": rid, "task": "hinge_loss", "source": src,
                    "opts": {"seed": 11, "trials": 3, "runs": 3, "warmups": 1,
-                            "timeout_s": timeout_s}})
+                            "eval_timeout": timeout_s}})
 
     def expect(self, pred, what, limit=WAIT):
         end = time.monotonic() + limit

@@ -174,7 +174,7 @@ static int submit_ex(ctx *c, uint64_t ticket, sg_pool_kind kind, int slot,
   sg_pool_request r = {.ticket = ticket, .kind = kind, .slot = slot,
                        .task = "hinge_loss", .source = src,
                        .source_len = strlen(src), .seed = 11, .trials = 3,
-                       .runs = 3, .warmups = 1, .timeout_s = timeout_s};
+                       .runs = 3, .warmups = 1, .eval_timeout = timeout_s};
   c->in_call++;
   int rc = sg_pool_submit(c->p, &r, err);
   c->in_call--;
@@ -343,7 +343,7 @@ static void test_bad_options_and_requests_are_refused(void) {
   SG_CHECK_CONTAINS(err.msg, "slot 1 out of range");
   SG_CHECK_EQ_INT(submit_ex(&c, 0, SG_POOL_VALIDATE, 0, "ok-fast.c", 60, &err), SG_EINVAL);
   SG_CHECK_EQ_INT(submit_ex(&c, 1, SG_POOL_VALIDATE, 0, "ok-fast.c", -1, &err), SG_EINVAL);
-  SG_CHECK_CONTAINS(err.msg, "timeout_s");
+  SG_CHECK_CONTAINS(err.msg, "eval_timeout");
   submit_ok(&c, 1, SG_POOL_VALIDATE, 0, "ok-fast.c");
   SG_CHECK_EQ_INT(submit_ex(&c, 1, SG_POOL_VALIDATE, 0, "ok-fast.c", 60, &err), SG_EINVAL);
   SG_CHECK_CONTAINS(err.msg, "already pending");
@@ -537,7 +537,7 @@ static void test_sigstop_is_a_hang_then_a_restart(void) {
   wait_wevents(&c, 0, "started", 2);
   long pid2 = sg_pool_worker_pid(c.p, 0);
   SG_CHECK(pid2 > 0 && pid2 != pid);
-  /* the restarted worker serves (a long timeout_s widens its hang limit) */
+  /* the restarted worker serves (a long eval_timeout widens its hang limit) */
   submit_ok(&c, 2, SG_POOL_VALIDATE, 0, "ok-fast.c");
   wait_results(&c, 2);
   check_status(&c, 2, SG_EVAL_OK);

@@ -9,6 +9,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_file.h"
 #include "eval/sg_eval.h"
+#include "config/sg_knobs.h"
 #include "run/sg_run_config.h"
 
 #include <jansson.h>
@@ -24,7 +25,7 @@ typedef struct key_case {
   const char *key, *good, *json, *bad;
 } key_case;
 
-static const key_case cases[] = {
+static const key_case listed[] = {
     {"task", "softmax", "[\"softmax\"]", ""},
     {"llm", "http://127.0.0.1:8000/v1", "\"http://127.0.0.1:8000/v1\"", ""},
     {"model", "Qwen/Qwen3-8B", "\"Qwen/Qwen3-8B\"", ""},
@@ -59,8 +60,8 @@ static const key_case cases[] = {
     {"termination", "hist-best", "\"hist-best\"", ""},
     {"fork-on-idle", "false", "false", "offf"},
     {"token-forks", "off", "false", "of"},
-    {"max-forks", "0", "0", "1001"},
-    {"max-live-forks", "256", "256", "0"},
+    {"max-forks", "0", "0", "100001"},
+    {"max-live-forks", "100000", "100000", "0"},
     {"llm-streams", "64", "64", "-1"},
     {"work-conserving", "on", "true", "sometimes"},
     {"split-capacity", "on", "true", "halves"},
@@ -83,7 +84,56 @@ static const key_case cases[] = {
     {"json", "1", "true", "-"},
     {"dashboard", "127.0.0.1:8750", "\"127.0.0.1:8750\"", ""},
 };
-#define NCASES (sizeof cases / sizeof cases[0])
+#define NLISTED (sizeof listed / sizeof listed[0])
+
+/* The cases: those listed, then one for each knob (config/sg_knobs.h) the
+ * list has none for, from its row: the top of its range, as to_json writes
+ * it, and a value below it. A new knob is tested three ways with no line
+ * here. */
+static key_case cases[NLISTED + 64];
+static size_t NCASES;
+static char knob_text[64][3][48];
+
+__attribute__((constructor)) static void add_knob_cases(void) {
+  memcpy(cases, listed, sizeof listed);
+  NCASES = NLISTED;
+  size_t n;
+  const sg_knob *t = sg_knobs_table(&n);
+  for (size_t i = 0, m = 0; i < n && m < 64; i++) {
+    bool found = false;
+    for (size_t j = 0; j < NLISTED; j++)
+      found |= strcmp(listed[j].key, t[i].name) == 0;
+    if (found)
+      continue;
+    char *good = knob_text[m][0], *json = knob_text[m][1], *bad = knob_text[m][2];
+    json_t *v = NULL;
+    switch (t[i].type) {
+    case SG_KNOB_BOOL:
+      snprintf(good, 48, "on");
+      v = json_true();
+      break;
+    case SG_KNOB_INT:
+      snprintf(good, 48, "%d", (int)t[i].max);
+      v = json_integer((json_int_t)t[i].max);
+      break;
+    case SG_KNOB_DOUBLE:
+      snprintf(good, 48, "%.17g", t[i].max);
+      v = json_real(t[i].max);
+      break;
+    case SG_KNOB_U64:
+      snprintf(good, 48, "%llu", (unsigned long long)t[i].min);
+      v = json_integer((json_int_t)t[i].min);
+      break;
+    }
+    char *dump = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    snprintf(json, 48, "%s", dump);
+    free(dump);
+    json_decref(v);
+    snprintf(bad, 48, "%s", t[i].type == SG_KNOB_BOOL ? "maybe" : "-2");
+    cases[NCASES++] = (key_case){t[i].name, good, json, bad};
+    m++;
+  }
+}
 
 /* The key's value in c, as JSON text; the caller frees it. */
 static char *json_of(const sg_run_config *c, const char *key) {
@@ -139,15 +189,15 @@ static void test_defaults(void) {
   SG_CHECK_STR_EQ(c.termination, "hist-avg");
   SG_CHECK_EQ_INT(c.max_tokens, 0);
   SG_CHECK(c.temperature == -1 && c.gen_deadline == 1800 && c.idle_timeout == 120);
-  SG_CHECK(c.server_speed == 300 && c.eval_timeout == 60 && c.hang_grace == 30);
+  SG_CHECK(c.server_speed == 300 && c.knobs.eval_timeout == 60 && c.hang_grace == 30);
   /* one evaluation timeout: the run's default is the evaluators' own, and
    * what a 0 (or no options) stands for */
   sg_eval_opts eo;
   sg_eval_opts_default(&eo);
-  SG_CHECK(c.eval_timeout == SG_EVAL_TIMEOUT_S && eo.run_timeout_s == SG_EVAL_TIMEOUT_S);
-  eo.run_timeout_s = 0;
-  SG_CHECK(sg_eval_run_timeout(&eo) == SG_EVAL_TIMEOUT_S);
-  SG_CHECK(sg_eval_run_timeout(NULL) == SG_EVAL_TIMEOUT_S);
+  SG_CHECK(c.knobs.eval_timeout == SG_EVAL_TIMEOUT_S && eo.eval_timeout == SG_EVAL_TIMEOUT_S);
+  eo.eval_timeout = 0;
+  SG_CHECK(sg_eval_timeout(&eo) == SG_EVAL_TIMEOUT_S);
+  SG_CHECK(sg_eval_timeout(NULL) == SG_EVAL_TIMEOUT_S);
   SG_CHECK_EQ_INT(c.compile_workers, 1);
   SG_CHECK_EQ_INT(c.trials, 3);
   SG_CHECK_EQ_INT(c.runs, 40);

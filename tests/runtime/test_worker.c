@@ -40,7 +40,7 @@ static json_t *validate(const char *id, const char *ex, double timeout_s) {
   json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:{s:i, s:i, s:i, s:f}}", "type",
                         "validate", "id", id, "task", "hinge_loss", "source", src,
                         "opts", "runs", 1, "warmups", 0, "seed", 11,
-                        "timeout_s", timeout_s);
+                        "eval_timeout", timeout_s);
   free(src);
   return j;
 }

@@ -47,7 +47,7 @@ static void test_validate_and_profile_parse_with_opts(void) {
   sg_err err;
   SG_CHECK_OK(parse_req("{\"type\":\"validate\",\"id\":\"r-1\",\"task\":\"hinge_loss\","
                         "\"source\":\"int x;\\nvoid f(void){}\",\"opts\":{\"seed\":42,"
-                        "\"trials\":5,\"runs\":7,\"warmups\":0,\"timeout_s\":2.5}}",
+                        "\"trials\":5,\"runs\":7,\"warmups\":0,\"eval_timeout\":2.5}}",
                         &req, &err), err);
   SG_CHECK_EQ_INT(req.type, SG_WREQ_VALIDATE);
   SG_CHECK_STR_EQ(req.id, "r-1");
@@ -58,7 +58,7 @@ static void test_validate_and_profile_parse_with_opts(void) {
   SG_CHECK_EQ_INT(req.trials, 5);
   SG_CHECK_EQ_INT(req.runs, 7);
   SG_CHECK_EQ_INT(req.warmups, 0);
-  SG_CHECK_NEAR(req.timeout_s, 2.5, 0);
+  SG_CHECK_NEAR(req.eval_timeout, 2.5, 0);
 
   sg_eval_opts opts;
   sg_eval_opts_default(&opts);
@@ -67,7 +67,7 @@ static void test_validate_and_profile_parse_with_opts(void) {
   SG_CHECK_EQ_INT(opts.correctness_trials, 5);
   SG_CHECK_EQ_INT(opts.timed_runs, 7);
   SG_CHECK_EQ_INT(opts.warmup_runs, 0);
-  SG_CHECK_NEAR(opts.run_timeout_s, 2.5, 0);
+  SG_CHECK_NEAR(opts.eval_timeout, 2.5, 0);
   sg_worker_request_free(&req);
 
   /* profile without opts: nothing given, the evaluator's defaults stay */
@@ -103,7 +103,7 @@ static void test_request_round_trip(void) {
   a.trials = 4;
   a.runs = 3;
   a.warmups = 2;
-  a.timeout_s = 0.75;
+  a.eval_timeout = 0.75;
   json_t *j = sg_worker_request_to_json(&a);
   size_t len;
   char *line = sg_jsonl_line(j, &len);
@@ -121,7 +121,7 @@ static void test_request_round_trip(void) {
   SG_CHECK_EQ_INT(b.trials, a.trials);
   SG_CHECK_EQ_INT(b.runs, a.runs);
   SG_CHECK_EQ_INT(b.warmups, a.warmups);
-  SG_CHECK_NEAR(b.timeout_s, a.timeout_s, 0);
+  SG_CHECK_NEAR(b.eval_timeout, a.eval_timeout, 0);
   free(line);
   sg_worker_request_free(&b);
 
@@ -204,10 +204,10 @@ static void test_malformed_requests_name_the_field(void) {
       {V ",\"opts\":{\"runs\":0}}", "field \"opts.runs\": expected an integer from 1 to 100000"},
       {V ",\"opts\":{\"runs\":100001}}", "field \"opts.runs\""},
       {V ",\"opts\":{\"warmups\":-1}}", "field \"opts.warmups\": expected an integer from 0 to 100000"},
-      {V ",\"opts\":{\"timeout_s\":0}}", "field \"opts.timeout_s\""},
-      {V ",\"opts\":{\"timeout_s\":-1}}", "field \"opts.timeout_s\""},
-      {V ",\"opts\":{\"timeout_s\":86401}}", "field \"opts.timeout_s\""},
-      {V ",\"opts\":{\"timeout_s\":\"5\"}}", "field \"opts.timeout_s\""},
+      {V ",\"opts\":{\"eval_timeout\":0}}", "field \"opts.eval_timeout\""},
+      {V ",\"opts\":{\"eval_timeout\":-1}}", "field \"opts.eval_timeout\""},
+      {V ",\"opts\":{\"eval_timeout\":86401}}", "field \"opts.eval_timeout\""},
+      {V ",\"opts\":{\"eval_timeout\":\"5\"}}", "field \"opts.eval_timeout\""},
       {V ",\"opts\":{\"trails\":5}}", "field \"opts.trails\": unknown option"},
       {V ",\"task_files\":[]}", "field \"task_files\": expected an object"},
       {V ",\"task_files\":{}}", "field \"task_files\": 0 files"},

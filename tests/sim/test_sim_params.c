@@ -22,7 +22,7 @@ static void presets_hold_the_papers_characterization(void) {
   SG_CHECK_NEAR(p.valid_threshold_max, 0.70, 1e-9);
   SG_CHECK_EQ_INT(p.workflows, 10);
   SG_CHECK_EQ_INT(p.devices, 10);
-  SG_CHECK_EQ_INT(p.iterations, 100);
+  SG_CHECK_EQ_INT(p.knobs.iterations, 100);
   SG_CHECK_STR_EQ(p.termination, "hist-avg");
   SG_CHECK_OK(sg_sim_params_preset(&d, "paper-dsv4", &err), err);
   SG_CHECK_NEAR(d.gen_mean_s, 522.6, 1e-9);
@@ -148,7 +148,7 @@ static void yaml_file_and_missing_file(void) {
   sg_sim_params p = glm();
   sg_err err;
   SG_CHECK_OK(sg_sim_params_load_yaml(&p, path, &err), err);
-  SG_CHECK_EQ_INT(p.iterations, 7);
+  SG_CHECK_EQ_INT(p.knobs.iterations, 7);
   SG_CHECK_NEAR(p.spec_answer_tokens, 900, 1e-12);
   unlink(path);
   SG_CHECK(sg_sim_params_load_yaml(&p, path, &err) < 0);

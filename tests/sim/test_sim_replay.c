@@ -45,11 +45,12 @@ static json_t *replay(bool spec, sg_sim_replay_clock clock, sg_sim_replay_pace p
   k.tick = 0.05;
   k.max_forks = 4;
   k.max_live_forks = 16;
+  k.eval_timeout = 5;
   static const char *const task[] = {"hinge_loss"}, *const lang[] = {"c"},
                            *const entry[] = {"hinge_loss"};
   sg_sim_replay_opts o = {.dir = dir, .pace = pace, .clock = clock, .knobs = &k,
                           .ntask = 1, .task = task, .language = lang, .entry = entry,
-                          .devices = 1, .compile_slots = 1, .eval_timeout_s = 5,
+                          .devices = 1, .compile_slots = 1,
                           .seed = 7, .search = "refine", .termination = "hist-avg"};
   json_t *out = NULL;
   sg_err err;

@@ -17,7 +17,7 @@ static sg_sim_params preset(const char *name) { return sim_test_preset(name); }
 static sg_sim_params small(void) {
   sg_sim_params p = preset("paper-glm");
   p.workflows = 3;
-  p.iterations = 12;
+  p.knobs.iterations = 12;
   p.devices = 4;
   return p;
 }
@@ -71,7 +71,7 @@ static void different_seeds_differ(void) {
 
 static void check_invariants(const sg_sim_params *p, const sg_sim_result *r) {
   SG_CHECK_EQ_INT(r->workflows_done, p->workflows);
-  SG_CHECK_EQ_INT(r->iterations, (uint64_t)p->workflows * (uint64_t)p->iterations);
+  SG_CHECK_EQ_INT(r->iterations, (uint64_t)p->workflows * (uint64_t)p->knobs.iterations);
   SG_CHECK(r->e2e_s > 0);
   SG_CHECK(r->util_validate >= 0 && r->util_validate <= 1);
   SG_CHECK(r->util_profile >= 0 && r->util_profile <= 1);
@@ -102,7 +102,7 @@ static void check_invariants(const sg_sim_params *p, const sg_sim_result *r) {
 static void memory_is_bounded_by_an_iteration(void) {
   sg_sim_params p = small();
   p.workflows = 2;
-  p.iterations = 200;
+  p.knobs.iterations = 200;
   sg_sim_result r = run(&p, "full");
   check_invariants(&p, &r);
   SG_CHECK_MSG(r.gen_slots_max > 0 && r.gen_slots_max * 8 < r.forks / 2,
@@ -266,10 +266,10 @@ static void fork_budget_bounds_the_servers(void) {
   sg_sim_params p = preset("paper-glm");
   p.workflows = 100;
   p.devices = 100;
-  p.iterations = 10;
-  SG_CHECK_EQ_INT(p.llm_server_streams, 18);
+  p.knobs.iterations = 10;
+  SG_CHECK_EQ_INT(p.knobs.llm_streams, 18);
   sg_sim_result bounded = run(&p, "full");
-  p.llm_server_streams = 0;
+  p.knobs.llm_streams = 0;
   sg_sim_result open = run(&p, "full");
   double servers = 100.0 / p.llm_workflows_per_server;
   SG_CHECK_MSG(bounded.llm_mean_streams / servers <= 18, "%.1f streams per server",
@@ -279,7 +279,7 @@ static void fork_budget_bounds_the_servers(void) {
   SG_CHECK(open.forks > bounded.forks);
   SG_CHECK_MSG(bounded.e2e_geomean_s < open.e2e_geomean_s, "%.0f s vs %.0f s",
                bounded.e2e_geomean_s, open.e2e_geomean_s);
-  p.llm_server_streams = 10; /* ten workflows per server: no stream left */
+  p.knobs.llm_streams = 10; /* ten workflows per server: no stream left */
   sg_sim_variant v;
   sg_sim_result r;
   sg_err err;
@@ -319,7 +319,7 @@ static void beyond_the_paper_configs(void) {
   /* The cutoff's mains go on detached only where asked, and answer (a
    * campaign long enough for the cutoff to learn and fire) */
   sg_sim_params longer = p;
-  longer.iterations = 40;
+  longer.knobs.iterations = 40;
   sg_sim_result cut = run(&longer, "full+cutoff");
   sg_sim_result det = run(&longer, "full+cutoff+detach");
   check_invariants(&longer, &det);
@@ -348,7 +348,7 @@ static void beyond_the_paper_configs(void) {
   check_invariants(&longer, &ga);
   SG_CHECK_EQ_INT(gv.ahead_started, 0);
   SG_CHECK_MSG(ga.ahead_adopted > 0 && ga.ahead_adopted < ga.ahead_started &&
-                   ga.ahead_started <= (uint64_t)longer.workflows * (uint64_t)(longer.iterations - 1),
+                   ga.ahead_started <= (uint64_t)longer.workflows * (uint64_t)(longer.knobs.iterations - 1),
                "%llu started ahead, %llu adopted", (unsigned long long)ga.ahead_started,
                (unsigned long long)ga.ahead_adopted);
   SG_CHECK_MSG(ga.e2e_geomean_s < gv.e2e_geomean_s, "%g s vs %g s", ga.e2e_geomean_s,
@@ -476,7 +476,7 @@ static void evaluation_times_hold_their_means(void) {
   /* With one workflow per device and no forks nothing queues: the busy time
    * per validation is the model's mean. */
   sg_sim_params p = preset("paper-dsv4");
-  p.iterations = 100;
+  p.knobs.iterations = 100;
   sg_sim_result r = run(&p, "baseline");
   double pool = r.e2e_s * p.devices;
   double val_s = r.util_validate * pool / (double)r.main_validated;
@@ -516,7 +516,7 @@ static void full_beats_baseline_on_the_presets(void) {
   const char *names[] = {"paper-glm", "paper-dsv4"};
   for (int i = 0; i < 2; i++) {
     sg_sim_params p = preset(names[i]);
-    p.iterations = 40;
+    p.knobs.iterations = 40;
     sg_sim_result b = run(&p, "baseline");
     sg_sim_result f = run(&p, "full");
     SG_CHECK_MSG(b.e2e_s / f.e2e_s > 1.08, "%s: full only %.3fx", names[i],
@@ -532,7 +532,7 @@ static void full_beats_baseline_on_the_presets(void) {
 
 static void never_terminating_is_slower_than_first_valid(void) {
   sg_sim_params p = small();
-  p.iterations = 20;
+  p.knobs.iterations = 20;
   snprintf(p.termination, sizeof p.termination, "first-valid");
   sg_sim_result fv = run(&p, "full");
   snprintf(p.termination, sizeof p.termination, "none");
@@ -577,8 +577,8 @@ static void configs_list_parsing(void) {
 
 static void wall_budget_ends_workflows(void) {
   sg_sim_params p = small();
-  p.iterations = 1000;
-  p.budget_wall_s = 5000;
+  p.knobs.iterations = 1000;
+  p.knobs.time_budget = 5000;
   sg_sim_result r = run(&p, "full");
   SG_CHECK_EQ_INT(r.workflows_done, p.workflows);
   SG_CHECK(r.iterations < (uint64_t)p.workflows * 1000);

@@ -128,9 +128,9 @@ static sg_sim_params open_campaign(const char *profile) {
   snprintf(p.termination, sizeof p.termination, "none");
   p.workflows = 4;
   p.devices = 8;
-  p.iterations = 25;
+  p.knobs.iterations = 25;
   p.idle_min_new_tokens = 1e12;
-  p.llm_server_streams = 0;
+  p.knobs.llm_streams = 0;
   return p;
 }
 

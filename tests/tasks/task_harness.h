@@ -1,8 +1,9 @@
 /* task_harness.h: what the tests of the built-in CPU tasks share (header only).
  *
  * Loads a task from the source tree, draws its inputs from a fixed seed
- * following each argument's init spec (the test's own RNG, so the check does
- * not lean on the evaluator it is meant to check), compiles a C file of the
+ * following each argument's init spec (common's generator with the test's own
+ * distributions, so the check does not lean on the evaluator it is meant to
+ * check), compiles a C file of the
  * task into a shared object with the system compiler, runs its entry function
  * in a child process (so a crash, an abort or an endless loop is observed, not
  * suffered) and compares the output with an independent naive computation in
@@ -16,6 +17,8 @@
 #define TASK_HARNESS_H
 
 #include "common/sg_alloc.h"
+#include "common/sg_hash.h"
+#include "common/sg_rng.h"
 #include "eval/sg_task.h"
 #include "sg_test.h"
 
@@ -53,45 +56,21 @@ typedef struct th_ctx {
   char tmpdir[64];
 } th_ctx;
 
-/* ---- a small, seeded RNG (xoshiro256**, seeded with splitmix64) ---------- */
+/* ---- a seeded RNG (common's sg_rng) with the test's own normals ---------- */
 
 typedef struct th_rng {
-  uint64_t s[4];
+  sg_rng g;
   double spare;
   int has_spare;
 } th_rng;
 
-static inline uint64_t th_splitmix(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 static inline void th_rng_seed(th_rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; i++)
-    r->s[i] = th_splitmix(&seed);
+  sg_rng_seed(&r->g, seed);
   r->has_spare = 0;
 }
 
-static inline uint64_t th_rng_next(th_rng *r) {
-  uint64_t *s = r->s;
-  uint64_t x = s[1] * 5;
-  uint64_t res = ((x << 7) | (x >> 57)) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = (s[3] << 45) | (s[3] >> 19);
-  return res;
-}
-
 /* Uniform in [0, 1). */
-static inline double th_rng_unit(th_rng *r) {
-  return (double)(th_rng_next(r) >> 11) * 0x1.0p-53;
-}
+static inline double th_rng_unit(th_rng *r) { return sg_rng_uniform(&r->g); }
 
 /* Standard normal (Box-Muller, two values per draw). */
 static inline double th_rng_normal(th_rng *r) {
@@ -112,10 +91,7 @@ static inline double th_rng_normal(th_rng *r) {
  * structure to every trailing square matrix. */
 static inline void th_fill(const sg_task_arg *a, float *x, uint64_t seed) {
   th_rng r;
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = a->name; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  th_rng_seed(&r, seed ^ h);
+  th_rng_seed(&r, seed ^ sg_fnv1a64(a->name, strlen(a->name)));
   const sg_init_spec *s = &a->init;
   for (int64_t i = 0; i < a->numel; i++) {
     double v;
@@ -124,7 +100,7 @@ static inline void th_fill(const sg_task_arg *a, float *x, uint64_t seed) {
     else if (strcmp(s->dist, "uniform") == 0)
       v = s->p[0] + (s->p[1] - s->p[0]) * th_rng_unit(&r);
     else if (strcmp(s->dist, "choice") == 0)
-      v = s->values[th_rng_next(&r) % s->nvalues];
+      v = s->values[sg_rng_next(&r.g) % s->nvalues];
     else
       SG_FAIL("%s: unknown dist \"%s\"", a->name, s->dist);
     x[i] = (float)v;
