@@ -16,7 +16,9 @@
 # errors are reported with the server's message; a short `specgen run`
 # produces generations with measured token counts and says why no fork
 # fires (the model does not reason); a `--reasoning prompted` run forks from
-# the model's prompted thinking and gets a candidate to the evaluator.
+# the model's prompted thinking and gets a candidate to the evaluator; and
+# the run measures that a fork slows the main on one thread, and withholds
+# forks (the fork budget, docs/core.md).
 set -uo pipefail
 SPECGEN=$1
 SCRIPTS=$2
@@ -66,7 +68,7 @@ for _ in $(seq 1 600); do
   kill -0 "$server_pid" 2>/dev/null || break
   sleep 0.2
 done
-echo "1..10"
+echo "1..11"
 check "llama.cpp's server (xllamacpp) starts and answers /v1/models" $up "$(tail -5 "$work/server.log")"
 [ $up -eq 0 ] || exit 1
 
@@ -179,4 +181,37 @@ done
   && grep -q "reasoning: prompted" "$work/prun.out" && ! grep -q "streamed no reasoning" "$work/prun.err"
 check "prompted run: a candidate reached the evaluator (try $tries of 3); run and store say prompted" $? \
   "exit $rc; $done_gens $forks $cands $evals $reasoning" "$(tail -20 "$work/prun.err")" "$(tail -12 "$work/prun.out")"
+
+# 7. The fork budget measured (fork-slowdown-max, 0.15 by default): the one
+#    thread decodes the main and its fork in turn (and prefills the fork's
+#    prompt), so a fork slows the main by far more than 15%; the run measures
+#    it and lowers the cap to 0 (a fork_budget decision with cap 0). Ratios
+#    only (the machine may be busy): the main's rate with a fork live is
+#    compared with its own rate alone, in the same run. Up to two runs, each
+#    another sample, until a fork was live long enough to measure.
+budget() { python3 -c 'import json,sqlite3,sys
+s=json.load(open(sys.argv[1]+"/summary.json")).get("fork_budget") or {}
+r={x["forks"]: x for x in s.get("rates", [])}
+d=sqlite3.connect(sys.argv[1]+"/run.db")
+z=d.execute("select count(*) from decisions where kind=\"fork_budget\" and json_extract(detail_json, \"$.cap\") = 0").fetchone()[0]
+a=r.get(0, {}).get("tokens_per_s"); o=r.get(1, {}).get("slowdown")
+print(a if a is not None else "-", o if o is not None else "-", z, s.get("line", "-"))' "$1" 2>&1; }
+tries=0
+for temp in 0.6 0.9; do
+  tries=$((tries + 1))
+  rm -rf "$work/brun"
+  "$SPECGEN" run --llm "$url" --model smollm2 --profile "$profile" --reasoning prompted \
+    --task "$DATA/../../eval/data/tasks/cpu/vector_add" --prompts "$DATA/prompts_small" \
+    --iterations 2 --max-tokens 400 --temperature "$temp" --devices cpu:0 --out "$work/brun" \
+    --runs 3 --warmups 1 --gen-deadline 300 --max-forks 2 --max-live-forks 1 \
+    >"$work/brun.out" 2>"$work/brun.err"
+  rc=$?
+  read -r alone slow1 zero line <<<"$(budget "$work/brun")"
+  echo "# fork budget run at temperature $temp: exit $rc; $line"
+  [ $rc -eq 0 ] && [ "$slow1" != - ] && break
+done
+[ $rc -eq 0 ] && [ "$slow1" != - ] && awk -v s="$slow1" 'BEGIN { exit !(s > 0.15) }' \
+  && [ "${zero:-0}" -ge 1 ]
+check "fork budget: one fork slows the main by $slow1 (> 0.15) on one thread; the cap went to 0 (try $tries of 2)" $? \
+  "exit $rc; alone $alone, slowdown $slow1, cap-0 decisions $zero" "$(tail -12 "$work/brun.err")"
 exit $((failed > 0))
