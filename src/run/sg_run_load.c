@@ -78,7 +78,8 @@ void sg_run_load_chunk(run *r, rgen *g) {
     if (cap != before) {
       wf *f = wf_of(r, g->w);
       json_t *d = load_json(r);
-      json_object_set_new(d, "cap_before", json_integer(before));
+      json_object_set_new(d, "cap_before",
+                          before >= SG_LOAD_UNBOUNDED ? json_null() : json_integer(before));
       sg_run_record_decision(r, f, "fork_budget", json_incref(d));
       sg_run_emit(r, "fork_budget", d);
     }
