@@ -88,7 +88,8 @@ def run_arm(a, spec, url, tasks):
                  "--reasoning", "prompted", "--spec", spec, "--iterations",
                  str(a.iterations), "--max-tokens", str(a.max_tokens), "--temperature",
                  str(a.temperature), "--devices", a.devices, "--idle-timeout", "3600",
-                 "--gen-deadline", "7200", "--llm-streams", str(a.slots)]
+                 "--gen-deadline", "7200", "--llm-streams", str(a.slots),
+                 "--fork-slowdown-max", str(a.fork_slowdown_max)]
     with open(os.path.join(a.out, f"spec-{spec}.log"), "a") as log:
         rc = subprocess.call(args, stdout=log, stderr=subprocess.STDOUT)
     if rc != 0:
@@ -128,6 +129,7 @@ def arm_figures(d):
         "tokens": s["tokens"],
         "reasoning": s.get("reasoning"),
         "best_speedup": {w["task"]: w["best_speedup"] for w in s["workflows"]},
+        "fork_budget": (s.get("fork_budget") or {}).get("line"),
     }
     db.close()
     return fig
@@ -168,6 +170,9 @@ def print_table(arms):
         ("reasoning", lambda f: str(f["reasoning"])),
     ]
     widths = print_grid(arms, rows)
+    for n in names:
+        if arms[n].get("fork_budget"):
+            print(f"{n}: {arms[n]['fork_budget']}")
     print("\nbest speedup over the reference, per task")
     tasks = sorted(set().union(*(arms[n]["best_speedup"] for n in names)))
     wt = max(len(t) for t in tasks) + 2
@@ -187,6 +192,9 @@ def main():
     p.add_argument("--slots", type=int, default=12,
                    help="server slots (generations at once), also specgen's --llm-streams: "
                         "more than the tasks, or forks only queue behind the mains")
+    p.add_argument("--fork-slowdown-max", type=float, default=0.15,
+                   help="specgen's --fork-slowdown-max: forks may slow the mains by at most "
+                        "this share, measured during the run (0: off, --llm-streams alone)")
     p.add_argument("--ctx", type=int, default=49152, help="server context, split among slots")
     p.add_argument("--server-core", type=int, default=0, help="-1: not pinned")
     p.add_argument("--devices", default="cpu:1", help="where kernels are evaluated")

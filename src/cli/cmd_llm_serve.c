@@ -32,6 +32,8 @@ static void usage(FILE *out) {
           "  --tokens-per-s R         decode rate, tokens/s (default 100; 0: no pacing)\n"
           "  --prefill-tokens-per-s R uncached prompt tokens/s before the first token\n"
           "                           (default 20000; 0: none)\n"
+          "  --concurrency C          streams at the full rates; with n > C streams\n"
+          "                           live each goes at rate x C / n (default 0: none)\n"
           "  --reasoning-field F      reasoning or reasoning_content (default)\n"
           "  --reasoning-tokens MIN:MAX  length range of a reasoning trace\n"
           "                           (default 600:1800)\n"
@@ -69,7 +71,7 @@ static int parse_reasoning_tokens(const char *arg, sg_llm_server_opts *o) {
 }
 
 enum {
-  OPT_HOST = 256, OPT_PORT, OPT_SEED, OPT_RATE, OPT_PREFILL, OPT_FIELD, OPT_RLEN,
+  OPT_HOST = 256, OPT_PORT, OPT_SEED, OPT_RATE, OPT_PREFILL, OPT_CONC, OPT_FIELD, OPT_RLEN,
   OPT_TASKS, OPT_MODEL, OPT_FAULT, OPT_REPLAY, OPT_RSPEED, OPT_RHOLD, OPT_TRACE, OPT_JSON, OPT_HELP
 };
 
@@ -93,6 +95,11 @@ static int take_value(int ch, const char *arg, sg_llm_server_opts *o) {
   case OPT_RATE: return sg_cli_flag_min(cmd, "--tokens-per-s", arg, 0, &o->tokens_per_s);
   case OPT_PREFILL:
     return sg_cli_flag_min(cmd, "--prefill-tokens-per-s", arg, 0, &o->prefill_tokens_per_s);
+  case OPT_CONC:
+    if (sg_cli_flag_uint(cmd, "--concurrency", arg, 100000, &u) < 0)
+      return -1;
+    o->concurrency = (int)u;
+    return 0;
   case OPT_RSPEED: return sg_cli_flag_min(cmd, "--replay-speed", arg, 0, &o->replay_speed);
   case OPT_RHOLD: return sg_cli_flag_min(cmd, "--replay-hold", arg, 0, &o->replay_hold_s);
   case OPT_FIELD:
@@ -131,6 +138,7 @@ static int parse_args(int argc, char **argv, sg_llm_server_opts *o, bool *json) 
       {"seed", required_argument, NULL, OPT_SEED},
       {"tokens-per-s", required_argument, NULL, OPT_RATE},
       {"prefill-tokens-per-s", required_argument, NULL, OPT_PREFILL},
+      {"concurrency", required_argument, NULL, OPT_CONC},
       {"reasoning-field", required_argument, NULL, OPT_FIELD},
       {"reasoning-tokens", required_argument, NULL, OPT_RLEN},
       {"tasks", required_argument, NULL, OPT_TASKS},

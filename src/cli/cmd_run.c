@@ -95,6 +95,9 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
             num(w, "early_terminations"), num(w, "generations_main"),
             num(w, "generations_spec"), num(w, "deduplicated"), file ? file : "-");
   }
+  const json_t *fb = json_object_get(s, "fork_budget");
+  if (fb)
+    fprintf(f, "\n  %s\n", str(fb, "line"));
   const json_t *kv = json_object_get(s, "kv_store");
   if (kv)
     fprintf(f, "\n  kv store %s: %.0f hits, %.0f misses (%.0f%%), %.1f MB in, %.1f MB "

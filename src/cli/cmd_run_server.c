@@ -13,6 +13,7 @@ static int start(void *data, const sg_run_config *cfg, char **base_url, const ch
   sg_llm_server_opts_init(&so);
   so.seed = cfg->seed;
   so.tokens_per_s = cfg->server_speed;
+  so.concurrency = cfg->server_concurrency;
   so.replay = cfg->replay;
   so.replay_speed = cfg->replay_speed;
   so.replay_hold_s = 5;

@@ -45,6 +45,7 @@ typedef struct sg_knobs {
   int max_forks;               /* max-forks */
   int max_live_forks;          /* max-live-forks */
   int llm_streams;             /* llm-streams */
+  double fork_slowdown_max;    /* fork-slowdown-max */
   bool work_conserving;        /* work-conserving */
   bool split_capacity;         /* split-capacity */
   double fork_gate;            /* fork-gate */
@@ -116,6 +117,16 @@ typedef struct sg_knobs {
     "streams the LLM server decodes at once without slowing them "            \
     "(its concurrency); all tasks' forks share what their main "              \
     "generations leave of it (0: no bound)")
+#define SG_KNOB_FORK_SLOWDOWN_MAX(X)                                          \
+  X(fork_slowdown_max, DOUBLE, "fork-slowdown-max", 0.15, 0, 1,               \
+    SG_KNOBF_MAX_OPEN, "F", SEARCH,                                           \
+    "every configuration: off (its streams' rates are fixed at their "        \
+    "start: nothing to measure)",                                             \
+    NONE("the runtime's measure of the server's load (sg_server_load) "       \
+         "sets the fork budget's cap"),                                       \
+    "measure how much forks slow the main generations and allow only as "     \
+    "many forks as slow them by at most F (0.15: 15%); 0: off, the cap is "   \
+    "--llm-streams' alone (0.15)")
 #define SG_KNOB_WORK_CONSERVING(X)                                            \
   X(work_conserving, BOOL, "work-conserving", 0, 0, 0, 0, NULL, EVAL,         \
     "configurations with +wc, +wcs, beyond", SCHED(work_conserving),          \
@@ -188,6 +199,7 @@ typedef struct sg_knobs {
   SG_KNOB_MAX_FORKS(X)                                                        \
   SG_KNOB_MAX_LIVE_FORKS(X)                                                   \
   SG_KNOB_LLM_STREAMS(X)                                                      \
+  SG_KNOB_FORK_SLOWDOWN_MAX(X)                                                \
   SG_KNOB_WORK_CONSERVING(X)                                                  \
   SG_KNOB_SPLIT_CAPACITY(X)                                                   \
   SG_KNOB_FORK_GATE(X)                                                        \

@@ -373,8 +373,19 @@ void ctl_fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
   room = c->o.max_live_forks - c->nlive_forks;
   if (k > room)
     k = room;
-  if (c->o.fork_budget != NULL && k > c->o.fork_budget->cap - c->o.fork_budget->used)
-    k = c->o.fork_budget->cap - c->o.fork_budget->used; /* the server is full */
+  sg_fork_budget *fb = c->o.fork_budget;
+  if (fb != NULL && k > fb->cap - fb->used) {
+    int left = fb->cap - fb->used > 0 ? fb->cap - fb->used : 0;
+    /* the server is full: what it keeps from starting is counted once per
+     * main and reasoning growth an idle fork needs (ticks retry often) */
+    if (m->last_withheld == 0 ||
+        (prefix_len > m->last_withheld &&
+         prefix_len >= m->last_withheld + c->o.idle_min_new_bytes)) {
+      fb->withheld += (uint64_t)(k - left);
+      m->last_withheld = prefix_len;
+    }
+    k = left;
+  }
   if (k < 1)
     return;
   m->last_fork_prefix = prefix_len;

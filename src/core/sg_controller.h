@@ -240,8 +240,13 @@ void sg_ctl_actions_free(sg_ctl_actions *a);
  * it serves slows (docs/core.md, "Fork budget"). The owner (the runtime)
  * zeroes it and sets cap; controllers only add and take back their own. */
 typedef struct sg_fork_budget {
-  int cap;   /* fork streams the server takes at once; >= 1 */
+  int cap;   /* fork streams the server takes at once; >= 1 when a
+                controller is created with it, then >= 0 (the runtime lowers
+                it to what the server's measured load allows,
+                sg_server_load.h; 0: no fork starts) */
   int used;  /* forks of its workflows generating now */
+  uint64_t withheld; /* forks the cap kept from starting: a decision's K cut
+                        by it, counted once per main generation and prefix */
 } sg_fork_budget;
 
 typedef struct sg_ctl_opts {

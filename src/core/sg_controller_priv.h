@@ -46,6 +46,8 @@ typedef struct gen {
   sg_buf reasoning;          /* main only */
   sg_scanner *scanner;       /* main only */
   uint64_t last_fork_prefix; /* main: prefix of the last fork, 0 none */
+  uint64_t last_withheld;    /* main: prefix of the last fork the budget's
+                                cap withheld (counted), 0 none */
 } gen;
 
 /* Layout: what every event reads (state, the generations, the capacity,

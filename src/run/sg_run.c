@@ -481,6 +481,7 @@ static void conclude(run *r, sg_run_outcome *out) {
   json_t *s = sg_run_summary(r, &e);
   if (s) {
     sg_run_kv_report(r, s);
+    sg_run_load_report(r, s);
     json_object_set_new(s, "generations", sg_gen_account_json(&r->acct));
     char *text = json_dumps(s, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
     char *path = sg_asprintf("%s/summary.json", r->dir);

@@ -101,6 +101,11 @@ static const sg_run_key keys[] = {
     {.name = "server-speed", .type = SG_KEY_DOUBLE, .offset = OFF(server_speed),
      .min = 0, .max = 1e6, .flags = SG_KEYF_MIN_OPEN, .value_name = "TOK/S",
      .help = "tokens per second per stream (300)", .group = G_SERVER},
+    {.name = "server-concurrency", .type = SG_KEY_INT, .offset = OFF(server_concurrency),
+     .min = 0, .max = 100000, .value_name = "C",
+     .help = "streams decoded at the full rate; with more, each slows to "
+             "rate x C / streams, prefill included (0: no contention)",
+     .group = G_SERVER},
     {.name = "server-fault", .type = SG_KEY_STRING, .offset = OFF(server_fault),
      .value_name = "SPEC",
      .help = "a fault applied to every request, e.g. disconnect:3 (none)",
@@ -185,6 +190,7 @@ static const sg_run_key keys[] = {
     SG_KNOB_MAX_FORKS(KNOB_KEY)
     SG_KNOB_MAX_LIVE_FORKS(KNOB_KEY)
     SG_KNOB_LLM_STREAMS(KNOB_KEY)
+    SG_KNOB_FORK_SLOWDOWN_MAX(KNOB_KEY)
     SG_KNOB_WORK_CONSERVING(KNOB_KEY)
     SG_KNOB_SPLIT_CAPACITY(KNOB_KEY)
     SG_KNOB_FORK_GATE(KNOB_KEY)

@@ -48,6 +48,8 @@ typedef struct sg_run_config {
                               the run stops, resumable (120) */
   /* the built-in test server (used only without llm) */
   double server_speed;     /* server-speed: tokens/s per stream (300) */
+  int server_concurrency;  /* server-concurrency: streams at the full rate
+                              (0: no contention) */
   char *server_fault;      /* server-fault: a fault spec applied to every
                               request, NULL: none */
   char *replay;            /* replay: a recorded run's directory whose model

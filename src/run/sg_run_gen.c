@@ -121,6 +121,7 @@ static void on_delta(rgen *g, bool reasoning, const char *text, size_t len) {
     ev.u.chunk.content_len = len;
   }
   ev.u.chunk.tokens = 1; /* vLLM and SGLang stream one token per chunk */
+  sg_run_load_chunk(r, g);
   sg_interp_event(r->it, g->w, &ev);
   sg_run_drain(r);
 }
@@ -606,6 +607,7 @@ static bool gen_launch(run *r, wf *f, rgen *g, const sg_ctl_action *a,
     return false;
   }
   g->retry_at_us = 0;
+  g->last_chunk_us = 0; /* its own prefill is not a gap between chunks */
   r->generations++;
   return true;
 }
@@ -659,10 +661,12 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   g->next = f->gens;
   f->gens = g;
   gen_counts(f, g, 1);
-  if (spec)
+  if (spec) {
+    sg_run_load_fork_started(r);
     sg_run_emit(r, "fork", json_pack("{s:s, s:i, s:I}", "task", f->task->name, "iteration",
                               (int)a->iteration + 1, "prefix_bytes",
                               (json_int_t)a->u.start.prefix_len));
+  }
   return 0;
 }
 

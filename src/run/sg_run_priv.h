@@ -17,6 +17,7 @@
 #include "core/sg_controller.h"
 #include "core/sg_interp.h"
 #include "core/sg_scheduler.h"
+#include "core/sg_server_load.h"
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
 #include "eval/sg_eval.h"
@@ -78,6 +79,10 @@ typedef struct rgen {
   json_t *rec;
   json_t *rec_chunks; /* borrowed from rec */
   int64_t rec_t0_us;
+  /* a main, for the server's load (sg_run_load.c): its last chunk's time
+   * (0: none yet) and the most forks live since */
+  int64_t last_chunk_us;
+  int forks_max;
   struct rgen *next;
 } rgen;
 
@@ -179,8 +184,12 @@ struct run {
   /* sg_run_setup.c: the workflows and the model */
   wf *wfs;
   size_t nwf;
-  sg_fork_budget fork_budget; /* --llm-streams: the server's, shared by
-                              every workflow's controller */
+  sg_fork_budget fork_budget; /* the server's, shared by every workflow's
+                              controller (has_budget) */
+  bool has_budget;
+  /* sg_run_load.c: the server's load, which sets the budget's cap */
+  sg_server_load load;
+  bool load_on;            /* fork-slowdown-max > 0, forks on */
   bool server_up;          /* the caller's server started: to be stopped */
   char *base_url;
   const char *model;
@@ -333,6 +342,18 @@ void sg_run_kv_report(run *r, json_t *summary);
 /* ---- sg_run_resume.c: a new run's records, or a stored run restored ---------- */
 
 int sg_run_begin_or_resume(run *r, sg_err *err);
+
+/* ---- sg_run_load.c: the fork budget measured ------------------------------- */
+
+/* The budget of --llm-streams and fork-slowdown-max (none without either,
+ * or without forks); SG_EINVAL when the streams leave none for forks. */
+int sg_run_load_setup(run *r, sg_err *err);
+/* A chunk of g arrived (a main: its gap since the last one is measured). */
+void sg_run_load_chunk(run *r, rgen *g);
+/* A fork started: every main's gap now has it live. */
+void sg_run_load_fork_started(run *r);
+/* What was measured, as the summary's "fork_budget" (with its line). */
+void sg_run_load_report(run *r, json_t *summary);
 
 /* ---- sg_run_setup.c: setting up, the best kernels, the summary, tearing down - */
 

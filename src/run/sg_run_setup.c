@@ -86,6 +86,8 @@ int sg_run_load_workflows(run *r, sg_err *err) {
   const sg_run_config *cfg = r->cfg;
   r->nwf = cfg->n_task;
   r->wfs = sg_calloc(r->nwf, sizeof *r->wfs);
+  if (sg_run_load_setup(r, err) < 0)
+    return -1;
   for (size_t i = 0; i < r->nwf; i++) {
     wf *f = &r->wfs[i];
     f->idx = (uint32_t)i;
@@ -149,15 +151,8 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.language = f->task->language;
     o.entry = f->task->entry;
     sg_knobs_land(&cfg->knobs, &o, NULL); /* the rows of config/sg_knobs.h */
-    if (cfg->knobs.llm_streams > 0 && cfg->knobs.spec) {
-      /* one server serves every task: its streams less their mains */
-      r->fork_budget.cap = cfg->knobs.llm_streams - (int)r->nwf;
-      if (r->fork_budget.cap < 1)
-        return sg_err_set(err, SG_EINVAL, "--llm-streams %d leaves no stream for "
-                          "forks beside the main generations of %zu tasks",
-                          cfg->knobs.llm_streams, r->nwf);
+    if (r->has_budget)
       o.fork_budget = &r->fork_budget;
-    }
     if ((rc = sg_controller_new(&o, &f->ctl, err)) < 0)
       return sg_err_prefix(err, "task %s", f->task->name);
   }

@@ -605,6 +605,10 @@ static void sim_knobs(const sg_sim_params *p, const sg_sim_variant *v, sg_knobs 
   k->elastic = v->elastic;
   k->spec = v->speculate;
   k->fork_on_idle = true;
+  /* no measured budget: a simulated stream's rate is fixed when it starts
+   * (sg_sim_llm.h), so a fork never slows a main already decoding and the
+   * estimate would find nothing (docs/core.md, "Fork budget") */
+  k->fork_slowdown_max = 0;
   k->work_conserving = v->work_conserving;
   k->split_capacity = v->split_capacity;
   k->fork_gate = v->fork_gate ? p->knobs.fork_gate : 0;

@@ -169,6 +169,13 @@ static bool attempt_fails(sg_llm_server *s, uint64_t key, int attempts) {
 /* ------------------------------------------------------------------------ */
 /* The content reader: the generation loop                                   */
 
+/* With concurrency C: how much slower each stream goes now, n / C with n
+ * streams live (1 with no more than C). */
+static double contention(sg_llm_server *s) {
+  double n = (double)atomic_load(&s->generations_active);
+  return s->concurrency > 0 && n > s->concurrency ? n / s->concurrency : 1;
+}
+
 static void finish(gen *g, const char *reason) {
   g->finish_reason = reason;
   g->state = GS_FINISH;
@@ -184,7 +191,8 @@ static bool gen_step(gen *g) {
   case GS_PREFILL: {
     int64_t now = sg_clock_now_us();
     if (s->prefill_tokens_per_s > 0 && g->due_us == NULL) { /* a recording paces itself */
-      double secs = (double)(g->nprompt - g->cached) / s->prefill_tokens_per_s;
+      double secs = (double)(g->nprompt - g->cached) / s->prefill_tokens_per_s *
+                    contention(s);
       int rc = nap_until(s, g, g->fd, now + (int64_t)(secs * 1e6));
       if (rc == NAP_GONE)
         return false;
@@ -223,6 +231,7 @@ static bool gen_step(gen *g) {
         if (rc == NAP_GONE)
           return false;
         g->t_first_us += sg_clock_now_us() - t0; /* resume the pace after it */
+        g->t_last_us += sg_clock_now_us() - t0;
       }
     }
     if (atomic_load(&g->abort_flag)) {
@@ -250,6 +259,10 @@ static bool gen_step(gen *g) {
     if (s->tokens_per_s > 0 || g->due_us) {
       int64_t due = g->due_us ? g->t_first_us + g->due_us[g->next]
                               : g->t_first_us + (int64_t)((double)g->next * 1e6 / s->tokens_per_s);
+      if (s->concurrency > 0 && g->due_us == NULL) /* the pace of the streams live now */
+        due = g->next == 0 ? g->t_first_us
+                           : g->t_last_us + (int64_t)(1e6 * contention(s) / s->tokens_per_s);
+      g->t_last_us = due;
       int rc = nap_until(s, g, g->fd, due);
       if (rc == NAP_GONE)
         return false;
@@ -793,6 +806,8 @@ int sg_llm_server_start(const sg_llm_server_opts *opts, sg_llm_server **out, sg_
     return sg_err_set(err, SG_EINVAL, "port %d: out of range", o.port);
   if (!(o.tokens_per_s >= 0) || !(o.prefill_tokens_per_s >= 0))
     return sg_err_set(err, SG_EINVAL, "tokens_per_s and prefill_tokens_per_s must be >= 0");
+  if (o.concurrency < 0)
+    return sg_err_set(err, SG_EINVAL, "concurrency %d: must be >= 0", o.concurrency);
   if (o.reasoning_tokens_min < 0 || o.reasoning_tokens_max < 0 ||
       (o.reasoning_tokens_max && o.reasoning_tokens_max < o.reasoning_tokens_min))
     return sg_err_set(err, SG_EINVAL, "reasoning token range %d..%d is not a range",
@@ -857,6 +872,7 @@ int sg_llm_server_start(const sg_llm_server_opts *opts, sg_llm_server **out, sg_
   s->reasoning_field = sg_strdup(field);
   s->tokens_per_s = o.tokens_per_s;
   s->prefill_tokens_per_s = o.prefill_tokens_per_s;
+  s->concurrency = o.concurrency;
   s->fault = o.fault;
   s->replay_speed = o.replay_speed;
   s->replay_hold_s = o.replay_hold_s;

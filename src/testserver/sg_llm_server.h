@@ -33,6 +33,11 @@ typedef struct sg_llm_server_opts {
   double tokens_per_s;         /* decode rate; 0: as fast as possible */
   double prefill_tokens_per_s; /* uncached prompt tokens per second before the
                                   first token; 0: no prefill delay */
+  int concurrency;             /* streams served at the full rates; with n
+                                  > C streams live (prefilling or decoding)
+                                  each goes at rate x C / n, so forks slow
+                                  the other streams as on a one-core server
+                                  (C = 1); 0: no contention */
   const char *reasoning_field; /* "reasoning" or "reasoning_content" (NULL:
                                   "reasoning_content") */
   const char *model_name;      /* listed by /v1/models; NULL: "specgen-test" */

@@ -41,6 +41,7 @@ struct sg_llm_server {
   char *reasoning_field;
   double tokens_per_s;
   double prefill_tokens_per_s;
+  int concurrency;
   sg_llm_fault fault;
   sg_replay *replay;     /* replay mode: the recording served; NULL: the model */
   double replay_speed;   /* recorded pace divided by this; 0: no pacing */
@@ -98,6 +99,7 @@ struct gen {
   size_t next;
   int chunks;
   int64_t t_first_us;
+  int64_t t_last_us;      /* with concurrency: the last token's due time */
   sg_buf out;
   size_t out_off;
   bool finished, fault_closed;

@@ -421,6 +421,48 @@ static void test_fork_budget_shared_by_a_server(void) {
   SG_CHECK(c == NULL);
 }
 
+/* A cap the runtime lowered after the controllers were made (the server's
+ * measured load, sg_server_load.h): 0 starts no fork, and what the cap kept
+ * from starting is counted in `withheld`, once per main and reasoning
+ * growth of idle_min_new_bytes (ticks retry often); a cap below the forks
+ * already live starts none (K is never negative); raised again, forks
+ * start. */
+static void on_server_512(sg_ctl_opts *o) {
+  o->fork_budget = &server_budget;
+  o->idle_min_new_bytes = 512;
+}
+
+static void test_fork_budget_lowered_withholds(void) {
+  server_budget = (sg_fork_budget){.cap = 3};
+  fx a;
+  fx_init(&a, "hist-avg", on_server_512);
+  set_cap(&a, 8, 8);
+  server_budget.cap = 0;
+  chunk(&a, a.main_gen, PHRASE, NULL, 1);
+  SG_CHECK_EQ_INT(count(&a, SG_CACT_START_GEN), 0);
+  SG_CHECK_EQ_INT((int)server_budget.withheld, 8);
+  chunk(&a, a.main_gen, DESIGN, NULL, 1); /* a few bytes more: not again */
+  SG_CHECK_EQ_INT(count(&a, SG_CACT_START_GEN), 0);
+  SG_CHECK_EQ_INT((int)server_budget.withheld, 8);
+  for (int i = 0; i < 20; i++) /* 600 bytes more */
+    chunk(&a, a.main_gen, "The rows are read once per pass.\n", NULL, 1);
+  chunk(&a, a.main_gen, "Now let me write the code.\n", NULL, 1);
+  SG_CHECK_EQ_INT(count(&a, SG_CACT_START_GEN), 0);
+  SG_CHECK_EQ_INT((int)server_budget.withheld, 16);
+  server_budget.cap = 3; /* the load passed */
+  chunk(&a, a.main_gen, "We use blocks of 64 rows.\n", NULL, 1);
+  SG_CHECK_EQ_INT(count(&a, SG_CACT_START_GEN), 3);
+  SG_CHECK_EQ_INT(server_budget.used, 3);
+  server_budget.cap = 1; /* below the forks live */
+  for (int i = 0; i < 20; i++)
+    chunk(&a, a.main_gen, "The rows are read once per pass.\n", NULL, 1);
+  chunk(&a, a.main_gen, "We use blocks of 128 rows.\n", NULL, 1);
+  SG_CHECK_EQ_INT(count(&a, SG_CACT_START_GEN), 0);
+  SG_CHECK_EQ_INT(server_budget.used, 3);
+  fx_free(&a);
+  SG_CHECK_EQ_INT(server_budget.used, 0);
+}
+
 static void test_fork_on_idle_devices(void) {
   fx f;
   fx_init(&f, "hist-avg", NULL);
@@ -1776,4 +1818,5 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_restore_continues_the_workflow),
              SG_TEST(test_names),
              SG_TEST(test_fork_budget_shared_by_a_server),
+             SG_TEST(test_fork_budget_lowered_withholds),
              SG_TEST(test_history_compacted_at_iteration_ends))

@@ -61,6 +61,10 @@ TASKS = r'\b(hinge_loss|diag_matmul|tensor3d_matmul)\b'
 def skeleton(line):
     """A line's shape: values replaced, spacing collapsed."""
     s = line.strip()
+    # the fork budget's line lists as many measured fork counts as the run
+    # had (docs/core.md, "Fork budget"): its shape is its start
+    if s.startswith('fork budget:'):
+        return 'fork budget: L'
     s = re.sub(r' \(v\)', '', s)                     # a validation's figure, marked
     s = re.sub(r'(?<!\S)/\S+', 'P', s)               # paths
     s = re.sub(r'(?<!\S)tasks/\S+', 'P', s)

@@ -16,7 +16,9 @@
 # errors are reported with the server's message; a short `specgen run`
 # produces generations with measured token counts and says why no fork
 # fires (the model does not reason); a `--reasoning prompted` run forks from
-# the model's prompted thinking and gets a candidate to the evaluator.
+# the model's prompted thinking and gets a candidate to the evaluator; and
+# the run measures that a fork slows the main on one thread, and withholds
+# forks (the fork budget, docs/core.md).
 set -uo pipefail
 SPECGEN=$1
 SCRIPTS=$2
@@ -66,7 +68,7 @@ for _ in $(seq 1 600); do
   kill -0 "$server_pid" 2>/dev/null || break
   sleep 0.2
 done
-echo "1..10"
+echo "1..11"
 check "llama.cpp's server (xllamacpp) starts and answers /v1/models" $up "$(tail -5 "$work/server.log")"
 [ $up -eq 0 ] || exit 1
 
@@ -161,16 +163,22 @@ check "specgen run: token counts measured (llama.cpp sends usage)" $? "$done_gen
 #    A 135M model does not always close its code block in 400 tokens, so
 #    up to three one-iteration runs, each at another temperature (another
 #    sample), and the check needs one of them to get there.
+# prompted_run NAME ITERATIONS TEMPERATURE MAX_FORKS: a prompted run of
+# vector_add with the small prompts into $work/NAME (NAME.out, NAME.err);
+# sets rc.
+prompted_run() {
+  rm -rf "${work:?}/$1"
+  "$SPECGEN" run --llm "$url" --model smollm2 --profile "$profile" --reasoning prompted \
+    --task "$DATA/../../eval/data/tasks/cpu/vector_add" --prompts "$DATA/prompts_small" \
+    --iterations "$2" --max-tokens 400 --temperature "$3" --devices cpu:0 --out "$work/$1" \
+    --runs 3 --warmups 1 --gen-deadline 300 --max-forks "$4" --max-live-forks 1 \
+    >"$work/$1.out" 2>"$work/$1.err"
+  rc=$?
+}
 tries=0
 for temp in 0.3 0.6 0.9; do
   tries=$((tries + 1))
-  rm -rf "$work/prun"
-  "$SPECGEN" run --llm "$url" --model smollm2 --profile "$profile" --reasoning prompted \
-    --task "$DATA/../../eval/data/tasks/cpu/vector_add" --prompts "$DATA/prompts_small" \
-    --iterations 1 --max-tokens 400 --temperature "$temp" --devices cpu:0 --out "$work/prun" \
-    --runs 3 --warmups 1 --gen-deadline 300 --max-forks 4 --max-live-forks 1 \
-    >"$work/prun.out" 2>"$work/prun.err"
-  rc=$?
+  prompted_run prun 1 "$temp" 4
   read -r done_gens cands est_gens forks evals reasoning <<<"$(counts "$work/prun/run.db")"
   echo "# prompted run at temperature $temp: exit $rc; completed generations $done_gens, forks $forks, candidates $cands, evaluations $evals"
   [ $rc -eq 0 ] && [ "${evals:-0}" -ge 1 ] && break
@@ -179,4 +187,34 @@ done
   && grep -q "reasoning: prompted" "$work/prun.out" && ! grep -q "streamed no reasoning" "$work/prun.err"
 check "prompted run: a candidate reached the evaluator (try $tries of 3); run and store say prompted" $? \
   "exit $rc; $done_gens $forks $cands $evals $reasoning" "$(tail -20 "$work/prun.err")" "$(tail -12 "$work/prun.out")"
+
+# 7. The fork budget measured (fork-slowdown-max, 0.15 by default): the one
+#    thread decodes the main and its fork in turn (and prefills the fork's
+#    prompt), so a fork slows the main by far more than 15%; the run measures
+#    it and lowers the cap to 0 (a fork_budget decision with cap 0, read
+#    from the store: the summary's last state may be a re-probe). Ratios
+#    only (the machine may be busy): the main's rate with a fork live is
+#    compared with its own rate alone, in the same run. Up to two runs, each
+#    another sample, until a fork was live long enough to measure.
+budget() { python3 -c 'import json,sqlite3,sys
+line=(json.load(open(sys.argv[1]+"/summary.json")).get("fork_budget") or {}).get("line", "-")
+d=sqlite3.connect(sys.argv[1]+"/run.db")
+rows=[json.loads(r[0]) for r in d.execute("select detail_json from decisions where kind=\"fork_budget\" and json_extract(detail_json, \"$.cap\") = 0")]
+best=("-", "-")
+for x in rows:
+  r={q["forks"]: q for q in x["rates"]}
+  if 1 in r and (best[1] == "-" or r[1]["slowdown"] > best[1]): best=(r[0]["tokens_per_s"], r[1]["slowdown"])
+print(best[0], best[1], len(rows), line)' "$1" 2>&1; }
+tries=0
+for temp in 0.6 0.3; do
+  tries=$((tries + 1))
+  prompted_run brun 2 "$temp" 2
+  read -r alone slow1 zero line <<<"$(budget "$work/brun")"
+  echo "# fork budget run at temperature $temp: exit $rc; $line"
+  [ $rc -eq 0 ] && [ "$slow1" != - ] && break
+done
+[ $rc -eq 0 ] && [ "$slow1" != - ] && awk -v s="$slow1" 'BEGIN { exit !(s > 0.15) }' \
+  && [ "${zero:-0}" -ge 1 ]
+check "fork budget: one fork slows the main by $slow1 (> 0.15) on one thread; the cap went to 0 (try $tries of 2)" $? \
+  "exit $rc; alone $alone, slowdown $slow1, cap-0 decisions $zero" "$(tail -12 "$work/brun.err")"
 exit $((failed > 0))

@@ -1257,6 +1257,91 @@ static void test_llm_streams_bound_the_forks(void) {
   free(dir);
 }
 
+/* fork-slowdown-max (on by default): the run measures how much forks slow
+ * its main generations (sg_server_load.h). A built-in server that decodes
+ * one stream at full speed (--server-concurrency 1: each of n streams at
+ * rate / n, a one-core server) halves a main beside one fork: the run
+ * lowers the fork budget's cap to 0 (a "fork_budget" decision in the store),
+ * withholds the forks after it, and the mains that then run alone keep the
+ * rate measured with no fork live. One that decodes 64 streams at full
+ * speed: nothing lowers the cap, forks go on. */
+static void fork_budget_run(const char *dir, const char *concurrency, json_t **summary) {
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
+                        "--iterations", "3", "--out", dir, "--quiet",
+                        "--server-speed", "300", "--server-concurrency", concurrency,
+                        "--runs", "3", "--warmups", "1", "--tick", "0.05",
+                        "--eval-timeout", "5", "--hang-grace", "2", NULL};
+  proc p;
+  int rc = run_cmd(args, 400, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  SG_CHECK_CONTAINS(sg_buf_str(&p.out), "fork budget: mains ");
+  proc_free(&p);
+  char *sp = sg_asprintf("%s/summary.json", dir);
+  *summary = load_json(sp);
+  free(sp);
+}
+
+static double fb_num(const json_t *s, const char *key, int forks) {
+  const json_t *fb = json_object_get(s, "fork_budget");
+  if (forks < 0)
+    return json_number_value(json_object_get(fb, key));
+  size_t i;
+  const json_t *r;
+  json_array_foreach(json_object_get(fb, "rates"), i, r)
+    if (json_integer_value(json_object_get(r, "forks")) == forks)
+      return json_number_value(json_object_get(r, key));
+  return NAN;
+}
+
+static void test_fork_budget_measured(void) {
+  char *dir = tmp_dir();
+  json_t *s = NULL;
+  fork_budget_run(dir, "1", &s);
+  double alone = fb_num(s, "tokens_per_s", 0), slow1 = fb_num(s, "slowdown", 1);
+  SG_CHECK_MSG(alone > 150 && alone < 400, "rate alone %g (the server: 300)", alone);
+  SG_CHECK_MSG(slow1 > 0.3, "slowdown with one fork %g (the server: 0.5)", slow1);
+  SG_CHECK(fb_num(s, "withheld", -1) >= 1);
+  SG_CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(s, "fork_budget"),
+                                                      "line")), "slowdown");
+  long long t_zero = db_int(dir, "SELECT min(at_us) FROM decisions WHERE kind = 'fork_budget' "
+                                 "AND json_extract(detail_json, '$.cap') = 0");
+  SG_CHECK_MSG(t_zero > 0, "no decision lowered the cap to 0");
+  /* the mains after it with no fork beside them keep the rate alone */
+  char *q = sg_asprintf(
+      "SELECT count(*), coalesce(min(m.completion_tokens * 1e6 / (m.ended_us - m.started_us)), 0) "
+      "FROM generations m WHERE m.kind = 'main' AND m.outcome = 'completed' "
+      "AND m.started_us > %lld AND NOT EXISTS (SELECT 1 FROM generations f WHERE "
+      "f.kind = 'spec' AND f.started_us < m.ended_us AND f.ended_us > m.started_us)",
+      t_zero);
+  long long alone_mains = db_int(dir, q);
+  SG_CHECK_MSG(alone_mains >= 1, "no main ran alone after the cap went to 0");
+  free(q);
+  q = sg_asprintf(
+      "SELECT min(m.completion_tokens * 1e6 / (m.ended_us - m.started_us)) "
+      "FROM generations m WHERE m.kind = 'main' AND m.outcome = 'completed' "
+      "AND m.started_us > %lld AND NOT EXISTS (SELECT 1 FROM generations f WHERE "
+      "f.kind = 'spec' AND f.started_us < m.ended_us AND f.ended_us > m.started_us)",
+      t_zero);
+  long long slowest = db_int(dir, q);
+  free(q);
+  SG_CHECK_MSG((double)slowest >= 0.7 * alone, "a main alone after the cap: %lld tokens/s, "
+               "the rate alone %g", slowest, alone);
+  json_decref(s);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+
+  fork_budget_run(dir, "64", &s);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'") >= 2);
+  SG_CHECK_EQ_INT(db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'fork_budget'"), 0);
+  SG_CHECK(json_is_null(json_object_get(json_object_get(s, "fork_budget"), "cap")));
+  SG_CHECK_EQ_INT((int)fb_num(s, "withheld", -1), 0);
+  double s1 = fb_num(s, "slowdown", 1);
+  SG_CHECK_MSG(isnan(s1) || s1 <= 0.15, "slowdown with one fork %g", s1);
+  json_decref(s);
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
 static void test_bad_usage(void) {
   struct {
     const char *args[8];
@@ -1383,7 +1468,7 @@ static void test_external_endpoint_and_forks_that_cannot_start(void) {
   free(dir);
 }
 
-SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_llm_streams_bound_the_forks), SG_TEST(test_external_endpoint_and_forks_that_cannot_start), SG_TEST(test_no_working_device_is_refused_before_the_run), SG_TEST(test_run_two_tasks_end_to_end),
+SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_fork_budget_measured), SG_TEST(test_llm_streams_bound_the_forks), SG_TEST(test_external_endpoint_and_forks_that_cannot_start), SG_TEST(test_no_working_device_is_refused_before_the_run), SG_TEST(test_run_two_tasks_end_to_end),
              SG_TEST(test_json_events_and_spec_off), SG_TEST(test_spec_on_forks),
              SG_TEST(test_cutoff_detach), SG_TEST(test_next_ahead_kill_and_resume),
              SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),

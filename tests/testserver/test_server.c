@@ -1296,6 +1296,54 @@ static bool generating(const sg_llm_server_stats *st) {
   return st->generations_active == 1 && st->tokens_generated >= 5;
 }
 
+/* Contention (opts.concurrency C): with n > C streams live each goes at
+ * rate x C / n. Two streams of 400 tokens at 400 tokens/s: with C = 1 they
+ * share the rate (each takes about 2 s, its pace a lower bound), with C = 2
+ * each keeps it (about 1 s; 1.8 s of slack for a busy machine). */
+static void contention_two_streams(int concurrency, double *slowest_s) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  o.tokens_per_s = 400;
+  o.concurrency = concurrency;
+  o.reasoning_tokens_min = 600;
+  o.reasoning_tokens_max = 700;
+  sg_llm_server *s = start(&o);
+  bg b[2];
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) {
+    memset(&b[i], 0, sizeof b[i]);
+    b[i].s = s;
+    b[i].body = CHAT(", \"max_tokens\": 400, \"stream\": true");
+    SG_CHECK(pthread_create(&th[i], NULL, bg_run, &b[i]) == 0);
+  }
+  *slowest_s = 0;
+  for (int i = 0; i < 2; i++) {
+    pthread_join(th[i], NULL);
+    SG_CHECK_EQ_INT(b[i].r.status, 200);
+    if (b[i].r.total_s > *slowest_s)
+      *slowest_s = b[i].r.total_s;
+    resp_free(&b[i].r);
+  }
+  stop(s);
+}
+
+static void concurrency_slows_the_streams_beyond_it(void) {
+  double one = 0, two = 0;
+  contention_two_streams(1, &one);
+  SG_CHECK_MSG(one >= 1.9, "C = 1: the slower of two streams took %.2f s, want >= 1.9", one);
+  contention_two_streams(2, &two);
+  SG_CHECK_MSG(two >= 0.95 && two < 1.8, "C = 2: the slower took %.2f s, want about 1",
+               two);
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  o.concurrency = -1;
+  sg_llm_server *bad = NULL;
+  sg_err err;
+  sg_err_clear(&err);
+  SG_CHECK_EQ_INT(sg_llm_server_start(&o, &bad, &err), SG_EINVAL);
+  SG_CHECK_CONTAINS(err.msg, "concurrency");
+}
+
 static void abort_by(const char *body, const char *h1, const char *abort_body) {
   sg_llm_server_opts o;
   sg_llm_server_opts_init(&o);
@@ -1653,6 +1701,7 @@ SG_TEST_MAIN(SG_TEST(requests_render_prompt_context_and_thinking),
              SG_TEST(faults_apply_to_nonstreaming_answers),
              SG_TEST(client_leaving_before_a_slow_first_byte_is_counted),
              SG_TEST(client_disconnect_stops_the_generation),
+             SG_TEST(concurrency_slows_the_streams_beyond_it),
              SG_TEST(abort_request_stops_the_generation_by_rid),
              SG_TEST(abort_request_matches_the_request_id_header),
              SG_TEST(concurrent_streams_and_aborts_stay_consistent),

@@ -1,0 +1,303 @@
+/* test_server_load.c: the server's load estimate (core/sg_server_load.h):
+ * the mains' rate per forks live and the fork budget's cap it allows, with
+ * its edges: nothing measured yet, too few samples, a prefill stall, the
+ * pooled top bucket, the decay of old samples, and the re-probe rule. */
+#include "sg_test.h"
+
+#include "core/sg_server_load.h"
+
+#include <math.h>
+
+/* A load with small minimums: a bucket counts with 10 tokens over 1 s. */
+static void init(sg_server_load *l, double slowdown_max, int cap_max) {
+  sg_load_opts o;
+  sg_load_opts_default(&o, slowdown_max, cap_max);
+  o.min_tokens = 10;
+  o.min_s = 1;
+  o.window_s = 1000;
+  o.reprobe_s = 60;
+  sg_load_init(l, &o);
+}
+
+/* n chunks of one token each, every gap_s, with `forks` live, from *t. */
+static int feed(sg_server_load *l, double *t, int n, double gap_s, int forks) {
+  int cap = l->cap;
+  for (int i = 0; i < n; i++) {
+    *t += gap_s;
+    cap = sg_load_observe(l, *t, 1, gap_s, forks);
+  }
+  return cap;
+}
+
+static void test_defaults(void) {
+  sg_load_opts o;
+  sg_load_opts_default(&o, 0.15, 5);
+  SG_CHECK_NEAR(o.slowdown_max, 0.15, 1e-12);
+  SG_CHECK_EQ_INT(o.cap_max, 5);
+  SG_CHECK_NEAR(o.min_tokens, 32, 1e-12);
+  SG_CHECK_NEAR(o.min_s, 2, 1e-12);
+  SG_CHECK_NEAR(o.window_s, 120, 1e-12);
+  SG_CHECK_NEAR(o.reprobe_s, 60, 1e-12);
+}
+
+/* Nothing measured: the configured cap; the rates are NAN. */
+static void test_no_measurement_keeps_the_configured_cap(void) {
+  sg_server_load l;
+  init(&l, 0.15, 7);
+  SG_CHECK_EQ_INT(l.cap, 7);
+  SG_CHECK(isnan(sg_load_rate(&l, 0)));
+  SG_CHECK(isnan(sg_load_slowdown(&l, 1)));
+  SG_CHECK_EQ_INT(sg_load_measured_max(&l), -1);
+  /* forks measured slow, but no rate alone to compare with: no decision */
+  double t = 0;
+  SG_CHECK_EQ_INT(feed(&l, &t, 50, 1.0, 1), 7);
+  SG_CHECK(isfinite(sg_load_rate(&l, 1)));
+  SG_CHECK(isnan(sg_load_slowdown(&l, 1)));
+  SG_CHECK_EQ_INT(l.cap, 7);
+}
+
+/* Too few samples decide nothing: 9 tokens (min 10), or 10 tokens in less
+ * than min_s. */
+static void test_few_samples_decide_nothing(void) {
+  sg_server_load l;
+  init(&l, 0.15, 4);
+  double t = 0;
+  feed(&l, &t, 20, 0.1, 0); /* 10 tokens/s alone, 2 s */
+  SG_CHECK_NEAR(sg_load_rate(&l, 0), 10, 1e-9);
+  feed(&l, &t, 9, 0.5, 1); /* 2 tokens/s with a fork, 9 tokens */
+  SG_CHECK(isnan(sg_load_rate(&l, 1)));
+  SG_CHECK_EQ_INT(l.cap, 4);
+  sg_server_load m;
+  init(&m, 0.15, 4);
+  t = 0;
+  feed(&m, &t, 20, 0.1, 0);
+  feed(&m, &t, 12, 0.05, 2); /* 12 tokens in 0.6 s < min_s */
+  SG_CHECK(isnan(sg_load_rate(&m, 2)));
+  SG_CHECK_EQ_INT(m.cap, 4);
+}
+
+/* One fork halves the mains (a one-core server): cap 0. */
+static void test_one_fork_too_slow_gives_cap_zero(void) {
+  sg_server_load l;
+  init(&l, 0.15, 3);
+  double t = 0;
+  feed(&l, &t, 30, 0.1, 0);
+  SG_CHECK_EQ_INT(feed(&l, &t, 30, 0.2, 1), 0);
+  SG_CHECK_NEAR(sg_load_slowdown(&l, 1), 0.5, 1e-9);
+  SG_CHECK_EQ_INT(l.bad, 1);
+  SG_CHECK_EQ_INT((int)l.lowered, 1);
+}
+
+/* Forks nearly free (a GPU server): the cap stays the configured one,
+ * unbounded included. */
+static void test_free_forks_keep_the_cap(void) {
+  sg_server_load l;
+  init(&l, 0.15, SG_LOAD_UNBOUNDED);
+  double t = 0;
+  feed(&l, &t, 30, 0.1, 0);
+  for (int k = 1; k <= 8; k++)
+    feed(&l, &t, 30, 0.105, k); /* 5% slower */
+  SG_CHECK_EQ_INT(l.cap, SG_LOAD_UNBOUNDED);
+  SG_CHECK_EQ_INT(sg_load_measured_max(&l), 8);
+  SG_CHECK_NEAR(sg_load_slowdown(&l, 8), 1 - 1 / 1.05, 1e-9);
+  SG_CHECK_EQ_INT(l.bad, 0);
+}
+
+/* The largest k at most slowdown_max: 1 and 2 fine, 3 too slow: cap 2. The
+ * boundary itself (exactly slowdown_max) is fine. */
+static void test_cap_is_the_largest_fine_k(void) {
+  sg_server_load l;
+  init(&l, 0.25, 10);
+  double t = 0;
+  feed(&l, &t, 40, 0.1, 0);   /* 10 tokens/s */
+  feed(&l, &t, 40, 0.125, 1); /* 8: slowdown 0.2 */
+  SG_CHECK_NEAR(sg_load_rate(&l, 0), 10, 1e-12);
+  l.b[0] = (sg_load_bucket){40, 4}; /* exactly 10, for the boundary */
+  t += 4;
+  sg_load_observe(&l, t, 30, 4, 2); /* 7.5: exactly 0.25 */
+  SG_CHECK_NEAR(sg_load_slowdown(&l, 2), 0.25, 0);
+  SG_CHECK_EQ_INT(l.cap, 10);
+  feed(&l, &t, 40, 0.2, 3); /* 5: 0.5 */
+  SG_CHECK_EQ_INT(l.cap, 2);
+  SG_CHECK_EQ_INT(l.bad, 3);
+  /* a too-slow k above a too-slow smaller k: the smaller decides */
+  feed(&l, &t, 40, 0.3, 5);
+  SG_CHECK_EQ_INT(l.cap, 2);
+}
+
+/* The cap never exceeds the configured one. */
+static void test_cap_bounded_by_configured(void) {
+  sg_server_load l;
+  init(&l, 0.15, 2);
+  double t = 0;
+  feed(&l, &t, 30, 0.1, 0);
+  feed(&l, &t, 30, 0.3, 5); /* too slow at 5: cap would be 4 */
+  SG_CHECK_EQ_INT(l.cap, 2);
+  sg_server_load z;
+  init(&z, 0.15, 0); /* configured 0: stays 0 */
+  t = 0;
+  feed(&z, &t, 30, 0.1, 0);
+  SG_CHECK_EQ_INT(z.cap, 0);
+  sg_server_load n;
+  init(&n, 0.15, -3); /* a negative configured cap is 0 */
+  SG_CHECK_EQ_INT(n.cap, 0);
+}
+
+/* A prefill stall: one gap of many seconds with a fork live (prefilling)
+ * counts as slowdown, though the decode rate after it is unchanged. */
+static void test_prefill_stall_counts_as_slowdown(void) {
+  sg_server_load l;
+  init(&l, 0.15, 3);
+  double t = 0;
+  feed(&l, &t, 30, 0.1, 0);
+  feed(&l, &t, 1, 4.0, 1);  /* the fork's prompt prefills: 4 s for a token */
+  feed(&l, &t, 30, 0.1, 1); /* then as fast as alone */
+  /* 31 tokens in 7 s: 4.4 tokens/s against 10 */
+  SG_CHECK_NEAR(sg_load_rate(&l, 1), 31 / 7.0, 1e-9);
+  SG_CHECK_EQ_INT(l.cap, 0);
+}
+
+/* Bad observations are ignored; forks beyond SG_LOAD_KMAX pool in the last
+ * bucket, negative forks count as none. */
+static void test_bad_input_and_pooling(void) {
+  sg_server_load l;
+  init(&l, 0.15, 3);
+  SG_CHECK_EQ_INT(sg_load_observe(&l, 1, 1, 0, 0), 3);
+  SG_CHECK_EQ_INT(sg_load_observe(&l, 1, 1, -1, 0), 3);
+  SG_CHECK_EQ_INT(sg_load_observe(&l, 1, -1, 1, 0), 3);
+  SG_CHECK_EQ_INT(sg_load_observe(&l, 1, NAN, 1, 0), 3);
+  SG_CHECK_EQ_INT(sg_load_observe(&l, 1, 1, INFINITY, 0), 3);
+  SG_CHECK_EQ_INT(sg_load_measured_max(&l), -1);
+  double t = 0;
+  feed(&l, &t, 30, 0.1, -2);
+  SG_CHECK_NEAR(sg_load_rate(&l, 0), 10, 1e-9);
+  feed(&l, &t, 30, 0.1, 1000);
+  SG_CHECK_NEAR(sg_load_rate(&l, SG_LOAD_KMAX), 10, 1e-9);
+  SG_CHECK(isnan(sg_load_rate(&l, SG_LOAD_KMAX + 1)));
+  SG_CHECK(isnan(sg_load_rate(&l, -1)));
+}
+
+/* Old samples fade: a bucket's sums halve once they pass window_s, so a
+ * rate that changed is followed. */
+static void test_window_follows_a_change(void) {
+  sg_server_load l;
+  sg_load_opts o;
+  sg_load_opts_default(&o, 0.15, 3);
+  o.min_tokens = 10;
+  o.min_s = 1;
+  o.window_s = 10;
+  sg_load_init(&l, &o);
+  double t = 0;
+  feed(&l, &t, 100, 0.1, 0); /* 10 tokens/s */
+  feed(&l, &t, 200, 0.2, 0); /* then 5 */
+  SG_CHECK(l.b[0].seconds <= 10);
+  SG_CHECK_NEAR(sg_load_rate(&l, 0), 5, 0.2);
+}
+
+/* Re-probe: after reprobe_s the too-slow bucket is forgotten and one fork
+ * more allowed; measured too slow again, the cap goes back and the wait
+ * doubles (at most 16x); measured fine, the cap goes up and the wait is
+ * reprobe_s again. Not before the wait. */
+static void test_reprobe_rule(void) {
+  sg_server_load l;
+  init(&l, 0.15, 3);
+  double t = 0;
+  feed(&l, &t, 30, 0.1, 0);
+  feed(&l, &t, 30, 0.2, 1);
+  SG_CHECK_EQ_INT(l.cap, 0);
+  double low = l.lowered_s;
+  /* mains alone until just before the wait: no probe */
+  while (t + 0.1 < low + 60)
+    feed(&l, &t, 1, 0.1, 0);
+  SG_CHECK_EQ_INT(l.cap, 0);
+  SG_CHECK_EQ_INT((int)l.probes, 0);
+  feed(&l, &t, 2, 0.1, 0);
+  SG_CHECK_EQ_INT((int)l.probes, 1);
+  SG_CHECK_EQ_INT(l.probe, 1);
+  SG_CHECK_EQ_INT(l.cap, 1); /* one fork allowed, not the configured 3 */
+  SG_CHECK(isnan(sg_load_rate(&l, 1)));
+  /* still too slow: back to 0, wait 120 */
+  feed(&l, &t, 30, 0.2, 1);
+  SG_CHECK_EQ_INT(l.cap, 0);
+  SG_CHECK_EQ_INT(l.probe, 0);
+  SG_CHECK_NEAR(l.wait_s, 120, 1e-9);
+  /* the waits double up to 16 x 60 */
+  for (int i = 0; i < 8; i++) {
+    double from = l.lowered_s;
+    while (l.probe == 0)
+      feed(&l, &t, 1, 0.1, 0);
+    SG_CHECK(t - from >= l.wait_s - 0.11);
+    feed(&l, &t, 30, 0.2, 1);
+    SG_CHECK_EQ_INT(l.cap, 0);
+  }
+  SG_CHECK_NEAR(l.wait_s, 16 * 60, 1e-9);
+  /* the load passed: the probe finds one fork fine, the cap goes up */
+  while (l.probe == 0)
+    feed(&l, &t, 1, 0.1, 0);
+  SG_CHECK_EQ_INT(l.cap, 1);
+  feed(&l, &t, 30, 0.1, 1);
+  SG_CHECK_EQ_INT(l.probe, 0);
+  SG_CHECK_EQ_INT(l.cap, 3);
+  SG_CHECK_NEAR(l.wait_s, 60, 1e-9);
+}
+
+/* A probe walks up: 1 fine, 2 too slow measured earlier: cap 1; the probe
+ * of 2 holds the cap at 2 (not the configured 5) until measured. */
+static void test_probe_walks_up(void) {
+  sg_server_load l;
+  init(&l, 0.15, 5);
+  double t = 0;
+  feed(&l, &t, 30, 0.1, 0);
+  feed(&l, &t, 30, 0.1, 1);
+  feed(&l, &t, 30, 0.3, 2);
+  feed(&l, &t, 30, 0.3, 3);
+  SG_CHECK_EQ_INT(l.cap, 1);
+  while (l.probe == 0)
+    feed(&l, &t, 1, 0.1, 0);
+  SG_CHECK_EQ_INT(l.probe, 2);
+  SG_CHECK_EQ_INT(l.cap, 2);
+  feed(&l, &t, 30, 0.1, 2); /* 2 fine now; 3 is still measured too slow */
+  SG_CHECK_EQ_INT(l.probe, 0);
+  SG_CHECK_EQ_INT(l.cap, 2);
+  SG_CHECK_EQ_INT(l.bad, 3);
+}
+
+/* While probing k, a smaller k measured too slow ends the probe there. */
+static void test_probe_ended_by_a_smaller_k(void) {
+  sg_server_load l;
+  init(&l, 0.15, 5);
+  double t = 0;
+  feed(&l, &t, 30, 0.1, 0);
+  feed(&l, &t, 30, 0.1, 1);
+  feed(&l, &t, 30, 0.3, 2);
+  while (l.probe == 0)
+    feed(&l, &t, 1, 0.1, 0);
+  SG_CHECK_EQ_INT(l.probe, 2);
+  feed(&l, &t, 20, 0.5, 1); /* now one fork is too slow */
+  SG_CHECK_EQ_INT(l.probe, 0);
+  SG_CHECK_EQ_INT(l.cap, 0);
+}
+
+/* A cap at the configured one is never probed. */
+static void test_no_probe_without_a_lowered_cap(void) {
+  sg_server_load l;
+  init(&l, 0.15, 2);
+  double t = 0;
+  feed(&l, &t, 30, 0.1, 0);
+  feed(&l, &t, 30, 0.3, 4); /* too slow at 4, cap 2 = configured */
+  for (int i = 0; i < 2000; i++)
+    feed(&l, &t, 1, 0.1, 0);
+  SG_CHECK_EQ_INT((int)l.probes, 0);
+  SG_CHECK_EQ_INT(l.cap, 2);
+}
+
+SG_TEST_MAIN(SG_TEST(test_defaults), SG_TEST(test_no_measurement_keeps_the_configured_cap),
+             SG_TEST(test_few_samples_decide_nothing),
+             SG_TEST(test_one_fork_too_slow_gives_cap_zero),
+             SG_TEST(test_free_forks_keep_the_cap), SG_TEST(test_cap_is_the_largest_fine_k),
+             SG_TEST(test_cap_bounded_by_configured),
+             SG_TEST(test_prefill_stall_counts_as_slowdown),
+             SG_TEST(test_bad_input_and_pooling), SG_TEST(test_window_follows_a_change),
+             SG_TEST(test_reprobe_rule), SG_TEST(test_probe_walks_up),
+             SG_TEST(test_probe_ended_by_a_smaller_k),
+             SG_TEST(test_no_probe_without_a_lowered_cap))
