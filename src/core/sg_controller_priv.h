@@ -46,6 +46,7 @@ typedef struct gen {
   sg_buf reasoning;          /* main only */
   sg_scanner *scanner;       /* main only */
   uint64_t last_fork_prefix; /* main: prefix of the last fork, 0 none */
+  uint32_t restarts;         /* main: tries the model server cut */
 } gen;
 
 /* Layout: what every event reads (state, the generations, the capacity,
