@@ -149,6 +149,7 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.language = f->task->language;
     o.entry = f->task->entry;
     sg_knobs_land(&cfg->knobs, &o, NULL); /* the rows of config/sg_knobs.h */
+    o.main_retries = (uint32_t)cfg->main_retries;
     if (cfg->knobs.llm_streams > 0 && cfg->knobs.spec) {
       /* one server serves every task: its streams less their mains */
       r->fork_budget.cap = cfg->knobs.llm_streams - (int)r->nwf;
