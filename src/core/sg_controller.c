@@ -531,9 +531,10 @@ static int on_finished(sg_controller *c, const sg_ctl_event *ev,
  * any fork's), and the next forks come from the new text. Past
  * main_retries the runtime waits before sending it (`wait`); the
  * iteration meanwhile neither ends nor counts. The cut try is restarted,
- * not continued from its text: continuing needs a server that extends an
- * assistant message's reasoning, which the OpenAI-style chat API does not
- * promise (docs/core.md). */
+ * not continued from its text: continuing asks the server to go on
+ * thinking in an unfinished turn, which the OpenAI-style chat API has no
+ * standard way to say and which was not checked against a real server
+ * (docs/core.md, States). */
 static void restart_main(sg_controller *c, gen *g, sg_ctl_actions *out) {
   sg_buf_free(&g->content);
   sg_buf_free(&g->reasoning);
