@@ -805,6 +805,9 @@ static void test_main_cut_mid_stream(void) {
                        "g.outcome = 'completed'") == 1);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'main_restart' AND "
                        "json_extract(detail_json, '$.cause') = 'the connection broke'") == 1);
+  /* on the prompt the cut try was sent */
+  SG_CHECK(db_int(dir, "SELECT count(DISTINCT g.prompt) FROM generations g JOIN iterations i "
+                       "ON i.id = g.iteration_id WHERE i.number = 1 AND g.kind = 'main'") == 1);
   /* its tokens count: the cut try recorded what it spent */
   SG_CHECK(db_int(dir, "SELECT completion_tokens FROM generations WHERE kind = 'main' AND "
                        "outcome = 'failed'") >= 290);
