@@ -82,6 +82,16 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
     json_array_foreach(json_object_get(g, "causes"), k, c)
       fprintf(f, "    %5.0f x %s\n", num(c, "count"), str(c, "cause"));
   }
+  const json_t *mr = json_object_get(s, "main_restarts");
+  if (num(mr, "count") > 0) {
+    fprintf(f, "  mains restarted: %.0f (the model server failed them; each sent again "
+               "in its iteration):", num(mr, "count"));
+    const json_t *c;
+    size_t k;
+    json_array_foreach(json_object_get(mr, "causes"), k, c)
+      fprintf(f, "%s %.0f x %s", k ? ";" : "", num(c, "count"), str(c, "cause"));
+    fprintf(f, "\n");
+  }
   fprintf(f, "\n  %-28s %5s %10s %9s %6s %5s %6s %6s  %s\n", "task", "iters", "best",
           "profiled", "early", "main", "forks", "dedup", "best kernel");
   const json_t *w;
@@ -183,6 +193,11 @@ static void on_event(void *data, const json_t *ev) {
     speedup_text(best, sizeof best, ev);
     fprintf(stderr, "[%s] iteration %.0f ended (%s); best so far %s\n", str(ev, "task"),
             num(ev, "iteration"), str(ev, "reason"), best);
+  } else if (strcmp(name, "main_restart") == 0) {
+    fprintf(stderr, "[%s] iteration %.0f: the model server failed the main generation "
+                    "(%s); sent again (restart %.0f%s)\n", str(ev, "task"),
+            num(ev, "iteration"), str(ev, "cause"), num(ev, "restart"),
+            json_is_true(json_object_get(ev, "after_wait")) ? ", after a wait" : "");
   } else if (strcmp(name, "workflow_done") == 0) {
     speedup_text(best, sizeof best, ev);
     fprintf(stderr, "[%s] done (%s); best %s\n", str(ev, "task"), str(ev, "reason"), best);

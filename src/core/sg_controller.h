@@ -117,6 +117,10 @@ typedef struct sg_ctl_event {
       int error;                /* SG_E* */
       const char *message;      /* may be NULL */
       sg_usage usage;           /* what was spent before it failed */
+      bool endpoint;            /* the model server's failure, not the
+                                   model's (it cut the stream, was
+                                   unreachable, answered 5xx): a main
+                                   generation is sent again (main_retries) */
     } failed;
     struct {
       uint64_t candidate;
@@ -182,6 +186,11 @@ typedef struct sg_ctl_action {
       uint64_t parent_gen;     /* spec: the main generation forked; else 0 */
       uint64_t prefix_len;     /* spec: bytes of its reasoning to continue */
       const char *prefix;      /* spec: those bytes */
+      uint32_t restart;        /* main: 0 its first try; n: sent again, the
+                                  same generation on the same prompt, after
+                                  the model server cut its n-th try */
+      bool wait;               /* restart past main_retries: the runtime
+                                  sends it after a wait (its outage rules) */
     } start;
     struct {                   /* CANCEL_GEN */
       uint64_t gen;
@@ -326,6 +335,15 @@ typedef struct sg_ctl_opts {
   int64_t max_wall_us;     /* from sg_controller_start's now_us */
   uint64_t max_tokens;     /* prompt + completion, all generations */
   size_t max_text_bytes;   /* cap on a generation's kept text */
+  uint32_t main_retries;   /* a main generation the model server fails
+                              (GEN_FAILED with endpoint) is sent again at
+                              once this many times per iteration, on the
+                              same prompt; after that it is sent again with
+                              `wait` set, and its iteration neither ends nor
+                              counts: the runtime's outage rules bound it.
+                              Forks of its cut text go on. Restarting, not
+                              continuing the cut text: docs/core.md says
+                              why */
 } sg_ctl_opts;
 
 /* The scanner's min_gap_bytes in the controller's defaults. */
@@ -333,7 +351,7 @@ typedef struct sg_ctl_opts {
 
 /* speculate, fork_on_idle, idle_min_new_bytes=512, max_forks=64,
  * max_live_forks=16, scanner defaults but min_gap_bytes=256, max_iterations=10, no wall or token
- * budget, max_text_bytes=1 MiB; search, termination, language NULL. */
+ * budget, max_text_bytes=1 MiB, main_retries=2; search, termination, language NULL. */
 void sg_ctl_opts_default(sg_ctl_opts *o);
 
 typedef struct sg_controller sg_controller;
@@ -413,6 +431,8 @@ typedef struct sg_ctl_stats {
                                     feedback the iteration's own prompt
                                     would show (what came after it started) */
   uint64_t ahead_stale_items;    /* the prompt items they lacked */
+  uint32_t main_restarts;        /* mains sent again after the model server
+                                    failed them (main_retries) */
   uint64_t prompt_tokens, completion_tokens, cached_tokens;
   int64_t start_us, end_us;      /* end_us 0 until DONE */
 } sg_ctl_stats;

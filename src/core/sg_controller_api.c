@@ -54,6 +54,7 @@ void sg_ctl_opts_default(sg_ctl_opts *o) {
   o->scanner.min_gap_bytes = SG_CTL_TRIGGER_GAP_BYTES;
   o->max_iterations = 10;
   o->max_text_bytes = 1u << 20;
+  o->main_retries = 2;
 }
 
 int sg_controller_new(const sg_ctl_opts *o, sg_controller **out,

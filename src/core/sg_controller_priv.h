@@ -48,6 +48,7 @@ typedef struct gen {
   uint64_t last_fork_prefix; /* main: prefix of the last fork, 0 none */
   uint64_t last_withheld;    /* main: prefix of the last fork the budget's
                                 cap withheld (counted), 0 none */
+  uint32_t restarts;         /* main: tries the model server cut */
 } gen;
 
 /* Layout: what every event reads (state, the generations, the capacity,

@@ -73,13 +73,17 @@ int sg_llm_fault_parse(const char *spec, sg_llm_fault *out, sg_err *err) {
   case SG_LLM_FAULT_DISCONNECT:
   case SG_LLM_FAULT_MALFORMED:
   case SG_LLM_FAULT_ERROR_IN_STREAM:
-    if (nargs > 1)
-      return sg_err_set(err, SG_EINVAL, "fault \"%s\": takes one argument (after_chunks)", spec);
-    if (nargs == 1) {
+    if (nargs >= 1) {
       if (parse_num(args[0], 0, 1e9, &v) < 0 || v != floor(v))
         return sg_err_set(err, SG_EINVAL, "fault \"%s\": after_chunks \"%s\" is not a count",
                           spec, args[0]);
       out->after_chunks = (int)v;
+    }
+    if (nargs == 2) {
+      if (parse_num(args[1], 0, 1e6, &v) < 0 || v != floor(v))
+        return sg_err_set(err, SG_EINVAL, "fault \"%s\": streams \"%s\" is not a count",
+                          spec, args[1]);
+      out->streams = (int)v;
     }
     break;
   case SG_LLM_FAULT_STATUS429:

@@ -127,6 +127,23 @@ bool sg_gen_endpoint_failure(int code, long http_status) {
   }
 }
 
+const char *sg_gen_endpoint_cause(int code, long http_status) {
+  switch (code) {
+  case SG_ECONN:
+    return "the connection broke";
+  case SG_EPROTO:
+  case SG_EPARSE:
+    return "an unreadable reply";
+  case SG_EHTTP:
+    return http_status == 429  ? "HTTP 429"
+           : http_status >= 500 ? "HTTP 5xx"
+           : http_status < 400  ? "an error inside the stream"
+                                : "another failure";
+  default:
+    return "another failure";
+  }
+}
+
 const char *sg_gen_iteration_reason(const char *reason, uint64_t kernels) {
   if (kernels == 0 && reason && strcmp(reason, "fallback") == 0)
     return "no kernel";

@@ -86,6 +86,13 @@ sg_gen_tokens sg_gen_tokens_of(sg_gen_account *a, const sg_llm_usage *u,
  * seconds of them. */
 bool sg_gen_endpoint_failure(int code, long http_status);
 
+/* Why the model server failed a generation, in a few words that are the
+ * same for every request failing the same way (a main sent again records
+ * it): "the connection broke" (SG_ECONN), "an unreadable reply" (SG_EPROTO,
+ * SG_EPARSE), "HTTP 429" / "HTTP 5xx" (after the client's retries), "an
+ * error inside the stream" (SG_EHTTP below 400), else "another failure". */
+const char *sg_gen_endpoint_cause(int code, long http_status);
+
 /* "no kernel" for an iteration the controller ended by fallback when no
  * kernel came out of it (the fallback evaluates the reasoning's kernel:
  * there was none); else reason unchanged. */

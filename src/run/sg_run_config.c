@@ -97,6 +97,12 @@ static const sg_run_key keys[] = {
      .help = "seconds the model server may fail every request before the run "
              "stops (resumable); meanwhile iterations wait, uncounted (120)",
      .group = G_MODEL},
+    {.name = "main-retries", .type = SG_KEY_INT, .offset = OFF(main_retries),
+     .min = 0, .max = 100, .value_name = "N",
+     .help = "a main generation the model server cuts mid-stream is sent "
+             "again at once N times in its iteration, then after waits, its "
+             "iteration uncounted until --llm-outage (2)",
+     .group = G_MODEL},
 
     {.name = "server-speed", .type = SG_KEY_DOUBLE, .offset = OFF(server_speed),
      .min = 0, .max = 1e6, .flags = SG_KEYF_MIN_OPEN, .value_name = "TOK/S",
@@ -259,6 +265,7 @@ void sg_run_config_init(sg_run_config *c) {
   c->gen_deadline = 1800;
   c->idle_timeout = 120;
   c->llm_outage = 120;
+  c->main_retries = 2;
   c->server_speed = 300;
   c->replay_speed = 1;
   c->compile_workers = 1;

@@ -46,6 +46,9 @@ typedef struct sg_run_config {
                               <think>...</think> first (native) */
   double llm_outage;       /* llm-outage: s of model server failures before
                               the run stops, resumable (120) */
+  int main_retries;        /* main-retries: a main generation the model
+                              server cut is sent again at once this many
+                              times per iteration, then after waits (2) */
   /* the built-in test server (used only without llm) */
   double server_speed;     /* server-speed: tokens/s per stream (300) */
   int server_concurrency;  /* server-concurrency: streams at the full rate

@@ -344,9 +344,15 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
     ev.u.failed.error = res->code ? res->code : SG_EHTTP;
     ev.u.failed.message = res->message;
     ev.u.failed.usage = usage_of(&u, g->chunks);
+    /* a main the server cut mid-stream: the controller sends it again
+     * (op_gen_start records why) */
+    ev.u.failed.endpoint = endpoint;
+    r->cut_cause = sg_gen_endpoint_cause(res->code, res->http_status);
+    snprintf(r->cut_message, sizeof r->cut_message, "%s", res->message ? res->message : "");
   }
   uint32_t w = g->w;
   sg_interp_event(r->it, w, &ev);
+  r->cut_cause = NULL;
   sg_run_gen_free(g); /* after: the event may point into g->think */
   sg_run_drain(r);
 }
@@ -612,6 +618,33 @@ static bool gen_launch(run *r, wf *f, rgen *g, const sg_ctl_action *a,
   return true;
 }
 
+/* A main generation the model server cut is sent again (START_GEN with
+ * restart n): the store keeps a main_restart decision with the cause, the
+ * progress says it. */
+static void main_restarted(run *r, wf *f, const rgen *g, const sg_ctl_action *a) {
+  const char *cause = r->cut_cause ? r->cut_cause : "another failure";
+  const char *message = r->cut_cause ? r->cut_message : "";
+  bool wait = a->u.start.wait;
+  sg_run_record_decision(r, f, "main_restart",
+                         json_pack("{s:I, s:i, s:s, s:s, s:b}", "generation",
+                                   (json_int_t)g->gen, "restart", (int)a->u.start.restart,
+                                   "cause", cause, "message", message, "after_wait", wait));
+  sg_run_emit(r, "main_restart",
+              json_pack("{s:s, s:i, s:i, s:s, s:b}", "task", f->task->name, "iteration",
+                        (int)a->iteration + 1, "restart", (int)a->u.start.restart,
+                        "cause", cause, "after_wait", wait));
+  if (!wait || r->restart_warned)
+    return;
+  r->restart_warned = true;
+  char msg[SG_GEN_CAUSE_BYTES + 400];
+  snprintf(msg, sizeof msg,
+           "the model server cut a main generation %d times in one iteration (the "
+           "last: %s): it is sent again after waits, its iteration uncounted; after "
+           "%g s of failures (--llm-outage) the run stops, resumable",
+           (int)a->u.start.restart, cause, r->cfg->llm_outage);
+  sg_run_emit(r, "warning", json_pack("{s:s, s:s}", "task", f->task->name, "message", msg));
+}
+
 /* START_GEN: the iteration is opened in the store, the prompt rendered
  * (by each main generation; its forks reuse it), the generation recorded
  * and its stream started. A main generation of the next iteration, started
@@ -630,7 +663,9 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
     rc = ahead_open(r, f, a, &e);
   } else {
     sg_run_iteration_open(r, f, a->iteration);
-    if (!spec && f->have_prompt[pi]) { /* a main started ahead, then cancelled */
+    if (!spec && a->u.start.restart == 0 && f->have_prompt[pi]) {
+      /* a main started ahead, then cancelled (a main sent again keeps the
+       * prompt it was first sent with) */
       sg_prompt_text_free(&f->prompts[pi]);
       f->have_prompt[pi] = false;
     }
@@ -656,8 +691,16 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   g->iteration = a->iteration;
   g->thinking = a->u.start.thinking;
   g->prompt_index = pi;
-  if (!gen_launch(r, f, g, a, pt, ahead ? f->ahead_iter_store_id : f->iter_store_id))
+  if (a->u.start.restart > 0)
+    main_restarted(r, f, g, a);
+  if (a->u.start.restart > 0 && a->u.start.wait) {
+    /* sent when due (sg_run_gen_retry_due), as a main the server failed
+     * before it streamed */
+    g->retries = (int)a->u.start.restart - r->cfg->main_retries - 1;
+    g->retry_at_us = now_us() + retry_wait_us(g->retries);
+  } else if (!gen_launch(r, f, g, a, pt, ahead ? f->ahead_iter_store_id : f->iter_store_id)) {
     return 0;
+  }
   g->next = f->gens;
   f->gens = g;
   gen_counts(f, g, 1);

@@ -210,6 +210,12 @@ struct run {
   int64_t outage_since_us; /* the model server's first failure since a
                               generation last completed (0: none) */
   bool outage_warned;      /* the waiting was said, this outage */
+  const char *cut_cause;   /* why the model server failed the generation
+                              the controller is told of now
+                              (sg_gen_endpoint_cause; a main sent again
+                              records it), NULL: none */
+  char cut_message[SG_GEN_CAUSE_BYTES]; /* ... and its message */
+  bool restart_warned;     /* a main sent again after waits was said */
   /* what the decisions cost: CPU time inside the controllers, and the loop
    * thread's CPU time in all (client, store, pool, core) */
   uint64_t generations;

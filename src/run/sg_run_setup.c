@@ -151,6 +151,7 @@ int sg_run_load_workflows(run *r, sg_err *err) {
     o.language = f->task->language;
     o.entry = f->task->entry;
     sg_knobs_land(&cfg->knobs, &o, NULL); /* the rows of config/sg_knobs.h */
+    o.main_retries = (uint32_t)cfg->main_retries;
     if (r->has_budget)
       o.fork_budget = &r->fork_budget;
     if ((rc = sg_controller_new(&o, &f->ctl, err)) < 0)

@@ -306,7 +306,10 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
       "  AND g.kind = 'spec') AS generations_spec,"
       /* evaluations not run: the same kernel's was in flight or stored */
       " (SELECT count(*) FROM decisions d WHERE d.workflow_id = w.id"
-      "  AND d.kind = 'deduplicated') AS deduplicated "
+      "  AND d.kind = 'deduplicated') AS deduplicated,"
+      /* mains sent again: the model server cut them */
+      " (SELECT count(*) FROM decisions d WHERE d.workflow_id = w.id"
+      "  AND d.kind = 'main_restart') AS main_restarts "
       "FROM workflows w ORDER BY w.id",
       0, summary_workflow, wfs, err);
   json_t *busy = NULL;
@@ -330,12 +333,28 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
                     " completion_tokens END), 0) AS completion_estimated "
                     "FROM generations",
                     0, collect_first, &tok, err);
+  /* why mains were sent again: each cause, most frequent first */
+  json_t *causes = json_array();
+  if (rc == 0)
+    rc = query_each(s, "decisions",
+                    "SELECT json_extract(detail_json, '$.cause') AS cause,"
+                    " count(*) AS count FROM decisions WHERE kind = 'main_restart'"
+                    " GROUP BY 1 ORDER BY 2 DESC, 1",
+                    0, collect_array, causes, err);
   if (rc) {
     json_decref(busy);
     json_decref(tok);
+    json_decref(causes);
     json_decref(o);
     return rc;
   }
+  json_int_t restarts = 0;
+  const json_t *c;
+  size_t ci;
+  json_array_foreach(causes, ci, c)
+    restarts += json_integer_value(json_object_get(c, "count"));
+  json_object_set_new(o, "main_restarts",
+                      json_pack("{s:I, s:o}", "count", restarts, "causes", causes));
   double pool_us = (double)devices * (double)(end_us - start_us);
   double v_us = (double)json_integer_value(json_object_get(busy, "v"));
   double p_us = (double)json_integer_value(json_object_get(busy, "p"));

@@ -104,6 +104,7 @@ void sg_fm_params_init(sg_fm_params *p) {
   p->threshold_min = 0.14;
   p->threshold_max = 0.70;
   p->threshold_width = 0.03;
+  p->refine_other = false;
 }
 
 sg_fakemodel *sg_fakemodel_new(const sg_fm_params *params, uint64_t seed,

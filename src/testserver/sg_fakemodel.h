@@ -111,10 +111,16 @@ typedef struct sg_fm_params {
   double threshold_min;       /* per-task threshold on f, drawn uniformly */
   double threshold_max;
   double threshold_width;     /* steepness: the logistic's scale in f */
+  bool refine_other;          /* a valid answer to a prompt that shows one
+                                 valid example's code is another valid
+                                 example when there is one: a model asked to
+                                 improve a kernel does not write it back
+                                 (off: the draw alone decides) */
 } sg_fm_params;
 
 /* The defaults (docs/test-server.md): traces of 600-1800 tokens, 38.5% valid
- * with thinking on, thresholds in [0.14, 0.70], floor 0.02, ceiling 0.97. */
+ * with thinking on, thresholds in [0.14, 0.70], floor 0.02, ceiling 0.97,
+ * refine_other off. */
 void sg_fm_params_init(sg_fm_params *p);
 
 typedef struct sg_fakemodel sg_fakemodel;

@@ -7,6 +7,7 @@
 #include "common/sg_alloc.h"
 #include "common/sg_buf.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +35,32 @@ static double broken_weight(const char *status) {
   return 1;
 }
 
+/* Whether prompt shows e's code (its trailing white space aside). */
+static bool prompt_shows(const char *prompt, const sg_fm_example *e) {
+  size_t n = strlen(e->code);
+  while (n > 0 && isspace((unsigned char)e->code[n - 1]))
+    n--;
+  if (n == 0)
+    return false;
+  char *head = sg_strndup(e->code, n);
+  bool shown = strstr(prompt, head) != NULL;
+  free(head);
+  return shown;
+}
+
 static const sg_fm_example *pick_example(const sg_fakemodel *m, const sg_fm_task *t,
-                                         bool valid, rng *r) {
+                                         bool valid, const char *prompt, rng *r) {
   if (valid) {
     bool fast = sg_fm_rng_unit(r) < m->p.p_fast_given_valid;
     const sg_fm_example *e = find_example(t, "ok", fast ? "fast" : "reference");
     if (!e)
       e = find_example(t, "ok", NULL);
+    if (e && m->p.refine_other && prompt_shows(prompt, e)) {
+      /* refine_other: not the kernel it was shown */
+      const sg_fm_example *o = find_example(t, "ok", fast ? "reference" : "fast");
+      if (o && !prompt_shows(prompt, o))
+        e = o;
+    }
     if (e)
       return e;
   }
@@ -184,7 +204,7 @@ void sg_fakemodel_generate(const sg_fakemodel *m, const sg_fm_request *req,
     out->reasoning = sg_strdup("");
   }
   bool valid = sg_fm_rng_unit(&r) < out->p_valid;
-  const sg_fm_example *e = pick_example(m, t, valid, &r);
+  const sg_fm_example *e = pick_example(m, t, valid, prompt, &r);
   if (e) {
     out->status = e->status;
     out->label = e->label;

@@ -624,6 +624,10 @@ static enum MHD_Result handle_completion(sg_llm_server *s, struct MHD_Connection
     }
     fault.kind = SG_LLM_FAULT_NONE;
   }
+  /* a fault for the first N requests only: later ones go through */
+  if (fault.kind != SG_LLM_FAULT_NONE && fault.streams > 0 &&
+      atomic_fetch_add(&s->fault_streams, 1) >= (uint_fast64_t)fault.streams)
+    fault.kind = SG_LLM_FAULT_NONE;
 
   gen *g = sg_calloc(1, sizeof *g);
   g->s = s;

@@ -59,7 +59,8 @@ struct sg_llm_server {
 
   atomic_uint_fast64_t requests_total, generations_started, generations_completed,
       generations_cancelled, generations_aborted, generations_active, abort_requests,
-      faults_injected, tokens_generated, prompt_tokens, cached_tokens;
+      faults_injected, tokens_generated, prompt_tokens, cached_tokens,
+      fault_streams; /* requests a fault with `streams` was given to */
 };
 
 enum { TOK_REASONING, TOK_CONTENT };

@@ -1783,6 +1783,153 @@ static void test_restore_continues_the_workflow(void) {
   bare_free(&b);
 }
 
+/* ---- a main generation the model server cut ------------------------------ */
+
+/* The model server failed gen (it cut the stream), after it spent
+ * completion tokens. */
+static void cut_gen(fx *f, uint64_t gen, uint64_t completion) {
+  sg_ctl_event e = {.type = SG_CEV_GEN_FAILED};
+  e.u.failed.gen = gen;
+  e.u.failed.error = SG_ECONN;
+  e.u.failed.message = "connection reset";
+  e.u.failed.endpoint = true;
+  e.u.failed.usage.prompt_tokens = 10;
+  e.u.failed.usage.completion_tokens = completion;
+  SG_CHECK_OK(ev(f, &e), f->err);
+}
+
+/* A cut main is sent again in its iteration, on the same prompt, a fork of
+ * its cut text goes on and its kernel counts; the cut try's tokens count;
+ * past main_retries it is still sent again, with `wait`, and the iteration
+ * neither ends nor counts; its answer then ends the iteration as usual. */
+static void test_cut_main_restarted_fork_goes_on(void) {
+  fx f;
+  fx_init(&f, "none", NULL);
+  const sg_prompt *prompt = act(&f, SG_CACT_START_GEN, 0)->u.start.prompt;
+  uint64_t fork = fork_on(&f, PHRASE);
+  cut_gen(&f, f.main_gen, 30);
+  SG_CHECK_EQ_INT(f.a.n, 1);
+  const sg_ctl_action *s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->u.start.gen == f.main_gen && s->u.start.kind == SG_GEN_MAIN);
+  SG_CHECK(s->u.start.thinking && s->u.start.prompt == prompt);
+  SG_CHECK_EQ_INT(s->u.start.restart, 1);
+  SG_CHECK(!s->u.start.wait);
+  SG_CHECK_EQ_INT(s->iteration, 0);
+  SG_CHECK(sg_controller_state(f.c) == SG_CTL_GENERATING);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.main_restarts, 1);
+  SG_CHECK_EQ_INT(st.completion_tokens, 30); /* the chunk's 5 were provisional */
+  SG_CHECK_EQ_INT(st.prompt_tokens, 10);
+  /* the fork of the cut text goes on: its kernel is submitted */
+  finish(&f, fork, CODE);
+  uint64_t cand = submitted(&f, SG_PHASE_VALIDATE);
+  SG_CHECK(cand != 0);
+  /* the new try's text is its own: the same phrase forks again */
+  set_cap(&f, 1, 1);
+  chunk(&f, f.main_gen, PHRASE, NULL, 5);
+  s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->u.start.kind == SG_GEN_SPEC && s->u.start.parent_gen == f.main_gen);
+  SG_CHECK_EQ_INT(s->u.start.prefix_len, strlen(PHRASE));
+  uint64_t fork2 = s->u.start.gen;
+  /* the second cut: sent again at once; the third: past main_retries (2),
+   * after a wait */
+  cut_gen(&f, f.main_gen, 1);
+  s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->u.start.restart == 2 && !s->u.start.wait);
+  cut_gen(&f, f.main_gen, 1);
+  s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->u.start.restart == 3 && s->u.start.wait);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_END_ITERATION), 0);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_CANCEL_GEN), 0);
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.iterations, 0);
+  SG_CHECK_EQ_INT(st.main_restarts, 3);
+  SG_CHECK_EQ_INT(st.completion_tokens, 30 + 20 + 1 + 1); /* the fork's 20 too */
+  /* the kernels of both forks are evaluated in this iteration */
+  eval(&f, cand, SG_PHASE_VALIDATE, SG_EVAL_OK, 1.5);
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), cand);
+  eval(&f, cand, SG_PHASE_PROFILE, SG_EVAL_OK, 1.5);
+  finish(&f, fork2, CODE);
+  uint64_t cand2 = submitted(&f, SG_PHASE_VALIDATE);
+  SG_CHECK(cand2 != 0 && cand2 != cand);
+  eval(&f, cand2, SG_PHASE_VALIDATE, SG_EVAL_NUMERICAL_ERROR, NAN);
+  /* the last try answers: its kernel is the fallback, the iteration ends */
+  finish(&f, f.main_gen, CODE);
+  uint64_t mc = submitted(&f, SG_PHASE_VALIDATE);
+  SG_CHECK(mc != 0 && mc != cand && mc != cand2);
+  eval(&f, mc, SG_PHASE_VALIDATE, SG_EVAL_NUMERICAL_ERROR, NAN);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_FALLBACK);
+  SG_CHECK_EQ_INT(end->u.end.best_kernel, cand);
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.iterations, 1);
+  /* the next iteration's main starts afresh */
+  s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->u.start.restart == 0 && s->iteration == 1);
+  fx_free(&f);
+}
+
+/* The main is cut while the kernel of a fork of it is being evaluated: the
+ * evaluation goes on, and when the criterion accepts that kernel the
+ * iteration ends early, cancelling the main sent again. */
+static void test_cut_main_after_its_kernel_submitted(void) {
+  fx f;
+  fx_init(&f, "first-valid", NULL);
+  uint64_t fork = fork_on(&f, PHRASE);
+  finish(&f, fork, CODE);
+  uint64_t cand = submitted(&f, SG_PHASE_VALIDATE);
+  SG_CHECK(cand != 0);
+  cut_gen(&f, f.main_gen, 3);
+  SG_CHECK(act(&f, SG_CACT_START_GEN, 0) != NULL);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_SUBMIT_EVAL), 0); /* nothing submitted again */
+  eval(&f, cand, SG_PHASE_VALIDATE, SG_EVAL_OK, 2.0);
+  SG_CHECK_EQ_INT(submitted(&f, SG_PHASE_PROFILE), cand);
+  eval(&f, cand, SG_PHASE_PROFILE, SG_EVAL_OK, 2.0);
+  const sg_ctl_action *c = act(&f, SG_CACT_CANCEL_GEN, 0);
+  SG_CHECK(c != NULL && c->u.cancel.gen == f.main_gen);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_EARLY);
+  SG_CHECK_EQ_INT(end->u.end.best_kernel, cand);
+  fx_free(&f);
+}
+
+static void no_main_retries(sg_ctl_opts *o) { o->main_retries = 0; }
+
+static void token_budget_40(sg_ctl_opts *o) { o->max_tokens = 40; }
+
+/* What is not sent again: a fork the server cut, a main the model failed
+ * (not the server), and a main cut once the token budget is spent (the
+ * workflow ends for the budget). main_retries 0: the first cut already
+ * waits. */
+static void test_cut_main_not_restarted(void) {
+  fx f;
+  fx_init(&f, "none", NULL);
+  uint64_t fork = fork_on(&f, PHRASE);
+  cut_gen(&f, fork, 2);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  fail_gen(&f, f.main_gen); /* not the server's: the iteration ends */
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_FALLBACK);
+  const sg_ctl_action *s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->iteration == 1 && s->u.start.restart == 0);
+  fx_free(&f);
+
+  fx_init(&f, "none", token_budget_40);
+  cut_gen(&f, f.main_gen, 35); /* 10 + 35 tokens: the budget is spent */
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
+  const sg_ctl_action *done = act(&f, SG_CACT_WORKFLOW_DONE, 0);
+  SG_CHECK(done != NULL && done->u.done.reason == SG_REASON_BUDGET_TOKENS);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  fx_free(&f);
+
+  fx_init(&f, "none", no_main_retries);
+  cut_gen(&f, f.main_gen, 1);
+  s = act(&f, SG_CACT_START_GEN, 0);
+  SG_CHECK(s != NULL && s->u.start.restart == 1 && s->u.start.wait);
+  fx_free(&f);
+}
+
 SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_event_before_start_refused),
              SG_TEST(test_fork_on_each_trigger_class),
@@ -1819,4 +1966,7 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_names),
              SG_TEST(test_fork_budget_shared_by_a_server),
              SG_TEST(test_fork_budget_lowered_withholds),
-             SG_TEST(test_history_compacted_at_iteration_ends))
+             SG_TEST(test_history_compacted_at_iteration_ends),
+             SG_TEST(test_cut_main_restarted_fork_goes_on),
+             SG_TEST(test_cut_main_after_its_kernel_submitted),
+             SG_TEST(test_cut_main_not_restarted))

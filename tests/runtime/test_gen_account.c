@@ -38,6 +38,19 @@ static void test_cause_drops_what_differs_per_request(void) {
   SG_CHECK_STR_EQ(small, "a long"); /* capped, then trimmed */
 }
 
+/* Why the server failed a main sent again: the same words for every
+ * request failing the same way. */
+static void test_endpoint_cause_in_few_words(void) {
+  SG_CHECK_STR_EQ(sg_gen_endpoint_cause(SG_ECONN, 0), "the connection broke");
+  SG_CHECK_STR_EQ(sg_gen_endpoint_cause(SG_EPARSE, 200), "an unreadable reply");
+  SG_CHECK_STR_EQ(sg_gen_endpoint_cause(SG_EPROTO, 0), "an unreadable reply");
+  SG_CHECK_STR_EQ(sg_gen_endpoint_cause(SG_EHTTP, 502), "HTTP 5xx");
+  SG_CHECK_STR_EQ(sg_gen_endpoint_cause(SG_EHTTP, 429), "HTTP 429");
+  SG_CHECK_STR_EQ(sg_gen_endpoint_cause(SG_EHTTP, 200), "an error inside the stream");
+  SG_CHECK_STR_EQ(sg_gen_endpoint_cause(SG_EHTTP, 404), "another failure");
+  SG_CHECK_STR_EQ(sg_gen_endpoint_cause(SG_ETIMEDOUT, 0), "another failure");
+}
+
 /* The client's own messages, grouped: the same cause from different
  * requests is one cause. */
 static void test_failures_grouped_and_said_once(void) {
@@ -212,6 +225,7 @@ static void test_endpoint_failures_told_from_the_request_and_model(void) {
 }
 
 SG_TEST_MAIN(SG_TEST(test_cause_drops_what_differs_per_request),
+             SG_TEST(test_endpoint_cause_in_few_words),
              SG_TEST(test_endpoint_failures_told_from_the_request_and_model),
              SG_TEST(test_failures_grouped_and_said_once),
              SG_TEST(test_nothing_failed_is_not_nothing_generated),

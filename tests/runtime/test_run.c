@@ -740,34 +740,98 @@ static void test_next_ahead_kill_and_resume(void) {
 }
 
 /* The LLM failing: disconnects mid-stream and 500s that a retry gets past.
- * The run ends, the failures are recorded, nothing hangs. */
+ * The run ends, the failures are recorded, nothing hangs. A server that
+ * cuts every stream cuts every main: each is sent again in its iteration,
+ * which neither ends nor counts, until --llm-outage stops the run,
+ * resumable. */
 static void test_llm_faults(void) {
   static const char *const faults[] = {"disconnect:20", "status500:1", "error_in_stream:30"};
   for (size_t f = 0; f < 3; f++) {
     char *dir = tmp_dir();
     const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
                           "--iterations", "2", "--out", dir, "--server-fault",
-                          faults[f], "--quiet", FAST, NULL};
+                          faults[f], "--llm-outage", "3", "--quiet", FAST, NULL};
     proc p;
     int rc = run_cmd(args, 180, &p);
-    /* A fault on every attempt leaves nothing generated: the run fails with
-     * the cause; a fault that a retry overcomes does not. */
+    /* A fault on every attempt: the outage stops the run with the cause; a
+     * fault that a retry overcomes does not. */
     SG_CHECK_MSG(rc == (f == 1 ? 0 : 1), "fault %s: exit %d; stderr:\n%s", faults[f], rc,
                  sg_buf_str(&p.err));
-    if (f != 1)
-      SG_CHECK_CONTAINS(sg_buf_str(&p.err), "no generation succeeded");
+    if (f != 1) {
+      SG_CHECK_CONTAINS(sg_buf_str(&p.err), "failed every request for");
+      SG_CHECK_CONTAINS(sg_buf_str(&p.err), "--resume");
+    }
     SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE ended_us IS NULL") == 0);
-    SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NOT NULL") == 2);
-    if (f != 1)
-      SG_CHECK_MSG(db_int(dir, "SELECT count(*) FROM generations WHERE outcome = 'failed'") >= 1,
-                   "fault %s left no failed generation", faults[f]);
-    else
+    SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NOT NULL") ==
+             (f == 1 ? 2 : 0));
+    if (f != 1) {
+      SG_CHECK_MSG(db_int(dir, "SELECT count(*) FROM generations WHERE outcome = 'failed' "
+                               "AND kind = 'main'") >= 2,
+                   "fault %s: the cut main was not sent again", faults[f]);
+      SG_CHECK(db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'main_restart'") >= 1);
+    } else {
       SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE outcome = 'completed'") >= 2);
+    }
     proc_free(&p);
     sg_err e;
     sg_rm_rf(dir, &e);
     free(dir);
   }
+}
+
+/* The model server cuts the first main generation mid-stream, once (a
+ * connection reset, a server restarted): the main is sent again in its
+ * iteration, a fork started from its cut text goes on, and the run
+ * finishes every iteration with a kernel; no iteration is lost, no kernel
+ * evaluated twice; the store, summary.json and the summary line say how
+ * many mains were sent again and why. */
+static void test_main_cut_mid_stream(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                        "--iterations", "2", "--out", dir, "--server-fault",
+                        "disconnect:300:1", FAST, NULL};
+  proc p;
+  int rc = run_cmd(args, 300, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  /* both iterations ended with a kernel ("no kernel": none came out) */
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations WHERE ended_us IS NOT NULL "
+                       "AND end_reason NOT IN ('no kernel', 'interrupted')") == 2);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM iterations") == 2);
+  /* one main cut, in iteration 1, and sent again there, where it completed */
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'main' AND "
+                       "outcome = 'failed'") == 1);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM generations g JOIN iterations i ON i.id = "
+                       "g.iteration_id WHERE i.number = 1 AND g.kind = 'main' AND "
+                       "g.outcome = 'completed'") == 1);
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'main_restart' AND "
+                       "json_extract(detail_json, '$.cause') = 'the connection broke'") == 1);
+  /* on the prompt the cut try was sent */
+  SG_CHECK(db_int(dir, "SELECT count(DISTINCT g.prompt) FROM generations g JOIN iterations i "
+                       "ON i.id = g.iteration_id WHERE i.number = 1 AND g.kind = 'main'") == 1);
+  /* its tokens count: the cut try recorded what it spent */
+  SG_CHECK(db_int(dir, "SELECT completion_tokens FROM generations WHERE kind = 'main' AND "
+                       "outcome = 'failed'") >= 290);
+  check_each_kernel_evaluated_once(dir);
+  char *sp = sg_asprintf("%s/summary.json", dir);
+  json_t *s = load_json(sp);
+  json_t *mr = json_object_get(s, "main_restarts");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(mr, "count")), 1);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(mr, "causes"),
+                                                                   0), "cause")),
+                  "the connection broke");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(
+                      json_array_get(json_object_get(s, "workflows"), 0), "main_restarts")),
+                  1);
+  json_decref(s);
+  free(sp);
+  /* the summary's line (stdout), and the progress said it (stderr) */
+  SG_CHECK_CONTAINS(sg_buf_str(&p.out), "mains restarted: 1 ");
+  SG_CHECK_CONTAINS(sg_buf_str(&p.out), "1 x the connection broke");
+  SG_CHECK_CONTAINS(sg_buf_str(&p.err), "sent again (restart 1)");
+  proc_free(&p);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  free(dir);
 }
 
 /* The pids of p's children whose command line contains needle. */
@@ -1471,7 +1535,8 @@ static void test_external_endpoint_and_forks_that_cannot_start(void) {
 SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_fork_budget_measured), SG_TEST(test_llm_streams_bound_the_forks), SG_TEST(test_external_endpoint_and_forks_that_cannot_start), SG_TEST(test_no_working_device_is_refused_before_the_run), SG_TEST(test_run_two_tasks_end_to_end),
              SG_TEST(test_json_events_and_spec_off), SG_TEST(test_spec_on_forks),
              SG_TEST(test_cutoff_detach), SG_TEST(test_next_ahead_kill_and_resume),
-             SG_TEST(test_llm_faults), SG_TEST(test_worker_killed_mid_evaluation),
+             SG_TEST(test_llm_faults), SG_TEST(test_main_cut_mid_stream),
+             SG_TEST(test_worker_killed_mid_evaluation),
              SG_TEST(test_sigkill_then_resume), SG_TEST(test_sigint_interrupts_resumably),
              SG_TEST(test_stop_mid_iteration_then_resume_redoes_it),
              SG_TEST(test_resume_takes_its_output_mode_and_keeps_its_tasks),

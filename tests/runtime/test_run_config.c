@@ -37,6 +37,7 @@ static const key_case listed[] = {
     {"gen-deadline", "86400", "86400.0", "0"},
     {"idle-timeout", "0.5", "0.5", "86400.5"},
     {"llm-outage", "3", "3.0", "0"},
+    {"main-retries", "100", "100", "101"},
     {"server-speed", "1000000", "1000000.0", "0"},
     {"server-concurrency", "1", "1", "-1"},
     {"server-fault", "disconnect:3", "\"disconnect:3\"", ""},

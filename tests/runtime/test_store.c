@@ -758,6 +758,16 @@ static void summary_matches_hand_computed_values(void) {
     SG_CHECK_OK(sg_store_decision_add(s, a, a1, kinds[i], d, 4 * S1, &did, &err), err);
     json_decref(d);
   }
+  /* Mains task_a sent again after the model server cut them: two for one
+   * cause, one for another. */
+  static const char *const causes[] = {"the connection broke", "HTTP 5xx", "the connection broke"};
+  for (int i = 0; i < 3; i++) {
+    json_t *d = json_pack("{s:i, s:i, s:s}", "generation", 1, "restart", i + 1, "cause",
+                          causes[i]);
+    int64_t did;
+    SG_CHECK_OK(sg_store_decision_add(s, a, a1, "main_restart", d, 4 * S1, &did, &err), err);
+    json_decref(d);
+  }
   /* A pending evaluation: none of the aggregates. */
   SG_CHECK_OK(sg_store_eval_queue(s, c[2], SG_STORE_PROFILE, 9 * S1, &ev,
                                   &err), err);
@@ -805,7 +815,18 @@ static void summary_matches_hand_computed_values(void) {
   SG_CHECK(json_is_null(json_object_get(wb_j, "best_speedup_kind")));
   SG_CHECK_EQ_INT(jint(wa_j, "deduplicated"), 2);
   SG_CHECK_EQ_INT(jint(wb_j, "deduplicated"), 0);
-  SG_CHECK_EQ_INT(json_object_size(wa_j), 9); /* exactly the documented keys */
+  SG_CHECK_EQ_INT(jint(wa_j, "main_restarts"), 3);
+  SG_CHECK_EQ_INT(jint(wb_j, "main_restarts"), 0);
+  SG_CHECK_EQ_INT(json_object_size(wa_j), 10); /* exactly the documented keys */
+  /* why, most frequent cause first */
+  json_t *mr = json_object_get(sum, "main_restarts");
+  SG_CHECK_EQ_INT(jint(mr, "count"), 3);
+  json_t *mc = json_object_get(mr, "causes");
+  SG_CHECK_EQ_INT(json_array_size(mc), 2);
+  SG_CHECK_STR_EQ(jstr(json_array_get(mc, 0), "cause"), "the connection broke");
+  SG_CHECK_EQ_INT(jint(json_array_get(mc, 0), "count"), 2);
+  SG_CHECK_STR_EQ(jstr(json_array_get(mc, 1), "cause"), "HTTP 5xx");
+  SG_CHECK_EQ_INT(jint(json_array_get(mc, 1), "count"), 1);
   json_t *u = json_object_get(sum, "utilization");
   SG_CHECK_NEAR(jnum(u, "validation"), 0.25, 1e-12);
   SG_CHECK_NEAR(jnum(u, "profiling"), 0.125, 1e-12);
@@ -819,7 +840,7 @@ static void summary_matches_hand_computed_values(void) {
   SG_CHECK_EQ_INT(jint(t, "consumption"), 950 - 275 + 3620);
   /* no reasoning in the configuration: the model's own (native) */
   SG_CHECK_STR_EQ(jstr(sum, "reasoning"), "native");
-  SG_CHECK_EQ_INT(json_object_size(sum), 5);
+  SG_CHECK_EQ_INT(json_object_size(sum), 6);
   json_decref(sum);
   sg_store_close(s);
   rm_dir(dir);

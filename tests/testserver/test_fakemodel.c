@@ -696,6 +696,43 @@ static void continued_reasoning_resumes_after_its_prefix(void) {
   sg_fakemodel_free(m);
 }
 
+/* refine_other: a prompt that shows one valid kernel gets the other, for
+ * every draw; off (the default), the draw alone decides, and some prompts
+ * showing a kernel get it back. */
+static void refine_other_never_writes_back_the_kernel_shown(void) {
+  for (int on = 0; on < 2; on++) {
+    sg_fm_task *tasks = sg_calloc(1, sizeof *tasks);
+    make_task(&tasks[0], "diag_matmul", "diag_matmul");
+    sg_fm_params p;
+    sg_fm_params_init(&p);
+    SG_CHECK(!p.refine_other);
+    p.p_valid_reasoning = 1.0;
+    p.p_fast_given_valid = 0.5;
+    p.refine_other = on;
+    sg_fakemodel *m = sg_fakemodel_new(&p, 5, tasks, 1);
+    const sg_fm_task *t = sg_fakemodel_task(m, 0);
+    int back = 0;
+    for (int i = 0; i < 40; i++) {
+      const sg_fm_example *shown = &t->examples[i % 2]; /* ok fast, ok reference */
+      char *ctx = sg_asprintf("Write a fast diag_matmul kernel (attempt %d).\nThe best kernel "
+                              "so far:\n```c\n%s```\n",
+                              i, shown->code);
+      sg_fm_request r = {.context = ctx, .prompt = ctx, .thinking = true};
+      sg_fm_answer a;
+      sg_fakemodel_generate(m, &r, &a);
+      SG_CHECK_STR_EQ(a.status, "ok");
+      back += strcmp(a.label, shown->label) == 0;
+      sg_fm_answer_free(&a);
+      free(ctx);
+    }
+    if (on)
+      SG_CHECK_EQ_INT(back, 0);
+    else
+      SG_CHECK_MSG(back > 5 && back < 35, "%d of 40 wrote back the kernel shown", back);
+    sg_fakemodel_free(m);
+  }
+}
+
 static void prompt_without_a_known_task_gets_an_explanation(void) {
   sg_fakemodel *m = make_model(31, 40, 60);
   sg_fm_request r = {.context = "hello", .prompt = "hello", .thinking = true};
@@ -721,6 +758,7 @@ SG_TEST_MAIN(SG_TEST(tokenize_round_trips_any_text), SG_TEST(tokenize_cuts_at_wo
              SG_TEST(traces_fire_every_class_of_trigger),
              SG_TEST(traces_revise_drafts_and_each_revision_fires),
              SG_TEST(answers_yield_a_candidate_to_extract),
+             SG_TEST(refine_other_never_writes_back_the_kernel_shown),
              SG_TEST(thinking_answer_is_valid_about_38_percent_of_the_time),
              SG_TEST(thinking_off_without_the_prefix_is_rarely_valid),
              SG_TEST(thinking_off_with_the_whole_prefix_is_mostly_valid),

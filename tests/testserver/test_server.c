@@ -1043,6 +1043,35 @@ static void fault_disconnect_closes_after_n_chunks(void) {
   stop(s);
 }
 
+/* disconnect:N:K cuts the first K streams the server takes, then none:
+ * one server restart's worth of cut streams. */
+static void fault_disconnect_for_the_first_streams_only(void) {
+  sg_llm_server_opts o;
+  sg_llm_server_opts_init(&o);
+  sg_err err;
+  SG_CHECK_OK(sg_llm_fault_parse("disconnect:3:1", &o.fault, &err), err);
+  sg_llm_server *s = start(&o);
+  for (int i = 0; i < 3; i++) {
+    resp r = {0};
+    http(s, "/v1/chat/completions", CHAT(", \"stream\": true, \"max_tokens\": 8"), NULL,
+         NULL, &r);
+    stream st;
+    parse_stream(&r, &st);
+    if (i == 0) {
+      SG_CHECK(r.rc != CURLE_OK);
+      SG_CHECK(!st.done);
+    } else {
+      SG_CHECK_MSG(r.rc == CURLE_OK && st.done, "stream %d was cut", i);
+    }
+    stream_free(&st);
+    resp_free(&r);
+  }
+  sg_llm_server_stats ss;
+  sg_llm_server_stats_get(s, &ss);
+  SG_CHECK_EQ_INT(ss.faults_injected, 1);
+  stop(s);
+}
+
 static void fault_status429_fails_the_first_attempts_of_a_request(void) {
   sg_llm_server *s = start_default();
   const char *fault = "X-Specgen-Fault: status429:1:2";
@@ -1235,12 +1264,15 @@ static void fault_specs_are_checked(void) {
   SG_CHECK_OK(sg_llm_fault_parse("status429:2.5:3", &f, &err), err);
   SG_CHECK(f.kind == SG_LLM_FAULT_STATUS429 && f.seconds == 2.5 && f.attempts == 3);
   SG_CHECK_OK(sg_llm_fault_parse("disconnect:0", &f, &err), err);
-  SG_CHECK(f.kind == SG_LLM_FAULT_DISCONNECT && f.after_chunks == 0);
+  SG_CHECK(f.kind == SG_LLM_FAULT_DISCONNECT && f.after_chunks == 0 && f.streams == 0);
   SG_CHECK_STR_EQ(sg_llm_fault_name(f.kind), "disconnect");
+  SG_CHECK_OK(sg_llm_fault_parse("error_in_stream:40:1", &f, &err), err);
+  SG_CHECK(f.kind == SG_LLM_FAULT_ERROR_IN_STREAM && f.after_chunks == 40 && f.streams == 1);
   SG_CHECK_OK(sg_llm_fault_parse("none", &f, &err), err);
   SG_CHECK(f.kind == SG_LLM_FAULT_NONE);
   const char *bad[] = {"explode", "stall", "stall:x", "disconnect:-1", "disconnect:1.5",
-                       "status500:1:2", "slow_first_byte", "status429:1:2:3"};
+                       "status500:1:2", "slow_first_byte", "status429:1:2:3",
+                       "disconnect:3:x", "disconnect:3:-1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sg_err_clear(&err);
     SG_CHECK_MSG(sg_llm_fault_parse(bad[i], &f, &err) == SG_EINVAL, "%s accepted", bad[i]);
@@ -1690,6 +1722,7 @@ SG_TEST_MAIN(SG_TEST(requests_render_prompt_context_and_thinking),
              SG_TEST(think_tags_in_a_continued_message_are_its_reasoning),
              SG_TEST(max_tokens_stops_with_length),
              SG_TEST(fault_disconnect_closes_after_n_chunks),
+             SG_TEST(fault_disconnect_for_the_first_streams_only),
              SG_TEST(fault_status429_fails_the_first_attempts_of_a_request),
              SG_TEST(fault_status500_from_the_server_options),
              SG_TEST(fault_stall_pauses_mid_stream_then_resumes),
