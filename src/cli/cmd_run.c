@@ -42,6 +42,30 @@ static void speedup_text(char *buf, size_t n, const json_t *o) {
     snprintf(buf, n, "-");
 }
 
+/* What the model server failed: generations that failed, by cause, and the
+ * mains sent again in their iteration. */
+static void print_failures(FILE *f, const json_t *s) {
+  const json_t *g = json_object_get(s, "generations");
+  if (num(g, "failed") > 0) {
+    fprintf(f, "  generations: %.0f completed, %.0f failed:\n", num(g, "completed"),
+            num(g, "failed"));
+    const json_t *c;
+    size_t k;
+    json_array_foreach(json_object_get(g, "causes"), k, c)
+      fprintf(f, "    %5.0f x %s\n", num(c, "count"), str(c, "cause"));
+  }
+  const json_t *mr = json_object_get(s, "main_restarts");
+  if (num(mr, "count") > 0) {
+    fprintf(f, "  mains restarted: %.0f (the model server failed them; each sent again "
+               "in its iteration):", num(mr, "count"));
+    const json_t *c;
+    size_t k;
+    json_array_foreach(json_object_get(mr, "causes"), k, c)
+      fprintf(f, "%s %.0f x %s", k ? ";" : "", num(c, "count"), str(c, "cause"));
+    fprintf(f, "\n");
+  }
+}
+
 void sg_cli_print_summary(FILE *f, const json_t *s) {
   const json_t *u = json_object_get(s, "utilization");
   const json_t *t = json_object_get(s, "tokens");
@@ -73,25 +97,7 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
              "(%.0f cached, %.0f uncached%s), %.0f completion%s\n",
           num(t, "consumption"), num(t, "prompt"), num(t, "cached"), num(t, "uncached"),
           pe, num(t, "completion"), ce);
-  const json_t *g = json_object_get(s, "generations");
-  if (num(g, "failed") > 0) {
-    fprintf(f, "  generations: %.0f completed, %.0f failed:\n", num(g, "completed"),
-            num(g, "failed"));
-    const json_t *c;
-    size_t k;
-    json_array_foreach(json_object_get(g, "causes"), k, c)
-      fprintf(f, "    %5.0f x %s\n", num(c, "count"), str(c, "cause"));
-  }
-  const json_t *mr = json_object_get(s, "main_restarts");
-  if (num(mr, "count") > 0) {
-    fprintf(f, "  mains restarted: %.0f (the model server failed them; each sent again "
-               "in its iteration):", num(mr, "count"));
-    const json_t *c;
-    size_t k;
-    json_array_foreach(json_object_get(mr, "causes"), k, c)
-      fprintf(f, "%s %.0f x %s", k ? ";" : "", num(c, "count"), str(c, "cause"));
-    fprintf(f, "\n");
-  }
+  print_failures(f, s);
   fprintf(f, "\n  %-28s %5s %10s %9s %6s %5s %6s %6s  %s\n", "task", "iters", "best",
           "profiled", "early", "main", "forks", "dedup", "best kernel");
   const json_t *w;
