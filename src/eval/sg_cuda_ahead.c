@@ -126,6 +126,13 @@ void sg_cuda_ahead_release(void) {
       slot_end(&slots[i], NULL, false);
 }
 
+int sg_cuda_ahead_live(void) {
+  int n = 0;
+  for (int i = 0; i < AHEAD_SLOTS; i++)
+    n += slots[i].sb != NULL;
+  return n;
+}
+
 void sg_cuda_ahead_settle(double limit_s) {
   double end = sg_clock_now_s() + limit_s;
   for (int i = 0; i < AHEAD_SLOTS; i++) {

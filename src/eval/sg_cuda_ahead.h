@@ -105,6 +105,11 @@ void sg_cuda_ahead_expect_none(void);
  * whole). */
 void sg_cuda_ahead_release(void);
 
+/* How many runners started ahead this process holds now, on any device
+ * (each a judge with its contexts, and the kernelbench judge its shared
+ * inputs: memory the candidate running beside it cannot have). */
+int sg_cuda_ahead_live(void);
+
 /* Waits, at most limit_s in all, until every runner started ahead is ready
  * (it has its context, buffers and warm reference, and runs nothing until
  * its go); one that is not ready by then, or that died, is ended. Before

@@ -141,6 +141,57 @@ static void harness_limits(const sg_eval_build *build, double wall, sg_sandbox_l
   lim->file_size_bytes = 0;
 }
 
+/* Whether a harness's verdict is CUDA running out of memory in the
+ * candidate's process or the reference's (PyTorch's message, whatever
+ * status the harness gave it). */
+static bool out_of_memory(const sg_eval_result *r) {
+  return (r->status == SG_EVAL_RUNTIME_ERROR || r->status == SG_EVAL_INFRA_ERROR) &&
+         r->message &&
+         (strstr(r->message, "CUDA out of memory") || strstr(r->message, "OutOfMemoryError"));
+}
+
+/* A validation that ran out of device memory while a judge of ours was
+ * started ahead on the device (the next task's, holding its contexts and
+ * shared inputs) says nothing about the candidate: the judges ahead are
+ * ended and the task validated once more alone (a judge of its own, none
+ * started after it). Out of memory again: infra_error with both reasons,
+ * never the candidate's runtime_error. r holds the first try's verdict
+ * and gets the retry's; *dt holds the first try's seconds and gets the
+ * retry's added. Returns 0 (r filled), or negative when the retry's judge
+ * could not be started. */
+static int retry_alone(int dev, char *const argv[], const char *cand, uint64_t seed,
+                       const sg_sandbox_limits *lim, double wall, sg_eval_result *r,
+                       double *dt, sg_err *err) {
+  char *first = sg_strdup(r->message);
+  double compile_s = r->compile_s;
+  sg_cuda_ahead_release();
+  sg_sandbox_outcome o;
+  bool ahead = false;
+  int rc = sg_cuda_ahead_run_once_argv(dev, argv, cand, seed, lim, &o, &ahead, err);
+  if (rc == 0) {
+    sg_eval_result_free(r);
+    sg_eval_result_init(r);
+    r->compile_s = compile_s;
+    sg_eval_cuda_take_outcome(&o, wall, r);
+    *dt += o.wall_s;
+    sg_sandbox_outcome_free(&o);
+    if (!r->stages)
+      r->stages = json_object();
+    json_object_set_new(r->stages, "oom_retried_alone", json_true());
+    if (out_of_memory(r)) {
+      char *m = sg_asprintf("CUDA out of memory beside specgen's judge started ahead "
+                            "for the next task, and again on a retry alone; first:\n%s\n"
+                            "the retry:\n%s",
+                            first, r->message);
+      r->status = SG_EVAL_INFRA_ERROR;
+      free(r->message);
+      r->message = m;
+    }
+  }
+  free(first);
+  return rc;
+}
+
 static int run_harness(const sg_task *task, const sg_eval_build *build,
                        const char *cand, const char *mode,
                        const sg_eval_opts *opts, double wall, sg_eval_result *r,
@@ -179,20 +230,27 @@ static int run_harness(const sg_task *task, const sg_eval_build *build,
     unlink(pids);
     free(pids);
   }
+  if (rc) {
+    free_argv(&a);
+    free(abs_cand);
+    return rc;
+  }
+  /* a judge started ahead: from its go */
+  double dt = ahead_mode ? o.wall_s : sg_clock_now_s() - t0;
+  sg_eval_cuda_take_outcome(&o, wall, r);
+  sg_sandbox_outcome_free(&o);
+  if (ahead && r->stages)
+    json_object_set_new(r->stages, "started_ahead", json_true());
+  if (ahead_mode && out_of_memory(r) && sg_cuda_ahead_live() > 0)
+    rc = retry_alone(dev, a.v, abs_cand, harness_seed(opts), &lim, wall, r, &dt, err);
   free_argv(&a);
   free(abs_cand);
   if (rc)
     return rc;
-  /* a judge started ahead: from its go */
-  double dt = ahead_mode ? o.wall_s : sg_clock_now_s() - t0;
-  sg_eval_cuda_take_outcome(&o, wall, r);
-  if (ahead && r->stages)
-    json_object_set_new(r->stages, "started_ahead", json_true());
   if (strcmp(mode, "compile") == 0)
     r->compile_s = dt;
   else
     r->run_s = dt;
-  sg_sandbox_outcome_free(&o);
   return 0;
 }
 

@@ -341,6 +341,80 @@ static void test_self_check_both(void) {
   free(d);
 }
 
+/* A candidate out of CUDA memory while specgen's judge for the next task,
+ * started ahead, holds the device is not the candidate's runtime_error: the
+ * task is validated once more alone, and out of memory again it is an
+ * infra_error with the reason. The stand-in harness holds a shared lock
+ * while it lives, runs out of memory on 1_A's first try and on every try
+ * of 2_B, and on a retry only where another harness still lives (the judge
+ * ahead not ended). */
+static void test_oom_beside_a_judge_ahead(void) {
+  char *d = tmp_dir("sg-bench-oom");
+  sg_err err;
+  char *kb = sg_asprintf("%s/level1", d);
+  SG_CHECK_OK(sg_mkdir_p(kb, &err), err);
+  const char *model = "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                      "    def forward(self, x):\n        return torch.relu(x)\n\n"
+                      "def get_inputs():\n    return []\n\n"
+                      "def get_init_inputs():\n    return []\n";
+  put_file(kb, "1_A.py", model);
+  put_file(kb, "2_B.py", model);
+  put_file(kb, "3_C.py", model);
+  put_file(d, "python",
+           "#!/bin/bash\n"
+           "mode=validate; fd=\n"
+           "while [ $# -gt 0 ]; do case $1 in --task) task=$(basename $2 .py); shift;;"
+           " --mode) mode=$2; shift;; --go-fd) fd=$2; shift;; esac; shift; done\n"
+           "exec 9>>$FAKE_DIR/live; flock -s 9\n"
+           "if [ -n \"$fd\" ]; then printf R >&$fd; read -r seed path <&$fd || exit 4;"
+           " printf G >&$fd; fi\n"
+           "oom='{\"status\":\"runtime_error\",\"message\":\"the candidate raised an "
+           "exception: torch.OutOfMemoryError: CUDA out of memory.\"}'\n"
+           "ok='{\"status\":\"ok\",\"message\":\"fake\",\"ref_ms\":1,\"cand_ms\":1}'\n"
+           "r=$ok\n"
+           "if [ $mode = validate ]; then\n"
+           "  echo \"validate $task\" >> $FAKE_DIR/log\n"
+           "  n=$(grep -c \"^validate $task$\" $FAKE_DIR/log)\n"
+           "  flock -u 9; exec 8>>$FAKE_DIR/live\n"
+           "  alone=0; flock -x -n 8 && alone=1\n"
+           "  [ $task = 2_B ] && r=$oom\n"
+           "  [ $task = 1_A ] && { [ $n = 1 ] || [ $alone = 0 ]; } && sleep 0.3 && r=$oom\n"
+           "fi\n"
+           "printf '%s' \"$r\" >&$SG_RESULT_FD\n");
+  char *cmd = sg_asprintf("chmod +x %s/python", d);
+  SG_CHECK(system(cmd) == 0);
+  free(cmd);
+  cmd = sg_asprintf("cd %s && FAKE_DIR=%s SPECGEN_PYTHON=%s/python XDG_CACHE_HOME=%s/xdg "
+                    "SPECGEN_SHM_DIR=%s %s bench %s --self-check same --devices cuda:0 --json "
+                    "2>err > out.json",
+                    d, d, d, d, d, SG_TEST_SPECGEN, kb);
+  json_t *j = run_for_json(cmd, d, 1); /* 2_B's infra_error */
+  free(cmd);
+  json_t *rows = json_object_get(j, "rows");
+  const char *want[] = {"ok", "infra_error", "ok"};
+  for (size_t i = 0; i < 3; i++) {
+    json_t *row = json_array_get(rows, i);
+    SG_CHECK_STR_EQ(json_string_value(json_object_get(row, "status")), want[i]);
+    bool retried = json_is_true(
+        json_object_get(json_object_get(row, "stages"), "oom_retried_alone"));
+    SG_CHECK_MSG(retried == (i < 2), "row %zu: retried %d", i, (int)retried);
+  }
+  const char *m = json_string_value(json_object_get(json_array_get(rows, 1), "message"));
+  SG_CHECK_CONTAINS(m, "beside specgen's judge started ahead");
+  SG_CHECK_CONTAINS(m, "again on a retry alone");
+  json_decref(j);
+  char *log = NULL, *path = sg_asprintf("%s/log", d);
+  SG_CHECK_OK(sg_file_read(path, 1 << 20, &log, NULL, &err), err);
+  free(path);
+  SG_CHECK_MSG(strcmp(log, "validate 1_A\nvalidate 1_A\nvalidate 2_B\nvalidate 2_B\n"
+                           "validate 3_C\n") == 0,
+               "the validations:\n%s", log);
+  free(log);
+  free(kb);
+  sg_rm_rf(d, &err);
+  free(d);
+}
+
 /* The command for real: a folder of task directories, two devices, JSON. */
 static void test_command(void) {
   char *d = tmp_dir("sg-bench");
@@ -570,4 +644,5 @@ SG_TEST_MAIN({"paper_suite", test_paper_suite},
              {"table_and_summary", test_table_and_summary},
              {"self_check", test_self_check},
              {"self_check_both", test_self_check_both},
+             {"oom_beside_a_judge_ahead", test_oom_beside_a_judge_ahead},
              {"command", test_command})
