@@ -154,8 +154,8 @@ static bool out_of_memory(const sg_eval_result *r) {
  * started ahead on the device (the next task's, holding its contexts and
  * shared inputs) says nothing about the candidate: the judges ahead are
  * ended and the task validated once more alone (a judge of its own, none
- * started after it). Out of memory again: infra_error with both reasons,
- * never the candidate's runtime_error. r holds the first try's verdict
+ * started after it). Out of memory again, alone: the retry's verdict, with
+ * both reasons. r holds the first try's verdict
  * and gets the retry's; *dt holds the first try's seconds and gets the
  * retry's added. Returns 0 (r filled), or negative when the retry's judge
  * could not be started. */
@@ -179,11 +179,13 @@ static int retry_alone(int dev, char *const argv[], const char *cand, uint64_t s
       r->stages = json_object();
     json_object_set_new(r->stages, "oom_retried_alone", json_true());
     if (out_of_memory(r)) {
+      /* alone on the device it is the retry's own verdict (the candidate's
+       * runtime_error where the candidate ran out): a memory-hungry
+       * candidate must not pass for a failing device */
       char *m = sg_asprintf("CUDA out of memory beside specgen's judge started ahead "
                             "for the next task, and again on a retry alone; first:\n%s\n"
                             "the retry:\n%s",
                             first, r->message);
-      r->status = SG_EVAL_INFRA_ERROR;
       free(r->message);
       r->message = m;
     }
