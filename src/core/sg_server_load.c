@@ -74,6 +74,11 @@ static void decide(sg_server_load *l, double now_s) {
   for (int k = 1; k <= SG_LOAD_KMAX && bad == 0; k++)
     if (too_slow(l, k))
       bad = k;
+  /* A lowering holds: the k once measured too slow bounds the cap, though
+   * its bucket no longer counts or its newer samples look fine, until a
+   * probe of it (counted, with the backoff) measures it again. */
+  if (l->bad != 0 && l->bad != l->probe && (bad == 0 || l->bad < bad))
+    bad = l->bad;
   l->bad = bad;
   int cap = bad ? bad - 1 : l->o.cap_max;
   if (l->probe != 0) {
@@ -108,7 +113,11 @@ int sg_load_observe(sg_server_load *l, double now_s, double tokens, double secon
   sg_load_bucket *b = &l->b[k];
   b->tokens += tokens;
   b->seconds += seconds;
-  if (b->seconds > l->o.window_s) { /* the older half goes */
+  /* The older half goes, unless the half left would no longer count (a
+   * slow server: window_s holds too few tokens), so a measured bucket
+   * stays measured and one being measured gets there. */
+  if (b->seconds > l->o.window_s && b->tokens >= 2 * l->o.min_tokens &&
+      b->seconds >= 2 * l->o.min_s) {
     b->tokens /= 2;
     b->seconds /= 2;
   }

@@ -13,14 +13,19 @@
  * of the server that were live (prefilling or decoding) in that time
  * (sg_load_observe). The estimator keeps, per k forks live, the mains'
  * per-stream rate (tokens / seconds; the oldest half forgotten each time a
- * bucket holds window_s seconds), and sets the cap to the largest k whose
- * measured slowdown of the mains, 1 - rate(k) / rate(0), is at most
- * slowdown_max: the smallest measured k that is slower makes the cap k - 1,
- * 0 (no forks) when one fork is already too slow. A bucket counts once it
- * holds min_tokens tokens over min_s seconds; until rate(0) does, and while
- * no measured k is too slow, the cap is cap_max, the configured one. A
- * main's wait while a fork prefills is a gap with a fork live: it counts as
- * slowdown, as it is.
+ * bucket holds window_s seconds, unless the half left would not count: a
+ * slow server's bucket, once measured, stays measured), and sets the cap
+ * to the largest k whose measured slowdown of the mains,
+ * 1 - rate(k) / rate(0), is at most slowdown_max: the smallest measured k
+ * that is slower makes the cap k - 1, 0 (no forks) when one fork is
+ * already too slow. A bucket counts once it holds min_tokens tokens over
+ * min_s seconds; until rate(0) does, and while no measured k is too slow,
+ * the cap is cap_max, the configured one. A main's wait while a fork
+ * prefills is a gap with a fork live: it counts as slowdown, as it is.
+ *
+ * A lowering holds: the smallest k once measured too slow (l->bad) bounds
+ * the cap though its bucket's newer samples look fine or it stops
+ * counting; only a probe of it raises the cap.
  *
  * Re-probe: a lowered cap is not for good. Once reprobe_s seconds have
  * passed since it was lowered, the too-slow bucket is forgotten and the cap

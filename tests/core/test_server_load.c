@@ -1,7 +1,8 @@
 /* test_server_load.c: the server's load estimate (core/sg_server_load.h):
  * the mains' rate per forks live and the fork budget's cap it allows, with
  * its edges: nothing measured yet, too few samples, a prefill stall, the
- * pooled top bucket, the decay of old samples, and the re-probe rule. */
+ * pooled top bucket, the decay of old samples (a slow server's bucket
+ * included), the re-probe rule and a lowering that holds until it. */
 #include "sg_test.h"
 
 #include "core/sg_server_load.h"
@@ -19,6 +20,14 @@ static void init(sg_server_load *l, double slowdown_max, int cap_max) {
   sg_load_init(l, &o);
 }
 
+/* A load with the defaults (32 tokens over 2 s, window 120 s) and
+ * slowdown_max 0.15. */
+static void init_default(sg_server_load *l, int cap_max) {
+  sg_load_opts o;
+  sg_load_opts_default(&o, 0.15, cap_max);
+  sg_load_init(l, &o);
+}
+
 /* n chunks of one token each, every gap_s, with `forks` live, from *t. */
 static int feed(sg_server_load *l, double *t, int n, double gap_s, int forks) {
   int cap = l->cap;
@@ -27,6 +36,14 @@ static int feed(sg_server_load *l, double *t, int n, double gap_s, int forks) {
     cap = sg_load_observe(l, *t, 1, gap_s, forks);
   }
   return cap;
+}
+
+/* A one-core server of configured cap 3: the mains decode 10 tokens/s
+ * alone, 5 with one fork live. Returns the cap (0). */
+static int one_fork_halves(sg_server_load *l, double *t) {
+  init(l, 0.15, 3);
+  feed(l, t, 30, 0.1, 0);
+  return feed(l, t, 30, 0.2, 1);
 }
 
 static void test_defaults(void) {
@@ -79,10 +96,8 @@ static void test_few_samples_decide_nothing(void) {
 /* One fork halves the mains (a one-core server): cap 0. */
 static void test_one_fork_too_slow_gives_cap_zero(void) {
   sg_server_load l;
-  init(&l, 0.15, 3);
   double t = 0;
-  feed(&l, &t, 30, 0.1, 0);
-  SG_CHECK_EQ_INT(feed(&l, &t, 30, 0.2, 1), 0);
+  SG_CHECK_EQ_INT(one_fork_halves(&l, &t), 0);
   SG_CHECK_NEAR(sg_load_slowdown(&l, 1), 0.5, 1e-9);
   SG_CHECK_EQ_INT(l.bad, 1);
   SG_CHECK_EQ_INT((int)l.lowered, 1);
@@ -200,11 +215,8 @@ static void test_window_follows_a_change(void) {
  * reprobe_s again. Not before the wait. */
 static void test_reprobe_rule(void) {
   sg_server_load l;
-  init(&l, 0.15, 3);
   double t = 0;
-  feed(&l, &t, 30, 0.1, 0);
-  feed(&l, &t, 30, 0.2, 1);
-  SG_CHECK_EQ_INT(l.cap, 0);
+  SG_CHECK_EQ_INT(one_fork_halves(&l, &t), 0);
   double low = l.lowered_s;
   /* mains alone until just before the wait: no probe */
   while (t + 0.1 < low + 60)
@@ -291,6 +303,79 @@ static void test_no_probe_without_a_lowered_cap(void) {
   SG_CHECK_EQ_INT(l.cap, 2);
 }
 
+/* A slow server (0.25 tokens/s): window_s (120 s) holds fewer than
+ * 2 x min_tokens, so halving at window_s would drop the bucket below
+ * min_tokens each time and it would never count. It counts once it has
+ * min_tokens and stays counted; it halves only while the half left counts. */
+static void test_slow_bucket_stays_measured(void) {
+  sg_server_load l;
+  init_default(&l, 2);
+  double t = 0;
+  feed(&l, &t, 31, 4.0, 0);
+  SG_CHECK(isnan(sg_load_rate(&l, 0)));
+  for (int i = 0; i < 300; i++) {
+    feed(&l, &t, 1, 4.0, 0);
+    SG_CHECK_NEAR(sg_load_rate(&l, 0), 0.25, 1e-9);
+    SG_CHECK(l.b[0].seconds <= 2 * 32 * 4.0 + 4.0);
+  }
+}
+
+/* A lowering holds: once one fork was measured too slow, samples that make
+ * that bucket look fine (the load passed, or noise about slowdown_max) do
+ * not raise the cap; only the probe after reprobe_s does, and it counts. */
+static void test_lowering_holds_until_the_probe(void) {
+  sg_server_load l;
+  double t = 0;
+  SG_CHECK_EQ_INT(one_fork_halves(&l, &t), 0);
+  double low = l.lowered_s;
+  while (t + 0.1 < low + 60) {
+    feed(&l, &t, 1, 0.1, 1); /* forks still live, now as fast as alone */
+    SG_CHECK_EQ_INT(l.cap, 0);
+  }
+  SG_CHECK(sg_load_slowdown(&l, 1) < 0.15); /* the bucket looks fine */
+  SG_CHECK_EQ_INT((int)l.probes, 0);
+  SG_CHECK_EQ_INT((int)l.lowered, 1);
+  feed(&l, &t, 2, 0.1, 0);
+  SG_CHECK_EQ_INT((int)l.probes, 1);
+  SG_CHECK_EQ_INT(l.cap, 1);
+  feed(&l, &t, 30, 0.1, 1); /* the probe finds it fine: up */
+  SG_CHECK_EQ_INT(l.cap, 3);
+}
+
+/* A live campaign's sequence (one-thread llama.cpp, cap 2): mains at 0.69
+ * tokens/s alone, 0.31 with 2 forks live, the forks already live going on
+ * after the cap fell to 1. The cap was lowered, then raised again without
+ * a probe each time the 2-fork row stopped counting, and so on, with no
+ * probe ever. Each raise must be a probe, at most one per reprobe_s. */
+static void test_campaign_cap_does_not_flap(void) {
+  sg_server_load l;
+  init_default(&l, 2);
+  double t = 0;
+  feed(&l, &t, 76, 1.45, 0); /* 110 s alone */
+  int cap = l.cap, raises = 0, changes = 0;
+  double last_raise = -1e9;
+  for (int i = 0; i < 600; i++) {
+    /* two mains, each a token per 3.2 s, in the same instant */
+    t += 3.2;
+    for (int m = 0; m < 2; m++) {
+      int c = sg_load_observe(&l, t + m * 1e-3, 1, 3.2, 2);
+      if (c != cap) {
+        changes++;
+        if (c > cap) {
+          raises++;
+          SG_CHECK(t - last_raise >= l.o.reprobe_s);
+          last_raise = t;
+        }
+      }
+      cap = c;
+    }
+  }
+  SG_CHECK(raises <= (int)l.probes);
+  SG_CHECK(changes <= 2 * (int)l.probes + 1);
+  SG_CHECK(l.cap <= 1 || l.probe == 2);
+  SG_CHECK(isfinite(sg_load_slowdown(&l, 2)) || l.probe == 2);
+}
+
 SG_TEST_MAIN(SG_TEST(test_defaults), SG_TEST(test_no_measurement_keeps_the_configured_cap),
              SG_TEST(test_few_samples_decide_nothing),
              SG_TEST(test_one_fork_too_slow_gives_cap_zero),
@@ -300,4 +385,7 @@ SG_TEST_MAIN(SG_TEST(test_defaults), SG_TEST(test_no_measurement_keeps_the_confi
              SG_TEST(test_bad_input_and_pooling), SG_TEST(test_window_follows_a_change),
              SG_TEST(test_reprobe_rule), SG_TEST(test_probe_walks_up),
              SG_TEST(test_probe_ended_by_a_smaller_k),
-             SG_TEST(test_no_probe_without_a_lowered_cap))
+             SG_TEST(test_no_probe_without_a_lowered_cap),
+             SG_TEST(test_slow_bucket_stays_measured),
+             SG_TEST(test_lowering_holds_until_the_probe),
+             SG_TEST(test_campaign_cap_does_not_flap))
