@@ -8,12 +8,13 @@ count; a top-level brace block is a function when the text before it, back
 to the last ';' or '}' at file level, has a parenthesis and is not a struct,
 union, enum or an initializer.
 
-Usage: function_lengths.py [--max N] [--exempt FILE]... PATH...
+Usage: function_lengths.py [--max N] [--file-max N] [--exempt FILE]... PATH...
   PATH is a .c file or a directory (its .c files, not recursing). Prints
   "FILE:LINE: NAME is L lines (at most N)" for each function longer than N
   and exits 1 when there is one; without --max it prints every function's
   length, longest first, and exits 0. --exempt names a file (its base name)
-  to leave out.
+  to leave out. --file-max N also prints "FILE: L lines (at most N)" for
+  each file longer than N lines and exits 1 when there is one.
 """
 import os
 import re
@@ -95,11 +96,14 @@ def c_files(paths):
 
 
 def main(argv):
-    limit, exempt, paths = None, set(), []
+    limit, file_limit, exempt, paths = None, None, set(), []
     i = 0
     while i < len(argv):
         if argv[i] == '--max' and i + 1 < len(argv):
             limit = int(argv[i + 1])
+            i += 2
+        elif argv[i] == '--file-max' and i + 1 < len(argv):
+            file_limit = int(argv[i + 1])
             i += 2
         elif argv[i] == '--exempt' and i + 1 < len(argv):
             exempt.add(argv[i + 1])
@@ -113,13 +117,21 @@ def main(argv):
     if not paths:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    rows = []
+    rows, long_files = [], []
     for path in c_files(paths):
         if os.path.basename(path) in exempt:
             continue
         with open(path, encoding='utf-8') as f:
-            for name, line, length in functions(f.read()):
-                rows.append((length, path, line, name))
+            text = f.read()
+        for name, line, length in functions(text):
+            rows.append((length, path, line, name))
+        nlines = text.count('\n')
+        if file_limit is not None and nlines > file_limit:
+            long_files.append((path, nlines))
+    for path, nlines in long_files:
+        print('%s: %d lines (at most %d)' % (path, nlines, file_limit))
+    if limit is None and file_limit is not None:
+        return 1 if long_files else 0
     if limit is None:
         for length, path, line, name in sorted(rows, reverse=True):
             print('%5d %s:%d %s' % (length, path, line, name))
@@ -127,7 +139,7 @@ def main(argv):
     over = [r for r in rows if r[0] > limit]
     for length, path, line, name in over:
         print('%s:%d: %s is %d lines (at most %d)' % (path, line, name, length, limit))
-    return 1 if over else 0
+    return 1 if over or long_files else 0
 
 
 if __name__ == '__main__':

@@ -127,6 +127,9 @@ void ctl_free_gens(sg_controller *c);
 void ctl_gen_stopped(sg_controller *c, gen *g);
 /* Final usage replaces what the chunks counted. */
 void ctl_count_usage(sg_controller *c, gen *g, const sg_usage *u);
+/* Sends main generation g again in its iteration, its text and scanner
+ * anew (sg_ctl_restart.c). */
+void ctl_restart_main(sg_controller *c, gen *g, sg_ctl_actions *out);
 
 cand_state ctl_cand_get(const sg_controller *c, uint64_t id);
 void ctl_cand_set(sg_controller *c, uint64_t id, cand_state st);
