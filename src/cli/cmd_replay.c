@@ -68,6 +68,14 @@ static void print_text(json_t *s) {
          num(rp, "forks_unrecorded"), num(rp, "token_forks"));
   printf("  mains: %.0f matched by similarity, %.0f unrecorded (failed)\n",
          num(rp, "mains_by_similarity"), num(rp, "mains_unrecorded"));
+  double caps = num(rp, "fork_caps_recorded"), applied = num(rp, "fork_caps_applied");
+  if (caps > 0 && applied > 0)
+    printf("  fork budget: %.0f of the %.0f recorded caps applied at their recorded times\n",
+           applied, caps);
+  else if (caps > 0)
+    printf("  fork budget: the %.0f recorded caps not applied (the options change the "
+           "budget: --spec, --fork-slowdown-max or --llm-streams)\n",
+           caps);
   json_t *copy = json_deep_copy(s);
   json_object_del(copy, "replay");
   json_object_set_new(copy, "dir", json_string("(virtual-time replay)"));

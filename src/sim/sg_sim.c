@@ -579,6 +579,13 @@ static int on_tick(sim *s, const sg_sim_event *e) {
  * main per workflow it serves, shared by those workflows' controllers. */
 static int fork_budgets(sim *s) {
   const sg_sim_params *p = s->p;
+  if (s->rp != NULL && p->knobs.llm_streams <= 0 && s->v->speculate &&
+      simrp_fork_caps_on(s)) {
+    /* a replay's recorded caps, on one server, unbounded at first as live */
+    s->budgets = sg_calloc(1, sizeof *s->budgets);
+    s->budgets[0].cap = SG_LOAD_UNBOUNDED;
+    return 0;
+  }
   if (p->knobs.llm_streams <= 0 || !s->v->speculate)
     return 0;
   int nservers = sg_sim_llm_server(s->llm, (uint32_t)p->workflows - 1) + 1;
@@ -905,6 +912,8 @@ int sim_campaign(const sg_sim_params *p, const sg_sim_variant *v, sim_replay *rp
     }
     assert(e.t_us >= s.now_us);
     s.now_us = e.t_us;
+    if (rp)
+      simrp_fork_caps(&s); /* the recorded caps due by now */
     if (s.now_us > guard_us) {
       rc = sg_err_set(err, SG_ETIMEDOUT, "virtual time passed the guard of %.0f s",
                       guard_s);

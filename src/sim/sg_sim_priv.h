@@ -7,6 +7,7 @@
 #include "core/sg_controller.h"
 #include "core/sg_interp.h"
 #include "core/sg_scheduler.h"
+#include "core/sg_server_load.h"
 #include "core/sg_search.h"
 #include "core/sg_termination.h"
 #include "sim/sg_sim.h"
@@ -189,5 +190,9 @@ void simrp_finish(sim *s);
  * idle-device forks and cutoffs), scheduled here (w UINT32_MAX: none, only
  * the answer): true; else false, and the loop ticks every tick_s. */
 bool simrp_ticks(sim *s, uint32_t w);
+/* The recorded fork budget caps: whether they apply (the budget is built
+ * for them), and those due by now applied to it. */
+bool simrp_fork_caps_on(const sim *s);
+void simrp_fork_caps(sim *s);
 
 #endif

@@ -81,6 +81,9 @@ struct sim_replay {
   bool anchor;                   /* the record's clock (sg_sim_replay_opts) */
   int64_t span_us;               /* the record's last event, from its start */
   json_t *ticks;                 /* on it, the record's ticks that acted */
+  json_t *caps;                  /* the record's fork budget caps (sg_store) */
+  bool caps_on;                  /* applied (the options keep the budget) */
+  size_t caps_next;              /* the next one to apply */
   uint64_t evals_rec, evals_missing, forks_exact, forks_nearest, forks_missing,
       token_forks, mains_other, mains_missing;
   json_t *workflows;             /* filled at the end */
@@ -580,6 +583,51 @@ bool simrp_ticks(sim *s, uint32_t w) {
   return true;
 }
 
+/* ---- the fork budget -------------------------------------------------------- */
+
+/* A recorded cap (null: unbounded) as the budget holds it. */
+static int cap_of(const json_t *c) {
+  const json_t *v = json_object_get(c, "cap");
+  return json_is_integer(v) ? (int)json_integer_value(v) : SG_LOAD_UNBOUNDED;
+}
+
+bool simrp_fork_caps_on(const sim *s) { return s->rp->caps_on; }
+
+void simrp_fork_caps(sim *s) {
+  sim_replay *rp = s->rp;
+  if (!rp->caps_on || s->budgets == NULL)
+    return;
+  for (; rp->caps_next < json_array_size(rp->caps); rp->caps_next++) {
+    const json_t *c = json_array_get(rp->caps, rp->caps_next);
+    if (json_integer_value(json_object_get(c, "at_us")) > s->now_us)
+      break;
+    s->budgets[0].cap = cap_of(c);
+  }
+}
+
+/* The recorded caps apply when the options keep the budget the record
+ * measured under: speculation on, the same --fork-slowdown-max and the
+ * same configured cap (--llm-streams less the mains). The simulator
+ * measures nothing (sg_sim.c's sim_knobs), so they stand for the
+ * measurement. */
+static bool caps_apply(const sg_sim_replay_opts *o, const json_t *caps) {
+  const sg_knobs *k = o->knobs;
+  if (json_array_size(caps) == 0 || !k->spec || k->fork_slowdown_max <= 0)
+    return false;
+  int want = k->llm_streams > 0 ? k->llm_streams - (int)o->ntask : SG_LOAD_UNBOUNDED;
+  const json_t *c;
+  size_t i;
+  json_array_foreach(caps, i, c) {
+    const json_t *cc = json_object_get(c, "cap_configured");
+    int conf = json_is_integer(cc) ? (int)json_integer_value(cc) : SG_LOAD_UNBOUNDED;
+    if (conf != want ||
+        fabs(json_number_value(json_object_get(c, "slowdown_max")) - k->fork_slowdown_max) >
+            1e-9)
+      return false;
+  }
+  return true;
+}
+
 /* ---- the campaign ----------------------------------------------------------- */
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
@@ -675,6 +723,7 @@ static void replay_free(sim_replay *rp) {
   free(rp->live);
   json_decref(rp->workflows);
   json_decref(rp->ticks);
+  json_decref(rp->caps);
   sg_store_close(rp->store);
   sg_replay_free(rp->rec);
 }
@@ -733,6 +782,10 @@ static json_t *summary_json(const sg_sim_replay_opts *o, sim_replay *rp,
       "modelled", "e2e_s", "utilization", "generation times");
   if (rp->pace == SG_SIM_REPLAY_PACE_SOLO)
     json_object_set_new(rep, "solo_gap_s", json_real(rp->solo_gap_us / 1e6));
+  json_object_set_new(rep, "fork_caps_recorded",
+                      json_integer((json_int_t)json_array_size(rp->caps)));
+  json_object_set_new(rep, "fork_caps_applied",
+                      json_integer(rp->caps_on ? (json_int_t)rp->caps_next : 0));
   json_t *j = json_pack(
       "{s:o, s:f, s:O, s:{s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:I, s:I, s:o}", "replay", rep,
       "e2e_s", r->e2e_s, "workflows", rp->workflows, "utilization", "validation",
@@ -767,6 +820,9 @@ int sg_sim_replay_run(const sg_sim_replay_opts *o, json_t **out, sg_err *err) {
     sg_err_prefix(err, "replay");
   if (rc == 0 && rp.anchor)
     rc = sg_store_tick_acts_json(rp.store, &rp.ticks, err);
+  if (rc == 0)
+    rc = sg_store_fork_caps_json(rp.store, &rp.caps, err);
+  rp.caps_on = rc == 0 && caps_apply(o, rp.caps);
   rp.wf = sg_calloc(o->ntask ? o->ntask : 1, sizeof *rp.wf);
   rp.nwf = o->ntask;
   for (size_t i = 0; i < o->ntask; i++) {

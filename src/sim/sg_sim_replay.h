@@ -9,7 +9,9 @@
  * a main's chunks at the pace the record measured while no fork was live),
  * its usage and finish as recorded; every evaluation by the recorded one of
  * the same kernel (DIR/run.db), holding its compile slot and device for the
- * recorded time. The options are the caller's (`specgen replay` takes the
+ * recorded time; the fork budget's cap as the live run measured it, each
+ * recorded cap at its recorded time, while the options keep that budget
+ * (docs/usage.md). The options are the caller's (`specgen replay` takes the
  * recorded run's, with its flags on top). Nothing depends on the
  * machine's timing, so the same record and options give the same decisions,
  * byte for byte, every time (docs/usage.md, "Replaying in virtual time").

@@ -278,6 +278,12 @@ int sg_store_resume_json(sg_store *s, json_t **out, sg_err *err);
  * in time order (caller owns *out). */
 int sg_store_tick_acts_json(sg_store *s, json_t **out, sg_err *err);
 
+/* The fork budget's recorded caps (a replay applies them at their times):
+ * [{"at_us" (from the run's start), "cap" (null: unbounded),
+ * "slowdown_max", "cap_configured" (null: unbounded)}] for every
+ * "fork_budget" decision, in time order (caller owns *out). */
+int sg_store_fork_caps_json(sg_store *s, json_t **out, sg_err *err);
+
 /* The candidates of a workflow, oldest first (caller owns *out): an array of
  * {"candidate_id", "source", "iteration" (its number), "kind" ("main",
  * "spec"), "generation_id", "prefix_bytes"}; for a resumed run, with

@@ -4,6 +4,7 @@
 #include "store/sg_store_priv.h"
 
 #include "common/sg_alloc.h"
+#include "common/sg_buf.h"
 #include "common/sg_tokens.h"
 
 #include <inttypes.h>
@@ -419,6 +420,30 @@ static int collect_all(void *ud, sqlite3_stmt *st, sg_err *err) {
   return 0;
 }
 
+/* Every row of sql (over the decisions) into *out, an array. */
+static int decisions_array(sg_store *s, const char *sql, json_t **out, sg_err *err) {
+  *out = json_array();
+  int rc = query_each(s, "decisions", sql, 0, collect_all, *out, err);
+  if (rc < 0) {
+    json_decref(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+int sg_store_fork_caps_json(sg_store *s, json_t **out, sg_err *err) {
+  const char *fields[] = {"cap", "slowdown_max", "cap_configured"};
+  sg_buf q;
+  sg_buf_init(&q, 0);
+  sg_buf_printf(&q, "SELECT d.at_us - (SELECT min(started_us) FROM runs) AS at_us");
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+    sg_buf_printf(&q, ", json_extract(d.detail_json, '$.%s') AS %s", fields[i], fields[i]);
+  sg_buf_printf(&q, " FROM decisions d WHERE d.kind = 'fork_budget' ORDER BY d.at_us, d.id");
+  int rc = decisions_array(s, sg_buf_str(&q), out, err);
+  sg_buf_free(&q);
+  return rc;
+}
+
 int sg_store_tick_acts_json(sg_store *s, json_t **out, sg_err *err) {
   static const char sql[] =
       "SELECT w.task AS task, d.at_us - (SELECT min(started_us) FROM runs) AS at_us "
@@ -428,11 +453,5 @@ int sg_store_tick_acts_json(sg_store *s, json_t **out, sg_err *err) {
       "FROM iterations i JOIN workflows w ON w.id = i.workflow_id "
       "WHERE i.end_reason = 'cutoff' AND i.ended_us IS NOT NULL "
       "ORDER BY 2, 1";
-  *out = json_array();
-  int rc = query_each(s, "decisions", sql, 0, collect_all, *out, err);
-  if (rc < 0) {
-    json_decref(*out);
-    *out = NULL;
-  }
-  return rc;
+  return decisions_array(s, sql, out, err);
 }

@@ -16,6 +16,11 @@
 #   other    --spec off: the recorded mains, no fork, every evaluation from
 #            the record or counted "not in the record"; --pace solo: the
 #            mains' gaps with a fork live replaced (counted), e2e no longer
+#   budget   a run recorded here on the test server serving one stream at
+#            a time, whose measured fork budget lowered its cap: the
+#            recorded caps applied at their times reach the record's
+#            decisions; --fork-slowdown-max 0 does not apply them, and says
+#            so
 #   missing  a record whose evaluations are gone: each is "not in the
 #            record", counted, never invented
 #   usage    bad flags and a directory without a record exit 2
@@ -32,7 +37,7 @@ for r in smollm2_session testserver_spec_on testserver_spec_off; do
   mkdir -p "$work/$r" && cp "$DATA/$r/llm.jsonl.gz" "$DATA/$r/run.db" "$work/$r/"
 done
 
-echo "1..11"
+echo "1..14"
 # The record's decisions, per task, as the replay's --json writes them.
 recorded() {
   python3 - "$1" <<'PY'
@@ -122,6 +127,48 @@ assert solo["e2e_s"] <= off["e2e_s"], (solo["e2e_s"], off["e2e_s"])' \
   "$work/solo.json" "$work/testserver_spec_on.a.json" "$work/off.json"
 check "--pace solo: the gaps the forks slowed replaced by the solo pace" \
   $((rc != 0 || $? != 0)) "exit $rc" "$(tail -3 "$work/solo.err")"
+
+# The decisions less infrastructure errors: the record of such a run can
+# hold one that the replay does not reach (not the budget's doing: the
+# replay without the recorded caps misses it too).
+no_infra() {
+  python3 -c 'import json, sys
+d = json.load(sys.stdin)
+for t in d:
+    d[t]["evaluations"] = [e for e in d[t]["evaluations"] if e[1] != "infra_error"]
+print(json.dumps(d, sort_keys=True))'
+}
+# Recorded here: a fork slows the mains it shares the one
+# stream with by half, so the measured budget lowers the cap to 0.
+timeout 300 "$SPECGEN" run --task hinge_loss --devices cpu:0-1 --iterations 3 \
+  --out "$work/contention" --quiet --server-speed 300 --server-concurrency 1 \
+  --runs 3 --warmups 1 --tick 0.05 --eval-timeout 5 --hang-grace 2 \
+  >"$work/contention.log" 2>&1
+rc=$?
+caps=$(sqlite3 "$work/contention/run.db" \
+  "SELECT count(*) FROM decisions WHERE kind = 'fork_budget' AND json_extract(detail_json, '$.cap') = 0")
+[ $rc -eq 0 ] && [ "${caps:-0}" -ge 1 ]
+check "a contention run recorded, its measured cap lowered to 0" $? "exit $rc, caps $caps" \
+  "$(tail -5 "$work/contention.log")"
+"$SPECGEN" replay "$work/contention" --json >"$work/contention.json" 2>"$work/contention.err"
+rc=$?
+python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["replay"]
+assert r["fork_caps_recorded"] >= 1 and r["fork_caps_applied"] >= 1, r' "$work/contention.json" &&
+  [ $rc -eq 0 ] &&
+  [ "$(recorded "$work/contention" | no_infra)" = "$(replayed "$work/contention.json" | no_infra)" ]
+check "contention: the recorded caps applied reach the record's decisions" $? "exit $rc" \
+  "recorded: $(recorded "$work/contention")" \
+  "replayed: $(replayed "$work/contention.json" 2>&1)" "$(tail -3 "$work/contention.err")"
+"$SPECGEN" replay "$work/contention" --fork-slowdown-max 0 --json >"$work/nocaps.json" \
+  2>"$work/nocaps.err" &&
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["replay"]
+assert r["fork_caps_recorded"] >= 1 and r["fork_caps_applied"] == 0, r' "$work/nocaps.json" &&
+  "$SPECGEN" replay "$work/contention" --fork-slowdown-max 0 >"$work/nocaps.txt" 2>&1 &&
+  grep -q "recorded caps not applied (the options change the budget" "$work/nocaps.txt"
+check "--fork-slowdown-max 0: the recorded caps not applied, and it says so" $? \
+  "$(tail -3 "$work/nocaps.err")"
 
 cp -r "$work/testserver_spec_off" "$work/gone"
 sqlite3 "$work/gone/run.db" "DELETE FROM device_intervals; DELETE FROM evaluations"
