@@ -128,14 +128,16 @@ assert solo["e2e_s"] <= off["e2e_s"], (solo["e2e_s"], off["e2e_s"])' \
 check "--pace solo: the gaps the forks slowed replaced by the solo pace" \
   $((rc != 0 || $? != 0)) "exit $rc" "$(tail -3 "$work/solo.err")"
 
-# The decisions less infrastructure errors: the record of such a run can
-# hold one that the replay does not reach (not the budget's doing: the
-# replay without the recorded caps misses it too).
+# The decisions less infrastructure errors, speedups to one decimal: the
+# record of such a run can hold one that the replay does not reach (not the
+# budget's doing: the replay without the recorded caps misses it too), and a
+# speedup recomputed from the recorded times can differ in its last digit.
 no_infra() {
   python3 -c 'import json, sys
 d = json.load(sys.stdin)
 for t in d:
-    d[t]["evaluations"] = [e for e in d[t]["evaluations"] if e[1] != "infra_error"]
+    d[t]["evaluations"] = [[e[0], e[1], None if e[2] is None else round(e[2], 1)]
+                           for e in d[t]["evaluations"] if e[1] != "infra_error"]
 print(json.dumps(d, sort_keys=True))'
 }
 # Recorded here: a fork slows the mains it shares the one
