@@ -230,8 +230,12 @@ static size_t skip_lexeme_if(const char *t, size_t len, size_t i,
   return i;
 }
 
-static size_t skip_lexeme(const char *t, size_t len, size_t i) {
+size_t sg_extract_skip_lexeme(const char *t, size_t len, size_t i) {
   return skip_lexeme_if(t, len, i, true);
+}
+
+static size_t skip_lexeme(const char *t, size_t len, size_t i) {
+  return sg_extract_skip_lexeme(t, len, i);
 }
 
 /* The brace-balanced body opening at t[i] == '{'. Returns the index just past

@@ -42,4 +42,9 @@ bool sg_extract_entry_def(const char *src, size_t len, const char *entry,
                           size_t *start, size_t *lparen, size_t *rparen,
                           size_t *end);
 
+/* In C or CUDA source: the index just past the comment, string literal or
+ * character literal that starts at src[i] (literals end at a newline, as in
+ * C), or i when none starts there. */
+size_t sg_extract_skip_lexeme(const char *src, size_t len, size_t i);
+
 #endif

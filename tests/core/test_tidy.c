@@ -1,6 +1,6 @@
 /* test_tidy.c: #define lines that shadow a kernel's parameters, and a test
- * driver's main, are taken out of a candidate, and nothing else is
- * (core/sg_tidy.h). */
+ * driver's main, are taken out of a candidate, a standard header it uses
+ * but forgot is added, and nothing else changes (core/sg_tidy.h). */
 #include "core/sg_tidy.h"
 
 #include <stdlib.h>
@@ -146,6 +146,123 @@ static void test_test_driver_taken_out(void) {
   SG_CHECK(f.text == NULL);
 }
 
+#define ADDED_MATH                                                             \
+  "/* specgen added this #include: the kernel uses NAN, declared in "          \
+  "<math.h>, which it did not include */\n#include <math.h>\n"
+
+/* What a 1.5B coder model wrote in a live campaign: NAN and fmaxf without
+ * <math.h> ("'NAN' undeclared"). The include goes before the model's own. */
+static void test_math_header_added(void) {
+  const char *src =
+      "// max pooling\n"
+      "#include <stdio.h>\n"
+      "void pool(const float *x, float *y, int n) {\n"
+      "  float m = -NAN; /* fabsf in a comment */\n"
+      "  for (int i = 0; i < n; i++) m = fmaxf(m, x[i]);\n"
+      "  y[0] = m;\n"
+      "}\n";
+  fixed f = fix(src, "c", "pool");
+  SG_CHECK(f.text != NULL);
+  SG_CHECK_EQ_INT(f.removed, 1);
+  /* the text, with the comment and the #include before the model's own */
+  size_t head = strlen("// max pooling\n"), added = strlen(ADDED_MATH);
+  SG_CHECK(strncmp(f.text, src, head) == 0);
+  SG_CHECK(strncmp(f.text + head, ADDED_MATH, added) == 0);
+  SG_CHECK_STR_EQ(f.text + head + added, src + head);
+  free(f.text);
+  /* no include at all: at the top; each header once, in the table's order */
+  f = fix("void g(float *y, size_t n) { int32_t k = 0; y[0] = sqrtf(expf(y[1])); "
+          "memset(y, 0, n); (void)k; }\n",
+          "c", "g");
+  SG_CHECK(f.text != NULL);
+  SG_CHECK_EQ_INT(f.removed, 4);
+  SG_CHECK(strncmp(f.text, "/* specgen added this #include: the kernel uses sqrtf, "
+                           "declared in <math.h>",
+                   75) == 0);
+  const char *order[] = {"#include <math.h>\n", "#include <stdint.h>\n",
+                         "#include <stddef.h>\n", "#include <string.h>\n",
+                         "void g("};
+  const char *at = f.text;
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+    const char *next = strstr(at, order[i]);
+    SG_CHECK_MSG(next != NULL, "%s not after the one before in:\n%s", order[i], f.text);
+    at = next ? next : at;
+  }
+  SG_CHECK_CONTAINS(f.text, "uses int32_t, declared in <stdint.h>");
+  free(f.text);
+  /* with the macros and main taken out too; an #include inside #if is not
+   * the place */
+  f = fix("#ifdef X\n#include <stdlib.h>\n#endif\n#define n 4\n"
+          "void h(float *y, int n) { y[0] = (float)INFINITY * n; }\n"
+          "int main(void) { return 0; }\n",
+          "c", "h");
+  SG_CHECK(f.text != NULL);
+  SG_CHECK_EQ_INT(f.removed, 3);
+  SG_CHECK(strncmp(f.text, "/* specgen added this #include: the kernel uses "
+                           "INFINITY",
+                   56) == 0);
+  free(f.text);
+}
+
+static void test_headers_left_alone(void) {
+  static const struct {
+    const char *why, *src, *lang;
+  } cases[] = {
+      {"already included", "#include <math.h>\nvoid f(float *y) { y[0] = NAN; }\n", "c"},
+      {"included with quotes and blanks",
+       "#  include \"math.h\"\nvoid f(float *y) { y[0] = NAN; }\n", "c"},
+      {"tgmath.h declares it", "#include <tgmath.h>\nvoid f(float *y) { y[0] = NAN; }\n",
+       "c"},
+      {"stdio.h declares size_t", "#include <stdio.h>\nvoid f(size_t n) { (void)n; }\n",
+       "c"},
+      {"inttypes.h declares int32_t",
+       "#include <inttypes.h>\nvoid f(int32_t n) { (void)n; }\n", "c"},
+      {"in a comment", "void f(float *y) { y[0] = 0; } // NAN, sqrtf(x)\n", "c"},
+      {"in a block comment", "/* expf\n NAN */ void f(float *y) { y[0] = 0; }\n", "c"},
+      {"in a string", "void f(float *y) { const char *s = \"NAN sqrtf\"; (void)s; }\n",
+       "c"},
+      {"in a character literal", "void f(char *y) { y[0] = 'exp'; }\n", "c"},
+      {"a longer name", "void f(float *y) { float expf_val = 1, my_sqrt = 2, NANS = 3;"
+                        " y[0] = expf_val + my_sqrt + NANS + y.fabsx; }\n",
+       "c"},
+      {"its own macro", "#define NAN (0.0f / 0.0f)\nvoid f(float *y) { y[0] = NAN; }\n",
+       "c"},
+      {"its own macro, guarded",
+       "#ifndef INFINITY\n#endif\nvoid f(float *y) { y[0] = INFINITY; }\n", "c"},
+      {"its own function",
+       "static float fmaxf(float a, float b) { return a > b ? a : b; }\n"
+       "void f(float *y) { y[0] = fmaxf(y[1], y[2]); }\n",
+       "c"},
+      {"its own typedef", "typedef int int32_t;\nvoid f(int32_t *y) { y[0] = 0; }\n", "c"},
+      {"a feature-test macro and no include",
+       "#define _GNU_SOURCE\nvoid f(float *y) { y[0] = sqrtf(y[1]); }\n", "c"},
+      {"CUDA", "__global__ void k(float *y) { y[0] = NAN; }\n"
+               "extern \"C\" void f(float *y) { k<<<1, 1>>>(y); }\n",
+       "cuda"},
+      {"a number is no name", "void f(float *y) { y[0] = 1e5f; }\n", "c"},
+      {"no definition of the entry (a test driver alone)",
+       "int main(void) { float y[2]; memset(y, 0, sizeof y); return (int)y[0]; }\n",
+       "c"},
+      {"a cut entry", "void f(float *y) { y[0] = NAN;\n", "c"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fixed f = fix(cases[i].src, cases[i].lang, "f");
+    SG_CHECK_MSG(f.text == NULL, "%s: changed to:\n%s", cases[i].why, f.text);
+    free(f.text);
+  }
+  /* "return sqrtf(x)" is a use, not a declaration */
+  fixed f = fix("float f(float x) { if (x < 0) return NAN; else return sqrtf(x); }\n", "c",
+                "f");
+  SG_CHECK(f.text != NULL && f.removed == 1);
+  free(f.text);
+  /* a feature-test macro before the first include: the header goes after it */
+  f = fix("#define _GNU_SOURCE\n#include <stdio.h>\nvoid f(float *y) { y[0] = NAN; }\n",
+          "c", "f");
+  SG_CHECK(f.text != NULL);
+  SG_CHECK_CONTAINS(f.text, "#define _GNU_SOURCE\n/* specgen added");
+  free(f.text);
+}
+
 /* Whatever the text, the result is the text with whole lines replaced:
  * every byte outside the taken-out lines is kept, in order. */
 static void test_odd_texts(void) {
@@ -168,4 +285,5 @@ static void test_odd_texts(void) {
 SG_TEST_MAIN(SG_TEST(test_sizes_as_macros_are_taken_out),
              SG_TEST(test_parameter_forms), SG_TEST(test_left_alone),
              SG_TEST(test_test_driver_taken_out),
+             SG_TEST(test_math_header_added), SG_TEST(test_headers_left_alone),
              SG_TEST(test_odd_texts))

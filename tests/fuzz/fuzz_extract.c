@@ -28,10 +28,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     assert(x.start <= len && x.len <= len - x.start);
     assert(x.reason == NULL);
     size_t fixed_len = 0;
-    int removed = 0;
+    int changes = 0;
     char *fixed = sg_tidy_candidate(text + x.start, x.len, lang, entry,
-                                     &fixed_len, &removed);
-    assert((fixed == NULL) == (removed == 0));
+                                     &fixed_len, &changes);
+    assert((fixed == NULL) == (changes == 0));
     assert(fixed == NULL || fixed[fixed_len] == '\0');
     free(fixed);
   } else {
