@@ -1370,11 +1370,13 @@ static void test_fork_budget_measured(void) {
   long long t_zero = db_int(dir, "SELECT min(at_us) FROM decisions WHERE kind = 'fork_budget' "
                                  "AND json_extract(detail_json, '$.cap') = 0");
   SG_CHECK_MSG(t_zero > 0, "no decision lowered the cap to 0");
-  /* the mains after it with no fork beside them keep the rate alone */
+  /* the mains that ran on after it with no fork beside them keep the rate
+   * alone (the cap can fall while the last main already generates: the
+   * rate alone is measured on that main) */
   char *q = sg_asprintf(
       "SELECT count(*), coalesce(min(m.completion_tokens * 1e6 / (m.ended_us - m.started_us)), 0) "
       "FROM generations m WHERE m.kind = 'main' AND m.outcome = 'completed' "
-      "AND m.started_us > %lld AND NOT EXISTS (SELECT 1 FROM generations f WHERE "
+      "AND m.ended_us > %lld AND NOT EXISTS (SELECT 1 FROM generations f WHERE "
       "f.kind = 'spec' AND f.started_us < m.ended_us AND f.ended_us > m.started_us)",
       t_zero);
   long long alone_mains = db_int(dir, q);
@@ -1383,7 +1385,7 @@ static void test_fork_budget_measured(void) {
   q = sg_asprintf(
       "SELECT min(m.completion_tokens * 1e6 / (m.ended_us - m.started_us)) "
       "FROM generations m WHERE m.kind = 'main' AND m.outcome = 'completed' "
-      "AND m.started_us > %lld AND NOT EXISTS (SELECT 1 FROM generations f WHERE "
+      "AND m.ended_us > %lld AND NOT EXISTS (SELECT 1 FROM generations f WHERE "
       "f.kind = 'spec' AND f.started_us < m.ended_us AND f.ended_us > m.started_us)",
       t_zero);
   long long slowest = db_int(dir, q);
