@@ -236,13 +236,9 @@ static json_t *run_for_json(const char *cmd, const char *d, int want) {
   return j;
 }
 
-/* --self-check both: one validation per task decides both rows. The
- * kernelbench harness is a stand-in (SPECGEN_PYTHON; no PyTorch or GPU
- * needed) that speaks the go channel and answers the same candidate ok
- * and the wrong one by task: 1_A caught, 2_B undecided (its validation
- * ended first), 3_C an infra_error for both. */
-static void test_self_check_both(void) {
-  char *d = tmp_dir("sg-bench-both");
+/* d/level1 with three KernelBench-shaped tasks 1_A, 2_B, 3_C (each the
+ * same ReLU model); returns its path (caller frees). */
+static char *three_task_level(const char *d) {
   sg_err err;
   char *kb = sg_asprintf("%s/level1", d);
   SG_CHECK_OK(sg_mkdir_p(kb, &err), err);
@@ -253,6 +249,18 @@ static void test_self_check_both(void) {
   put_file(kb, "1_A.py", model);
   put_file(kb, "2_B.py", model);
   put_file(kb, "3_C.py", model);
+  return kb;
+}
+
+/* --self-check both: one validation per task decides both rows. The
+ * kernelbench harness is a stand-in (SPECGEN_PYTHON; no PyTorch or GPU
+ * needed) that speaks the go channel and answers the same candidate ok
+ * and the wrong one by task: 1_A caught, 2_B undecided (its validation
+ * ended first), 3_C an infra_error for both. */
+static void test_self_check_both(void) {
+  char *d = tmp_dir("sg-bench-both");
+  sg_err err;
+  char *kb = three_task_level(d);
   put_file(d, "python",
            "#!/bin/bash\n"
            "mode=validate; fd=; wrong=0\n"
@@ -352,15 +360,7 @@ static void test_self_check_both(void) {
 static void test_oom_beside_a_judge_ahead(void) {
   char *d = tmp_dir("sg-bench-oom");
   sg_err err;
-  char *kb = sg_asprintf("%s/level1", d);
-  SG_CHECK_OK(sg_mkdir_p(kb, &err), err);
-  const char *model = "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
-                      "    def forward(self, x):\n        return torch.relu(x)\n\n"
-                      "def get_inputs():\n    return []\n\n"
-                      "def get_init_inputs():\n    return []\n";
-  put_file(kb, "1_A.py", model);
-  put_file(kb, "2_B.py", model);
-  put_file(kb, "3_C.py", model);
+  char *kb = three_task_level(d);
   put_file(d, "python",
            "#!/bin/bash\n"
            "mode=validate; fd=\n"
