@@ -33,6 +33,7 @@
 
 /* task.json is small; anything bigger is not a task description. */
 #define TASK_JSON_MAX_BYTES (1u << 20)
+#define TASK_REFERENCE_MAX_BYTES (4u << 20)
 /* The most elements one argument may have (2^31: 8 GiB of doubles). */
 #define TASK_MAX_NUMEL (INT64_C(1) << 31)
 
@@ -408,6 +409,7 @@ static void task_free_fields(sg_task *t) {
   }
   free(t->args);
   free(t->reference_path);
+  free(t->reference_source);
   if (t->raw)
     json_decref(t->raw);
 }
@@ -540,6 +542,12 @@ int sg_task_parse(const char *file, const char *dir, const char *text,
     goto done;
   }
   free(ref);
+  /* the evaluators' own limit on a source file: one they can build is one the
+   * prompt can show (capped there) */
+  rc = sg_file_read(t->reference_path, TASK_REFERENCE_MAX_BYTES,
+                    &t->reference_source, NULL, err);
+  if (rc)
+    goto done;
 
 done:
   if (rc) {

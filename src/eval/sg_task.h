@@ -64,6 +64,7 @@ typedef struct sg_task {
   size_t nargs;
   double atol, rtol;
   char *reference_path;  /* absolute */
+  char *reference_source; /* its text, shown to the LLM as the specification */
   json_t *raw;           /* the whole task.json, for evaluator-specific keys */
 } sg_task;
 

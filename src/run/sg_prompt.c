@@ -228,7 +228,7 @@ static const char *const k_rules_vars[] = {
     "task.name",      "task.evaluator", "task.language", "task.language_name",
     "task.description",
     "task.entry",     "task.signature", "task.args",     "task.tolerance",
-    "iteration",
+    "task.reference", "task.reference_language", "iteration",
 };
 static const char *const k_task_vars[] = {"task.rules"};
 static const char *const k_message_vars[] = {
@@ -447,6 +447,20 @@ static char *task_args_text(const sg_task *task) {
   return sg_buf_steal(&b);
 }
 
+/* The fence's language for a source file, by its extension. */
+static const char *source_language(const char *path) {
+  const char *dot = path ? strrchr(path, '.') : NULL;
+  if (dot == NULL)
+    return "";
+  if (strcmp(dot, ".c") == 0 || strcmp(dot, ".h") == 0)
+    return "c";
+  if (strcmp(dot, ".cu") == 0 || strcmp(dot, ".cuh") == 0)
+    return "cuda";
+  if (strcmp(dot, ".py") == 0)
+    return "python";
+  return "";
+}
+
 static const char *language_name(const char *lang) {
   if (lang == NULL)
     return "";
@@ -483,6 +497,12 @@ static void task_vars(const sg_task *task, uint32_t iteration, strpool *pool,
           keep(pool, sg_asprintf("|kernel - reference| <= atol + rtol * "
                                  "|reference| with atol %g, rtol %g",
                                  task->atol, task->rtol)));
+  const char *ref = task->reference_source ? task->reference_source : "";
+  set_var(s, "task.reference",
+          trimmed(pool, keep(pool, sg_feedback_cap(ref, strlen(ref),
+                                                   SG_PROMPT_REFERENCE_MAX, 1))));
+  set_var(s, "task.reference_language",
+          source_language(task->reference_path));
   set_var(s, "iteration", keep(pool, sg_asprintf("%u", iteration)));
 }
 

@@ -47,6 +47,9 @@
 #define SG_PROMPT_TEMPLATE_MAX_BYTES ((size_t)64 * 1024)
 #define SG_PROMPT_FAILURE_SOURCE_MAX ((size_t)16 * 1024)
 #define SG_PROMPT_TEXT_MAX ((size_t)1024 * 1024)
+/* The task's reference as shown in the prompt; a longer one is cut, with a
+ * note saying so. */
+#define SG_PROMPT_REFERENCE_MAX ((size_t)64 * 1024)
 /* Sections nest at most this deep. */
 #define SG_PROMPT_MAX_DEPTH 8
 

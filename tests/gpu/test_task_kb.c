@@ -38,6 +38,9 @@ static void test_file_is_a_task(void) {
   SG_CHECK_NEAR(t->rtol, 1e-2, 0);
   SG_CHECK(strstr(t->reference_path, "/19_ReLU.py") != NULL);
   SG_CHECK(t->reference_path[0] == '/');
+  /* the whole file is the specification the prompt shows */
+  SG_CHECK_CONTAINS(t->reference_source, "class Model(nn.Module)");
+  SG_CHECK_CONTAINS(t->reference_source, "def get_inputs");
   SG_CHECK_CONTAINS(t->description, "ModelNew");
   sg_task_free(t);
   free(p);

@@ -610,6 +610,14 @@ static void test_first_prompt_is_task_with_interface_and_rules(void) {
   SG_CHECK_CONTAINS(pt.user, "atol 1e-06, rtol 1e-05");
   SG_CHECK_CONTAINS(pt.user, "no threads (`pthread_create`");   /* cpu rules */
   SG_CHECK_CONTAINS(pt.user, "never call the reference");
+  /* the reference itself, fenced in its own language, before the rules */
+  SG_CHECK_CONTAINS(pt.user, "## Reference\n");
+  SG_CHECK_CONTAINS(pt.user, "```c\n/* The golden prompt test's task: a "
+                             "vector scaled by a constant. */\nvoid "
+                             "vector_scale(const float *x, float *out, float "
+                             "alpha, int n) {\n");
+  SG_CHECK_CONTAINS(pt.user, "    out[i] = alpha * x[i];\n}\n```\n");
+  SG_CHECK(strstr(pt.user, "## Reference") < strstr(pt.user, "## Rules"));
   SG_CHECK(strstr(pt.user, "Recent failed attempts") == NULL);
   SG_CHECK(strstr(pt.user, "{{") == NULL);
   SG_CHECK(strstr(pt.user, "\n\n\n") == NULL);
@@ -627,6 +635,41 @@ static void test_first_prompt_is_task_with_interface_and_rules(void) {
   SG_CHECK_CONTAINS(pt.user, "the answer held no code");
   SG_CHECK(strstr(pt.user, "```c\n\n```") == NULL); /* no empty code block */
   sg_prompt_text_free(&pt);
+  sg_history_free(&h);
+  sg_task_free(task);
+  sg_prompt_templates_free(t);
+}
+
+/* A reference longer than the cap is shown cut, with a note, never whole;
+ * a Python reference is fenced as Python; none at all leaves no section. */
+static void test_reference_is_capped_and_fenced_by_language(void) {
+  sg_prompt_templates *t = NULL;
+  sg_err err = {0};
+  SG_CHECK_OK(sg_prompt_templates_load(NULL, &t, &err), err);
+  sg_task *task = load_task();
+  size_t big = SG_PROMPT_REFERENCE_MAX * 2;
+  char *saved_src = task->reference_source, *saved_path = task->reference_path;
+  task->reference_source = sg_malloc(big + 1);
+  memset(task->reference_source, 'x', big);
+  task->reference_source[big] = '\0';
+  task->reference_path = (char *)"/tasks/model.py";
+  sg_history h;
+  sg_history_init(&h);
+  sg_prompt p = {0};
+  sg_prompt_text pt;
+  SG_CHECK_OK(sg_prompt_render(t, task, &h, &p, 0, &pt, &err), err);
+  SG_CHECK_CONTAINS(pt.user, "```python\nxxx");
+  SG_CHECK_CONTAINS(pt.user, "bytes cut]");
+  SG_CHECK(strlen(pt.user) < SG_PROMPT_REFERENCE_MAX + 8192);
+  sg_prompt_text_free(&pt);
+  free(task->reference_source);
+  task->reference_source = NULL;
+  SG_CHECK_OK(sg_prompt_render(t, task, &h, &p, 0, &pt, &err), err);
+  SG_CHECK(strstr(pt.user, "## Reference") == NULL);
+  SG_CHECK(strstr(pt.user, "\n\n\n") == NULL);
+  sg_prompt_text_free(&pt);
+  task->reference_source = saved_src;
+  task->reference_path = saved_path;
   sg_history_free(&h);
   sg_task_free(task);
   sg_prompt_templates_free(t);
@@ -846,6 +889,7 @@ SG_TEST_MAIN(SG_TEST(test_feedback_ok_gives_both_times_and_speedup),
              SG_TEST(test_user_template_unknown_placeholder_names_file_line),
              SG_TEST(test_user_dir_typo_and_missing_dir_are_errors),
              SG_TEST(test_first_prompt_is_task_with_interface_and_rules),
+             SG_TEST(test_reference_is_capped_and_fenced_by_language),
              SG_TEST(test_rules_follow_the_evaluator),
              SG_TEST(test_every_status_renders_through_refine),
              SG_TEST(test_refine_prompt_shows_best_profile_and_failures),
