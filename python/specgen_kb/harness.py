@@ -678,8 +678,7 @@ class _Judge:
                 first = b["first"] if b["first"] >= 0 else 0
                 self.first = first
                 rf, cf = r.reshape(-1), c.reshape(-1)
-                idx = [int(v) for v in t.unravel_index(t.tensor(first), r.shape)] \
-                    if r.dim() else []
+                idx = logic.unravel(first, r.shape)
                 return ("numerical_error",
                         "%s differs from the reference (%s): %d of %d elements outside "
                         "atol=%.3g rtol=%g (atol scaled to the reference's magnitude %.3g)%s; "

@@ -230,6 +230,18 @@ def net_ms(wall_ms, overhead_ms, floor_ms=1e-3):
     return max(wall_ms - overhead_ms, floor_ms)
 
 
+def unravel(flat, shape):
+    """The index, one entry per dimension, of element flat of a row-major
+    tensor of shape (empty for a scalar). Plain Python on purpose:
+    torch.unravel_index's first call in a process took 1.9 s on an H100
+    (PyTorch 2.11), paid by every failing check's message."""
+    idx = []
+    for d in reversed(tuple(shape)):
+        flat, i = divmod(flat, d) if d else (flat, 0)
+        idx.append(i)
+    return idx[::-1]
+
+
 # ---- the self-check's wrong candidate (specgen bench --self-check wrong) ----
 
 # Elements perturbed: at most this many, in the middle of the output.

@@ -302,6 +302,23 @@ class SelfCheck(unittest.TestCase):
         self.assertAlmostEqual(logic.wrong_delta(float("-inf"), 1.0), 0.101)
 
 
+class Unravel(unittest.TestCase):
+    """The first mismatch's index, as torch.unravel_index gives it."""
+
+    def test_row_major(self):
+        self.assertEqual(logic.unravel(0, (3, 4)), [0, 0])
+        self.assertEqual(logic.unravel(7, (3, 4)), [1, 3])
+        self.assertEqual(logic.unravel(8388600, (4096, 4096)), [2047, 4088])
+        self.assertEqual(logic.unravel(23, (2, 3, 4)), [1, 2, 3])
+        self.assertEqual(logic.unravel(5, (6,)), [5])
+        self.assertEqual(logic.unravel(0, ()), [])
+
+    def test_harness_does_not_call_torch_unravel_index(self):
+        import inspect
+        from specgen_kb import harness
+        self.assertNotIn("unravel_index", inspect.getsource(harness))
+
+
 class SelfCheckBoth(unittest.TestCase):
     """specgen bench --self-check both: the wrong candidate's verdict beside
     the same one's (harness._Wrong), and when the trials may stop."""
