@@ -526,7 +526,7 @@ class _Judge:
         self.nonfinite0 = {}
         self.worst_abs = self.worst_rel = 0.0
         self.first = -1
-        self.flush = torch.empty(int(256e6) // 4, dtype=torch.float32, device=device)
+        self.flush = None  # allocated with the inputs (share)
         self.xs_ref = self.xs_cand = None
         self.call_limit = float(os.environ.get("SPECGEN_KB_CALL_TIMEOUT_S", "60"))
         self.phase = _Phases()
@@ -534,8 +534,10 @@ class _Judge:
 
     def share(self, xs):
         """First inputs: each server gets its own copy, which the judge
-        refills in place before every call."""
+        refills in place before every call; and the buffer that flushes the
+        L2 cache before a timed call."""
         t = self.torch
+        self.flush = t.empty(int(256e6) // 4, dtype=t.float32, device=self.device)
         self.xs_ref = [x.clone() if t.is_tensor(x) else x for x in xs]
         self.xs_cand = [x.clone() if t.is_tensor(x) else x for x in xs]
         for s, xs_s in ((self.ref, self.xs_ref), (self.cand, self.xs_cand)):
@@ -905,8 +907,8 @@ def _nodump():
 
 
 def _take_go(fd):
-    """A judge started ahead (--go-fd): says it is ready ('R': its servers,
-    contexts and shared buffers are up), reads its go line ("SEED PATH\n":
+    """A judge started ahead (--go-fd): says it is ready ('R': its servers
+    and contexts are up; its inputs come after the go), reads its go line ("SEED PATH\n":
     the candidate's seed and file), and says it took it ('G': from here the
     outcome is the candidate's). Returns (seed, path)."""
     try:
@@ -947,16 +949,20 @@ def _validate(torch, task, args, t_start, build_s, builds):
         with judge.phase("start"):
             for srv in (ref, cand):
                 _started(srv, cand, "hello", 600)
-        with judge.phase("share"):
-            # any values: every call's inputs are refilled in place first
-            judge.share(_draw(torch, task, args.seed, device))
-        _nodump()
         if args.go_fd is not None:
+            # Started ahead, it waits with its contexts alone: its inputs
+            # (the task's device memory) are drawn after its go, so that
+            # judges waiting beside a validation take none of its memory.
+            _IMPORT["ahead_held_gb"] = round(torch.cuda.memory_reserved(device) / 1e9, 3)
             t_wait = time.perf_counter()
             args.seed, args.cand = _take_go(args.go_fd)
             t_start = time.perf_counter()  # the candidate's time starts here
             _IMPORT["ahead_s"] = round(t_wait - t_ref, 4)
             _IMPORT["go_wait_s"] = round(t_start - t_wait, 4)
+        with judge.phase("share"):
+            # any values: every call's inputs are refilled in place first
+            judge.share(_draw(torch, task, args.seed, device))
+        _nodump()
         with judge.phase("build"):
             for srv in (ref, cand):
                 srv.conn.send(("build", (args.cand, args.seed)))

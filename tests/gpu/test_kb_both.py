@@ -2,14 +2,17 @@
 `specgen bench --self-check both` runs) on a real GPU: a small task whose
 reference is its own candidate comes out ok and timed, its wrong candidate
 numerical_error with KernelBench's verdict of its own, the wrong calls in
-their own phase, and nothing left in /dev/shm. Needs PyTorch and a CUDA
-device; skipped (exit 77) without them.
+their own phase, and nothing left in /dev/shm. Once more as a judge started
+ahead (--go-fd, as `specgen bench` runs it): until its go it holds none of
+the task's device memory (its inputs are drawn after the go). Needs PyTorch
+and a CUDA device; skipped (exit 77) without them.
 
     python3 tests/gpu/test_kb_both.py   (meson: suite gpu)
 """
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +37,32 @@ def get_init_inputs():
 """
 
 
+def started_ahead(args, cand, env, d):
+    """The harness as a judge started ahead: it says R, takes its go line
+    ("SEED PATH"), says G and validates. Returns (result, error)."""
+    ours, theirs = socket.socketpair()
+    p = subprocess.Popen(args + ["--go-fd", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         cwd=d)
+    theirs.close()
+    ours.settimeout(300)
+    try:
+        if ours.recv(1) != b"R":
+            return None, "no R from the judge started ahead"
+        ours.sendall(b"42 " + os.fsencode(cand) + b"\n")
+        if ours.recv(1) != b"G":
+            return None, "no G after the go"
+        out, err = p.communicate(timeout=300)
+    finally:
+        ours.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if p.returncode != 0:
+        return None, "harness exited %d: %s" % (p.returncode, err[-2000:])
+    return json.loads(out.strip().splitlines()[-1]), None
+
+
 def main():
     try:
         import torch
@@ -52,15 +81,25 @@ def main():
         with open(cand, "w") as f:
             f.write(TASK + "\nModelNew = Model\n")
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-        p = subprocess.run([sys.executable, "-m", "specgen_kb.harness", "--task", task,
-                            "--cand", cand, "--mode", "validate", "--no-heavy-rule",
-                            "--also-wrong", "--warmup", "1", "--timed", "3"],
-                           capture_output=True, text=True, env=env, cwd=d, timeout=300)
+        args = [sys.executable, "-m", "specgen_kb.harness", "--task", task, "--mode",
+                "validate", "--no-heavy-rule", "--also-wrong", "--warmup", "1", "--timed", "3"]
+        p = subprocess.run(args + ["--cand", cand], capture_output=True, text=True, env=env,
+                           cwd=d, timeout=300)
         if p.returncode != 0:
             print("harness exited %d: %s" % (p.returncode, p.stderr[-2000:]))
             return 1
         r = json.loads(p.stdout.strip().splitlines()[-1])
+        ra, why = started_ahead(args, cand, env, d)
     failures = []
+    if why:
+        failures.append(why)
+    else:
+        st = ra.get("stages") or {}
+        if ra.get("status") != "ok":
+            failures.append("started ahead: %s %s" % (ra.get("status"), ra.get("message")))
+        # nothing of the task's on the device while it waited for its go
+        if st.get("ahead_held_gb") != 0 or "share_s" not in st or "ahead_s" not in st:
+            failures.append("started ahead, its stages: %s" % st)
     if r.get("status") != "ok" or not r.get("speedup"):
         failures.append("same: %s %s" % (r.get("status"), r.get("message")))
     w = r.get("self_check_wrong") or {}
@@ -76,7 +115,9 @@ def main():
         failures.append("left in /dev/shm: %s" % left)
     for f in failures:
         print("FAIL " + f)
-    print("ok: same %.3fx, wrong %s" % (r.get("speedup") or 0, w.get("status")))
+    print("ok: same %.3fx, wrong %s; started ahead: %s, held %s GB before its go" % (
+        r.get("speedup") or 0, w.get("status"), (ra or {}).get("status"),
+        ((ra or {}).get("stages") or {}).get("ahead_held_gb")))
     return 1 if failures else 0
 
 
