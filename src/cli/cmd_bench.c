@@ -145,7 +145,9 @@ static void on_stop(int sig) { stop_signal = sig; }
  * since each row is another task, the next row's runner is started ahead
  * (sg_eval_expect) while a row runs. SIGTERM or SIGINT kills the row in
  * flight (sg_sandbox_abort_install), which is then not reported, and the
- * worker ends as after its last row: compiles finished, runners ended. */
+ * worker ends as after its last row: compiles finished, runners ended.
+ * The two rows after the current one are expected (sg_eval_expect, then
+ * sg_eval_expect_then): both their runners start while it runs. */
 static _Noreturn void work(sg_bench *b, const sg_eval_opts *base, const char *dev,
                            int d, int ndev, int ahead, int fd, const sigset_t *mask) {
   size_t *mine = sg_calloc(b->n + 1, sizeof *mine);
@@ -184,14 +186,20 @@ static _Noreturn void work(sg_bench *b, const sg_eval_opts *base, const char *de
     finish_compile(c);
     double wall = isfinite(c->res.compile_s) ? c->res.compile_s : 0;
     if (!c->rc && c->res.status == SG_EVAL_OK) {
-      bool expected = false;
-      if (k + 1 < next) { /* its compile runs already */
-        compile_slot *nc = &cs[k + 1];
+      /* the next two rows that validate (compiled already), so that each
+       * runner has two rows' time to start */
+      int expected = 0;
+      for (size_t m = k + 1; m < next && expected < 2; m++) {
+        compile_slot *nc = &cs[m];
         finish_compile(nc);
+        if (nc->rc || nc->res.status != SG_EVAL_OK)
+          continue;
         sg_eval_opts no = *base;
-        no.device = devs[k + 1];
-        if ((expected = !nc->rc && nc->res.status == SG_EVAL_OK))
-          sg_eval_expect(b->rows[mine[k + 1]].task, &nc->build, &no);
+        no.device = devs[m];
+        if (expected++ == 0)
+          sg_eval_expect(b->rows[mine[m]].task, &nc->build, &no);
+        else
+          sg_eval_expect_then(b->rows[mine[m]].task, &nc->build, &no);
       }
       if (!expected) /* no row comes that could use a runner */
         sg_eval_expect(NULL, NULL, NULL);

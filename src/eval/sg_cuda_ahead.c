@@ -22,6 +22,7 @@
 
 #define AHEAD_SLOTS 32 /* runners a process keeps, over all its devices */
 #define AHEAD_PER_DEVICE_DEFAULT 4
+#define AHEAD_DEPTH 2 /* runs a caller may expect after the current one */
 
 typedef struct ahead {
   sg_sandbox *sb;   /* NULL: the slot is free */
@@ -37,20 +38,33 @@ static ahead slots[AHEAD_SLOTS];
 static bool in_use;
 static uint64_t clock_used;
 
-/* The runner the caller says its next candidate wants (sg_cuda_ahead_expect):
- * argv NULL when it said nothing. */
-static struct {
-  bool none;   /* it said none: start nothing */
+/* The runners the caller says its next candidates want, in order
+ * (sg_cuda_ahead_expect, then sg_cuda_ahead_expect_then): n 0 when it
+ * said nothing. */
+typedef struct expectation {
   int device;
   char **argv;
   sg_sandbox_limits lim;
+} expectation;
+
+static struct {
+  bool none; /* it said none: start nothing */
+  bool then; /* sg_cuda_ahead_expect_then: expectations are added */
+  int n;
+  expectation e[AHEAD_DEPTH];
 } expected;
 
+/* How long the last run waited from its go until its runner took it. */
+static double last_wait_s;
+
 static void expect_clear(void) {
-  for (int i = 0; expected.argv && expected.argv[i]; i++)
-    free(expected.argv[i]);
-  free(expected.argv);
-  expected.argv = NULL;
+  for (int k = 0; k < expected.n; k++) {
+    for (int i = 0; expected.e[k].argv[i]; i++)
+      free(expected.e[k].argv[i]);
+    free(expected.e[k].argv);
+    expected.e[k].argv = NULL;
+  }
+  expected.n = 0;
   expected.none = false;
 }
 
@@ -253,20 +267,31 @@ static int send_go(int fd, uint64_t seed, const char *cand_so) {
   return rc;
 }
 
-/* Starts the runner that comes next: the one the caller expects, when it
- * said (unless one for it is waiting already), else another for the
- * current key (device, argv) in the slot its runner left (freed). */
+/* Starts the runners that come next: those the caller expects, when it
+ * said (each unless one for it is waiting already; all at once, so that
+ * their start-ups overlap; no more per device than the device keeps, so
+ * that none evicts another expected), else another for the current key
+ * (device, argv) in the slot its runner left (freed). */
 static void start_next(ahead *freed, int device, char *const argv[],
                        const sg_sandbox_limits *lim) {
   sg_err e2;
   sg_err_clear(&e2);
   if (expected.none)
     return;
-  if (expected.argv) {
-    bool match = false;
-    ahead *s = slot_for(expected.device, expected.argv, &match);
-    if (!match) /* one that cannot start leaves the slot free */
-      (void)slot_start(s, expected.device, expected.argv, &expected.lim, &e2);
+  if (expected.n > 0) {
+    int share = sg_cuda_ahead_per_device();
+    for (int k = 0; k < expected.n; k++) {
+      const expectation *x = &expected.e[k];
+      int before = 0; /* expected earlier on the same device */
+      for (int i = 0; i < k; i++)
+        before += expected.e[i].device == x->device;
+      if (before >= share)
+        continue;
+      bool match = false;
+      ahead *s = slot_for(x->device, x->argv, &match);
+      if (!match) /* one that cannot start leaves the slot free */
+        (void)slot_start(s, x->device, x->argv, &x->lim, &e2);
+    }
     return;
   }
   if (!freed->sb)
@@ -285,7 +310,7 @@ static bool wait_run(ahead *cur, ahead *freed, int device, char *const argv[],
   bool ready = cur->ready || !next;
   if (cur->ready && next) /* said so before its go: the next starts now */
     start_next(freed, device, argv, lim);
-  double end = sg_clock_now_s() + lim->wall_s;
+  double t0 = sg_clock_now_s(), end = t0 + lim->wall_s;
   int fd = cur->go_fd;
   for (;;) {
     double left = lim->wall_s > 0 ? end - sg_clock_now_s() : -1;
@@ -300,8 +325,10 @@ static bool wait_run(ahead *cur, ahead *freed, int device, char *const argv[],
     ssize_t n = read(fd, &c, 1);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n == 1 && c == 'G')
+    if (n == 1 && c == 'G' && !*took) {
       *took = true;
+      last_wait_s = sg_clock_now_s() - t0;
+    }
     if (n == 1 && c == 'R' && !ready) {
       ready = true;
       start_next(freed, device, argv, lim);
@@ -332,21 +359,29 @@ static char **key_argv(const sg_cuda_ahead_key *k, key_bufs *b) {
 }
 
 void sg_cuda_ahead_expect_argv(int device, char *const argv[], const sg_sandbox_limits *lim) {
-  expect_clear();
-  if (!sg_cuda_ahead_enabled())
+  if (!expected.then)
+    expect_clear();
+  if (!sg_cuda_ahead_enabled() || expected.none || expected.n >= AHEAD_DEPTH)
     return;
   int n = 0;
   while (argv[n])
     n++;
-  expected.argv = sg_calloc((size_t)n + 1, sizeof *expected.argv);
+  expectation *x = &expected.e[expected.n++];
+  x->argv = sg_calloc((size_t)n + 1, sizeof *x->argv);
   for (int i = 0; i < n; i++)
-    expected.argv[i] = sg_strdup(argv[i]);
-  expected.device = device;
-  expected.lim = *lim;
-  expected.lim.work_dir = NULL; /* a runner started ahead has its own */
+    x->argv[i] = sg_strdup(argv[i]);
+  x->device = device;
+  x->lim = *lim;
+  x->lim.work_dir = NULL; /* a runner started ahead has its own */
 }
 
+void sg_cuda_ahead_expect_then(bool on) { expected.then = on; }
+
+double sg_cuda_ahead_last_wait_s(void) { return last_wait_s; }
+
 void sg_cuda_ahead_expect_none(void) {
+  if (expected.then) /* nothing after the runs expected already */
+    return;
   expect_clear();
   expected.none = true;
 }
@@ -370,6 +405,7 @@ static int run_argv(int device, char *const argv[], const char *cand, uint64_t s
                     const sg_sandbox_limits *lim, bool next, sg_sandbox_outcome *out,
                     bool *ahead_out, sg_err *err) {
   *ahead_out = false;
+  last_wait_s = 0;
   for (int attempt = 0;; attempt++) {
     bool match = false;
     ahead *a = slot_for(device, argv, &match);
@@ -396,7 +432,7 @@ static int run_argv(int device, char *const argv[], const char *cand, uint64_t s
       /* it ended before it took its go (its start failed, or it was killed
        * while it waited): nothing of the candidate ran; once more, now */
       sg_sandbox_outcome_free(out);
-      if (a->sb && next && !expected.argv && !expected.none) /* this key's next: used below */
+      if (a->sb && next && expected.n == 0 && !expected.none) /* this key's next: used below */
         slot_end(a, NULL, false);
       continue;
     }

@@ -14,7 +14,13 @@
  *
  * The next runner is started when the current one says it is ready, so
  * its start-up (and its one warm-up call of the reference) overlaps the
- * current candidate's run but not the current runner's own start-up. One
+ * current candidate's run but not the current runner's own start-up. A
+ * caller that knows the two runs after the current one says so
+ * (sg_cuda_ahead_expect, then sg_cuda_ahead_expect_then): both their
+ * runners are started then, at once, each unless it is waiting already, so
+ * that a runner whose start-up takes longer than one run (a kernelbench
+ * judge's import of PyTorch, seconds, beside validations of under two) has
+ * two runs' time and the next run never waits for it. One
  * evaluation at a time per process (not thread-safe), as the evaluators
  * are.
  *
@@ -100,6 +106,18 @@ void sg_cuda_ahead_expect_argv(int device, char *const argv[], const sg_sandbox_
 /* Says that no candidate the caller knows of comes next (a bench's last
  * task): the next run starts no runner ahead. */
 void sg_cuda_ahead_expect_none(void);
+
+/* on: the expectations set from here on (sg_cuda_ahead_expect*) come after
+ * those set already, instead of replacing them, up to two runs ahead of the
+ * current one and no more per device than sg_cuda_ahead_per_device (extra
+ * ones are not started; expect_none is ignored). off: back to replacing.
+ * Expectations still hold for the next run only. */
+void sg_cuda_ahead_expect_then(bool on);
+
+/* How long the last run (sg_cuda_ahead_run*) waited from its go until its
+ * runner took it ('G'): the rest of the runner's start-up where the go came
+ * before it was ready, about 0 where it was. 0 when it never took it. */
+double sg_cuda_ahead_last_wait_s(void);
 
 /* Ends every runner started ahead (at exit, or when the device is needed
  * whole). */

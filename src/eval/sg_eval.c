@@ -317,6 +317,17 @@ void sg_eval_expect(const sg_task *task, const sg_eval_build *build,
     ev->expect(task, build, opts);
 }
 
+void sg_eval_expect_then(const sg_task *task, const sg_eval_build *build,
+                         const sg_eval_opts *opts) {
+  const sg_evaluator *ev;
+  sg_err err;
+  if (!task || find(task, &ev, &err) != 0 || !ev->expect)
+    return;
+  sg_cuda_ahead_expect_then(true);
+  ev->expect(task, build, opts);
+  sg_cuda_ahead_expect_then(false);
+}
+
 void sg_eval_expect_profile(const sg_task *task, const sg_eval_build *build,
                             const sg_eval_opts *opts) {
   const sg_evaluator *ev;

@@ -138,6 +138,13 @@ int sg_eval_run(const sg_task *task, const sg_eval_build *build,
 void sg_eval_expect(const sg_task *task, const sg_eval_build *build,
                     const sg_eval_opts *opts);
 
+/* Says, after sg_eval_expect, that the candidate after that one is of task
+ * (build, opts as there): its runner is started with the next one's, so
+ * that each has the time of two runs to start. Two runs ahead at most
+ * (sg_cuda_ahead.h); a hint, never an error; task NULL: nothing. */
+void sg_eval_expect_then(const sg_task *task, const sg_eval_build *build,
+                         const sg_eval_opts *opts);
+
 /* Says that a candidate of task (with build's reference) will be profiled
  * on opts->device soon, typically once the validation about to run finds
  * it valid: an evaluator whose profiles have runners started ahead (cuda,

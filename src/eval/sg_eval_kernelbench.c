@@ -241,10 +241,18 @@ static int run_harness(const sg_task *task, const sg_eval_build *build,
   double dt = ahead_mode ? o.wall_s : sg_clock_now_s() - t0;
   sg_eval_cuda_take_outcome(&o, wall, r);
   sg_sandbox_outcome_free(&o);
-  if (ahead && r->stages)
+  if (ahead_mode && !r->stages)
+    r->stages = json_object();
+  if (ahead)
     json_object_set_new(r->stages, "started_ahead", json_true());
-  if (ahead_mode && out_of_memory(r) && sg_cuda_ahead_live() > 0)
+  /* from the go until the judge took it: its start-up left, if any */
+  double wait = ahead_mode ? sg_cuda_ahead_last_wait_s() : 0;
+  if (ahead_mode && out_of_memory(r) && sg_cuda_ahead_live() > 0) {
     rc = retry_alone(dev, a.v, abs_cand, harness_seed(opts), &lim, wall, r, &dt, err);
+    wait += sg_cuda_ahead_last_wait_s();
+  }
+  if (ahead_mode && r->stages) /* a retry's result may have none */
+    json_object_set_new(r->stages, "judge_wait_s", json_real(wait));
   free_argv(&a);
   free(abs_cand);
   if (rc)

@@ -256,7 +256,11 @@ static char *three_task_level(const char *d) {
  * kernelbench harness is a stand-in (SPECGEN_PYTHON; no PyTorch or GPU
  * needed) that speaks the go channel and answers the same candidate ok
  * and the wrong one by task: 1_A caught, 2_B undecided (its validation
- * ended first), 3_C an infra_error for both. */
+ * ended first), 3_C an infra_error for both. Each judge takes 0.5 s to
+ * start and 1_A's validation 2 s: the judges of 2_B and 3_C both start
+ * while 1_A runs (two rows ahead), so neither row waits for its judge,
+ * while 1_A (started at its go) waits for all of its start-up
+ * (stages.judge_wait_s). */
 static void test_self_check_both(void) {
   char *d = tmp_dir("sg-bench-both");
   sg_err err;
@@ -268,8 +272,9 @@ static void test_self_check_both(void) {
            " --mode) mode=$2; shift;; --go-fd) fd=$2; shift;; --also-wrong) wrong=1;;"
            " esac; shift; done\n"
            "echo \"$mode $task also_wrong=$wrong\" >> $FAKE_DIR/log\n"
-           "if [ -n \"$fd\" ]; then printf R >&$fd; read -r seed path <&$fd || exit 4;"
-           " printf G >&$fd; fi\n"
+           "if [ -n \"$fd\" ]; then sleep 0.5; printf R >&$fd;"
+           " read -r seed path <&$fd || exit 4; printf G >&$fd; fi\n"
+           "[ $mode/$task = validate/1_A ] && sleep 2\n"
            "case $mode/$task in\n"
            "compile/*) r='{\"status\":\"ok\",\"message\":\"imported\"}';;\n"
            "*/1_A) r='{\"status\":\"ok\",\"message\":\"fake\",\"ref_ms\":1,\"cand_ms\":1,"
@@ -311,6 +316,15 @@ static void test_self_check_both(void) {
   SG_CHECK_CONTAINS(json_string_value(json_object_get(
                         json_array_get(json_object_get(wrong, "rows"), 1), "message")),
                     "not decided");
+  for (size_t i = 0; i < 3; i++) {
+    json_t *st = json_object_get(json_array_get(json_object_get(same, "rows"), i), "stages");
+    json_t *w = json_object_get(st, "judge_wait_s");
+    double v = json_number_value(w);
+    SG_CHECK_MSG(json_is_number(w) && (i == 0 ? v >= 0.4 : v < 0.3),
+                 "row %zu: judge_wait_s %g", i, v);
+    SG_CHECK_MSG(json_is_true(json_object_get(st, "started_ahead")) == (i > 0),
+                 "row %zu: started ahead?", i);
+  }
   json_t *ss = json_object_get(same, "summary"), *ws = json_object_get(wrong, "summary");
   SG_CHECK_STR_EQ(json_string_value(json_object_get(ss, "self_check")), "same");
   SG_CHECK_STR_EQ(json_string_value(json_object_get(ws, "self_check")), "wrong");
@@ -511,12 +525,16 @@ static void put_fakes(const char *d, const char *after_go) {
 }
 
 /* On a device, every row is another task: while one row runs, the next
- * row's runner starts ahead (sg_eval_expect), and after the last none.
- * nvcc and the runner are stand-ins (no GPU needed): the "compiler" copies
- * the source, the "runner" speaks the go channel and logs its task. */
+ * two rows' runners start ahead (sg_eval_expect, sg_eval_expect_then), and
+ * after the last none. nvcc and the runner are stand-ins (no GPU needed):
+ * the "compiler" copies the source, the "runner" speaks the go channel and
+ * logs its task; hinge_loss's run logs whether mlp's runner (two rows on)
+ * started while it ran (waiting for it up to 10 s). */
 static void test_runners_ahead_follow_the_rows(void) {
   char *d = tmp_dir("sg-bench-ahead");
-  put_fakes(d, "");
+  put_fakes(d, "[ $task = hinge_loss ] && for i in $(seq 200); do "
+               "grep -q 'start mlp' $FAKE_DIR/log && { echo 'mlp ahead' >> $FAKE_DIR/log; "
+               "break; }; sleep 0.05; done");
   char *cmd = sg_asprintf(
       "cd %s && FAKE_DIR=%s SPECGEN_NVCC=%s/nvcc "
       "SPECGEN_CUDA_RUNNER=%s/runner XDG_CACHE_HOME=%s/xdg SPECGEN_TASKS_DIR=%s/tasks "
@@ -541,18 +559,20 @@ static void test_runners_ahead_follow_the_rows(void) {
   sg_err err;
   SG_CHECK_OK(sg_file_read(path, 1 << 20, &log, NULL, &err), err);
   const char *want[] = {"start hinge_loss\n", "go hinge_loss\n", "start diag_matmul\n",
-                        "go diag_matmul\n", "start mlp\n", "go mlp\n"};
+                        "go diag_matmul\n", "start mlp\n", "go mlp\n", "mlp ahead\n"};
   size_t lines = 0;
   for (const char *q = log; *q; q++)
     lines += *q == '\n';
-  SG_CHECK_MSG(lines == 6, "the runners' log:\n%s", log);
-  for (size_t i = 0; i < 6; i++) {
+  SG_CHECK_MSG(lines == 7, "the runners' log:\n%s", log);
+  for (size_t i = 0; i < 7; i++) {
     const char *at = strstr(log, want[i]);
     SG_CHECK_MSG(at && (at == log || at[-1] == '\n'), "no \"%s\" in:\n%s", want[i], log);
   }
   /* each row's runner started before that row's go */
   SG_CHECK(strstr(log, "start diag_matmul") < strstr(log, "go diag_matmul"));
   SG_CHECK(strstr(log, "start mlp") < strstr(log, "go mlp"));
+  /* two rows ahead: mlp's runner started during hinge_loss's run */
+  SG_CHECK(strstr(log, "mlp ahead") && strstr(log, "mlp ahead") < strstr(log, "go diag_matmul"));
   free(log);
   free(path);
   sg_rm_rf(d, &err);
