@@ -19,7 +19,9 @@
 #       Writes into $OUT (default kb-device-out/): device.txt, table.md and
 #       per level level<N>-both.json and level<N>-both.log (each well under
 #       16 MiB: a row's messages are capped by the harness), and prints the
-#       table (a line per level) and what each call left behind.
+#       table (a line per level), what each call left behind and, last, per
+#       level the validation median (the same candidate's own checks and
+#       timing) and the row median (with the wrong candidate's checks).
 #       KB_RUNS, KB_WARMUPS as for kb-levels.sh (default 10 and 2). First
 #       it runs tests/gpu/test_kb_both.py (one small task through the
 #       combined mode) and runs no level if that fails
@@ -85,6 +87,9 @@ run)
   fi
   BUILD=.kbgpu/build KB_MODES=both KB_LIMIT_S=$limit KB_KILL_AFTER_S=${KB_KILL_AFTER_S:-20} \
     scripts/kb-levels.sh .kbgpu/kernelbench "$levels"
+  rc=$?
+  python3 scripts/kb_levels_table.py --medians "$OUT"
+  exit $rc
   ;;
 *) usage ;;
 esac

@@ -1,9 +1,18 @@
 #!/usr/bin/env python3
 """kb_levels_table.py DIR: the results table of scripts/kb-levels.sh from its
 bench output in DIR, as Markdown: per level the self-check's ok count and
-speedup band, the wrong candidates caught, the validation times (each row's
-run stage), where those times went (the median of each of the judge's
-phases), and every task that missed with its status and message.
+speedup band, the wrong candidates caught, the validation times, the rows'
+times, where those times went (the median of each of the judge's phases),
+and every task that missed with its status and message.
+
+A row's time is its run stage (run_s: from its judge's go to its verdict).
+In mode both that holds the wrong candidate's checks too (stages.wrong_s),
+which are the self-check's own extra, not part of a user's validation: a
+row's validation time is its run stage less its wrong_s (the same
+candidate's checks and timing, with any wait for its judge). Both are
+given, per level median, maximum and total; in modes same and wrong they
+are equal. kb_levels_table.py --medians DIR prints instead one line per
+level with those two medians (scripts/kb-device.sh prints it last).
 
 Per level it reads DIR/level<N>-both.json (specgen bench --self-check both
 --json: {"same": {rows}, "wrong": {rows}}), else DIR/level<N>-same.json and
@@ -136,12 +145,14 @@ def level_calls(d, lv):
 
 
 # The judge's phases (each row's stages, seconds), in the order they come:
-# before its go, a judge started ahead imports PyTorch, starts its servers
-# and shares its inputs (ahead: all of that; go_wait: how long it then
-# waited for its go; near 0, the row waited for its judge instead); from
-# its go, the rest (the row's run stage).
-PHASES = ("import", "start", "share", "ahead", "go_wait", "build", "draw", "fill", "poison",
-          "call", "nop", "out", "check", "release", "wrong")
+# before its go, a judge started ahead imports PyTorch and starts its
+# servers (ahead: all of that; go_wait: how long it then waited for its
+# go; near 0, the row waited for its judge instead, for judge_wait, as the
+# evaluator measured it from the go); from its go, the rest (the row's run
+# stage; share, the inputs, came before the go until judges ahead drew
+# them after it).
+PHASES = ("import", "start", "ahead", "go_wait", "judge_wait", "share", "build", "draw", "fill",
+          "poison", "call", "nop", "out", "check", "release", "wrong")
 
 
 def phases_line(lv, rows):
@@ -153,6 +164,20 @@ def phases_line(lv, rows):
              isinstance(r["stages"].get(ph + "_s"), (int, float))]
         cells.append("%.2f" % median(v) if v else "-")
     return "| %d | " % lv + " | ".join(cells) + " |"
+
+
+def validation_s(r):
+    """A row's validation time: its run stage less the wrong candidate's
+    checks (stages.wrong_s, mode both); None without a run stage."""
+    if r.get("run_s") is None:
+        return None
+    st = r.get("stages") if isinstance(r.get("stages"), dict) else {}
+    w = st.get("wrong_s")
+    return r["run_s"] - (w if isinstance(w, (int, float)) else 0.0)
+
+
+def times(v):
+    return "%.2f / %.2f / %.0f" % (median(v), max(v), sum(v)) if v else "-"
 
 
 def median(v):
@@ -168,12 +193,34 @@ def short(msg, n=160):
     return msg if len(msg) <= n else msg[:n - 3] + "..."
 
 
+def levels_in(d):
+    return sorted({int(m.group(1)) for p in glob.glob(os.path.join(d, "level*"))
+                   for m in [re.match(r"level(\d+)[-.]", os.path.basename(p))] if m})
+
+
+def medians(d):
+    """One line per level: its validation and row medians (and maxima and
+    totals), from the same rows as the table's."""
+    for lv in levels_in(d):
+        same = level_calls(d, lv)[0]
+        rows = [r for r in (reached(same)["rows"] if same else []) if r.get("run_s") is not None]
+        if not rows:
+            print("level %d: no validation times" % lv)
+            continue
+        own = [validation_s(r) for r in rows]
+        run = [r["run_s"] for r in rows]
+        print("level %d: validation median %.2f s (max %.2f, total %.0f); row median %.2f s "
+              "with the wrong checks (max %.2f, total %.0f); %d rows" % (
+                  lv, median(own), max(own), sum(own), median(run), max(run), sum(run),
+                  len(rows)))
+
+
 def main(d):
-    levels = sorted({int(m.group(1)) for p in glob.glob(os.path.join(d, "level*"))
-                     for m in [re.match(r"level(\d+)[-.]", os.path.basename(p))] if m})
+    levels = levels_in(d)
     print("| level | tasks | self-check ok | speedup median (min-max) | within 0.9-1.1x "
-          "| wrong caught | validation median / max / total s |")
-    print("|---|---|---|---|---|---|---|")
+          "| wrong caught | validation median / max / total s "
+          "| row, with the wrong checks, median / max / total s |")
+    print("|---|---|---|---|---|---|---|---|")
     misses, phases = [], []
     for lv in levels:
         same, wrong = (reached(c) if c else None for c in level_calls(d, lv))
@@ -185,6 +232,7 @@ def main(d):
             ok = [r for r in rows if r["status"] == "ok"]
             sp = [r["speedup"] for r in ok if r.get("speedup")]
             run = [r["run_s"] for r in rows if r.get("run_s") is not None]
+            own = [validation_s(r) for r in rows if r.get("run_s") is not None]
             cells += ["%d of %d (partial)" % (len(rows), same["partial"]) if "partial" in same
                       else "%d" % len(rows), "%d" % len(ok),
                       "%.3f (%.3f-%.3f)" % (median(sp), min(sp), max(sp)) if sp else "-",
@@ -195,7 +243,7 @@ def main(d):
                     misses.append((lv, "same", r))
         else:
             cells += ["-", "not run", "-", "-"]
-            run = []
+            run, own = [], []
         if wrong:
             rows = wrong["rows"]
             caught = [r for r in rows if r["status"] in CAUGHT]
@@ -206,7 +254,7 @@ def main(d):
                     misses.append((lv, "wrong", r))
         else:
             cells.append("not run")
-        cells.append("%.2f / %.2f / %.0f" % (median(run), max(run), sum(run)) if run else "-")
+        cells += [times(own), times(run)]
         print("| " + " | ".join(cells) + " |")
     print()
     if any(not line.endswith("| - " * len(PHASES) + "|") for line in phases):
@@ -229,6 +277,9 @@ def main(d):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: kb_levels_table.py DIR")
-    main(sys.argv[1])
+    if len(sys.argv) == 3 and sys.argv[1] == "--medians":
+        medians(sys.argv[2])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        sys.exit("usage: kb_levels_table.py [--medians] DIR")
