@@ -256,6 +256,9 @@ static void take_line(sg_bench *b, const char *line, size_t *done) {
     if (!r->infra && r->result.kernelbench_status)
       fprintf(stderr, " (KernelBench: %s)", r->result.kernelbench_status);
     fprintf(stderr, ", %.1f s", r->wall_s);
+    double v = sg_bench_row_validation_s(r);
+    if (isfinite(v)) /* "both": the same candidate's own, without the wrong checks */
+      fprintf(stderr, " (validation %.1f s)", v);
     if (b->wrong) { /* "both": the wrong candidate's verdict, same row */
       sg_bench_take_wrong(b, (size_t)row);
       const sg_bench_row *w = &b->wrong->rows[row];

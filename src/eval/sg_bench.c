@@ -242,6 +242,14 @@ const char *sg_bench_row_status(const sg_bench_row *r) {
   return r->infra ? "infra_error" : sg_eval_status_name(r->result.status);
 }
 
+double sg_bench_row_validation_s(const sg_bench_row *r) {
+  const json_t *w = r->evaluated && !r->infra ? json_object_get(r->result.stages, "wrong_s")
+                                              : NULL;
+  if (!json_is_number(w) || !isfinite(r->result.run_s))
+    return NAN;
+  return r->result.run_s - json_number_value(w);
+}
+
 /* An infra_error row: specgen failed (r->infra) or the evaluator said the
  * machine or specgen failed (a reference out of device memory, say). */
 static bool row_infra(const sg_bench_row *r) {
@@ -497,6 +505,9 @@ json_t *sg_bench_json(const sg_bench *b) {
     if (r->infra || (!r->evaluated && r->result.message))
       json_object_set_new(j, "message", json_string(r->result.message ? r->result.message : ""));
     json_object_set_new(j, "time_s", isfinite(r->wall_s) ? json_real(r->wall_s) : json_null());
+    double v = sg_bench_row_validation_s(r);
+    if (isfinite(v))
+      json_object_set_new(j, "validation_s", json_real(v));
     json_array_append_new(rows, j);
   }
   tally t = count(b);

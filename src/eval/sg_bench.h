@@ -59,6 +59,11 @@ int sg_bench_self_check(sg_bench *b, const char *mode, const char *dir, sg_err *
  * Nothing when b has no wrong rows or row i was not evaluated. */
 void sg_bench_take_wrong(sg_bench *b, size_t i);
 
+/* A row's validation time in mode "both": its run stage less the wrong
+ * candidate's checks (its stages' wrong_s), the same candidate's own
+ * checks and timing; NAN where it was not evaluated or has no wrong_s. */
+double sg_bench_row_validation_s(const sg_bench_row *r);
+
 /* A row's status as printed: missing, not_run, infra_error (specgen failed,
  * or the evaluator said so) or the result's status. */
 const char *sg_bench_row_status(const sg_bench_row *r);

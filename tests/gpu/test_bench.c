@@ -278,6 +278,7 @@ static void test_self_check_both(void) {
            "case $mode/$task in\n"
            "compile/*) r='{\"status\":\"ok\",\"message\":\"imported\"}';;\n"
            "*/1_A) r='{\"status\":\"ok\",\"message\":\"fake\",\"ref_ms\":1,\"cand_ms\":1,"
+           "\"stages\":{\"wrong_s\":0.75},"
            "\"kernelbench_status\":\"ok\",\"self_check_wrong\":{\"status\":\"numerical_error\","
            "\"message\":\"output 0 differs\",\"kernelbench_status\":\"numerical_error\","
            "\"max_abs_err\":0.5}}';;\n"
@@ -316,6 +317,15 @@ static void test_self_check_both(void) {
   SG_CHECK_CONTAINS(json_string_value(json_object_get(
                         json_array_get(json_object_get(wrong, "rows"), 1), "message")),
                     "not decided");
+  /* the validation: the run stage less the wrong candidate's checks */
+  json_t *s0 = json_array_get(json_object_get(same, "rows"), 0);
+  double run0 = json_number_value(json_object_get(s0, "run_s"));
+  SG_CHECK_MSG(run0 > 2 && fabs(json_number_value(json_object_get(s0, "validation_s")) -
+                                (run0 - 0.75)) < 1e-9,
+               "run_s %g, validation_s %g", run0,
+               json_number_value(json_object_get(s0, "validation_s")));
+  SG_CHECK(json_object_get(json_array_get(json_object_get(same, "rows"), 1),
+                           "validation_s") == NULL); /* no wrong_s: none */
   for (size_t i = 0; i < 3; i++) {
     json_t *st = json_object_get(json_array_get(json_object_get(same, "rows"), i), "stages");
     json_t *w = json_object_get(st, "judge_wait_s");
@@ -355,6 +365,7 @@ static void test_self_check_both(void) {
   SG_CHECK_OK(sg_file_read(path, 1 << 20, &errtext, NULL, &err), err);
   free(path);
   SG_CHECK_CONTAINS(errtext, "1_A: ok 1x (KernelBench: ok), ");
+  SG_CHECK_CONTAINS(errtext, " s (validation ");
   SG_CHECK_CONTAINS(errtext, "; wrong: numerical_error (KernelBench: numerical_error)\n");
   SG_CHECK_CONTAINS(errtext, "; wrong: not_run\n");
   free(errtext);
