@@ -186,10 +186,10 @@ static _Noreturn void work(sg_bench *b, const sg_eval_opts *base, const char *de
     finish_compile(c);
     double wall = isfinite(c->res.compile_s) ? c->res.compile_s : 0;
     if (!c->rc && c->res.status == SG_EVAL_OK) {
-      /* the next two rows that validate (compiled already), so that each
-       * runner has two rows' time to start */
+      /* the next rows that validate (compiled already), two by default,
+       * so that each runner has two rows' time to start */
       int expected = 0;
-      for (size_t m = k + 1; m < next && expected < 2; m++) {
+      for (size_t m = k + 1; m < next && expected < SG_CUDA_AHEAD_DEPTH; m++) {
         compile_slot *nc = &cs[m];
         finish_compile(nc);
         if (nc->rc || nc->res.status != SG_EVAL_OK)

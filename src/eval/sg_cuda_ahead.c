@@ -22,7 +22,6 @@
 
 #define AHEAD_SLOTS 32 /* runners a process keeps, over all its devices */
 #define AHEAD_PER_DEVICE_DEFAULT 4
-#define AHEAD_DEPTH 2 /* runs a caller may expect after the current one */
 
 typedef struct ahead {
   sg_sandbox *sb;   /* NULL: the slot is free */
@@ -51,7 +50,7 @@ static struct {
   bool none; /* it said none: start nothing */
   bool then; /* sg_cuda_ahead_expect_then: expectations are added */
   int n;
-  expectation e[AHEAD_DEPTH];
+  expectation e[SG_CUDA_AHEAD_DEPTH];
 } expected;
 
 /* How long the last run waited from its go until its runner took it. */
@@ -361,8 +360,8 @@ static char **key_argv(const sg_cuda_ahead_key *k, key_bufs *b) {
 void sg_cuda_ahead_expect_argv(int device, char *const argv[], const sg_sandbox_limits *lim) {
   if (!expected.then)
     expect_clear();
-  if (!sg_cuda_ahead_enabled() || expected.none || expected.n >= AHEAD_DEPTH)
-    return;
+  if (!sg_cuda_ahead_enabled() || expected.none || expected.n >= SG_CUDA_AHEAD_DEPTH)
+    return; /* off, none said, or as many as a caller may expect */
   int n = 0;
   while (argv[n])
     n++;

@@ -39,6 +39,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* How many runs after the current one a caller may expect
+ * (sg_cuda_ahead_expect, then sg_cuda_ahead_expect_then). */
+#define SG_CUDA_AHEAD_DEPTH 2
+
 /* What a runner is started for: everything on its command line. */
 typedef struct sg_cuda_ahead_key {
   const char *runner, *task_dir, *ref_so;
@@ -108,9 +112,10 @@ void sg_cuda_ahead_expect_argv(int device, char *const argv[], const sg_sandbox_
 void sg_cuda_ahead_expect_none(void);
 
 /* on: the expectations set from here on (sg_cuda_ahead_expect*) come after
- * those set already, instead of replacing them, up to two runs ahead of the
- * current one and no more per device than sg_cuda_ahead_per_device (extra
- * ones are not started; expect_none is ignored). off: back to replacing.
+ * those set already, instead of replacing them, up to SG_CUDA_AHEAD_DEPTH
+ * runs ahead of the current one and no more per device than
+ * sg_cuda_ahead_per_device (extra ones are not started; expect_none is
+ * ignored). off: back to replacing.
  * Expectations still hold for the next run only. */
 void sg_cuda_ahead_expect_then(bool on);
 
