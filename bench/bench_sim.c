@@ -9,9 +9,10 @@
  * full of paper-glm (with the simulator parameters KEY=VALUE set on top),
  * one campaign per cell, each in its own process: its CPU seconds and peak
  * resident memory, events, the CPU cost per event relative to N = 10 (1.00
- * everywhere = linear in events), forks per iteration, and the end-to-end
+ * everywhere = linear in events), forks per iteration, the end-to-end
  * ratio baseline / this configuration, of the campaign's time and of the
- * geometric mean of the workflows' times (the paper's per-task E2E). */
+ * geometric mean of the workflows' times (the paper's per-task E2E), and
+ * the pool's utilization (busy device time over devices x E2E, %). */
 #include "sim/sg_sim.h"
 #include "sim/sg_sim_params.h"
 
@@ -93,9 +94,9 @@ static int scale_cell(int n, int iters, int v, char **kv, int nkv, cell *out) {
 
 static int scale(int max, int iters, char **kv, int nkv) {
   static const int ns[] = {10, 100, 300, 1000, 3000};
-  printf("%-6s %-9s %8s %10s %10s %8s %9s %10s %11s %9s\n", "N", "config", "cpu_s",
+  printf("%-6s %-9s %8s %10s %10s %8s %9s %10s %11s %9s %6s\n", "N", "config", "cpu_s",
          "max_rss_mb", "events", "us_per_ev", "x_per_ev", "forks_iter", "e2e_ratio",
-         "geo_ratio");
+         "geo_ratio", "util");
   double base_per_ev[2] = {0, 0};
   for (size_t i = 0; i < sizeof ns / sizeof ns[0] && ns[i] <= max; i++) {
     int n = ns[i];
@@ -108,11 +109,12 @@ static int scale(int max, int iters, char **kv, int nkv) {
       if (n == 10)
         base_per_ev[v] = per;
       /* the ratios: baseline's time over this configuration's (> 1: faster) */
-      printf("%-6d %-9s %8.2f %10.0f %10llu %8.3f %9.2f %10.2f %11.3f %9.3f\n", n,
+      printf("%-6d %-9s %8.2f %10.0f %10llu %8.3f %9.2f %10.2f %11.3f %9.3f %6.1f\n", n,
              c[v].r.name, c[v].cpu_s, c[v].max_rss_mb, (unsigned long long)c[v].r.events,
              per * 1e6, per / base_per_ev[v],
              (double)c[v].r.forks / (double)(c[v].r.iterations ? c[v].r.iterations : 1),
-             c[0].r.e2e_s / c[v].r.e2e_s, c[0].r.e2e_geomean_s / c[v].r.e2e_geomean_s);
+             c[0].r.e2e_s / c[v].r.e2e_s, c[0].r.e2e_geomean_s / c[v].r.e2e_geomean_s,
+             100.0 * c[v].r.util_overall);
       fflush(stdout);
     }
   }
