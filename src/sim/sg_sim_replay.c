@@ -733,7 +733,9 @@ static int record_stop(sim_replay *rp, const char *dir, int64_t *stop_us, sg_err
   int rc = sg_store_record_end_json(rp->store, &end, err);
   if (rc == 0 && json_is_true(json_object_get(end, "open"))) {
     int64_t last = json_integer_value(json_object_get(end, "last_us"));
-    *stop_us = last > rp->span_us ? last : rp->span_us;
+    /* just past the last event: what happened then (a failed run's last
+     * refusals) is replayed, what never ended waits beyond it */
+    *stop_us = (last > rp->span_us ? last : rp->span_us) + 1;
     char path[4096];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     json_t *sum = json_load_file(path, 0, NULL);

@@ -31,6 +31,9 @@
 #            (an infrastructure error) and its copy a later iteration wrote
 #            was evaluated again: the replay gives the first ask the error
 #            and the second the second outcome, each at its recorded time
+#   failed   a record whose run never ended and wrote no summary (it
+#            failed), its last event an evaluation's outcome: replayed up
+#            to that event, included
 #   changed  a record whose kernel an older specgen extracted otherwise
 #            (its text differs from what this one extracts from the same
 #            generation): "not in the record", counted, with that recorded
@@ -51,7 +54,7 @@ for r in smollm2_session testserver_spec_on testserver_spec_off; do
   mkdir -p "$work/$r" && cp "$DATA/$r/llm.jsonl.gz" "$DATA/$r/run.db" "$work/$r/"
 done
 
-echo "1..17"
+echo "1..18"
 # The record's decisions, per task, as the replay's --json writes them.
 recorded() {
   python3 - "$1" <<'PY'
@@ -243,6 +246,24 @@ assert r["evaluations_not_in_record"] == 0 and r["evaluations_from_record"] == 5
 check "an infrastructure error, then the kernel evaluated again: each outcome in its turn" $? \
   "exit $rc" "recorded: $(recorded "$work/again")" "replayed: $(replayed "$work/again.json" 2>&1)" \
   "$(tail -3 "$work/again.err")"
+
+# A run that never ended, without a summary: its store alone says where,
+# and nothing in it came after its last evaluation's outcome.
+cp -r "$work/testserver_spec_off" "$work/failed"
+sqlite3 "$work/failed/run.db" "UPDATE runs SET ended_us = NULL;
+  UPDATE iterations SET ended_us = min(ended_us, (SELECT max(ended_us) FROM evaluations));
+  UPDATE decisions SET at_us = min(at_us, (SELECT max(ended_us) FROM evaluations));
+  UPDATE generations SET ended_us = min(ended_us, (SELECT max(ended_us) FROM evaluations))"
+"$SPECGEN" replay "$work/failed" --json >"$work/failed.json" 2>"$work/failed.err"
+rc=$?
+python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+assert "record_interrupted_at_s" in s["replay"], s["replay"]' \
+  "$work/failed.json" && [ $rc -eq 0 ] &&
+  [ "$(recorded "$work/failed")" = "$(replayed "$work/failed.json")" ]
+check "a run that never ended: replayed to its last event, that event included" $? "exit $rc" \
+  "recorded: $(recorded "$work/failed")" "replayed: $(replayed "$work/failed.json" 2>&1)" \
+  "$(tail -3 "$work/failed.err")"
 
 # An older specgen's kernel: the first evaluated one's text differs (its
 # hash with it) from what this specgen extracts from the same generation.
