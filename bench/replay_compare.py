@@ -10,6 +10,9 @@ recorded options with one change each:
 
     same          the recorded options: should reach the recorded decisions
     spec-off      --spec off: the recorded mains, no fork
+    spec-on       --spec on: forks answered by the replay's rule for forks
+                  (the recorded fork at or nearest short of the prefix;
+                  none recorded: a failed fork, counted)
     first-valid   --termination first-valid: the first valid kernel ends
                   its iteration
     none          --termination none: no early termination
@@ -57,6 +60,7 @@ from real_model_campaign import (ROOT, arm_finished, arm_figures, print_grid,  #
 VARIANTS = {
     "same": [],
     "spec-off": ["--spec", "off"],
+    "spec-on": ["--spec", "on"],
     "first-valid": ["--termination", "first-valid"],
     "none": ["--termination", "none"],
     "spec-off-solo": ["--spec", "off", "--pace", "solo"],
@@ -105,14 +109,15 @@ def write_config(cfg, path):
 
 def decisions(d):
     """What a replay with the recorded options must reproduce: per task,
-    each iteration's end, the main generations' token counts, and every
-    evaluation's phase, status and speedup (aborted ones aside: a
-    withdrawal's timing is the machine's)."""
+    each iteration's end (those an interrupted run never ended aside), the
+    main generations' token counts, and every evaluation's phase, status and
+    speedup (aborted ones aside: a withdrawal's timing is the machine's)."""
     db = sqlite3.connect("file:%s?mode=ro" % os.path.join(d, "run.db"), uri=True)
     out = {}
     for wid, task in db.execute("SELECT id, task FROM workflows ORDER BY task"):
         its = [f"{n}:{r}" for n, r in db.execute(
-            "SELECT number, end_reason FROM iterations WHERE workflow_id = ? ORDER BY number",
+            "SELECT number, end_reason FROM iterations WHERE workflow_id = ? "
+            "AND end_reason IS NOT NULL ORDER BY number",
             (wid,))]
         mains = [t for (t,) in db.execute(
             "SELECT completion_tokens FROM generations WHERE workflow_id = ? AND kind = 'main' "
@@ -157,7 +162,13 @@ def forks(d):
 def virtual_figures(s):
     ws = s["workflows"]
     t = s["tokens"]
-    return {"e2e_s": s["e2e_s"], "clock": s["replay"]["clock"], "pace": s["replay"]["pace"],
+    r = s["replay"]
+    return {"e2e_s": s["e2e_s"], "clock": r["clock"], "pace": r["pace"],
+            "interrupted": bool(s.get("interrupted")),
+            "valid": sum(e[0] == "validate" and e[1] == "ok"
+                         for d in s["decisions"].values() for e in d["evaluations"]),
+            "forks_answered": r["forks_at_recorded_prefix"] + r["forks_nearest_recorded"],
+            "forks_unrecorded": r["forks_unrecorded"],
             "iterations": sum(w["iterations"] for w in ws),
             "generations_main": sum(w["generations_main"] for w in ws),
             "generations_spec": sum(w["generations_spec"] for w in ws),
@@ -172,7 +183,11 @@ def virtual_figures(s):
 def recorded_figures(d):
     f = arm_figures(d)
     t = f["tokens"]
-    return {"e2e_s": f["e2e_s"], "clock": "live", "pace": "live",
+    with open(os.path.join(d, "summary.json")) as fp:
+        interrupted = bool(json.load(fp).get("interrupted"))
+    return {"e2e_s": f["e2e_s"], "clock": "live", "pace": "live", "interrupted": interrupted,
+            "valid": f["valid_main"] + f["valid_spec"],
+            "forks_answered": f["generations_spec"], "forks_unrecorded": 0,
             "iterations": f["iterations"], "generations_main": f["generations_main"],
             "generations_spec": f["generations_spec"],
             "early_terminations": f["early_terminations"],
@@ -184,13 +199,20 @@ def recorded_figures(d):
 
 
 def print_virtual(runs):
-    rows = [("end to end (s, modelled)", lambda f: f"{f['e2e_s']:.1f}"),
+    rows = [("end to end (s, modelled)", lambda f: f"{f['e2e_s']:.1f}"
+             + (" (interrupted)" if f["interrupted"] else "")),
             ("clock / pace", lambda f: f"{f['clock']} / {f['pace']}"),
             ("iterations", lambda f: str(f["iterations"])),
             ("main generations", lambda f: str(f["generations_main"])),
             ("forks", lambda f: str(f["generations_spec"])),
+            ("forks: a recorded answer / none (failed)",
+             lambda f: f"{f['forks_answered']} / {f['forks_unrecorded']}"),
             ("early terminations", lambda f: str(f["early_terminations"])),
+            ("valid kernels", lambda f: str(f["valid"])),
             ("kernels profiled", lambda f: str(f["profiling_feedback"])),
+            ("best speedups", lambda f: ", ".join(
+                f"{t} {v:.2f}x" for t, v in sorted(f["best_speedup"].items()) if v is not None)
+             or "-"),
             ("tokens: completion", lambda f: str(f["tokens"]["completion"])),
             ("tokens: consumed", lambda f: str(f["tokens"]["consumption"])),
             ("evaluations not in the record", lambda f: str(f["evaluations_not_in_record"]))]

@@ -60,8 +60,13 @@ static void print_text(json_t *s) {
          strcmp(json_string_value(json_object_get(rp, "pace")), "solo") == 0
              ? "mains without the forks' slowdown"
              : "as recorded");
-  printf("  evaluations: %.0f from the record, %.0f not in the record\n",
-         num(rp, "evaluations_from_record"), num(rp, "evaluations_not_in_record"));
+  printf("  evaluations: %.0f from the record, %.0f not in the record (%.0f extracted "
+         "otherwise since)\n",
+         num(rp, "evaluations_from_record"), num(rp, "evaluations_not_in_record"),
+         num(rp, "evaluations_changed_kernel"));
+  if (json_object_get(rp, "record_interrupted_at_s"))
+    printf("  the recorded run was interrupted at %.2f s: the replay stops there too\n",
+           num(rp, "record_interrupted_at_s"));
   printf("  forks: %.0f at a recorded prefix, %.0f took the nearest recorded fork, %.0f "
          "unrecorded (failed); %.0f token forks\n",
          num(rp, "forks_at_recorded_prefix"), num(rp, "forks_nearest_recorded"),

@@ -776,6 +776,18 @@ static void account_idle(sim *s, int64_t now_us) {
   }
 }
 
+/* A replay stopped where its record was interrupted: every workflow still
+ * running ends there. */
+static void interrupt(sim *s, int64_t stop_us) {
+  s->now_us = stop_us;
+  account_idle(s, stop_us);
+  sg_scheduler_tick(s->sched, stop_us, NULL);
+  for (int w = 0; w < s->p->workflows; w++)
+    if (!s->wf[w].done)
+      s->wf[w].done_us = stop_us;
+  simrp_interrupt(s);
+}
+
 static void finish_stats(sim *s) {
   sg_sim_result *r = s->res;
   const sg_sim_params *p = s->p;
@@ -901,9 +913,15 @@ int sim_campaign(const sg_sim_params *p, const sg_sim_variant *v, sim_replay *rp
                         p->knobs.tick) +
                    86400.0;
   int64_t guard_us = sim_s_to_us(guard_s);
+  int64_t stop_us = rp ? simrp_stop_us(&s) : 0;
   sg_sim_event e;
   while (rc == 0 && out->workflows_done < (uint64_t)p->workflows) {
-    if (!sg_sim_queue_pop(&s.q, &e)) {
+    bool popped = sg_sim_queue_pop(&s.q, &e);
+    if (stop_us > 0 && (!popped || e.t_us >= stop_us)) {
+      interrupt(&s, stop_us); /* the record ends there: nothing more after it */
+      break;
+    }
+    if (!popped) {
       rc = sg_err_set(err, SG_ESTATE,
                       "the campaign stalled at t=%.1f s with %llu of %d workflows done",
                       (double)s.now_us / 1e6, (unsigned long long)out->workflows_done,

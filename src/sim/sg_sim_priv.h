@@ -186,6 +186,10 @@ void simrp_abort(sim *s, sg_req_id id);
 void simrp_refused(sim *s, uint32_t w, const sg_ctl_action *a);
 void simrp_iteration_end(sim *s, uint32_t w, const sg_ctl_action *a, bool main_cancelled);
 void simrp_finish(sim *s);
+/* Where an interrupted record ends (0: the record ended): the loop stops
+ * there and calls simrp_interrupt, as the live run was stopped. */
+int64_t simrp_stop_us(const sim *s);
+void simrp_interrupt(sim *s);
 /* On the record's clock, workflow w's ticks are the record's (its
  * idle-device forks and cutoffs), scheduled here (w UINT32_MAX: none, only
  * the answer): true; else false, and the loop ticks every tick_s. */

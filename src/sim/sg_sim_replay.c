@@ -34,7 +34,10 @@ typedef struct rp_live {
 /* An evaluation request, with the recorded outcome of its kernel. */
 typedef struct rp_req {
   sg_req_id id;
+  char *looked_up;      /* the source whose recorded evaluation it got */
   bool found, live;
+  bool changed;         /* not found, but its generation's recorded kernel
+                           was (rec): this binary extracted another one */
   sg_eval_result rec;
   int64_t device_us;
   int64_t ended_us;     /* when it ended in the record, from the run's start */
@@ -60,6 +63,17 @@ typedef struct rp_wf {
   json_t *iters, *main_tokens, *evals, *forks_at;
   rp_done *done;
   size_t ndone;
+  struct rp_served {             /* the recorded generation each one got */
+    uint64_t id;
+    const sg_replay_gen *r;
+  } *served;
+  size_t nserved;
+  struct rp_told {               /* recorded outcomes delivered, per kernel */
+    char *source;
+    sg_phase phase;
+    int64_t n;
+  } *told;
+  size_t ntold;
 } rp_wf;
 
 struct sim_replay {
@@ -80,12 +94,16 @@ struct sim_replay {
   int64_t unrecorded_us;         /* an unrecorded kernel's device stage */
   bool anchor;                   /* the record's clock (sg_sim_replay_opts) */
   int64_t span_us;               /* the record's last event, from its start */
+  int64_t stop_us;               /* an interrupted record's end (0: it ended) */
+  json_t *open_iters;            /* its iterations that never ended (sg_store) */
+  json_t *gen_kernels;           /* each recorded generation's kernel (sg_store) */
+  bool stopped;                  /* the replay stopped there */
   json_t *ticks;                 /* on it, the record's ticks that acted */
   json_t *caps;                  /* the record's fork budget caps (sg_store) */
   bool caps_on;                  /* applied (the options keep the budget) */
   size_t caps_next;              /* the next one to apply */
   uint64_t evals_rec, evals_missing, forks_exact, forks_nearest, forks_missing,
-      token_forks, mains_other, mains_missing;
+      token_forks, mains_other, mains_missing, evals_changed;
   json_t *workflows;             /* filled at the end */
 };
 
@@ -194,6 +212,24 @@ static const int64_t *solo_times(sim_replay *rp, const sg_replay_gen *r) {
   return rp->solo_at ? rp->solo_at[i] : NULL;
 }
 
+/* Whether r's recording was cut by the record's interruption: cancelled in
+ * an iteration that never ended. The replay stops there too, so its end is
+ * never reached: it is cancelled at the stop, as it was live. */
+static bool cut_by_stop(const sim_replay *rp, const sg_replay_gen *r) {
+  if (rp->stop_us <= 0 || r->finish != NULL || r->outcome == NULL ||
+      strcmp(r->outcome, "cancelled") != 0)
+    return false;
+  const json_t *it;
+  size_t i;
+  json_array_foreach(rp->open_iters, i, it) {
+    const char *task = json_string_value(json_object_get(it, "task"));
+    if (task && strcmp(task, r->task) == 0 &&
+        json_integer_value(json_object_get(it, "number")) == r->iteration)
+      return true;
+  }
+  return false;
+}
+
 static void gen_fail_now(sim *s, uint32_t w, uint64_t gen, const char *msg) {
   sg_interp_gen_failed(s->it, w, gen, SG_ENOENT, msg);
 }
@@ -250,6 +286,8 @@ int simrp_gen_start(sim *s, uint32_t w, const sg_ctl_action *a) {
     const rp_live *m = live_find(rp, w, a->u.start.parent_gen);
     prompt_bytes = strlen(m->r->system) + strlen(m->r->user) + (size_t)a->u.start.prefix_len;
   }
+  f->served = sg_realloc(f->served, (f->nserved + 1) * sizeof *f->served);
+  f->served[f->nserved++] = (struct rp_served){a->u.start.gen, r};
   rp_live *g = live_add(rp);
   g->prompt_bytes = prompt_bytes;
   g->w = w;
@@ -263,7 +301,8 @@ int simrp_gen_start(sim *s, uint32_t w, const sg_ctl_action *a) {
   g->t0_us = rp->anchor && r->started_us > s->now_us ? r->started_us : s->now_us;
   if (r->nchunks)
     sim_push(s, g->t0_us + chunk_at(g, 0), EV_CHUNK, w, g->id, g->epoch);
-  sim_push(s, g->t0_us + gen_end_us(g), EV_GEN_END, w, g->id, g->epoch);
+  if (!cut_by_stop(rp, r))
+    sim_push(s, g->t0_us + gen_end_us(g), EV_GEN_END, w, g->id, g->epoch);
   return 0;
 }
 
@@ -397,7 +436,37 @@ static rp_req *req_find(sim_replay *rp, sg_req_id id) {
 
 static void req_drop(rp_req *q) {
   sg_eval_result_free(&q->rec);
+  free(q->looked_up);
+  q->looked_up = NULL;
   q->live = false;
+}
+
+/* How many of source's recorded evaluations in phase this replay has
+ * delivered: the next one asked for gets the record's next (a kernel the
+ * record evaluated again after an infrastructure error has one per time).
+ * bump: one more delivered. */
+static int64_t told(rp_wf *f, const char *source, sg_phase phase, bool bump) {
+  for (size_t i = 0; i < f->ntold; i++)
+    if (f->told[i].phase == phase && strcmp(f->told[i].source, source) == 0)
+      return bump ? ++f->told[i].n : f->told[i].n;
+  if (!bump)
+    return 0;
+  f->told = sg_realloc(f->told, (f->ntold + 1) * sizeof *f->told);
+  f->told[f->ntold++] = (struct rp_told){sg_strdup(source), phase, 1};
+  return 1;
+}
+
+/* The recorded evaluation a request gets: source's next (told). */
+static int lookup(sim *s, uint32_t w, rp_req *q, const char *source, sg_phase phase,
+                  bool *found) {
+  rp_wf *f = &s->rp->wf[w];
+  sg_store_phase ph = phase == SG_PHASE_VALIDATE ? SG_STORE_VALIDATE : SG_STORE_PROFILE;
+  int rc = sg_store_eval_lookup_source_nth(s->rp->store, f->task, source, ph,
+                                           told(f, source, phase, false), &q->rec,
+                                           &q->device_us, &q->ended_us, found, s->err);
+  if (rc == 0 && *found)
+    q->looked_up = sg_strdup(source);
+  return rc;
 }
 
 /* A new kernel of the open iteration (a copy of an earlier one counts). */
@@ -438,6 +507,40 @@ void simrp_refused(sim *s, uint32_t w, const sg_ctl_action *a) {
                                   sg_eval_status_name(SG_EVAL_INFRA_ERROR)));
 }
 
+/* The kernel the record has for the recorded generation that candidate
+ * came from (NULL: none): the same (task, iteration, kind) and order among
+ * them, as the store numbers them (sg_store_gen_kernels_json). */
+static const char *recorded_kernel(sim *s, uint32_t w, uint64_t candidate) {
+  sim_replay *rp = s->rp;
+  rp_wf *f = &rp->wf[w];
+  const sg_kernel *k = sg_history_get(sg_controller_history(s->wf[w].ctl), candidate);
+  const sg_replay_gen *r = NULL;
+  for (size_t i = 0; k != NULL && i < f->nserved && r == NULL; i++)
+    if (f->served[i].id == k->gen)
+      r = f->served[i].r;
+  if (r == NULL)
+    return NULL;
+  json_int_t order = 0;
+  for (size_t i = 0; i < sg_replay_count(rp->rec); i++) {
+    const sg_replay_gen *g = sg_replay_get(rp->rec, i);
+    order += g != r && g->fork == r->fork && g->iteration == r->iteration &&
+             strcmp(g->task, r->task) == 0 &&
+             (g->started_us < r->started_us || (g->started_us == r->started_us && g < r));
+  }
+  const json_t *e;
+  size_t i;
+  json_array_foreach(rp->gen_kernels, i, e) {
+    const char *task = json_string_value(json_object_get(e, "task"));
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+    if (task && kind && strcmp(task, r->task) == 0 &&
+        strcmp(kind, r->fork ? "spec" : "main") == 0 &&
+        json_integer_value(json_object_get(e, "iteration")) == r->iteration &&
+        json_integer_value(json_object_get(e, "k")) == order)
+      return json_string_value(json_object_get(e, "source"));
+  }
+  return NULL;
+}
+
 int simrp_submitted(sim *s, uint32_t w, const sg_ctl_action *a, sg_req_id id) {
   sim_replay *rp = s->rp;
   rp_req *q = NULL;
@@ -452,11 +555,16 @@ int simrp_submitted(sim *s, uint32_t w, const sg_ctl_action *a, sg_req_id id) {
   q->id = id;
   q->live = true;
   sg_eval_result_init(&q->rec);
-  sg_store_phase ph = a->u.submit.phase == SG_PHASE_VALIDATE ? SG_STORE_VALIDATE
-                                                             : SG_STORE_PROFILE;
-  return sg_store_eval_lookup_source(rp->store, rp->wf[w].task, a->u.submit.source, ph,
-                                     &q->rec, &q->device_us, &q->ended_us, &q->found,
-                                     s->err);
+  int rc = lookup(s, w, q, a->u.submit.source, a->u.submit.phase, &q->found);
+  if (rc < 0 || q->found)
+    return rc;
+  /* Not in the record: if its generation's recorded kernel is, this binary
+   * extracted another kernel from the same text (its extraction or tidying
+   * changed since); that kernel's times stand for its own. */
+  const char *was = recorded_kernel(s, w, a->u.submit.candidate);
+  if (was == NULL || strcmp(was, a->u.submit.source) == 0)
+    return 0;
+  return lookup(s, w, q, was, a->u.submit.phase, &q->changed);
 }
 
 /* A kernel the record never evaluated to an end (never submitted, or
@@ -470,9 +578,10 @@ int64_t simrp_stage_us(sim *s, sg_req_id id, bool compile) {
    * slots are not limited there) until the record's end: it was withdrawn
    * before that (with the recorded options it is again), or the record
    * cannot say. */
-  if (compile && s->rp->anchor && (q == NULL || !q->found))
+  bool timed = q != NULL && (q->found || q->changed); /* the record has its times */
+  if (compile && s->rp->anchor && !timed)
     us = s->rp->span_us - s->now_us;
-  if (q != NULL && q->found) {
+  if (timed) {
     bool last = !compile || q->rec.status == SG_EVAL_COMPILE_ERROR; /* its outcome's stage */
     us = compile ? (int64_t)llround(q->rec.compile_s * 1e6) : q->device_us;
     /* On the record's clock it asks for a device no sooner than it did
@@ -493,7 +602,7 @@ int64_t simrp_stage_us(sim *s, sg_req_id id, bool compile) {
 
 bool simrp_compile_ok(sim *s, sg_req_id id) {
   rp_req *q = req_find(s->rp, id);
-  if (q == NULL || !q->found)
+  if (q == NULL || (!q->found && !q->changed))
     return !s->rp->anchor;
   return q->rec.status != SG_EVAL_COMPILE_ERROR;
 }
@@ -520,6 +629,8 @@ int simrp_deliver(sim *s, sim_req *sq, bool compile) {
   double sp = NAN;
   const char *msg = "replay: not in the record (the recorded run never evaluated this "
                     "kernel)";
+  if (q != NULL && q->looked_up != NULL)
+    told(f, q->looked_up, sq->phase, true);
   if (q != NULL && q->found) {
     st = q->rec.status;
     sp = q->rec.speedup;
@@ -527,6 +638,11 @@ int simrp_deliver(sim *s, sim_req *sq, bool compile) {
     rp->evals_rec++;
   } else {
     rp->evals_missing++;
+    if (q != NULL && q->changed) {
+      rp->evals_changed++;
+      msg = "replay: not in the record (the recorded run extracted another kernel from "
+            "this generation's text; that kernel's times)";
+    }
   }
   (void)compile;
   json_array_append_new(f->evals, json_pack("[s, s, o]", sg_phase_name(sq->phase),
@@ -534,7 +650,9 @@ int simrp_deliver(sim *s, sim_req *sq, bool compile) {
                                             isfinite(sp) ? json_real(sp) : json_null()));
   const sg_kernel *k = sg_history_get(sg_controller_history(s->wf[sq->workflow].ctl),
                                       sq->candidate);
-  if (q != NULL && q->found && k != NULL && k->source != NULL) {
+  /* An infrastructure error says nothing of the kernel: a copy of it is
+   * evaluated again, as live. */
+  if (q != NULL && q->found && st != SG_EVAL_INFRA_ERROR && k != NULL && k->source != NULL) {
     f->done = sg_realloc(f->done, (f->ndone + 1) * sizeof *f->done);
     f->done[f->ndone++] = (rp_done){sg_strdup(k->source), sq->phase, st, sp,
                                     msg ? sg_strdup(msg) : NULL};
@@ -605,6 +723,33 @@ void simrp_fork_caps(sim *s) {
   }
 }
 
+/* An interrupted record (its run never ended) ends where the run was
+ * stopped: its summary's end to end where it wrote one saying so, else its
+ * latest event. The replay stops there too (*stop_us; 0: the record
+ * ended), and what the record never finished waits for it. */
+static int record_stop(sim_replay *rp, const char *dir, int64_t *stop_us, sg_err *err) {
+  json_t *end = NULL;
+  *stop_us = 0;
+  int rc = sg_store_record_end_json(rp->store, &end, err);
+  if (rc == 0 && json_is_true(json_object_get(end, "open"))) {
+    int64_t last = json_integer_value(json_object_get(end, "last_us"));
+    /* just past the last event: what happened then (a failed run's last
+     * refusals) is replayed, what never ended waits beyond it */
+    *stop_us = (last > rp->span_us ? last : rp->span_us) + 1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    json_t *sum = json_load_file(path, 0, NULL);
+    double e2e = json_number_value(json_object_get(sum, "e2e_s"));
+    if (json_is_true(json_object_get(sum, "interrupted")) && e2e * 1e6 > (double)*stop_us)
+      *stop_us = (int64_t)llround(e2e * 1e6);
+    json_decref(sum);
+    rp->span_us = *stop_us;
+    rp->open_iters = json_incref(json_object_get(end, "open_iterations"));
+  }
+  json_decref(end);
+  return rc;
+}
+
 /* The recorded caps apply when the options keep the budget the record
  * measured under: speculation on, the same --fork-slowdown-max and the
  * same configured cap (--llm-streams less the mains). The simulator
@@ -632,6 +777,21 @@ static bool caps_apply(const sg_sim_replay_opts *o, const json_t *caps) {
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
+int64_t simrp_stop_us(const sim *s) { return s->rp->stop_us; }
+
+/* Stopped where the record was interrupted: its live generations cancelled
+ * there (their streamed tokens counted, as the live run counts them); its
+ * evaluations in flight and its open iterations never end. */
+void simrp_interrupt(sim *s) {
+  sim_replay *rp = s->rp;
+  rp->stopped = true;
+  for (size_t i = 0; i < rp->nlive; i++) {
+    bool was_main = false;
+    if (rp->live[i].live)
+      simrp_gen_cancel(s, rp->live[i].w, rp->live[i].id, &was_main);
+  }
+}
+
 void simrp_finish(sim *s) {
   sim_replay *rp = s->rp;
   rp->workflows = json_array();
@@ -641,13 +801,18 @@ void simrp_finish(sim *s) {
     sg_controller_stats(s->wf[w].ctl, &cs);
     bool prof = isfinite(f->best_prof);
     double best = prof ? f->best_prof : f->best_val;
+    /* Kernels profiled, as the live run's summary counts them: each once
+     * (a copy answered from an earlier evaluation is not profiled again). */
+    json_int_t profiled = 0;
+    for (size_t i = 0; i < f->ndone; i++)
+      profiled += f->done[i].phase == SG_PHASE_PROFILE && f->done[i].st == SG_EVAL_OK;
     json_array_append_new(
         rp->workflows,
         json_pack("{s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I}", "task", f->task,
                   "iterations", (json_int_t)json_array_size(f->iters), "best_speedup",
                   num_or_null(best), "best_speedup_kind",
                   isfinite(best) ? json_string(prof ? "profile" : "validate") : json_null(),
-                  "profiling_feedback", (json_int_t)cs.profiled, "early_terminations",
+                  "profiling_feedback", profiled, "early_terminations",
                   (json_int_t)cs.early_terminations, "generations_main",
                   (json_int_t)f->mains, "generations_spec", (json_int_t)f->forks,
                   "deduplicated", (json_int_t)f->dedup));
@@ -714,6 +879,10 @@ static void replay_free(sim_replay *rp) {
       free(f->done[i].message);
     }
     free(f->done);
+    free(f->served);
+    for (size_t i = 0; i < f->ntold; i++)
+      free(f->told[i].source);
+    free(f->told);
   }
   free(rp->wf);
   for (size_t i = 0; i < rp->nreqs; i++)
@@ -724,6 +893,8 @@ static void replay_free(sim_replay *rp) {
   json_decref(rp->workflows);
   json_decref(rp->ticks);
   json_decref(rp->caps);
+  json_decref(rp->open_iters);
+  json_decref(rp->gen_kernels);
   sg_store_close(rp->store);
   sg_replay_free(rp->rec);
 }
@@ -770,11 +941,12 @@ static const char *pace_name(sg_sim_replay_pace p) {
 static json_t *summary_json(const sg_sim_replay_opts *o, sim_replay *rp,
                             const sg_sim_result *r, json_t *decisions) {
   json_t *rep = json_pack(
-      "{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:[s, s, s]}", "from",
+      "{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:[s, s, s]}", "from",
       o->dir, "mode", "virtual time", "pace", pace_name(rp->pace), "clock",
       rp->anchor ? "recorded" : "relative",
       "evaluations_from_record", (json_int_t)rp->evals_rec, "evaluations_not_in_record",
-      (json_int_t)rp->evals_missing, "forks_at_recorded_prefix", (json_int_t)rp->forks_exact,
+      (json_int_t)rp->evals_missing, "evaluations_changed_kernel", (json_int_t)rp->evals_changed,
+      "forks_at_recorded_prefix", (json_int_t)rp->forks_exact,
       "forks_nearest_recorded", (json_int_t)rp->forks_nearest, "forks_unrecorded",
       (json_int_t)rp->forks_missing, "token_forks", (json_int_t)rp->token_forks,
       "mains_by_similarity", (json_int_t)rp->mains_other, "mains_unrecorded",
@@ -786,6 +958,8 @@ static json_t *summary_json(const sg_sim_replay_opts *o, sim_replay *rp,
                       json_integer((json_int_t)json_array_size(rp->caps)));
   json_object_set_new(rep, "fork_caps_applied",
                       json_integer(rp->caps_on ? (json_int_t)rp->caps_next : 0));
+  if (rp->stop_us > 0)
+    json_object_set_new(rep, "record_interrupted_at_s", json_real((double)rp->stop_us / 1e6));
   json_t *j = json_pack(
       "{s:o, s:f, s:O, s:{s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:I, s:I, s:o}", "replay", rep,
       "e2e_s", r->e2e_s, "workflows", rp->workflows, "utilization", "validation",
@@ -794,6 +968,8 @@ static json_t *summary_json(const sg_sim_replay_opts *o, sim_replay *rp,
       "cached", (json_int_t)r->cached_tokens, "generations_cancelled",
       (json_int_t)r->gens_cancelled, "generations_failed", (json_int_t)r->gens_failed,
       "decisions", decisions);
+  if (rp->stopped)
+    json_object_set_new(j, "interrupted", json_true());
   return j;
 }
 
@@ -822,6 +998,8 @@ int sg_sim_replay_run(const sg_sim_replay_opts *o, json_t **out, sg_err *err) {
     rc = sg_store_tick_acts_json(rp.store, &rp.ticks, err);
   if (rc == 0)
     rc = sg_store_fork_caps_json(rp.store, &rp.caps, err);
+  if (rc == 0)
+    rc = sg_store_gen_kernels_json(rp.store, &rp.gen_kernels, err);
   rp.caps_on = rc == 0 && caps_apply(o, rp.caps);
   rp.wf = sg_calloc(o->ntask ? o->ntask : 1, sizeof *rp.wf);
   rp.nwf = o->ntask;
@@ -838,6 +1016,9 @@ int sg_sim_replay_run(const sg_sim_replay_opts *o, json_t **out, sg_err *err) {
   sg_sim_params p;
   if (rc == 0) {
     rp.span_us = record_span_us(rp.rec);
+    rc = record_stop(&rp, o->dir, &rp.stop_us, err);
+  }
+  if (rc == 0) {
     rc = params_of(o, rp.span_us, &p, err);
   }
   sg_sim_result res;

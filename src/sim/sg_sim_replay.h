@@ -23,7 +23,11 @@
  * recorded main); a fork takes sg_replay_match's recorded fork (the one at
  * its prefix, else the nearest short of it), else fails; an evaluation of a
  * kernel the record never evaluated ends at once as an infrastructure error
- * "not in the record".
+ * "not in the record" (one extracted otherwise than the record's kernel of
+ * the same generation, with that kernel's times). A kernel evaluated more
+ * than once in the record (again after an infrastructure error) gets the
+ * record's outcomes in turn. A record whose run never ended (interrupted)
+ * is replayed up to where it was stopped, and no further.
  */
 #ifndef SG_SIM_REPLAY_H
 #define SG_SIM_REPLAY_H

@@ -135,6 +135,18 @@ typedef struct stmt_def {
   const char *sql;
 } stmt_def;
 
+/* The evaluations of the kernel with exactly this source (?3, its hash ?2
+ * or its normalized key ?5) in the workflow of task ?1, phase ?4, finished:
+ * id, result, how long it held its device, when it ended from the run's
+ * start. */
+#define EVAL_OF_SOURCE_SQL                                                   \
+  "SELECT e.id, e.result_json, coalesce(e.ended_us - e.started_us, 0), "     \
+  "coalesce(e.ended_us - (SELECT min(started_us) FROM runs), 0) "            \
+  "FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "           \
+  "JOIN workflows w ON w.id = c.workflow_id "                                \
+  "WHERE w.task = ?1 AND c.fnv1a64 IN (?2, ?5) AND c.source = ?3 "           \
+  "AND e.phase = ?4 AND e.status IS NOT NULL "
+
 static const stmt_def stmt_defs[ST__COUNT] = {
     [ST_RUN_COUNT] = {"runs", "SELECT count(*) FROM runs"},
     [ST_RUN_INSERT] = {"runs",
@@ -197,16 +209,12 @@ static const stmt_def stmt_defs[ST__COUNT] = {
                         "AND status NOT IN ('aborted', 'infra_error') "
                         "ORDER BY ended_us DESC, id DESC LIMIT 1"},
     [ST_EVAL_LOOKUP_SOURCE] = {"evaluations",
-                               "SELECT e.id, e.result_json, "
-                               "coalesce(e.ended_us - e.started_us, 0), "
-                               "coalesce(e.ended_us - (SELECT min(started_us) FROM runs), 0) "
-                               "FROM evaluations e "
-                               "JOIN candidates c ON c.id = e.candidate_id "
-                               "JOIN workflows w ON w.id = c.workflow_id "
-                               "WHERE w.task = ?1 AND c.fnv1a64 IN (?2, ?5) AND c.source = ?3 "
-                               "AND e.phase = ?4 AND e.status IS NOT NULL "
+                               EVAL_OF_SOURCE_SQL
                                "AND e.status NOT IN ('aborted', 'infra_error') "
                                "ORDER BY e.ended_us DESC, e.id DESC LIMIT 1"},
+    [ST_EVAL_LOOKUP_SOURCE_NTH] = {"evaluations",
+                                   EVAL_OF_SOURCE_SQL "AND e.status != 'aborted' "
+                                   "ORDER BY e.id LIMIT 1 OFFSET ?6"},
     [ST_EVAL_SUBMITTED] = {"evaluations",
                            "SELECT 1 FROM evaluations "
                            "WHERE candidate_id = ?1 AND phase = ?2 LIMIT 1"},
@@ -969,10 +977,13 @@ int sg_store_eval_lookup(sg_store *s, int64_t candidate_id,
   return eval_row(s, st, ST_EVAL_LOOKUP, out, eval_id, NULL, NULL, found, err);
 }
 
-int sg_store_eval_lookup_source(sg_store *s, const char *task, const char *source,
-                                sg_store_phase phase, sg_eval_result *out,
-                                int64_t *device_us, int64_t *ended_us, bool *found,
-                                sg_err *err) {
+/* The evaluation of the kernel with exactly this source in the workflow
+ * of this task: with ST_EVAL_LOOKUP_SOURCE the latest that says something
+ * about it (nth unused), with ST_EVAL_LOOKUP_SOURCE_NTH the nth asked for,
+ * past the last the last. */
+static int lookup_source(sg_store *s, int k, const char *task, const char *source,
+                         sg_store_phase phase, int64_t nth, sg_eval_result *out,
+                         int64_t *device_us, int64_t *ended_us, bool *found, sg_err *err) {
   *found = false;
   *device_us = 0;
   if (ended_us)
@@ -985,14 +996,37 @@ int sg_store_eval_lookup_source(sg_store *s, const char *task, const char *sourc
   char hash[17], key[17];
   snprintf(hash, sizeof hash, "%016" PRIx64, sg_fnv1a64(source, strlen(source)));
   snprintf(key, sizeof key, "%016" PRIx64, sg_source_key(source, strlen(source)));
-  sqlite3_stmt *st = st_get(s, ST_EVAL_LOOKUP_SOURCE);
-  bind_text(st, 1, task);
-  bind_text(st, 2, hash);
-  bind_text(st, 3, source);
-  bind_text(st, 4, phase_names[phase]);
-  bind_text(st, 5, key);
-  int rc = eval_row(s, st, ST_EVAL_LOOKUP_SOURCE, out, NULL, device_us, ended_us, found, err);
+  sqlite3_stmt *st = st_get(s, k);
+  int rc = 0;
+  for (int64_t n = nth; rc == 0 && !*found && n >= 0; n--) {
+    bind_text(st, 1, task);
+    bind_text(st, 2, hash);
+    bind_text(st, 3, source);
+    bind_text(st, 4, phase_names[phase]);
+    bind_text(st, 5, key);
+    if (k == ST_EVAL_LOOKUP_SOURCE_NTH)
+      sqlite3_bind_int64(st, 6, n);
+    else
+      n = 0; /* one query */
+    rc = eval_row(s, st, k, out, NULL, device_us, ended_us, found, err);
+  }
   return rc;
+}
+
+int sg_store_eval_lookup_source(sg_store *s, const char *task, const char *source,
+                                sg_store_phase phase, sg_eval_result *out,
+                                int64_t *device_us, int64_t *ended_us, bool *found,
+                                sg_err *err) {
+  return lookup_source(s, ST_EVAL_LOOKUP_SOURCE, task, source, phase, 0, out, device_us,
+                       ended_us, found, err);
+}
+
+int sg_store_eval_lookup_source_nth(sg_store *s, const char *task, const char *source,
+                                    sg_store_phase phase, int64_t nth, sg_eval_result *out,
+                                    int64_t *device_us, int64_t *ended_us, bool *found,
+                                    sg_err *err) {
+  return lookup_source(s, ST_EVAL_LOOKUP_SOURCE_NTH, task, source, phase, nth < 0 ? 0 : nth,
+                       out, device_us, ended_us, found, err);
 }
 
 int sg_store_eval_submitted(sg_store *s, int64_t candidate_id,

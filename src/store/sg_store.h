@@ -219,6 +219,15 @@ int sg_store_eval_lookup_source(sg_store *s, const char *task, const char *sourc
                                 sg_store_phase phase, sg_eval_result *out,
                                 int64_t *device_us, int64_t *ended_us, bool *found,
                                 sg_err *err);
+/* The same, for a replay of the record's times: the nth (from 0) finished
+ * evaluation of that kernel in that phase, in the order the recorded run
+ * asked for them (a kernel evaluated again after an infrastructure error
+ * has one per time), infrastructure errors included (what the recorded run
+ * got then), aborted ones aside; past the last, the last. */
+int sg_store_eval_lookup_source_nth(sg_store *s, const char *task, const char *source,
+                                    sg_store_phase phase, int64_t nth, sg_eval_result *out,
+                                    int64_t *device_us, int64_t *ended_us, bool *found,
+                                    sg_err *err);
 
 /* Whether the candidate was ever submitted in a phase (any status, aborted
  * and unfinished included): a validated kernel never submitted for
@@ -283,6 +292,21 @@ int sg_store_tick_acts_json(sg_store *s, json_t **out, sg_err *err);
  * "slowdown_max", "cap_configured" (null: unbounded)}] for every
  * "fork_budget" decision, in time order (caller owns *out). */
 int sg_store_fork_caps_json(sg_store *s, json_t **out, sg_err *err);
+
+/* Every recorded generation's kernel (a replay finds the kernel a recorded
+ * generation gave when this binary extracts another from the same text):
+ * [{"task", "iteration" (from 1), "kind" ("main" or "spec"), "k" (its
+ * order among that iteration's generations of its kind, from 0), "source"}]
+ * (caller owns *out). */
+int sg_store_gen_kernels_json(sg_store *s, json_t **out, sg_err *err);
+
+/* Where the record ends (a replay of an interrupted run stops there):
+ * {"open": whether the run never ended (interrupted, or failed), "last_us":
+ * the latest time the store holds (a decision, or the end of an iteration,
+ * an evaluation or a generation), from the run's start (null: none),
+ * "open_iterations": [{"task", "number"}] for every iteration that never
+ * ended} (caller owns *out). */
+int sg_store_record_end_json(sg_store *s, json_t **out, sg_err *err);
 
 /* The candidates of a workflow, oldest first (caller owns *out): an array of
  * {"candidate_id", "source", "iteration" (its number), "kind" ("main",

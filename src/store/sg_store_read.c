@@ -455,3 +455,42 @@ int sg_store_tick_acts_json(sg_store *s, json_t **out, sg_err *err) {
       "ORDER BY 2, 1";
   return decisions_array(s, sql, out, err);
 }
+
+int sg_store_record_end_json(sg_store *s, json_t **out, sg_err *err) {
+  json_t *rows = NULL, *iters = NULL;
+  int rc = decisions_array(s,
+                           "SELECT EXISTS (SELECT 1 FROM runs WHERE ended_us IS NULL) AS open, "
+                           "(SELECT max(t) FROM (SELECT max(at_us) AS t FROM decisions "
+                           "UNION ALL SELECT max(ended_us) FROM iterations "
+                           "UNION ALL SELECT max(ended_us) FROM evaluations "
+                           "UNION ALL SELECT max(ended_us) FROM generations)) "
+                           "- (SELECT min(started_us) FROM runs) AS last_us",
+                           &rows, err);
+  if (rc < 0)
+    return rc;
+  json_t *row = json_array_get(rows, 0);
+  rc = decisions_array(s,
+                       "SELECT w.task AS task, i.number AS number FROM iterations i "
+                       "JOIN workflows w ON w.id = i.workflow_id WHERE i.ended_us IS NULL "
+                       "ORDER BY w.id, i.number",
+                       &iters, err);
+  if (rc == 0)
+    *out = json_pack("{s:b, s:O, s:o}", "open",
+                     json_integer_value(json_object_get(row, "open")) != 0, "last_us",
+                     row ? json_object_get(row, "last_us") : json_null(), "open_iterations",
+                     iters);
+  json_decref(rows);
+  return rc;
+}
+
+int sg_store_gen_kernels_json(sg_store *s, json_t **out, sg_err *err) {
+  return decisions_array(
+      s,
+      "SELECT task, iteration, kind, k, source FROM (SELECT w.task AS task, "
+      "i.number AS iteration, g.kind AS kind, g.id AS gid, row_number() OVER "
+      "(PARTITION BY g.workflow_id, g.iteration_id, g.kind ORDER BY g.id) - 1 AS k "
+      "FROM generations g JOIN workflows w ON w.id = g.workflow_id "
+      "JOIN iterations i ON i.id = g.iteration_id) "
+      "JOIN candidates c ON c.generation_id = gid ORDER BY gid",
+      out, err);
+}

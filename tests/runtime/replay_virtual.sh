@@ -19,8 +19,25 @@
 #   budget   a run recorded here on the test server serving one stream at
 #            a time, whose measured fork budget lowered its cap: the
 #            recorded caps applied at their times reach the record's
-#            decisions; --fork-slowdown-max 0 does not apply them, and says
-#            so
+#            decisions, an infrastructure error the loaded machine gave an
+#            evaluation included (the record's evaluations of a kernel in
+#            the order they came: one evaluated again after such an error
+#            gets its second outcome the second time); --fork-slowdown-max 0
+#            does not apply them, and says so
+#   stopped  a run interrupted while it ran: the replay stops where the
+#            record ends, with the record's decisions, generations and end
+#            to end, and says the run was interrupted
+#   again    a record where a kernel's evaluation failed on the machine
+#            (an infrastructure error) and its copy a later iteration wrote
+#            was evaluated again: the replay gives the first ask the error
+#            and the second the second outcome, each at its recorded time
+#   failed   a record whose run never ended and wrote no summary (it
+#            failed), its last event an evaluation's outcome: replayed up
+#            to that event, included
+#   changed  a record whose kernel an older specgen extracted otherwise
+#            (its text differs from what this one extracts from the same
+#            generation): "not in the record", counted, with that recorded
+#            kernel's times, so the rest of the replay keeps the record's
 #   missing  a record whose evaluations are gone: each is "not in the
 #            record", counted, never invented
 #   usage    bad flags and a directory without a record exit 2
@@ -37,7 +54,7 @@ for r in smollm2_session testserver_spec_on testserver_spec_off; do
   mkdir -p "$work/$r" && cp "$DATA/$r/llm.jsonl.gz" "$DATA/$r/run.db" "$work/$r/"
 done
 
-echo "1..14"
+echo "1..18"
 # The record's decisions, per task, as the replay's --json writes them.
 recorded() {
   python3 - "$1" <<'PY'
@@ -48,7 +65,8 @@ for wid, task in db.execute("SELECT id, task FROM workflows ORDER BY id"):
     q = lambda sql: db.execute(sql, (wid,)).fetchall()
     out[task] = {
         "iterations": [f"{n}:{r}" for n, r in q(
-            "SELECT number, end_reason FROM iterations WHERE workflow_id = ? ORDER BY number")],
+            "SELECT number, end_reason FROM iterations WHERE workflow_id = ? "
+            "AND end_reason IS NOT NULL ORDER BY number")],
         "mains": [t for (t,) in q("SELECT completion_tokens FROM generations "
                                   "WHERE workflow_id = ? AND kind = 'main' ORDER BY id")],
         "forks": [f"{n}:{p}" for n, p in q(
@@ -128,16 +146,14 @@ assert solo["e2e_s"] <= off["e2e_s"], (solo["e2e_s"], off["e2e_s"])' \
 check "--pace solo: the gaps the forks slowed replaced by the solo pace" \
   $((rc != 0 || $? != 0)) "exit $rc" "$(tail -3 "$work/solo.err")"
 
-# The decisions less infrastructure errors, speedups to one decimal: the
-# record of such a run can hold one that the replay does not reach (not the
-# budget's doing: the replay without the recorded caps misses it too), and a
-# speedup recomputed from the recorded times can differ in its last digit.
-no_infra() {
+# The decisions with speedups to one decimal: a speedup recomputed from the
+# recorded times can differ in its last digit.
+rounded() {
   python3 -c 'import json, sys
 d = json.load(sys.stdin)
 for t in d:
-    d[t]["evaluations"] = [[e[0], e[1], None if e[2] is None else round(e[2], 1)]
-                           for e in d[t]["evaluations"] if e[1] != "infra_error"]
+    d[t]["evaluations"] = sorted([e[0], e[1], None if e[2] is None else round(e[2], 1)]
+                                 for e in d[t]["evaluations"])
 print(json.dumps(d, sort_keys=True))'
 }
 # Recorded here: a fork slows the mains it shares the one
@@ -158,7 +174,7 @@ python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))["replay"]
 assert r["fork_caps_recorded"] >= 1 and r["fork_caps_applied"] >= 1, r' "$work/contention.json" &&
   [ $rc -eq 0 ] &&
-  [ "$(recorded "$work/contention" | no_infra)" = "$(replayed "$work/contention.json" | no_infra)" ]
+  [ "$(recorded "$work/contention" | rounded)" = "$(replayed "$work/contention.json" | rounded)" ]
 check "contention: the recorded caps applied reach the record's decisions" $? "exit $rc" \
   "recorded: $(recorded "$work/contention")" \
   "replayed: $(replayed "$work/contention.json" 2>&1)" "$(tail -3 "$work/contention.err")"
@@ -171,6 +187,110 @@ assert r["fork_caps_recorded"] >= 1 and r["fork_caps_applied"] == 0, r' "$work/n
   grep -q "recorded caps not applied (the options change the budget" "$work/nocaps.txt"
 check "--fork-slowdown-max 0: the recorded caps not applied, and it says so" $? \
   "$(tail -3 "$work/nocaps.err")"
+
+# Interrupted while its generations and evaluations ran.
+timeout 120 "$SPECGEN" run --task hinge_loss --task diag_matmul --devices cpu:0 --iterations 3 \
+  --runs 3 --warmups 1 --tick 0.05 --eval-timeout 5 --server-speed 300 --quiet \
+  --out "$work/stopped" >"$work/stopped.log" 2>&1 &
+pid=$!
+sleep 8
+kill -INT $pid
+wait $pid
+"$SPECGEN" replay "$work/stopped" --json >"$work/stopped.json" 2>"$work/stopped.err"
+rc=$?
+python3 -c 'import json, sys
+s, live = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert live.get("interrupted") is True, "the run was not interrupted"
+assert s.get("interrupted") is True, s.get("interrupted")
+assert abs(s["replay"]["record_interrupted_at_s"] - live["e2e_s"]) < 0.01, s["replay"]
+assert abs(s["e2e_s"] - live["e2e_s"]) < 0.01, (s["e2e_s"], live["e2e_s"])
+for a, b in zip(s["workflows"], live["workflows"]):
+    for k in ("task", "iterations", "generations_main", "generations_spec", "early_terminations",
+              "profiling_feedback", "best_speedup"):
+        assert a[k] == b[k], (k, a, b)
+for k in ("completion", "cached"):
+    assert s["tokens"][k] == live["tokens"][k], (k, s["tokens"], live["tokens"])' \
+  "$work/stopped.json" "$work/stopped/summary.json" &&
+  [ $rc -eq 0 ] && [ "$(recorded "$work/stopped")" = "$(replayed "$work/stopped.json")" ]
+check "interrupted: the replay stops where the record ends, with its decisions and summary" $? \
+  "exit $rc" "recorded: $(recorded "$work/stopped")" \
+  "replayed: $(replayed "$work/stopped.json" 2>&1)" "$(tail -3 "$work/stopped.err")"
+
+# testserver_spec_on made to hold an infrastructure error: candidate 4's
+# validation (iteration 1) failed on the machine, so its copy in iteration 2
+# was evaluated again (not answered from the store) and got the recorded
+# numerical error then.
+cp -r "$work/testserver_spec_on" "$work/again"
+python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+t0, = db.execute("SELECT started_us FROM runs").fetchone()
+at, it = db.execute("SELECT at_us, iteration_id FROM decisions WHERE kind = \"deduplicated\" "
+                    "AND json_extract(detail_json, \"$.candidate_id\") = 4").fetchone()
+db.execute("INSERT INTO evaluations (candidate_id, phase, device, queued_us, started_us, ended_us, "
+           "status, message, result_json) SELECT candidate_id, phase, device, ?, ?, ?, status, "
+           "message, json_set(result_json, \"$.compile_s\", 0.001) FROM evaluations WHERE id = 4",
+           (at, at + 1000, at + 50000))
+db.execute("UPDATE evaluations SET status = \"infra_error\", message = \"worker hung\", "
+           "result_json = json_set(result_json, \"$.status\", \"infra_error\", \"$.message\", "
+           "\"worker hung\") WHERE id = 4")
+db.execute("DELETE FROM decisions WHERE kind = \"deduplicated\" "
+           "AND json_extract(detail_json, \"$.candidate_id\") = 4")
+db.commit()' "$work/again/run.db"
+"$SPECGEN" replay "$work/again" --json >"$work/again.json" 2>"$work/again.err"
+rc=$?
+python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["replay"]
+assert r["evaluations_not_in_record"] == 0 and r["evaluations_from_record"] == 5, r' \
+  "$work/again.json" && [ $rc -eq 0 ] &&
+  [ "$(recorded "$work/again")" = "$(replayed "$work/again.json")" ]
+check "an infrastructure error, then the kernel evaluated again: each outcome in its turn" $? \
+  "exit $rc" "recorded: $(recorded "$work/again")" "replayed: $(replayed "$work/again.json" 2>&1)" \
+  "$(tail -3 "$work/again.err")"
+
+# A run that never ended, without a summary: its store alone says where,
+# and nothing in it came after its last evaluation's outcome.
+cp -r "$work/testserver_spec_off" "$work/failed"
+sqlite3 "$work/failed/run.db" "UPDATE runs SET ended_us = NULL;
+  UPDATE iterations SET ended_us = min(ended_us, (SELECT max(ended_us) FROM evaluations));
+  UPDATE decisions SET at_us = min(at_us, (SELECT max(ended_us) FROM evaluations));
+  UPDATE generations SET ended_us = min(ended_us, (SELECT max(ended_us) FROM evaluations))"
+"$SPECGEN" replay "$work/failed" --json >"$work/failed.json" 2>"$work/failed.err"
+rc=$?
+python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+assert "record_interrupted_at_s" in s["replay"], s["replay"]' \
+  "$work/failed.json" && [ $rc -eq 0 ] &&
+  [ "$(recorded "$work/failed")" = "$(replayed "$work/failed.json")" ]
+check "a run that never ended: replayed to its last event, that event included" $? "exit $rc" \
+  "recorded: $(recorded "$work/failed")" "replayed: $(replayed "$work/failed.json" 2>&1)" \
+  "$(tail -3 "$work/failed.err")"
+
+# An older specgen's kernel: the first evaluated one's text differs (its
+# hash with it) from what this specgen extracts from the same generation.
+cp -r "$work/testserver_spec_off" "$work/changed"
+python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+cid, src = db.execute("SELECT c.id, c.source FROM candidates c JOIN evaluations e "
+                      "ON e.candidate_id = c.id WHERE e.status != \"ok\" ORDER BY c.id").fetchone()
+src += "\n/* as an older specgen extracted it */\n"
+h = 0xcbf29ce484222325
+for b in src.encode():
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+db.execute("UPDATE candidates SET source = ?, fnv1a64 = ? WHERE id = ?", (src, "%016x" % h, cid))
+db.commit()' "$work/changed/run.db"
+"$SPECGEN" replay "$work/changed" --json >"$work/changed.json" 2>"$work/changed.err"
+rc=$?
+python3 -c 'import json, sys
+s, same, rec = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), json.loads(sys.argv[3])
+r = s["replay"]
+assert r["evaluations_changed_kernel"] == 1 and r["evaluations_not_in_record"] == 1, r
+assert s["e2e_s"] == same["e2e_s"], (s["e2e_s"], same["e2e_s"])
+for t, d in s["decisions"].items():
+    assert d["iterations"] == rec[t]["iterations"] and d["mains"] == rec[t]["mains"], (d, rec[t])
+    assert sum(e[1] == "infra_error" for e in d["evaluations"]) == 1, d' \
+  "$work/changed.json" "$work/testserver_spec_off.a.json" "$(recorded "$work/testserver_spec_off")"
+check "a kernel extracted otherwise since: not in the record, counted, with its recorded times" \
+  $((rc != 0 || $? != 0)) "exit $rc" "$(tail -3 "$work/changed.err")"
 
 cp -r "$work/testserver_spec_off" "$work/gone"
 sqlite3 "$work/gone/run.db" "DELETE FROM device_intervals; DELETE FROM evaluations"

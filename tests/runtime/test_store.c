@@ -532,6 +532,79 @@ static void candidate_is_recorded_once_per_workflow(void) {
   rm_dir(dir);
 }
 
+/* A replay of the record's times takes a kernel's evaluations in the order
+ * they were asked for: one evaluated again after an infrastructure error
+ * has one per time (the error included, aborted ones aside; past the last,
+ * the last), where the plain lookup gives the latest that says something
+ * about the kernel. The record also names each generation's kernel and
+ * says where it ends: an interrupted run's open iterations. */
+static void a_record_replays_each_evaluation_in_turn(void) {
+  char *dir = tmp_dir();
+  sg_store *s = open_ok(dir);
+  sg_err err;
+  int64_t gen = setup_run(s, 1).gen, it = 0, cand, ev;
+  SG_CHECK_OK(sg_store_candidate_add(s, gen, "k", 2 * S1, &cand, NULL, &err), err);
+  /* asked for three times: an infrastructure error, a withdrawal, an outcome */
+  const sg_eval_status got[] = {SG_EVAL_INFRA_ERROR, SG_EVAL_ABORTED, SG_EVAL_RUNTIME_ERROR};
+  for (int i = 0; i < 3; i++) {
+    SG_CHECK_OK(sg_store_eval_queue(s, cand, SG_STORE_VALIDATE, (3 + 2 * i) * S1, &ev, &err),
+                err);
+    finish_status(s, ev, got[i], (4 + 2 * i) * S1);
+  }
+  sg_eval_result out;
+  sg_eval_result_init(&out);
+  bool found = false;
+  int64_t dev = 0, end = 0;
+  const sg_eval_status want[] = {SG_EVAL_INFRA_ERROR, SG_EVAL_RUNTIME_ERROR,
+                                 SG_EVAL_RUNTIME_ERROR};
+  const int64_t ends[] = {3 * S1, 7 * S1, 7 * S1}; /* from the run's start (1 s) */
+  for (int n = 0; n < 3; n++) {
+    SG_CHECK_OK(sg_store_eval_lookup_source_nth(s, "cpu/hinge_loss", "k", SG_STORE_VALIDATE, n,
+                                                &out, &dev, &end, &found, &err),
+                err);
+    SG_CHECK(found);
+    SG_CHECK_EQ_INT(out.status, want[n]);
+    SG_CHECK_EQ_INT(end, ends[n]);
+  }
+  SG_CHECK_OK(sg_store_eval_lookup_source(s, "cpu/hinge_loss", "k", SG_STORE_VALIDATE, &out,
+                                          &dev, &end, &found, &err),
+              err);
+  SG_CHECK(found);
+  SG_CHECK_EQ_INT(out.status, SG_EVAL_RUNTIME_ERROR);
+  SG_CHECK_OK(sg_store_eval_lookup_source_nth(s, "cpu/hinge_loss", "other", SG_STORE_VALIDATE,
+                                              1, &out, &dev, &end, &found, &err),
+              err);
+  SG_CHECK(!found);
+  sg_eval_result_free(&out);
+
+  json_t *k = NULL, *e = NULL;
+  SG_CHECK_OK(sg_store_gen_kernels_json(s, &k, &err), err);
+  SG_CHECK_EQ_INT(json_array_size(k), 1);
+  const json_t *k0 = json_array_get(k, 0);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(k0, "task")), "cpu/hinge_loss");
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(k0, "kind")), "main");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(k0, "iteration")), 1);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(k0, "k")), 0);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(k0, "source")), "k");
+  json_decref(k);
+  SG_CHECK_OK(sg_store_record_end_json(s, &e, &err), err);
+  SG_CHECK(json_is_true(json_object_get(e, "open")));
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(e, "last_us")), 7 * S1);
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(e, "open_iterations")), 1);
+  json_decref(e);
+  SG_CHECK_OK(sg_store_row_json(s, "generations", gen, &e, &err), err);
+  it = json_integer_value(json_object_get(e, "iteration_id"));
+  json_decref(e);
+  SG_CHECK_OK(sg_store_iteration_end(s, it, "fallback", 10 * S1, &err), err);
+  SG_CHECK_OK(sg_store_run_end(s, 11 * S1, &err), err);
+  SG_CHECK_OK(sg_store_record_end_json(s, &e, &err), err);
+  SG_CHECK(!json_is_true(json_object_get(e, "open")));
+  SG_CHECK_EQ_INT(json_array_size(json_object_get(e, "open_iterations")), 0);
+  json_decref(e);
+  sg_store_close(s);
+  rm_dir(dir);
+}
+
 static void completed_evaluation_is_never_overwritten_and_is_found(void) {
   char *dir = tmp_dir();
   sg_store *s = open_ok(dir);
@@ -1338,6 +1411,7 @@ SG_TEST_MAIN(SG_TEST(open_creates_wal_database_with_schema),
              SG_TEST(long_message_is_cut_at_a_character_boundary),
              SG_TEST(candidate_is_recorded_once_per_workflow),
              SG_TEST(completed_evaluation_is_never_overwritten_and_is_found),
+             SG_TEST(a_record_replays_each_evaluation_in_turn),
              SG_TEST(summary_matches_hand_computed_values),
              SG_TEST(summary_best_is_each_kernels_one_figure),
              SG_TEST(summary_and_run_begin_need_the_right_state),
