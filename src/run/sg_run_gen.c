@@ -704,8 +704,9 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   g->next = f->gens;
   f->gens = g;
   gen_counts(f, g, 1);
+  if (g->retry_at_us == 0)
+    sg_run_load_stream_started(r);
   if (spec) {
-    sg_run_load_fork_started(r);
     sg_run_emit(r, "fork", json_pack("{s:s, s:i, s:I}", "task", f->task->name, "iteration",
                               (int)a->iteration + 1, "prefix_bytes",
                               (json_int_t)a->u.start.prefix_len));
@@ -772,7 +773,8 @@ void sg_run_gen_retry_due(run *r, int64_t now) {
       g->marks = NULL;
       g->n_prompt_ids = g->n_ids = g->cap_ids = g->n_marks = g->cap_marks = 0;
       memset(&g->usage, 0, sizeof g->usage);
-      gen_launch(r, f, g, &a, pt, row);
+      if (gen_launch(r, f, g, &a, pt, row))
+        sg_run_load_stream_started(r);
     }
   }
 }

@@ -79,10 +79,10 @@ typedef struct rgen {
   json_t *rec;
   json_t *rec_chunks; /* borrowed from rec */
   int64_t rec_t0_us;
-  /* a main, for the server's load (sg_run_load.c): its last chunk's time
-   * (0: none yet) and the most forks live since */
+  /* for the server's load (sg_run_load.c): its last chunk's time (0: none
+   * yet) and the most streams (mains and forks) live since */
   int64_t last_chunk_us;
-  int forks_max;
+  int streams_max;
   struct rgen *next;
 } rgen;
 
@@ -354,10 +354,12 @@ int sg_run_begin_or_resume(run *r, sg_err *err);
 /* The budget of --llm-streams and fork-slowdown-max (none without either,
  * or without forks); SG_EINVAL when the streams leave none for forks. */
 int sg_run_load_setup(run *r, sg_err *err);
-/* A chunk of g arrived (a main: its gap since the last one is measured). */
+/* A chunk of g arrived (a main or a fork: its gap since its last one is
+ * measured, with the most streams live in it, at the mains live now). */
 void sg_run_load_chunk(run *r, rgen *g);
-/* A fork started: every main's gap now has it live. */
-void sg_run_load_fork_started(run *r);
+/* A stream started (a main or a fork, linked): every stream's gap now has
+ * it live. */
+void sg_run_load_stream_started(run *r);
 /* What was measured, as the summary's "fork_budget" (with its line). */
 void sg_run_load_report(run *r, json_t *summary);
 

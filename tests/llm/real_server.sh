@@ -193,8 +193,9 @@ check "prompted run: a candidate reached the evaluator (try $tries of 3); run an
 #    prompt), so a fork slows the main by far more than 15%; the run measures
 #    it and lowers the cap to 0 (a fork_budget decision with cap 0, read
 #    from the store: the summary's last state may be a re-probe). Ratios
-#    only (the machine may be busy): the main's rate with a fork live is
-#    compared with its own rate alone, in the same run. Up to two runs, each
+#    only (the machine may be busy): the per-stream rate with the main
+#    and a fork live is compared with the rate of the main alone, in the
+#    same run. Up to two runs, each
 #    another sample, until a fork was live long enough to measure.
 budget() { python3 -c 'import json,sqlite3,sys
 line=(json.load(open(sys.argv[1]+"/summary.json")).get("fork_budget") or {}).get("line", "-")
@@ -202,8 +203,9 @@ d=sqlite3.connect(sys.argv[1]+"/run.db")
 rows=[json.loads(r[0]) for r in d.execute("select detail_json from decisions where kind=\"fork_budget\" and json_extract(detail_json, \"$.cap\") = 0")]
 best=("-", "-")
 for x in rows:
-  r={q["forks"]: q for q in x["rates"]}
-  if 1 in r and (best[1] == "-" or r[1]["slowdown"] > best[1]): best=(r[0]["tokens_per_s"], r[1]["slowdown"])
+  r={q["streams"]: q for q in x["rates"]}
+  m=x["mains"]
+  if m in r and m + 1 in r and r[m + 1]["slowdown"] is not None and (best[1] == "-" or r[m + 1]["slowdown"] > best[1]): best=(r[m]["tokens_per_s"], r[m + 1]["slowdown"])
 print(best[0], best[1], len(rows), line)' "$1" 2>&1; }
 tries=0
 for temp in 0.6 0.3; do

@@ -1327,32 +1327,39 @@ static void test_llm_streams_bound_the_forks(void) {
  * rate / n, a one-core server) halves a main beside one fork: the run
  * lowers the fork budget's cap to 0 (a "fork_budget" decision in the store),
  * withholds the forks after it, and the mains that then run alone keep the
- * rate measured with no fork live. One that decodes 64 streams at full
- * speed: nothing lowers the cap, forks go on. */
-static void fork_budget_run(const char *dir, const char *concurrency, json_t **summary) {
+ * rate measured with one stream live. One that decodes 64 streams at full
+ * speed: nothing lowers the cap, forks go on. With a second task (tasks2,
+ * or NULL) the two mains share the server. */
+static void fork_budget_run(const char *dir, const char *concurrency, const char *task2,
+                            const char *iterations, const char *slowdown_max,
+                            json_t **summary) {
   const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0-1",
-                        "--iterations", "3", "--out", dir, "--quiet",
+                        "--iterations", iterations, "--out", dir, "--quiet",
                         "--server-speed", "300", "--server-concurrency", concurrency,
                         "--runs", "3", "--warmups", "1", "--tick", "0.05",
-                        "--eval-timeout", "5", "--hang-grace", "2", NULL};
+                        "--eval-timeout", "5", "--hang-grace", "2",
+                        "--fork-slowdown-max", slowdown_max,
+                        task2 ? "--task" : NULL, task2, NULL};
   proc p;
   int rc = run_cmd(args, 400, &p);
   SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
-  SG_CHECK_CONTAINS(sg_buf_str(&p.out), "fork budget: mains ");
+  SG_CHECK_CONTAINS(sg_buf_str(&p.out), "fork budget: per stream ");
   proc_free(&p);
   char *sp = sg_asprintf("%s/summary.json", dir);
   *summary = load_json(sp);
   free(sp);
 }
 
-static double fb_num(const json_t *s, const char *key, int forks) {
+/* The summary's fork_budget key (streams < 0), or its rate row's key at
+ * that many streams live (NAN when not measured). */
+static double fb_num(const json_t *s, const char *key, int streams) {
   const json_t *fb = json_object_get(s, "fork_budget");
-  if (forks < 0)
+  if (streams < 0)
     return json_number_value(json_object_get(fb, key));
   size_t i;
   const json_t *r;
   json_array_foreach(json_object_get(fb, "rates"), i, r)
-    if (json_integer_value(json_object_get(r, "forks")) == forks)
+    if (json_integer_value(json_object_get(r, "streams")) == streams)
       return json_number_value(json_object_get(r, key));
   return NAN;
 }
@@ -1360,13 +1367,15 @@ static double fb_num(const json_t *s, const char *key, int forks) {
 static void test_fork_budget_measured(void) {
   char *dir = tmp_dir();
   json_t *s = NULL;
-  fork_budget_run(dir, "1", &s);
-  double alone = fb_num(s, "tokens_per_s", 0), slow1 = fb_num(s, "slowdown", 1);
+  fork_budget_run(dir, "1", NULL, "3", "0.15", &s);
+  /* one main: 1 stream alone, 2 with a fork (its slowdown beside the main) */
+  SG_CHECK_EQ_INT((int)fb_num(s, "mains", -1), 1);
+  double alone = fb_num(s, "tokens_per_s", 1), slow1 = fb_num(s, "slowdown", 2);
   SG_CHECK_MSG(alone > 150 && alone < 400, "rate alone %g (the server: 300)", alone);
   SG_CHECK_MSG(slow1 > 0.3, "slowdown with one fork %g (the server: 0.5)", slow1);
   SG_CHECK(fb_num(s, "withheld", -1) >= 1);
   SG_CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(s, "fork_budget"),
-                                                      "line")), "slowdown");
+                                                      "line")), "1 more stream slows each");
   long long t_zero = db_int(dir, "SELECT min(at_us) FROM decisions WHERE kind = 'fork_budget' "
                                  "AND json_extract(detail_json, '$.cap') = 0");
   SG_CHECK_MSG(t_zero > 0, "no decision lowered the cap to 0");
@@ -1396,13 +1405,44 @@ static void test_fork_budget_measured(void) {
   sg_err e;
   sg_rm_rf(dir, &e);
 
-  fork_budget_run(dir, "64", &s);
+  fork_budget_run(dir, "64", NULL, "3", "0.15", &s);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'") >= 2);
   SG_CHECK_EQ_INT(db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'fork_budget'"), 0);
   SG_CHECK(json_is_null(json_object_get(json_object_get(s, "fork_budget"), "cap")));
   SG_CHECK_EQ_INT((int)fb_num(s, "withheld", -1), 0);
-  double s1 = fb_num(s, "slowdown", 1);
+  double s1 = fb_num(s, "slowdown", 2);
   SG_CHECK_MSG(isnan(s1) || s1 <= 0.15, "slowdown with one fork %g", s1);
+  json_decref(s);
+  sg_rm_rf(dir, &e);
+
+  /* Two tasks on a server that decodes 2 streams at full speed (n beyond
+   * at 2 / n of it): the rate is per streams live, mains or forks (2 as
+   * fast as 1, 3 two thirds), and the cap is asked at the mains live:
+   * beside 2 mains one fork costs each 33% (cap 0; 1 while only 2 forks
+   * more are measured), beside one the second stream is free, so the cap
+   * reopens when one main is live, without a probe (null: no cap). Keyed
+   * on the forks live alone, "no fork" mixed one main and two, the cap
+   * fell for every load and only a probe raised it. At most 25% slowdown:
+   * the third stream's 33% is well over it, and a busy machine's noise on
+   * the second stream (0%) is not. */
+  fork_budget_run(dir, "2", "diag_matmul", "2", "0.25", &s);
+  double r2 = fb_num(s, "tokens_per_s", 2), r3 = fb_num(s, "tokens_per_s", 3);
+  SG_CHECK_MSG(r2 > 200 && r2 < 400, "rate with 2 streams %g (the server: 300)", r2);
+  SG_CHECK_MSG(r3 / r2 > 0.5 && r3 / r2 < 0.8, "rate with 3 streams %g of %g (2 / 3)", r3, r2);
+  /* a decision at one main raised the cap that the one before it (at two
+   * mains) had lowered, with no probe between them */
+  q = sg_asprintf(
+      "SELECT count(*) FROM decisions d JOIN decisions p ON p.id = (SELECT max(id) FROM "
+      "decisions WHERE kind = 'fork_budget' AND id < d.id) WHERE d.kind = 'fork_budget' "
+      "AND json_extract(d.detail_json, '$.mains') = 1 "
+      "AND json_extract(p.detail_json, '$.mains') = 2 "
+      "AND json_extract(p.detail_json, '$.cap') IS NOT NULL "
+      "AND coalesce(json_extract(d.detail_json, '$.cap'), 1e9) > "
+      "json_extract(p.detail_json, '$.cap') "
+      "AND json_extract(d.detail_json, '$.probes') = json_extract(p.detail_json, '$.probes')");
+  SG_CHECK_MSG(db_int(dir, q) >= 1, "no cap lowered beside two mains reopened beside one "
+                                    "without a probe");
+  free(q);
   json_decref(s);
   sg_rm_rf(dir, &e);
   free(dir);
