@@ -345,8 +345,10 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
     ev.u.failed.message = res->message;
     ev.u.failed.usage = usage_of(&u, g->chunks);
     /* a main the server cut mid-stream: the controller sends it again
-     * (op_gen_start records why) */
-    ev.u.failed.endpoint = endpoint;
+     * (op_gen_start records why). Not in a replay: a recording that ends
+     * before its finish was cancelled live, and sent again it ends there
+     * again; the main fails as a cancelled one would have. */
+    ev.u.failed.endpoint = endpoint && r->cfg->replay == NULL;
     r->cut_cause = sg_gen_endpoint_cause(res->code, res->http_status);
     snprintf(r->cut_message, sizeof r->cut_message, "%s", res->message ? res->message : "");
   }

@@ -193,7 +193,14 @@ timeout 120 "$SPECGEN" run --task hinge_loss --task diag_matmul --devices cpu:0 
   --runs 3 --warmups 1 --tick 0.05 --eval-timeout 5 --server-speed 300 --quiet \
   --out "$work/stopped" >"$work/stopped.log" 2>&1 &
 pid=$!
-sleep 8
+# stopped once it has evaluated something and still runs: a fixed sleep
+# stopped it before its store existed on a busy machine
+for _ in $(seq 600); do
+  evals=$(sqlite3 "$work/stopped/run.db" "SELECT count(*) FROM evaluations WHERE ended_us IS NOT NULL" 2>/dev/null || echo 0)
+  [ "${evals:-0}" -ge 1 ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.2
+done
 kill -INT $pid
 wait $pid
 "$SPECGEN" replay "$work/stopped" --json >"$work/stopped.json" 2>"$work/stopped.err"
