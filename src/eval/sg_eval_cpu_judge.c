@@ -745,6 +745,10 @@ static void report(judge *j, const sg_eval_cpu_judge_opts *jo, bool failed,
   for (int k = 0; k < 2; k++)
     end_side(&j->s[k], false, false);
   json_object_set_new(lg->phases, "teardown", json_real(sg_clock_now_s() - t_end));
+  /* a wrong result with what the kernel printed: often its own check that
+   * returned early ("Error: the input is not lower-triangular") */
+  if (failed && r->status == SG_EVAL_NUMERICAL_ERROR)
+    append_output(msg, &j->s[CAND].o);
   set_isolation(r, &j->s[CAND].o, j->s[CAND].o.out != NULL);
   if (!r->isolation)
     set_isolation(r, &j->s[REF].o, j->s[REF].o.out != NULL);

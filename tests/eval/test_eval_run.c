@@ -232,6 +232,19 @@ static void test_cheats_are_caught(void) {
   SG_CHECK_EQ_INT(r.status, SG_EVAL_NUMERICAL_ERROR);
   SG_CHECK_CONTAINS(r.message, "was never written");
   sg_eval_result_free(&r);
+  /* returns early after printing why: the wrong result comes with what it
+   * printed, so the LLM sees that its own check fired */
+  const char *prints =
+      "#include <stdio.h>\n"
+      "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n"
+      "  if (a[0] != 0) { printf(\"Error: input a is not zero-based\\n\"); return; }\n"
+      "  for (int i = 0; i < n; i++) out[i] = alpha * (a[i] + b[i]);\n}\n";
+  r = validate(t, prints, &o);
+  SG_CHECK_EQ_INT(r.status, SG_EVAL_NUMERICAL_ERROR);
+  SG_CHECK_CONTAINS(r.message, "was never written");
+  SG_CHECK_CONTAINS(r.message, "\nstdout (last ");
+  SG_CHECK_CONTAINS(r.message, "Error: input a is not zero-based");
+  sg_eval_result_free(&r);
   /* scribbles on an input: its inputs are mapped read-only */
   const char *scribble =
       "void vector_add(const float *a, const float *b, float *out, float alpha, int n) {\n"
