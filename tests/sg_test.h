@@ -34,12 +34,19 @@ typedef struct sg_test_case {
 #endif
 #endif
 
+/* The reason goes to stdout as a TAP comment and to stderr too: a test
+ * runner that shows only a failed test's stderr (meson's error logs, so
+ * CI's) would otherwise print that it failed and not why. */
 #define SG_FAIL(...)                                            \
   do {                                                          \
-    fprintf(stdout, "# %s:%d: ", __FILE__, __LINE__);           \
-    fprintf(stdout, __VA_ARGS__);                               \
-    fprintf(stdout, "\n");                                      \
+    char *sg_why_ = NULL;                                       \
+    if (asprintf(&sg_why_, __VA_ARGS__) < 0)                    \
+      sg_why_ = NULL;                                           \
+    const char *sg_w_ = sg_why_ ? sg_why_ : "(out of memory)";  \
+    fprintf(stdout, "# %s:%d: %s\n", __FILE__, __LINE__, sg_w_); \
     fflush(stdout);                                             \
+    fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, sg_w_);  \
+    free(sg_why_);                                              \
     exit(1);                                                    \
   } while (0)
 

@@ -176,6 +176,26 @@ static long long db_int(const char *dir, const char *sql) {
   return v;
 }
 
+/* The first column of the first row of sql on the run in dir, as text
+ * (the caller frees it; "(none)" when there is no row or it is NULL). */
+static char *db_text(const char *dir, const char *sql) {
+  char *path = sg_asprintf("%s/run.db", dir);
+  sqlite3 *db = NULL;
+  SG_CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt *st = NULL;
+  SG_CHECK_MSG(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql,
+               sqlite3_errmsg(db));
+  const unsigned char *t = NULL;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    t = sqlite3_column_text(st, 0);
+  char *v = sg_asprintf("%s", t ? (const char *)t : "(none)");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  free(path);
+  return v;
+}
+
 /* The run in dir evaluated no kernel twice in a phase: no evaluation of a
  * candidate was queued while an earlier one of the same candidate and phase
  * was in flight, or after one had finished with a result that says
@@ -1350,6 +1370,26 @@ static void fork_budget_run(const char *dir, const char *concurrency, const char
   free(sp);
 }
 
+/* What a failed fork budget check prints: the run's fork budget decisions
+ * (mains live:cap/probes so far) and its generations (kind, outcome and
+ * start-end in ms from the first), so a failure on a busy machine says
+ * which timing it met. The caller frees it. */
+static char *fb_timeline(const char *dir) {
+  char *d = db_text(dir, "SELECT group_concat(json_extract(detail_json, '$.mains') || ':' || "
+                         "coalesce(json_extract(detail_json, '$.cap'), '-') || '/p' || "
+                         "json_extract(detail_json, '$.probes') || '@' || "
+                         "((at_us - (SELECT min(started_us) FROM generations)) / 1000), ' ') "
+                         "FROM decisions WHERE kind = 'fork_budget'");
+  char *g = db_text(dir, "SELECT group_concat(kind || ' ' || outcome || ' ' || "
+                         "((started_us - t0) / 1000) || '-' || ((ended_us - t0) / 1000), ', ') "
+                         "FROM (SELECT *, (SELECT min(started_us) FROM generations) AS t0 "
+                         "FROM generations ORDER BY started_us)");
+  char *v = sg_asprintf("decisions %s; generations %s", d, g);
+  free(d);
+  free(g);
+  return v;
+}
+
 /* The summary's fork_budget key (streams < 0), or its rate row's key at
  * that many streams live (NAN when not measured). */
 static double fb_num(const json_t *s, const char *key, int streams) {
@@ -1367,18 +1407,22 @@ static double fb_num(const json_t *s, const char *key, int streams) {
 static void test_fork_budget_measured(void) {
   char *dir = tmp_dir();
   json_t *s = NULL;
-  fork_budget_run(dir, "1", NULL, "3", "0.15", &s);
+  /* Five iterations: the rate alone needs 2 s of one stream, and while
+   * forks start early in each reasoning that can take three iterations, so
+   * the cap may fall only in the third; the ones after it run alone. */
+  fork_budget_run(dir, "1", NULL, "5", "0.15", &s);
+  char *tl = fb_timeline(dir);
   /* one main: 1 stream alone, 2 with a fork (its slowdown beside the main) */
   SG_CHECK_EQ_INT((int)fb_num(s, "mains", -1), 1);
   double alone = fb_num(s, "tokens_per_s", 1), slow1 = fb_num(s, "slowdown", 2);
   SG_CHECK_MSG(alone > 150 && alone < 400, "rate alone %g (the server: 300)", alone);
   SG_CHECK_MSG(slow1 > 0.3, "slowdown with one fork %g (the server: 0.5)", slow1);
-  SG_CHECK(fb_num(s, "withheld", -1) >= 1);
+  SG_CHECK_MSG(fb_num(s, "withheld", -1) >= 1, "no fork withheld: %s", tl);
   SG_CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(s, "fork_budget"),
                                                       "line")), "1 more stream slows each");
   long long t_zero = db_int(dir, "SELECT min(at_us) FROM decisions WHERE kind = 'fork_budget' "
                                  "AND json_extract(detail_json, '$.cap') = 0");
-  SG_CHECK_MSG(t_zero > 0, "no decision lowered the cap to 0");
+  SG_CHECK_MSG(t_zero > 0, "no decision lowered the cap to 0: %s", tl);
   /* the mains that ran on after it with no fork beside them keep the rate
    * alone (the cap can fall while the last main already generates: the
    * rate alone is measured on that main) */
@@ -1389,7 +1433,7 @@ static void test_fork_budget_measured(void) {
       "f.kind = 'spec' AND f.started_us < m.ended_us AND f.ended_us > m.started_us)",
       t_zero);
   long long alone_mains = db_int(dir, q);
-  SG_CHECK_MSG(alone_mains >= 1, "no main ran alone after the cap went to 0");
+  SG_CHECK_MSG(alone_mains >= 1, "no main ran alone after the cap went to 0: %s", tl);
   free(q);
   q = sg_asprintf(
       "SELECT min(m.completion_tokens * 1e6 / (m.ended_us - m.started_us)) "
@@ -1400,14 +1444,18 @@ static void test_fork_budget_measured(void) {
   long long slowest = db_int(dir, q);
   free(q);
   SG_CHECK_MSG((double)slowest >= 0.7 * alone, "a main alone after the cap: %lld tokens/s, "
-               "the rate alone %g", slowest, alone);
+               "the rate alone %g: %s", slowest, alone, tl);
+  free(tl);
   json_decref(s);
   sg_err e;
   sg_rm_rf(dir, &e);
 
   fork_budget_run(dir, "64", NULL, "3", "0.15", &s);
   SG_CHECK(db_int(dir, "SELECT count(*) FROM generations WHERE kind = 'spec'") >= 2);
-  SG_CHECK_EQ_INT(db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'fork_budget'"), 0);
+  tl = fb_timeline(dir);
+  SG_CHECK_MSG(db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'fork_budget'") == 0,
+               "a fork budget decision at 64 streams: %s", tl);
+  free(tl);
   SG_CHECK(json_is_null(json_object_get(json_object_get(s, "fork_budget"), "cap")));
   SG_CHECK_EQ_INT((int)fb_num(s, "withheld", -1), 0);
   double s1 = fb_num(s, "slowdown", 2);
@@ -1427,8 +1475,6 @@ static void test_fork_budget_measured(void) {
    * the second stream (0%) is not. */
   fork_budget_run(dir, "2", "diag_matmul", "2", "0.25", &s);
   double r2 = fb_num(s, "tokens_per_s", 2), r3 = fb_num(s, "tokens_per_s", 3);
-  SG_CHECK_MSG(r2 > 200 && r2 < 400, "rate with 2 streams %g (the server: 300)", r2);
-  SG_CHECK_MSG(r3 / r2 > 0.5 && r3 / r2 < 0.8, "rate with 3 streams %g of %g (2 / 3)", r3, r2);
   /* a decision at one main raised the cap that the one before it (at two
    * mains) had lowered, with no probe between them */
   q = sg_asprintf(
@@ -1440,8 +1486,13 @@ static void test_fork_budget_measured(void) {
       "AND coalesce(json_extract(d.detail_json, '$.cap'), 1e9) > "
       "json_extract(p.detail_json, '$.cap') "
       "AND json_extract(d.detail_json, '$.probes') = json_extract(p.detail_json, '$.probes')");
+  tl = fb_timeline(dir);
+  SG_CHECK_MSG(r2 > 200 && r2 < 400, "rate with 2 streams %g (the server: 300): %s", r2, tl);
+  SG_CHECK_MSG(r3 / r2 > 0.5 && r3 / r2 < 0.8, "rate with 3 streams %g of %g (2 / 3): %s", r3,
+               r2, tl);
   SG_CHECK_MSG(db_int(dir, q) >= 1, "no cap lowered beside two mains reopened beside one "
-                                    "without a probe");
+                                    "without a probe: %s", tl);
+  free(tl);
   free(q);
   json_decref(s);
   sg_rm_rf(dir, &e);
