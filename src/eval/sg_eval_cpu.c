@@ -285,12 +285,9 @@ int sg_eval_cpu_compile(const sg_task *task, const char *source, size_t len,
 
   char *shim = shim_source(task);
   char *wrapped = wrapped_source(task, source, len, "candidate.c");
-  char *ref_src = NULL;
-  size_t ref_len = 0;
+  const char *ref_src = task->reference_source;
+  size_t ref_len = task->reference_len;
   char *diag = NULL;
-  if ((rc = sg_file_read(task->reference_path, SOURCE_MAX_BYTES, &ref_src,
-                         &ref_len, err)))
-    goto done;
   char *ref_wrapped = wrapped_source(task, ref_src, ref_len, "reference.c");
   if ((rc = write_file(dir, "specgen_call.c", shim, strlen(shim), err)) ||
       (rc = write_file(dir, "candidate.c", source, len, err)) ||
@@ -387,7 +384,6 @@ done:
   free(diag);
   free(shim);
   free(wrapped);
-  free(ref_src);
   r->compile_s = sg_clock_now_s() - t0;
   if (rc)
     sg_eval_build_free(build);

@@ -303,11 +303,12 @@ static int lock_reference(const char *cache, uint64_t h) {
 static int build_reference(const sg_task *task, const char *nvcc,
                            const char *work_dir, double timeout_s, char **so,
                            sg_err *err) {
-  char *src = NULL;
-  size_t len = 0;
-  int rc = sg_file_read(task->reference_path, SOURCE_MAX_BYTES, &src, &len, err);
-  if (rc)
-    return rc;
+  const char *src = task->reference_source;
+  size_t len = task->reference_len;
+  if (len > SOURCE_MAX_BYTES)
+    return sg_err_set(err, SG_ERANGE, "%s: larger than %u bytes", task->reference_path,
+                      SOURCE_MAX_BYTES);
+  int rc = 0;
   sg_buf shim;
   sg_buf_init(&shim, 0);
   sg_cuda_shim(task, "reference.cu", &shim);
@@ -376,7 +377,6 @@ static int build_reference(const sg_task *task, const char *nvcc,
     close(lock); /* releases the lock */
 done:
   free(cache);
-  free(src);
   sg_buf_free(&shim);
   if (rc) {
     free(*so);

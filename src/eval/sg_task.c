@@ -545,7 +545,7 @@ int sg_task_parse(const char *file, const char *dir, const char *text,
   /* the evaluators' own limit on a source file: one they can build is one the
    * prompt can show (capped there) */
   rc = sg_file_read(t->reference_path, TASK_REFERENCE_MAX_BYTES,
-                    &t->reference_source, NULL, err);
+                    &t->reference_source, &t->reference_len, err);
   if (rc)
     goto done;
 

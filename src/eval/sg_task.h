@@ -64,7 +64,10 @@ typedef struct sg_task {
   size_t nargs;
   double atol, rtol;
   char *reference_path;  /* absolute */
-  char *reference_source; /* its text, shown to the LLM as the specification */
+  char *reference_source; /* its text, read once when the task is loaded:
+                             shown to the LLM as the specification and built
+                             by the evaluators, so both see the same text */
+  size_t reference_len;
   json_t *raw;           /* the whole task.json, for evaluator-specific keys */
 } sg_task;
 

@@ -386,6 +386,35 @@ static void test_broken_reference_is_a_task_error(void) {
   free(cmd);
 }
 
+/* The reference is read once, when the task is loaded: the evaluator
+ * builds the text the prompt showed, not what the file holds by the time
+ * a candidate arrives (here broken after the load). */
+static void test_reference_is_the_text_loaded(void) {
+  char dir[] = "/tmp/sg_evalref_XXXXXX";
+  SG_CHECK(mkdtemp(dir));
+  char *cmd = sg_asprintf("cp -r " VADD "/task.json " VADD "/reference.c %s/", dir);
+  SG_CHECK(system(cmd) == 0);
+  sg_task *t = NULL;
+  sg_err err;
+  SG_CHECK_OK(sg_task_load(dir, &t, &err), err);
+  char *ref = sg_asprintf("%s/reference.c", dir);
+  SG_CHECK_OK(sg_file_write(ref, "void vector_add(", 16, &err), err);
+  char *src = example("ok-reference.c");
+  sg_eval_opts o;
+  quick_opts(&o);
+  sg_eval_result r;
+  sg_eval_result_init(&r);
+  SG_CHECK_OK(sg_eval_validate(t, src, strlen(src), &o, &r, &err), err);
+  SG_CHECK_MSG(r.status == SG_EVAL_OK, "status %s: %s", sg_eval_status_name(r.status),
+               r.message ? r.message : "");
+  sg_eval_result_free(&r);
+  sg_task_free(t);
+  free(src);
+  free(ref);
+  sg_rm_rf(dir, &err);
+  free(cmd);
+}
+
 /* Where the kernel refuses network namespaces (simulated by a filter that
  * fails unshare with EPERM), the evaluation still completes and says so. */
 static void test_without_network_namespace(void) {
@@ -435,5 +464,5 @@ SG_TEST_MAIN(SG_TEST(test_timing_protocol_default_10_and_40),
              SG_TEST(test_gap_rule_above_the_reference_floor),
              SG_TEST(test_scratch_is_removed),
              SG_TEST(test_worker_program_and_fallback),
-             SG_TEST(test_broken_reference_is_a_task_error),
+             SG_TEST(test_broken_reference_is_a_task_error), SG_TEST(test_reference_is_the_text_loaded),
              SG_TEST(test_without_network_namespace))
