@@ -90,6 +90,8 @@ def run_arm(a, spec, url, tasks):
                  str(a.temperature), "--devices", a.devices, "--idle-timeout", "3600",
                  "--gen-deadline", "7200", "--llm-streams", str(a.slots),
                  "--fork-slowdown-max", str(a.fork_slowdown_max)]
+        if a.hang_grace is not None:
+            args += ["--hang-grace", str(a.hang_grace)]
     with open(os.path.join(a.out, f"spec-{spec}.log"), "a") as log:
         rc = subprocess.call(args, stdout=log, stderr=subprocess.STDOUT)
     if rc != 0:
@@ -198,6 +200,10 @@ def main():
     p.add_argument("--ctx", type=int, default=49152, help="server context, split among slots")
     p.add_argument("--server-core", type=int, default=0, help="-1: not pinned")
     p.add_argument("--devices", default="cpu:1", help="where kernels are evaluated")
+    p.add_argument("--hang-grace", type=float, default=None,
+                   help="specgen's --hang-grace: on a machine busy with other work a "
+                   "validation can run past the eval timeout plus the default grace, "
+                   "and three such in a row retire the one device")
     p.add_argument("--arms", default="on,off")
     p.add_argument("--task", action="append", help="a task (default: the built-in CPU tasks)")
     p.add_argument("--out", default=os.path.join(ROOT, "runs", "campaign"))
