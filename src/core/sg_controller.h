@@ -20,6 +20,10 @@
  *      generation has finished (or failed) and its candidate's evaluation is
  *      complete, running forks are cancelled and the iteration ends
  *      (reason fallback).
+ *      A main cut by max tokens with no kernel but with reasoning is first
+ *      answered once from all its reasoning, thinking off (answer_at_cap:
+ *      START_GEN kind spec with `answer`, not a fork); the fallback waits
+ *      for that answer's kernel as for the main's.
  * After END_ITERATION the next iteration starts in the same call (its
  * START_GENs follow), unless a budget (iterations, wall time, tokens) is
  * spent: then WORKFLOW_DONE. A wall-time or token budget spent mid-iteration
