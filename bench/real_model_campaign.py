@@ -112,6 +112,11 @@ def arm_figures(d):
              "WHERE e.phase = 'validate' AND e.status = 'ok'")
     cands = ("SELECT count(*) FROM candidates c JOIN generations g "
              "ON g.id = c.generation_id")
+    # a store of schema 3 marks the answers at the length cap (spec
+    # generations that are not forks); an older one has none
+    cols = [r[1] for r in db.execute("PRAGMA table_info(generations)")]
+    answer = "g.answer_at_cap" if "answer_at_cap" in cols else "0"
+    fork = "g.kind = 'spec' AND NOT " + answer
     statuses = {}
     for st, n in db.execute("SELECT status, count(*) FROM evaluations "
                             "WHERE phase = 'validate' GROUP BY status"):
@@ -122,9 +127,12 @@ def arm_figures(d):
         "generations_main": sum(w["generations_main"] for w in s["workflows"]),
         "generations_spec": sum(w["generations_spec"] for w in s["workflows"]),
         "candidates_main": one(db, cands + " WHERE g.kind = 'main'"),
-        "candidates_spec": one(db, cands + " WHERE g.kind = 'spec'"),
+        "answers_at_cap": sum(w.get("answers_at_cap", 0) for w in s["workflows"]),
+        "candidates_spec": one(db, cands + " WHERE " + fork),
+        "candidates_answer": one(db, cands + " WHERE " + answer),
         "valid_main": one(db, valid + " AND g.kind = 'main'"),
-        "valid_spec": one(db, valid + " AND g.kind = 'spec'"),
+        "valid_spec": one(db, valid + " AND " + fork),
+        "valid_answer": one(db, valid + " AND " + answer),
         "validation_statuses": statuses,
         "early_terminations": sum(w["early_terminations"] for w in s["workflows"]),
         "profiling_feedback": sum(w["profiling_feedback"] for w in s["workflows"]),
@@ -161,8 +169,11 @@ def print_table(arms):
         ("iterations", lambda f: str(f["iterations"])),
         ("main generations", lambda f: str(f["generations_main"])),
         ("forks", lambda f: str(f["generations_spec"])),
-        ("candidates: main / forks", lambda f: f"{f['candidates_main']} / {f['candidates_spec']}"),
-        ("valid kernels: main / forks", lambda f: f"{f['valid_main']} / {f['valid_spec']}"),
+        ("answers at the cap", lambda f: str(f["answers_at_cap"])),
+        ("candidates: main / forks / at cap",
+         lambda f: f"{f['candidates_main']} / {f['candidates_spec']} / {f['candidates_answer']}"),
+        ("valid kernels: main / forks / at cap",
+         lambda f: f"{f['valid_main']} / {f['valid_spec']} / {f['valid_answer']}"),
         ("validation statuses", lambda f: ", ".join(f"{k} {v}" for k, v in
                                                     sorted(f["validation_statuses"].items()))),
         ("early terminations", lambda f: str(f["early_terminations"])),

@@ -41,6 +41,7 @@ typedef struct sg_knobs {
   bool elastic;                /* elastic */
   double eval_timeout;         /* eval-timeout */
   bool spec;                   /* spec */
+  bool answer_at_cap;          /* answer-at-cap */
   bool fork_on_idle;           /* fork-on-idle */
   int max_forks;               /* max-forks */
   int max_live_forks;          /* max-live-forks */
@@ -99,6 +100,13 @@ typedef struct sg_knobs {
   X(spec, BOOL, "spec", 1, 0, 0, 0, NULL, SEARCH,                             \
     "every configuration but baseline", CTL(speculate),                       \
     "speculative forks of the reasoning (on)")
+#define SG_KNOB_ANSWER_AT_CAP(X)                                              \
+  X(answer_at_cap, BOOL, "answer-at-cap", 1, 0, 0, 0, NULL, SEARCH,           \
+    "every configuration: on (no generation of its ends at max tokens)",     \
+    CTL(answer_at_cap),                                                       \
+    "a main generation cut by max tokens inside its reasoning, with no "      \
+    "kernel, is asked once for its answer from all its reasoning, "           \
+    "thinking off (on)")
 #define SG_KNOB_FORK_ON_IDLE(X)                                               \
   X(fork_on_idle, BOOL, "fork-on-idle", 1, 0, 0, 0, NULL, SEARCH, "on",       \
     CTL(fork_on_idle), "fork when devices sit idle (on)")
@@ -195,6 +203,7 @@ typedef struct sg_knobs {
   SG_KNOB_ELASTIC(X)                                                          \
   SG_KNOB_EVAL_TIMEOUT(X)                                                     \
   SG_KNOB_SPEC(X)                                                             \
+  SG_KNOB_ANSWER_AT_CAP(X)                                                    \
   SG_KNOB_FORK_ON_IDLE(X)                                                     \
   SG_KNOB_MAX_FORKS(X)                                                        \
   SG_KNOB_MAX_LIVE_FORKS(X)                                                   \

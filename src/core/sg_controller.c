@@ -101,7 +101,7 @@ gen *ctl_find_gen(sg_controller *c, uint64_t id) {
 void ctl_gen_stopped(sg_controller *c, gen *g) {
   assert(g->live);
   g->live = false;
-  if (g->kind == SG_GEN_SPEC) {
+  if (g->kind == SG_GEN_SPEC && !g->answer) {
     assert(c->nlive_forks > 0);
     c->nlive_forks--;
     if (c->o.fork_budget != NULL) {
@@ -193,17 +193,25 @@ void ctl_cand_set(sg_controller *c, uint64_t id, cand_state st) {
   c->cand[id - 1] = (uint8_t)st;
 }
 
-/* A main generation is resolved once it can no longer change the iteration:
- * it failed or was cancelled, or it finished and its candidate (if any) has
- * been evaluated. */
-static bool main_resolved(const sg_controller *c, const gen *g) {
-  assert(g->kind == SG_GEN_MAIN);
+/* Whether generation g can no longer change the iteration: it failed or was
+ * cancelled, or it finished and its candidate (if any) has been evaluated. */
+static bool gen_resolved(const sg_controller *c, const gen *g) {
   if (g->live)
     return false;
   if (g->failed || g->candidate == 0)
     return true;
   cand_state cs = ctl_cand_get(c, g->candidate);
   return cs != CAND_VALIDATING && cs != CAND_PROFILING;
+}
+
+/* A main generation is resolved once it is (gen_resolved), and so is its
+ * answer at the length cap, which stands in for it. */
+static bool main_resolved(sg_controller *c, const gen *g) {
+  assert(g->kind == SG_GEN_MAIN);
+  if (!gen_resolved(c, g))
+    return false;
+  const gen *a = g->answer_gen ? ctl_find_gen(c, g->answer_gen) : NULL;
+  return a == NULL || gen_resolved(c, a);
 }
 
 /* ---- iterations ------------------------------------------------------------ */
@@ -247,13 +255,7 @@ int ctl_start_iteration(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
   c->iter_first_kernel = c->hist.n;
   c->iter_forks = 0;
   for (size_t i = 0; i < c->plan.n; i++) {
-    gen *g = new_gen(c, SG_GEN_MAIN, i);
-    sg_ctl_action *a = ctl_emit(c, out, SG_CACT_START_GEN);
-    a->u.start.gen = g->id;
-    a->u.start.kind = SG_GEN_MAIN;
-    a->u.start.thinking = true;
-    a->u.start.prompt_index = i;
-    a->u.start.prompt = &c->plan.prompts[i];
+    ctl_emit_start(c, out, new_gen(c, SG_GEN_MAIN, i));
   }
   return 0;
 }
@@ -389,16 +391,7 @@ void ctl_fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
   if (k < 1)
     return;
   m->last_fork_prefix = prefix_len;
-  sg_ctl_action *d = ctl_emit(c, out, SG_CACT_DECISION);
-  d->u.decision.reason = reason;
-  d->u.decision.now_us = now_us;
-  d->u.decision.gen = m->id;
-  d->u.decision.prefix_len = prefix_len;
-  d->u.decision.k = k;
-  d->u.decision.trigger = trigger;
-  d->u.decision.speedup = NAN;
-  d->u.decision.threshold_mean = NAN;
-  d->u.decision.threshold_best = NAN;
+  ctl_emit_decision(c, out, reason, now_us, m, prefix_len, k, trigger);
   uint64_t parent = m->id;
   size_t prompt_index = m->prompt_index;
   size_t mi = (size_t)(m - c->gens); /* new_gen may move gens[] */
@@ -406,16 +399,7 @@ void ctl_fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
     gen *g = new_gen(c, SG_GEN_SPEC, prompt_index);
     g->parent = parent;
     g->prefix_len = prefix_len;
-    gen *mm = &c->gens[mi];
-    sg_ctl_action *a = ctl_emit(c, out, SG_CACT_START_GEN);
-    a->u.start.gen = g->id;
-    a->u.start.kind = SG_GEN_SPEC;
-    a->u.start.thinking = false;
-    a->u.start.prompt_index = prompt_index;
-    a->u.start.prompt = &c->plan.prompts[prompt_index];
-    a->u.start.parent_gen = parent;
-    a->u.start.prefix_len = prefix_len;
-    a->u.start.prefix = sg_buf_str(&mm->reasoning);
+    ctl_emit_start_spec(c, out, g, &c->gens[mi]);
   }
   c->iter_forks += k;
   c->st.forks += (uint64_t)k;
@@ -532,6 +516,7 @@ static int on_finished(sg_controller *c, const sg_ctl_event *ev,
     return 0;
   ctl_gen_stopped(c, g);
   ctl_take_answer(c, g, ev, out);
+  ctl_answer_at_cap(c, g, ev, out);
   return ctl_maybe_fallback(c, ev->now_us, out, err);
 }
 
@@ -558,12 +543,9 @@ static int on_failed(sg_controller *c, const sg_ctl_event *ev,
 int ctl_accept_early(sg_controller *c, const sg_kernel *k, double speedup,
                      const sg_termination_history *view, int64_t now_us,
                      sg_ctl_actions *out, sg_err *err) {
-  sg_ctl_action *d = ctl_emit(c, out, SG_CACT_DECISION);
-  d->u.decision.reason = SG_REASON_EARLY;
-  d->u.decision.now_us = now_us;
-  d->u.decision.gen = k->gen;
-  d->u.decision.prefix_len = k->prefix_len;
-  d->u.decision.trigger = -1;
+  gen m = {.id = k->gen};
+  sg_ctl_action *d =
+      ctl_emit_decision(c, out, SG_REASON_EARLY, now_us, &m, k->prefix_len, 0, -1);
   d->u.decision.candidate = k->id;
   d->u.decision.speedup = speedup;
   d->u.decision.threshold_mean = view->mean;

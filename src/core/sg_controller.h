@@ -20,6 +20,10 @@
  *      generation has finished (or failed) and its candidate's evaluation is
  *      complete, running forks are cancelled and the iteration ends
  *      (reason fallback).
+ *      A main cut by max tokens with no kernel but with reasoning is first
+ *      answered once from all its reasoning, thinking off (answer_at_cap:
+ *      START_GEN kind spec with `answer`, not a fork); the fallback waits
+ *      for that answer's kernel as for the main's.
  * After END_ITERATION the next iteration starts in the same call (its
  * START_GENs follow), unless a budget (iterations, wall time, tokens) is
  * spent: then WORKFLOW_DONE. A wall-time or token budget spent mid-iteration
@@ -149,11 +153,14 @@ typedef enum sg_ctl_reason {
   SG_REASON_CUTOFF,         /* the reasoning ran far past where forks of this
                                workflow have been valid, with none valid in
                                this iteration (sg_ctl_opts.cutoff) */
+  SG_REASON_ANSWER_AT_CAP,  /* a main generation hit max tokens with no
+                               kernel: its answer asked for from all its
+                               reasoning (sg_ctl_opts.answer_at_cap) */
   SG_REASON__COUNT
 } sg_ctl_reason;
 
 /* "early", "fallback", "budget_iterations", "budget_wall", "budget_tokens",
- * "search_failed", "fork_trigger", "fork_idle". */
+ * "search_failed", "fork_trigger", "fork_idle", "cutoff", "answer_at_cap". */
 const char *sg_ctl_reason_name(sg_ctl_reason r);
 
 typedef enum sg_ctl_action_type {
@@ -191,6 +198,9 @@ typedef struct sg_ctl_action {
                                   the model server cut its n-th try */
       bool wait;               /* restart past main_retries: the runtime
                                   sends it after a wait (its outage rules) */
+      bool answer;             /* spec: not a fork but the answer at the
+                                  length cap (sg_ctl_opts.answer_at_cap):
+                                  prefix is all the main's reasoning */
     } start;
     struct {                   /* CANCEL_GEN */
       uint64_t gen;
@@ -215,7 +225,8 @@ typedef struct sg_ctl_action {
     struct {                   /* DECISION */
       sg_ctl_reason reason;    /* fork_trigger, fork_idle, early, ... */
       int64_t now_us;
-      uint64_t gen;            /* the main generation forked */
+      uint64_t gen;            /* the main generation forked (answer_at_cap:
+                                  the main whose answer is asked for) */
       uint64_t prefix_len;
       int k;                   /* forks started */
       int trigger;             /* sg_trigger_class, -1 when none */
@@ -264,6 +275,18 @@ typedef struct sg_ctl_opts {
   const char *language;              /* the task's: "c", "cuda", "python" */
   const char *entry;                 /* the function candidates define */
   bool speculate;          /* false: no forks at all (the baseline) */
+  bool answer_at_cap;      /* budget forcing: a main generation that ends at
+                              max tokens (SG_FINISH_LENGTH) with no kernel in
+                              its answer but with reasoning, while its
+                              iteration runs and no budget is spent, is
+                              answered once by a generation with thinking off
+                              that continues all its reasoning (START_GEN
+                              kind spec, answer set, parent the main; DECISION
+                              answer_at_cap). Its kernel stands in for the
+                              main's: the fallback waits for it. Not
+                              speculation: it runs with speculate false, and
+                              the fork caps and the fork budget do not count
+                              it (it takes the stream the main freed) */
   bool fork_on_idle;       /* fork on ticks while validation is idle */
   uint64_t idle_min_new_bytes; /* reasoning growth needed for an idle fork */
   int max_forks_per_iteration;
@@ -349,7 +372,7 @@ typedef struct sg_ctl_opts {
 /* The scanner's min_gap_bytes in the controller's defaults. */
 #define SG_CTL_TRIGGER_GAP_BYTES 256
 
-/* speculate, fork_on_idle, idle_min_new_bytes=512, max_forks=64,
+/* speculate, answer_at_cap, fork_on_idle, idle_min_new_bytes=512, max_forks=64,
  * max_live_forks=16, scanner defaults but min_gap_bytes=256, max_iterations=10, no wall or token
  * budget, max_text_bytes=1 MiB, main_retries=2; search, termination, language NULL. */
 void sg_ctl_opts_default(sg_ctl_opts *o);
@@ -433,6 +456,9 @@ typedef struct sg_ctl_stats {
   uint64_t ahead_stale_items;    /* the prompt items they lacked */
   uint32_t main_restarts;        /* mains sent again after the model server
                                     failed them (main_retries) */
+  uint32_t answers_at_cap;       /* answers asked for from the reasoning of a
+                                    main cut by max tokens (answer_at_cap);
+                                    not counted in forks */
   uint64_t prompt_tokens, completion_tokens, cached_tokens;
   int64_t start_us, end_us;      /* end_us 0 until DONE */
 } sg_ctl_stats;

@@ -22,7 +22,7 @@ const char *sg_ctl_reason_name(sg_ctl_reason r) {
   static const char *const names[SG_REASON__COUNT] = {
       "early",         "fallback",      "budget_iterations", "budget_wall",
       "budget_tokens", "search_failed", "fork_trigger",      "fork_idle",
-      "cutoff"};
+      "cutoff",        "answer_at_cap"};
   return (unsigned)r < SG_REASON__COUNT ? names[r] : "unknown";
 }
 
@@ -43,6 +43,7 @@ void sg_ctl_actions_free(sg_ctl_actions *a) {
 void sg_ctl_opts_default(sg_ctl_opts *o) {
   memset(o, 0, sizeof *o);
   o->speculate = true;
+  o->answer_at_cap = true;
   o->fork_on_idle = true;
   o->idle_min_new_bytes = 512;
   o->max_forks_per_iteration = 64;

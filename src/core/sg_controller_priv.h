@@ -4,6 +4,9 @@
  *   sg_controller.c      Algorithm 1 of the paper: iterations, forks,
  *                        candidates, the termination criterion, events
  *   sg_controller_api.c  options, lifecycle, resuming, names, stats
+ *   sg_ctl_restart.c     a main the model server cut, sent again
+ *   sg_ctl_answer.c      what forks and the answer at the cap emit; the
+ *                        answer at the length cap (budget forcing)
  *   sg_policy.[ch]       the interface of the policies beyond the paper
  *                        and the one table of them
  *   sg_pol_*.c           one policy each (sg_policy.h lists them)
@@ -37,6 +40,8 @@ typedef struct gen {
   sg_gen_kind kind;
   bool live;                 /* still generating */
   bool failed;
+  bool answer;               /* spec: the answer at the length cap of its
+                                parent, not a fork (fork counts skip it) */
   uint64_t candidate;        /* after it finished: its kernel, 0 none */
   uint64_t provisional;      /* completion tokens counted from chunks */
   uint64_t prefix_len;       /* spec: where it was forked */
@@ -49,6 +54,7 @@ typedef struct gen {
   uint64_t last_withheld;    /* main: prefix of the last fork the budget's
                                 cap withheld (counted), 0 none */
   uint32_t restarts;         /* main: tries the model server cut */
+  uint64_t answer_gen;       /* main: its answer at the length cap, 0 none */
 } gen;
 
 /* Layout: what every event reads (state, the generations, the capacity,
@@ -150,6 +156,23 @@ int ctl_end_iteration(sg_controller *c, int64_t now_us, sg_ctl_reason reason,
 /* Starts the next iteration (or lets a policy start it). */
 int ctl_start_iteration(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
                         sg_err *err);
+/* sg_ctl_answer.c: a DECISION about main m (its id; NAN speedups, no candidate). */
+sg_ctl_action *ctl_emit_decision(sg_controller *c, sg_ctl_actions *out,
+                                 sg_ctl_reason reason, int64_t now_us,
+                                 const gen *m, uint64_t prefix_len, int k,
+                                 int trigger);
+/* START_GEN of g of this iteration's plan (thinking on for a main). */
+sg_ctl_action *ctl_emit_start(sg_controller *c, sg_ctl_actions *out, const gen *g);
+/* START_GEN of g, thinking off, continuing g->prefix_len bytes of main m's
+ * reasoning (a fork, or the answer at the length cap). */
+sg_ctl_action *ctl_emit_start_spec(sg_controller *c, sg_ctl_actions *out,
+                                   const gen *g, const gen *m);
+/* Budget forcing (sg_ctl_opts.answer_at_cap): main m,
+ * which just finished with event ev and whose answer was taken, is
+ * answered from all its reasoning when it was cut by max tokens with no
+ * kernel. */
+void ctl_answer_at_cap(sg_controller *c, gen *m, const sg_ctl_event *ev,
+                       sg_ctl_actions *out);
 /* Forks K speculative generations from main m at prefix_len (step 3). */
 void ctl_fork_from(sg_controller *c, gen *m, uint64_t prefix_len,
                    sg_ctl_reason reason, int trigger, int64_t now_us,

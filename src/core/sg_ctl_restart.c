@@ -23,12 +23,7 @@ void ctl_restart_main(sg_controller *c, gen *g, sg_ctl_actions *out) {
   g->last_fork_prefix = 0;
   g->restarts++;
   c->st.main_restarts++;
-  sg_ctl_action *a = ctl_emit(c, out, SG_CACT_START_GEN);
-  a->u.start.gen = g->id;
-  a->u.start.kind = SG_GEN_MAIN;
-  a->u.start.thinking = true;
-  a->u.start.prompt_index = g->prompt_index;
-  a->u.start.prompt = &c->plan.prompts[g->prompt_index];
+  sg_ctl_action *a = ctl_emit_start(c, out, g);
   a->u.start.restart = g->restarts;
   a->u.start.wait = g->restarts > c->o.main_retries;
 }

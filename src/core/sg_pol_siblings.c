@@ -21,14 +21,15 @@ static int siblings_check(const sg_ctl_opts *o, sg_err *err) {
 
 /* Forks started together, from one main generation at one prefix. */
 static bool siblings(const gen *a, const gen *b) {
-  return a->kind == SG_GEN_SPEC && b->kind == SG_GEN_SPEC && a->parent == b->parent &&
+  return a->kind == SG_GEN_SPEC && b->kind == SG_GEN_SPEC && !a->answer && !b->answer &&
+         a->parent == b->parent &&
          a->prefix_len == b->prefix_len;
 }
 
 /* The fork that wrote kernel k, if it is one of this iteration's. */
 static const gen *fork_of(sg_controller *c, const sg_kernel *k) {
   const gen *g = ctl_find_gen(c, k->gen);
-  return g != NULL && g->kind == SG_GEN_SPEC ? g : NULL;
+  return g != NULL && g->kind == SG_GEN_SPEC && !g->answer ? g : NULL;
 }
 
 /* Whether a sibling of the fork that wrote k may still give a kernel to

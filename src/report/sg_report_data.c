@@ -25,6 +25,7 @@ struct sg_report_src {
   char *dir;
   char *db_path;    /* run: dir/run.db */
   sqlite3 *db;      /* run: opened read-only */
+  int version;      /* run: its schema version */
   json_t *campaigns; /* sim: [{"file", ...campaign}] */
 };
 
@@ -129,11 +130,13 @@ static int open_run(sg_report_src *s, sg_err *err) {
   if (rc != SQLITE_ROW)
     return sg_err_set(err, SG_EPARSE, "%s: no schema version (not a run store)", s->db_path);
   /* Version 2 only added the generations' estimated-count flags, which the
-   * report does not read: both versions read alike. */
-  if (version != 1 && version != 2)
+   * report does not read; version 3 the answers at the length cap, which it
+   * names apart from the forks (GEN_SQL_V3). */
+  if (version < 1 || version > 3)
     return sg_err_set(err, SG_EUNSUPPORTED,
-                      "%s: schema version %d; this report reads versions 1 and 2",
+                      "%s: schema version %d; this report reads versions 1 to 3",
                       s->db_path, version);
+  s->version = version;
   return 0;
 }
 
@@ -337,6 +340,14 @@ static int run_header(sg_report_src *s, json_t *o, int64_t *t0, sg_err *err) {
 }
 
 /* The row arrays (docs/report.md, "Data"): name, kinds, SQL. */
+/* The generations of a version-3 store: an answer at the length cap is a
+ * spec generation whose kind reads "answer_at_cap", so that no count of
+ * kind "spec" (the speculative forks) takes it in. */
+#define GEN_SQL_V3                                                                    \
+  "SELECT id, iteration_id, CASE WHEN answer_at_cap THEN 'answer_at_cap' ELSE kind END, " \
+  "parent_id, started_us, ended_us, prompt_tokens, completion_tokens, cached_tokens, "    \
+  "outcome FROM generations ORDER BY id"
+
 static const struct {
   const char *name, *kinds, *sql;
 } tables[] = {
@@ -370,7 +381,8 @@ static int run_data(sg_report_src *s, bool with_details, json_t *o, sg_err *err)
   for (size_t i = 0; rc == 0 && i < sizeof tables / sizeof tables[0]; i++) {
     json_t *arr = json_array();
     json_object_set_new(o, tables[i].name, arr);
-    rc = rows(s, tables[i].sql, tables[i].kinds, t0, arr, err);
+    bool v3gen = s->version >= 3 && strcmp(tables[i].name, "generations") == 0;
+    rc = rows(s, v3gen ? GEN_SQL_V3 : tables[i].sql, tables[i].kinds, t0, arr, err);
   }
   if (rc == 0 && with_details)
     rc = details(s, o, err);

@@ -183,6 +183,7 @@ static const sg_run_key keys[] = {
      .help = "refine, best-of-n[:N], evolve[:OPTS] or exec:CMD (refine)",
      .group = G_SEARCH},
     SG_KNOB_SPEC(KNOB_KEY)
+    SG_KNOB_ANSWER_AT_CAP(KNOB_KEY)
     {.name = "termination", .type = SG_KEY_STRING, .offset = OFF(termination),
      .value_name = "NAME[:ARG]",
      .help = "when a candidate ends the iteration: first-valid, hist-avg, "
@@ -779,6 +780,10 @@ int sg_run_config_from_json(sg_run_config *c, const json_t *j, sg_err *err) {
     if (rc < 0)
       return rc;
   }
+  /* A run recorded before answer-at-cap existed ran without it: resumed or
+   * replayed under its options, it still does. */
+  if (json_object_get(j, "answer-at-cap") == NULL)
+    c->knobs.answer_at_cap = false;
   return 0;
 }
 

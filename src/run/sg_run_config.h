@@ -176,7 +176,8 @@ int sg_run_config_parse_args(sg_run_config *c, int argc, char **argv,
  * 2^63-1 as a decimal string, since JSON integers stop there); the caller
  * owns the result. And back, for a resumed run: keys absent from j keep
  * their value, unknown keys are errors naming them, values go through
- * sg_run_config_set's checks (origin "json"). */
+ * sg_run_config_set's checks (origin "json"). A recorded configuration
+ * without "answer-at-cap" predates it: that key reads off. */
 json_t *sg_run_config_to_json(const sg_run_config *c);
 int sg_run_config_from_json(sg_run_config *c, const json_t *j, sg_err *err);
 

@@ -353,7 +353,9 @@ static void gen_ended(rgen *g, const sg_llm_result *res, bool ok) {
     snprintf(r->cut_message, sizeof r->cut_message, "%s", res->message ? res->message : "");
   }
   uint32_t w = g->w;
+  f->ending = g;
   sg_interp_event(r->it, w, &ev);
+  f->ending = NULL;
   r->cut_cause = NULL;
   sg_run_gen_free(g); /* after: the event may point into g->think */
   sg_run_drain(r);
@@ -459,6 +461,8 @@ static json_t *gen_record_begin(const run *r, const wf *f, const sg_ctl_action *
                         a->u.start.thinking, "max_tokens", (json_int_t)r->cfg->max_tokens,
                         "temperature", r->cfg->temperature, "token_ids",
                         (json_int_t)n_token_ids, "started_us", (json_int_t)(t0_us - r->t0_us));
+  if (a->u.start.answer) /* the answer at the length cap, not a fork */
+    json_object_set_new(j, "answer_at_cap", json_true());
   json_object_set_new(j, "chunks", json_array());
   return j;
 }
@@ -549,6 +553,8 @@ static bool gen_launch(run *r, wf *f, rgen *g, const sg_ctl_action *a,
   bool spec = a->u.start.kind == SG_GEN_SPEC;
   bool linked = g->retry_at_us != 0;
   rgen *parent = spec ? gen_find(f, a->u.start.parent_gen) : NULL;
+  if (parent == NULL && spec && f->ending && f->ending->gen == a->u.start.parent_gen)
+    parent = f->ending; /* the answer at the length cap of a main just ended */
   size_t n_fork_ids = 0;
   int32_t *fork_prompt = spec ? fork_ids(r, parent, a->u.start.prefix_len, &n_fork_ids) : NULL;
   /* Prompted reasoning: a main generation's system message asks it to
@@ -569,6 +575,7 @@ static bool gen_launch(run *r, wf *f, rgen *g, const sg_ctl_action *a,
       .prefix_bytes = spec ? (int64_t)a->u.start.prefix_len : 0,
       .prompt = prompt_json,
       .started_us = now_us(),
+      .answer_at_cap = a->u.start.answer,
   };
   int64_t store_id = 0;
   STORE(r, sg_store_generation_begin(r->store, &sg, &store_id, err));
@@ -709,9 +716,11 @@ static int op_gen_start(void *data, uint32_t w, const sg_ctl_action *a) {
   if (g->retry_at_us == 0)
     sg_run_load_stream_started(r);
   if (spec) {
-    sg_run_emit(r, "fork", json_pack("{s:s, s:i, s:I}", "task", f->task->name, "iteration",
-                              (int)a->iteration + 1, "prefix_bytes",
-                              (json_int_t)a->u.start.prefix_len));
+    /* the answer at the length cap is its own event: not a fork */
+    sg_run_emit(r, a->u.start.answer ? "answer_at_cap" : "fork",
+                json_pack("{s:s, s:i, s:I}", "task", f->task->name, "iteration",
+                          (int)a->iteration + 1, "prefix_bytes",
+                          (json_int_t)a->u.start.prefix_len));
   }
   return 0;
 }

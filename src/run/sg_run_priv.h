@@ -135,6 +135,10 @@ typedef struct wf {
   sg_prompt_text ahead_prompt;
   bool have_ahead_prompt;
   rgen *gens;
+  rgen *ending;            /* the generation whose end the controller is
+                              told of, unlinked from gens but not yet
+                              freed: the answer at the length cap it may
+                              start continues it (its parent) */
   idmap gen_store;         /* store generation id by controller generation id */
   idmap cand_store;        /* store candidate id by controller candidate id */
   bool done, failed;

@@ -59,6 +59,7 @@ typedef struct rp_wf {
   unsigned iter_mains;           /* mains started in it */
   uint64_t iter_kernels;         /* candidates of the open iteration */
   uint64_t mains, forks, dedup;
+  uint64_t answers;              /* answers at the length cap: not forks */
   double best_prof, best_val;
   json_t *iters, *main_tokens, *evals, *forks_at;
   rp_done *done;
@@ -88,6 +89,13 @@ struct sim_replay {
   size_t nwf;
   rp_live *live;
   size_t nlive;
+  struct {                       /* the generation whose end the controller
+                                    is told of (no longer live): the answer
+                                    at the length cap continues it */
+    uint32_t w;
+    uint64_t id;
+    const sg_replay_gen *r;      /* NULL: none */
+  } ending;
   rp_req *reqs;
   size_t nreqs;
   uint64_t stamp;
@@ -121,6 +129,15 @@ static rp_live *live_find(sim_replay *rp, uint32_t w, uint64_t id) {
     if (rp->live[i].live && rp->live[i].w == w && rp->live[i].id == id)
       return &rp->live[i];
   return NULL;
+}
+
+/* The recorded generation main id of workflow w is replaying: live, or
+ * ending (its answer at the length cap starts as it ends); NULL if none. */
+static const sg_replay_gen *main_rec(const sim_replay *rp, uint32_t w, uint64_t id) {
+  const rp_live *g = live_find((sim_replay *)rp, w, id);
+  if (g != NULL)
+    return g->r;
+  return rp->ending.r && rp->ending.w == w && rp->ending.id == id ? rp->ending.r : NULL;
 }
 
 static rp_live *live_add(sim_replay *rp) {
@@ -256,20 +273,24 @@ int simrp_gen_start(sim *s, uint32_t w, const sg_ctl_action *a) {
       return 0;
     }
   } else {
-    f->forks++;
-    s->res->forks++;
+    if (a->u.start.answer) { /* the answer at the length cap: not a fork */
+      f->answers++;
+    } else {
+      f->forks++;
+      s->res->forks++;
+    }
     json_array_append_new(f->forks_at, json_sprintf("%u:%llu", a->iteration + 1,
                                                     (unsigned long long)a->u.start.prefix_len));
     /* The replay server's rule, from the recorded main its parent is
      * replaying (the server finds it by the prefix's text; here it is
      * known, so two recorded mains that began alike are not confused). */
-    rp_live *parent = live_find(rp, w, a->u.start.parent_gen);
+    const sg_replay_gen *parent = main_rec(rp, w, a->u.start.parent_gen);
     size_t plen = (size_t)a->u.start.prefix_len;
     sg_err e;
     sg_err_clear(&e);
     if (parent == NULL)
       sg_err_set(&e, SG_ENOENT, "replay: the fork's main generation is not being replayed");
-    if (parent == NULL || sg_replay_match_fork(rp->rec, parent->r, plen, &r, &e) < 0) {
+    if (parent == NULL || sg_replay_match_fork(rp->rec, parent, plen, &r, &e) < 0) {
       rp->forks_missing++;
       gen_fail_now(s, w, a->u.start.gen, e.msg);
       return 0;
@@ -283,8 +304,8 @@ int simrp_gen_start(sim *s, uint32_t w, const sg_ctl_action *a) {
   }
   size_t prompt_bytes = main ? strlen(r->system) + strlen(r->user) : 0;
   if (!main) {
-    const rp_live *m = live_find(rp, w, a->u.start.parent_gen);
-    prompt_bytes = strlen(m->r->system) + strlen(m->r->user) + (size_t)a->u.start.prefix_len;
+    const sg_replay_gen *m = main_rec(rp, w, a->u.start.parent_gen);
+    prompt_bytes = strlen(m->system) + strlen(m->user) + (size_t)a->u.start.prefix_len;
   }
   f->served = sg_realloc(f->served, (f->nserved + 1) * sizeof *f->served);
   f->served[f->nserved++] = (struct rp_served){a->u.start.gen, r};
@@ -421,7 +442,11 @@ int simrp_on_gen_end(sim *s, const sg_sim_event *e) {
     ev.u.failed.usage = u;
   }
   gen_account(s, g, &u);
+  rp->ending.w = e->owner;
+  rp->ending.id = e->id;
+  rp->ending.r = r;
   sg_interp_event(s->it, e->owner, &ev);
+  rp->ending.r = NULL;
   return rc_of(s);
 }
 
@@ -808,14 +833,15 @@ void simrp_finish(sim *s) {
       profiled += f->done[i].phase == SG_PHASE_PROFILE && f->done[i].st == SG_EVAL_OK;
     json_array_append_new(
         rp->workflows,
-        json_pack("{s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I}", "task", f->task,
+        json_pack("{s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "task", f->task,
                   "iterations", (json_int_t)json_array_size(f->iters), "best_speedup",
                   num_or_null(best), "best_speedup_kind",
                   isfinite(best) ? json_string(prof ? "profile" : "validate") : json_null(),
                   "profiling_feedback", profiled, "early_terminations",
                   (json_int_t)cs.early_terminations, "generations_main",
                   (json_int_t)f->mains, "generations_spec", (json_int_t)f->forks,
-                  "deduplicated", (json_int_t)f->dedup));
+                  "answers_at_cap", (json_int_t)f->answers, "deduplicated",
+                  (json_int_t)f->dedup));
   }
 }
 

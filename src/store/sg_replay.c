@@ -114,6 +114,7 @@ static int gen_parse(json_t *j, sg_replay_gen *g, sg_err *err) {
   g->iteration = (int)json_integer_value(json_object_get(j, "iteration"));
   g->gen = (uint64_t)json_integer_value(json_object_get(j, "gen"));
   g->fork = strcmp(kind, "spec") == 0;
+  g->answer_at_cap = g->fork && json_is_true(json_object_get(j, "answer_at_cap"));
   g->parent_gen = (uint64_t)json_integer_value(json_object_get(j, "parent_gen"));
   g->prefix_bytes = (size_t)json_integer_value(json_object_get(j, "prefix_bytes"));
   g->system = sg_strdup(json_is_string(json_object_get(j, "system"))

@@ -56,7 +56,10 @@ typedef struct sg_replay_gen {
   char *task;
   int iteration;       /* from 1 */
   uint64_t gen;        /* the controller's id, per task */
-  bool fork;
+  bool fork;           /* kind spec: a fork, or an answer at the cap */
+  bool answer_at_cap;  /* the answer at the length cap of its main (budget
+                          forcing): matched as a fork from all its main's
+                          reasoning */
   uint64_t parent_gen; /* a fork's main */
   size_t prefix_bytes; /* a fork's reasoning prefix */
   char *system, *user;

@@ -126,6 +126,10 @@ static const char *const migrations[SG_STORE_SCHEMA_VERSION] = {
     " DEFAULT 0 CHECK (prompt_estimated IN (0, 1));"
     "ALTER TABLE generations ADD COLUMN completion_estimated INTEGER NOT NULL "
     " DEFAULT 0 CHECK (completion_estimated IN (0, 1));",
+    /* 2 -> 3: a spec generation that is the answer at the length cap
+     * (budget forcing), not a speculative fork, so no count calls it one. */
+    "ALTER TABLE generations ADD COLUMN answer_at_cap INTEGER NOT NULL "
+    " DEFAULT 0 CHECK (answer_at_cap IN (0, 1));",
 };
 
 /* ---- prepared statements ----------------------------------------------- */
@@ -171,8 +175,9 @@ static const stmt_def stmt_defs[ST__COUNT] = {
                    "WHERE id = ?1 AND ended_us IS NULL"},
     [ST_GEN_INSERT] = {"generations",
                        "INSERT INTO generations (workflow_id, iteration_id, "
-                       "kind, parent_id, prefix_bytes, prompt, started_us) "
-                       "SELECT workflow_id, id, ?2, ?3, ?4, ?5, ?6 "
+                       "kind, parent_id, prefix_bytes, prompt, started_us, "
+                       "answer_at_cap) "
+                       "SELECT workflow_id, id, ?2, ?3, ?4, ?5, ?6, ?7 "
                        "FROM iterations WHERE id = ?1"},
     [ST_GEN_END] = {"generations",
                     "UPDATE generations SET prompt_tokens = ?2, "
@@ -711,6 +716,7 @@ int sg_store_generation_begin(sg_store *s, const sg_store_generation *g,
   sqlite3_bind_int64(st, 4, g->prefix_bytes);
   bind_text(st, 5, g->prompt);
   sqlite3_bind_int64(st, 6, g->started_us);
+  sqlite3_bind_int(st, 7, g->kind == SG_STORE_GEN_SPEC && g->answer_at_cap);
   int changes = 0;
   int rc = st_exec(s, ST_GEN_INSERT, &changes, err);
   if (rc == 0 && changes == 0)

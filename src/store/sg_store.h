@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 /* The latest schema version this build writes. */
-#define SG_STORE_SCHEMA_VERSION 2
+#define SG_STORE_SCHEMA_VERSION 3
 /* The database's name inside a run directory. */
 #define SG_STORE_FILE "run.db"
 /* Text columns from outside (evaluation messages) are cut to this. */
@@ -137,6 +137,8 @@ typedef struct sg_store_generation {
   int64_t prefix_bytes;   /* reasoning bytes in the fork's prompt */
   const char *prompt;     /* may be NULL */
   int64_t started_us;
+  bool answer_at_cap;     /* spec: the answer asked for at the length cap
+                             of its parent (budget forcing), not a fork */
 } sg_store_generation;
 
 typedef enum sg_store_gen_outcome {
@@ -364,7 +366,8 @@ int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
 /* The summary.json object (caller owns *out):
  *   {"e2e_s", "workflows": [{"task", "iterations", "best_speedup",
  *     "best_speedup_kind", "profiling_feedback", "early_terminations", "generations_main",
- *     "generations_spec"}], "utilization": {"validation", "profiling",
+ *     "generations_spec", "answers_at_cap", "answers_at_cap_tokens",
+ *     "deduplicated", "main_restarts"}], "utilization": {"validation", "profiling",
  *     "overall"}, "tokens": {"prompt", "completion", "cached", "uncached",
  *     "consumption" (common/sg_tokens.h defines these two),
  *     "prompt_estimated", "completion_estimated" (the part of each sum that
@@ -374,6 +377,10 @@ int sg_store_workflow_usage_json(sg_store *s, int64_t workflow_id,
  * null: none), best_speedup_kind = the phase that measured it;
  * profiling_feedback = candidates with an ok profile evaluation;
  * early_terminations = iterations that ended with reason "early";
+ * generations_spec = speculative forks (spec generations but the answers
+ * at the length cap); answers_at_cap = those answers, and
+ * answers_at_cap_tokens the prompt and completion tokens they spent (in
+ * the tokens too);
  * utilization = busy device seconds (device_intervals) over pool seconds
  * (devices x e2e_s), validation + profiling = overall; tokens summed over
  * all generations; e2e_s = run end - run start, or, while the run has not

@@ -304,7 +304,13 @@ int sg_store_summary_json(sg_store *s, json_t **out, sg_err *err) {
       " (SELECT count(*) FROM generations g WHERE g.workflow_id = w.id"
       "  AND g.kind = 'main') AS generations_main,"
       " (SELECT count(*) FROM generations g WHERE g.workflow_id = w.id"
-      "  AND g.kind = 'spec') AS generations_spec,"
+      "  AND g.kind = 'spec' AND NOT g.answer_at_cap) AS generations_spec,"
+      /* answers asked for at the length cap: spec generations, not forks */
+      " (SELECT count(*) FROM generations g WHERE g.workflow_id = w.id"
+      "  AND g.answer_at_cap) AS answers_at_cap,"
+      " (SELECT coalesce(sum(g.prompt_tokens + g.completion_tokens), 0)"
+      "  FROM generations g WHERE g.workflow_id = w.id"
+      "  AND g.answer_at_cap) AS answers_at_cap_tokens,"
       /* evaluations not run: the same kernel's was in flight or stored */
       " (SELECT count(*) FROM decisions d WHERE d.workflow_id = w.id"
       "  AND d.kind = 'deduplicated') AS deduplicated,"

@@ -1699,6 +1699,7 @@ static void test_prefix_never_past_kept_text(void) {
 static void test_names(void) {
   SG_CHECK_STR_EQ(sg_ctl_state_name(SG_CTL_FALLBACK), "fallback");
   SG_CHECK_STR_EQ(sg_ctl_reason_name(SG_REASON_FORK_IDLE), "fork_idle");
+  SG_CHECK_STR_EQ(sg_ctl_reason_name(SG_REASON_ANSWER_AT_CAP), "answer_at_cap");
   SG_CHECK_STR_EQ(sg_ctl_reason_name(SG_REASON_BUDGET_TOKENS),
                   "budget_tokens");
   SG_CHECK_STR_EQ(sg_ctl_action_type_name(SG_CACT_SUBMIT_EVAL),
@@ -1930,6 +1931,148 @@ static void test_cut_main_not_restarted(void) {
   fx_free(&f);
 }
 
+/* ---- the answer at the length cap (budget forcing) ------------------------------ */
+
+static void finish_len(fx *f, uint64_t gen, const char *text) {
+  sg_ctl_event e = {.type = SG_CEV_GEN_FINISHED};
+  e.u.finished.gen = gen;
+  e.u.finished.text = text;
+  e.u.finished.len = strlen(text);
+  e.u.finished.reason = SG_FINISH_LENGTH;
+  e.u.finished.usage.prompt_tokens = 10;
+  e.u.finished.usage.completion_tokens = 20;
+  SG_CHECK_OK(ev(f, &e), f->err);
+}
+
+/* The START_GEN of an answer at the cap in the last batch, or NULL. */
+static const sg_ctl_action *answer_start(const fx *f) {
+  for (size_t i = 0; i < f->a.n; i++)
+    if (f->a.v[i].type == SG_CACT_START_GEN && f->a.v[i].u.start.answer)
+      return &f->a.v[i];
+  return NULL;
+}
+
+static int answer_decisions(const fx *f) {
+  int n = 0;
+  for (size_t i = 0; i < f->a.n; i++)
+    n += f->a.v[i].type == SG_CACT_DECISION &&
+         f->a.v[i].u.decision.reason == SG_REASON_ANSWER_AT_CAP;
+  return n;
+}
+
+/* A main cut by max tokens with no kernel: one generation, thinking off,
+ * from all its reasoning, whose kernel the fallback waits for. */
+static void test_answer_at_cap(void) {
+  fx f;
+  fx_init(&f, "none", NULL);
+  chunk(&f, f.main_gen, FILLER, NULL, 5);
+  chunk(&f, f.main_gen, FILLER, NULL, 5);
+  finish_len(&f, f.main_gen, "");
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 1);
+  SG_CHECK_EQ_INT(answer_decisions(&f), 1);
+  const sg_ctl_action *d = act(&f, SG_CACT_DECISION, 0);
+  SG_CHECK(d < answer_start(&f)); /* the decision first, as a fork's */
+  SG_CHECK_EQ_INT(d->u.decision.gen, f.main_gen);
+  SG_CHECK_EQ_INT(d->u.decision.k, 1);
+  SG_CHECK_EQ_INT(d->u.decision.prefix_len, 2 * strlen(FILLER));
+  const sg_ctl_action *s = answer_start(&f);
+  SG_CHECK(s != NULL && s->u.start.kind == SG_GEN_SPEC && !s->u.start.thinking);
+  SG_CHECK_EQ_INT(s->u.start.parent_gen, f.main_gen);
+  SG_CHECK_EQ_INT(s->u.start.prefix_len, 2 * strlen(FILLER));
+  SG_CHECK(memcmp(s->u.start.prefix, FILLER FILLER, 2 * strlen(FILLER)) == 0);
+  SG_CHECK(s->u.start.prompt != NULL && s->iteration == 0);
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) == NULL);
+  uint64_t ag = s->u.start.gen;
+  /* the main's duplicate finish asks nothing again */
+  finish_len(&f, f.main_gen, "");
+  SG_CHECK_EQ_INT(f.a.n, 0);
+  /* its kernel stands in for the main's: the iteration waits for it */
+  finish(&f, ag, CODE);
+  uint64_t cand = submitted(&f, SG_PHASE_VALIDATE);
+  SG_CHECK(cand != 0);
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) == NULL);
+  SG_CHECK(sg_controller_state(f.c) == SG_CTL_FALLBACK);
+  eval(&f, cand, SG_PHASE_VALIDATE, SG_EVAL_OK, NAN);
+  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) == NULL);
+  eval(&f, cand, SG_PHASE_PROFILE, SG_EVAL_OK, 1.5);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_FALLBACK);
+  SG_CHECK_EQ_INT(end->u.end.best_kernel, cand);
+  sg_ctl_stats st;
+  sg_controller_stats(f.c, &st);
+  SG_CHECK_EQ_INT(st.answers_at_cap, 1);
+  SG_CHECK_EQ_INT(st.forks, 0); /* not a fork */
+  SG_CHECK_EQ_INT(st.completion_tokens, 40); /* its tokens count */
+  fx_free(&f);
+}
+
+static void no_answer_at_cap(sg_ctl_opts *o) { o->answer_at_cap = false; }
+static void tokens_25(sg_ctl_opts *o) { o->max_tokens = 25; }
+
+/* When there is none: a kernel in the cut answer, a stop finish, the
+ * option off, no reasoning, a budget spent; and never a second one. */
+static void test_answer_at_cap_when_not(void) {
+  for (int mode = 0; mode < 6; mode++) {
+    fx f;
+    tweak_fn tw = mode == 2 ? no_answer_at_cap : mode == 4 ? tokens_25 : NULL;
+    fx_init(&f, "none", tw);
+    if (mode != 3)
+      chunk(&f, f.main_gen, FILLER, NULL, 1);
+    if (mode == 0) {
+      finish_len(&f, f.main_gen, CODE);
+      SG_CHECK(submitted(&f, SG_PHASE_VALIDATE) != 0);
+    } else if (mode == 1) {
+      finish(&f, f.main_gen, "I could not do it.");
+    } else if (mode == 5) { /* the answer itself cut with no kernel */
+      finish_len(&f, f.main_gen, "");
+      const sg_ctl_action *s = answer_start(&f);
+      SG_CHECK(s != NULL);
+      finish_len(&f, s->u.start.gen, "still no code");
+    } else {
+      finish_len(&f, f.main_gen, "");
+    }
+    SG_CHECK_MSG(answer_start(&f) == NULL, "mode %d: an answer at the cap", mode);
+    SG_CHECK_EQ_INT(answer_decisions(&f), 0);
+    if (mode != 0) {
+      const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+      SG_CHECK_MSG(end != NULL, "mode %d: the iteration did not end", mode);
+      SG_CHECK(end->u.end.reason == SG_REASON_FALLBACK);
+      const sg_ctl_action *done = act(&f, SG_CACT_WORKFLOW_DONE, 0);
+      SG_CHECK((done != NULL) == (mode == 4)); /* 30 tokens of 25 */
+    }
+    fx_free(&f);
+  }
+}
+
+/* Not speculation: it runs with speculate off, and the fork caps and the
+ * fork budget leave it out; its failure resolves the main. */
+static sg_fork_budget full_budget;
+static void no_spec_full_server(sg_ctl_opts *o) {
+  o->speculate = false;
+  o->max_live_forks = 1;
+  o->max_forks_per_iteration = 1;
+  o->fork_budget = &full_budget;
+}
+
+static void test_answer_at_cap_without_speculation(void) {
+  full_budget.cap = 1;
+  full_budget.used = 1; /* the server has no stream for a fork */
+  fx f;
+  fx_init(&f, "none", no_spec_full_server);
+  chunk(&f, f.main_gen, PHRASE, NULL, 1);
+  tick(&f, 4, 4);
+  SG_CHECK_EQ_INT(count(&f, SG_CACT_START_GEN), 0);
+  finish_len(&f, f.main_gen, "");
+  const sg_ctl_action *s = answer_start(&f);
+  SG_CHECK(s != NULL);
+  SG_CHECK_EQ_INT(full_budget.used, 1);
+  fail_gen(&f, s->u.start.gen);
+  const sg_ctl_action *end = act(&f, SG_CACT_END_ITERATION, 0);
+  SG_CHECK(end != NULL && end->u.end.reason == SG_REASON_FALLBACK);
+  SG_CHECK_EQ_INT(full_budget.used, 1);
+  fx_free(&f);
+}
+
 SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_event_before_start_refused),
              SG_TEST(test_fork_on_each_trigger_class),
@@ -1969,4 +2112,7 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_history_compacted_at_iteration_ends),
              SG_TEST(test_cut_main_restarted_fork_goes_on),
              SG_TEST(test_cut_main_after_its_kernel_submitted),
-             SG_TEST(test_cut_main_not_restarted))
+             SG_TEST(test_cut_main_not_restarted),
+             SG_TEST(test_answer_at_cap),
+             SG_TEST(test_answer_at_cap_when_not),
+             SG_TEST(test_answer_at_cap_without_speculation))

@@ -181,6 +181,40 @@ static void data_holds_every_table_on_the_run_clock(void) {
   rm_dir(dir);
 }
 
+/* An answer at the length cap (a spec generation of the store, not a fork)
+ * reads as kind "answer_at_cap" in the report's data, and the summary counts
+ * it apart from the forks, its tokens with it. */
+static void answers_at_cap_are_not_forks(void) {
+  char *dir = tmp_dir();
+  fixture f = make_run(dir, true);
+  sg_err err;
+  sg_err_clear(&err);
+  sg_store *s = NULL;
+  SG_CHECK_OK(sg_store_open(dir, &s, &err), err);
+  sg_store_generation g = {.iteration_id = f.it2, .kind = SG_STORE_GEN_SPEC,
+                           .parent_id = f.gen2, .prefix_bytes = 10, .prompt = "p",
+                           .started_us = 111 * S1, .answer_at_cap = true};
+  int64_t id;
+  SG_CHECK_OK(sg_store_generation_begin(s, &g, &id, &err), err);
+  SG_CHECK_OK(sg_store_generation_end(s, id, 50, 40, 0, "stop", SG_STORE_GEN_COMPLETED,
+                                      112 * S1, &err), err);
+  json_t *sum = NULL;
+  SG_CHECK_OK(sg_store_summary_json(s, &sum, &err), err);
+  json_t *w = json_array_get(json_object_get(sum, "workflows"), 0);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(w, "generations_spec")), 1);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(w, "answers_at_cap")), 1);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(w, "answers_at_cap_tokens")), 90);
+  json_decref(sum);
+  sg_store_close(s);
+  json_t *d = data_of(dir, false);
+  json_t *gens = json_object_get(d, "generations");
+  SG_CHECK_STR_EQ(json_string_value(json_array_get(json_array_get(gens, 1), 2)), "spec");
+  SG_CHECK_STR_EQ(json_string_value(json_array_get(json_array_get(gens, 2), 2)),
+                  "answer_at_cap");
+  json_decref(d);
+  rm_dir(dir);
+}
+
 static void an_open_run_ends_at_its_latest_record(void) {
   char *dir = tmp_dir();
   make_run(dir, false);
@@ -513,6 +547,7 @@ static void report_and_sim_out_commands_write_pages(void) {
 }
 
 SG_TEST_MAIN(SG_TEST(data_holds_every_table_on_the_run_clock),
+             SG_TEST(answers_at_cap_are_not_forks),
              SG_TEST(an_open_run_ends_at_its_latest_record),
              SG_TEST(details_hold_sources_messages_and_profiles),
              SG_TEST(page_escapes_hostile_text_and_holds_no_credentials),

@@ -20,7 +20,11 @@
 #           reaches the same decisions, evaluations and best speedup, every
 #           evaluation from the record; a recording with speculation
 #           replays its mains' streams and serves forks from recorded ones,
-#           and under --spec off runs the mains alone, without a model.
+#           and under --spec off runs the mains alone, without a model;
+#           a main cut by max tokens and answered from its reasoning
+#           (--answer-at-cap) is recorded as such, and its answer is found
+#           again in a replay, and in a virtual-time replay
+#           (`specgen replay`).
 # Speaks TAP.
 set -uo pipefail
 SPECGEN=$1
@@ -28,7 +32,7 @@ SPECGEN=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "1..19"
+echo "1..22"
 common=(--task hinge_loss --devices cpu:0 --iterations 2 --runs 3 --warmups 1 --tick 0.05
         --eval-timeout 5)
 OPENAI_API_KEY=sk-never-recorded-4242 timeout 300 "$SPECGEN" run "${common[@]}" \
@@ -271,4 +275,54 @@ grep -q '"event": *"run_start".*"replay": *"' "$work/nospec.out" &&
   ! grep -q "REPLAY" "$work/rec.err" "$work/rec.out"
 check "run --replay --json: the run_start event names the replay; a live run says no replay" $? \
   "$(grep run_start "$work/nospec.out")" "$(grep REPLAY "$work/rec.err" "$work/rec.out")"
+# ---- the answer at the length cap ------------------------------------------
+# Mains cut at 300 tokens inside their reasoning: each is answered from all
+# its reasoning (spec off: not a fork); the record names the answer, and a
+# replay with the same options finds it as a fork of its main's whole
+# reasoning and reaches the same decisions.
+timeout 300 "$SPECGEN" run "${common[@]}" --spec off --max-tokens 300 --server-speed 3000 \
+  --out "$work/cap" >/dev/null 2>"$work/cap.err"
+rc=$?
+python3 - "$work/cap" >"$work/cap.out" 2>&1 <<'PY'
+import gzip, json, sys
+d = sys.argv[1]
+L = [json.loads(l) for l in gzip.open(d + "/llm.jsonl.gz")]
+w = json.load(open(d + "/summary.json"))["workflows"][0]
+ans = [g for g in L if g.get("answer_at_cap")]
+assert ans and all(g["kind"] == "spec" and not g["thinking"] for g in ans), ans
+assert len(ans) == w["answers_at_cap"] and w["generations_spec"] == 0, w
+for a in ans:
+    m = [g for g in L if g["gen"] == a["parent_gen"] and g["kind"] == "main"][0]
+    assert m["finish"] == "length", m["finish"]
+    assert a["prefix_bytes"] == len("".join(c[2] for c in m["chunks"] if c[1] == "r")), a
+print("ok", len(ans))
+PY
+check "record: answers at the length cap, named, from all their main's reasoning" $? \
+  "exit $rc" "$(cat "$work/cap.out")" "$(tail -5 "$work/cap.err")"
+timeout 300 "$SPECGEN" run "${common[@]}" --spec off --max-tokens 300 --replay "$work/cap" \
+  --replay-evals --replay-speed 0 --out "$work/cap2" >/dev/null 2>"$work/cap2.err"
+rc=$?
+answers() { sqlite3 "$1/run.db" "SELECT count(*) FROM generations WHERE answer_at_cap AND outcome = 'completed'"; }
+[ $rc -eq 0 ] && [ "$(answers "$work/cap")" -gt 0 ] &&
+  [ "$(answers "$work/cap")" = "$(answers "$work/cap2")" ] &&
+  [ "$(facts "$work/cap")" = "$(facts "$work/cap2")" ]
+check "run --replay: the recorded answers at the cap are found; the same decisions" $? \
+  "exit $rc" "answers: $(answers "$work/cap") then $(answers "$work/cap2")" \
+  "recorded: $(facts "$work/cap")" "replayed: $(facts "$work/cap2")" "$(tail -5 "$work/cap2.err")"
+timeout 120 "$SPECGEN" replay "$work/cap" --json >"$work/cap3.json" 2>"$work/cap3.err"
+rc=$?
+python3 - "$work/cap" "$work/cap3.json" >"$work/cap3.out" 2>&1 <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1] + "/run.db")
+d = json.load(open(sys.argv[2]))
+w = d["workflows"][0]
+rec = [f"{n}:{r}" for n, r in db.execute("SELECT number, end_reason FROM iterations ORDER BY number")]
+n = db.execute("SELECT count(*) FROM generations WHERE answer_at_cap").fetchone()[0]
+assert w["answers_at_cap"] == n > 0 and w["generations_spec"] == 0, w
+assert d["replay"]["forks_unrecorded"] == 0, d["replay"]
+assert d["decisions"]["hinge_loss"]["iterations"] == rec, (d["decisions"], rec)
+print("ok", n)
+PY
+check "replay (virtual time): the answers at the cap served from the record, not forks" $? \
+  "exit $rc" "$(cat "$work/cap3.out")" "$(tail -3 "$work/cap3.err")"
 exit $((failed > 0))

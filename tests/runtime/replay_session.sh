@@ -15,7 +15,10 @@ DATA=$2
 . "$(dirname "$0")/../tap.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-rec="$DATA/smollm2_session"
+# a copy: replaying with its evaluations opens its store, which a newer
+# specgen migrates, and the checkout's copy stays as recorded
+cp -r "$DATA/smollm2_session" "$work/rec"
+rec="$work/rec"
 task="$DATA/../../eval/data/tasks/cpu/vector_add"
 prompts="$DATA/../../llm/data/prompts_small"
 

@@ -163,8 +163,8 @@ static void test_cancel_warning_names_the_server(void) {
   SG_CHECK_CONTAINS(w, "profile llamacpp-python");
 }
 
-/* The store keeps which counts are estimates (schema 2), and the summary
- * says how much of each sum is estimated. */
+/* The store keeps which counts are estimates (since schema 2), and the
+ * summary says how much of each sum is estimated. */
 static void test_store_marks_estimated_counts(void) {
   char tmpl[] = "/tmp/sg-test-account-XXXXXX";
   SG_CHECK(mkdtemp(tmpl) != NULL);
@@ -172,7 +172,7 @@ static void test_store_marks_estimated_counts(void) {
   sg_err_clear(&err);
   sg_store *s = NULL;
   SG_CHECK_OK(sg_store_open(tmpl, &s, &err), err);
-  SG_CHECK_EQ_INT(sg_store_schema_version(s), 2);
+  SG_CHECK(sg_store_schema_version(s) >= 2);
   json_t *cfg = json_pack("{s:s}", "search", "refine");
   int64_t run, wf, it, g1, g2;
   SG_CHECK_OK(sg_store_run_begin(s, cfg, 1, 1000000, &run, &err), err);

@@ -1625,8 +1625,68 @@ static void test_external_endpoint_and_forks_that_cannot_start(void) {
   free(dir);
 }
 
+/* --spec off with mains cut by max tokens inside their reasoning: each is
+ * answered from all its reasoning (not a fork), its kernel evaluated before
+ * its iteration ends; the events, summary.json and the store name them
+ * apart from forks and count their tokens. --answer-at-cap off: none. */
+static void test_answer_at_cap_spec_off(void) {
+  char *dir = tmp_dir();
+  const char *args[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                        "--iterations", "2", "--out", dir, "--json", "--spec", "off",
+                        "--max-tokens", "300", FAST, NULL};
+  proc p;
+  int rc = run_cmd(args, 180, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  json_t *evs = events_of(&p);
+  SG_CHECK_EQ_INT(count_events(evs, "fork"), 0);
+  int answers = db_int(dir, "SELECT count(*) FROM generations WHERE answer_at_cap");
+  SG_CHECK(answers >= 1);
+  SG_CHECK_EQ_INT(count_events(evs, "answer_at_cap"), answers);
+  const json_t *last = json_array_get(evs, json_array_size(evs) - 1);
+  const json_t *w = json_array_get(json_object_get(json_object_get(last, "summary"),
+                                                   "workflows"), 0);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(w, "answers_at_cap")), answers);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(w, "generations_spec")), 0);
+  SG_CHECK(json_integer_value(json_object_get(w, "answers_at_cap_tokens")) > 0);
+  /* each: thinking off from all the reasoning of a main cut by the cap */
+  SG_CHECK_EQ_INT(db_int(dir, "SELECT count(*) FROM generations a JOIN generations m ON "
+                              "m.id = a.parent_id WHERE a.answer_at_cap AND a.kind = 'spec' "
+                              "AND m.finish_reason = 'length' AND a.prefix_bytes > 0"),
+                  answers);
+  SG_CHECK_EQ_INT(db_int(dir, "SELECT count(*) FROM decisions WHERE kind = 'answer_at_cap'"),
+                  answers);
+  /* their kernels: evaluated before their iterations ended */
+  SG_CHECK(db_int(dir, "SELECT count(*) FROM candidates c JOIN generations g ON "
+                       "g.id = c.generation_id WHERE g.answer_at_cap") >= 1);
+  SG_CHECK_EQ_INT(db_int(dir, "SELECT count(*) FROM evaluations e JOIN candidates c ON "
+                              "c.id = e.candidate_id JOIN generations g ON g.id = "
+                              "c.generation_id JOIN iterations i ON i.id = g.iteration_id "
+                              "WHERE g.answer_at_cap AND (e.ended_us IS NULL OR e.ended_us > "
+                              "i.ended_us OR e.status = 'aborted')"),
+                  0);
+  check_each_kernel_evaluated_once(dir);
+  json_decref(evs);
+  proc_free(&p);
+  sg_err e;
+  sg_rm_rf(dir, &e);
+  /* off: the cut mains stay without a kernel; the table says so */
+  const char *off[] = {"run", "--task", "hinge_loss", "--devices", "cpu:0",
+                       "--iterations", "1", "--out", dir, "--spec", "off",
+                       "--max-tokens", "300", "--answer-at-cap", "off", FAST, NULL};
+  rc = run_cmd(off, 180, &p);
+  SG_CHECK_MSG(rc == 0, "exit %d; stderr:\n%s", rc, sg_buf_str(&p.err));
+  SG_CHECK_EQ_INT(db_int(dir, "SELECT count(*) FROM generations WHERE finish_reason = "
+                              "'length'"), 1);
+  SG_CHECK_EQ_INT(db_int(dir, "SELECT count(*) FROM generations"), 1);
+  SG_CHECK_CONTAINS(sg_buf_str(&p.out), "forks at cap");
+  proc_free(&p);
+  sg_rm_rf(dir, &e);
+  free(dir);
+}
+
 SG_TEST_MAIN(SG_TEST(test_bad_usage), SG_TEST(test_fork_budget_measured), SG_TEST(test_llm_streams_bound_the_forks), SG_TEST(test_external_endpoint_and_forks_that_cannot_start), SG_TEST(test_no_working_device_is_refused_before_the_run), SG_TEST(test_run_two_tasks_end_to_end),
-             SG_TEST(test_json_events_and_spec_off), SG_TEST(test_spec_on_forks),
+             SG_TEST(test_json_events_and_spec_off), SG_TEST(test_answer_at_cap_spec_off),
+             SG_TEST(test_spec_on_forks),
              SG_TEST(test_cutoff_detach), SG_TEST(test_next_ahead_kill_and_resume),
              SG_TEST(test_llm_faults), SG_TEST(test_main_cut_mid_stream),
              SG_TEST(test_worker_killed_mid_evaluation),

@@ -301,6 +301,7 @@ static void round_trip(const sg_run_config *c) {
   sg_err_clear(&err);
   sg_run_config_init(&d);
   SG_CHECK_OK(sg_run_config_from_json(&d, back, &err), err);
+  SG_CHECK(d.knobs.answer_at_cap == c->knobs.answer_at_cap);
   json_t *again = sg_run_config_to_json(&d);
   char *text2 = json_dumps(again, JSON_COMPACT);
   SG_CHECK_MSG(strcmp(text, text2) == 0, "round trip:\n%s\n%s", text, text2);
@@ -338,6 +339,14 @@ static void test_json_round_trip(void) {
   SG_CHECK_OK(sg_run_config_set(&c, "token-budget", "9223372036854775807", NULL, &err),
               err);
   round_trip(&c);
+  sg_run_config_free(&c);
+  /* a recorded configuration from before answer-at-cap: it ran without it */
+  sg_run_config_init(&c);
+  SG_CHECK(c.knobs.answer_at_cap);
+  json_t *old = json_pack("{s:b}", "spec", 0);
+  SG_CHECK_OK(sg_run_config_from_json(&c, old, &err), err);
+  SG_CHECK(!c.knobs.answer_at_cap);
+  json_decref(old);
   sg_run_config_free(&c);
 }
 
