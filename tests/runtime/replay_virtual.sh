@@ -188,8 +188,11 @@ assert r["fork_caps_recorded"] >= 1 and r["fork_caps_applied"] == 0, r' "$work/n
 check "--fork-slowdown-max 0: the recorded caps not applied, and it says so" $? \
   "$(tail -3 "$work/nocaps.err")"
 
-# Interrupted while its generations and evaluations ran.
-timeout 120 "$SPECGEN" run --task hinge_loss --task diag_matmul --devices cpu:0 --iterations 3 \
+# Interrupted while its generations and evaluations ran. --foreground:
+# timeout passes a signal it gets to the run and then to its whole process
+# group, the run again among it, and a second SIGINT stops a run at once
+# (no summary), so the run sometimes met two.
+timeout --foreground 120 "$SPECGEN" run --task hinge_loss --task diag_matmul --devices cpu:0 --iterations 3 \
   --runs 3 --warmups 1 --tick 0.05 --eval-timeout 5 --server-speed 300 --quiet \
   --out "$work/stopped" >"$work/stopped.log" 2>&1 &
 pid=$!
