@@ -215,8 +215,10 @@ check_stopped() {
     "replayed: $(replayed "$4" 2>&1)" "$(tail -3 "$5")" "$(tail -1 "$work/same_summary.err")"
 }
 
-# Interrupted while its generations and evaluations ran.
-timeout 120 "$SPECGEN" run --task hinge_loss --task diag_matmul --devices cpu:0 --iterations 3 \
+# Interrupted while its generations and evaluations ran. --foreground: one
+# SIGINT, to the run only (timeout otherwise sends it to its process group
+# as well, and a second SIGINT stops the run at once, unrecorded).
+timeout --foreground 120 "$SPECGEN" run --task hinge_loss --task diag_matmul --devices cpu:0 --iterations 3 \
   --runs 3 --warmups 1 --tick 0.05 --eval-timeout 5 --server-speed 300 --quiet \
   --out "$work/stopped" >"$work/stopped.log" 2>&1 &
 pid=$!
