@@ -403,6 +403,17 @@ int sg_replay_match(sg_replay *rp, const sg_replay_query *q, const sg_replay_gen
   return sg_replay_match_fork(rp, m, q->prefix_len, out, err);
 }
 
+/* Whether fork g began while main m was live: m's try, not another try of
+ * the same main (one the server cut and sent again, or one a stop cut and
+ * the resumed run sent again: the same task, iteration and id). Unknown
+ * times (older records) match. */
+static bool during(const sg_replay_gen *g, const sg_replay_gen *m) {
+  if (g->started_us < 0 || m->started_us < 0)
+    return true;
+  return g->started_us >= m->started_us &&
+         (m->ended_us < 0 || g->started_us <= m->started_us + m->ended_us);
+}
+
 int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t prefix_len,
                          const sg_replay_gen **out, sg_err *err) {
   sg_replay_query qq = {.prefix_len = prefix_len};
@@ -413,7 +424,7 @@ int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t pre
   for (size_t i = 0; i < rp->n; i++) {
     const sg_replay_gen *g = &rp->gens[i];
     if (!g->fork || g->parent_gen != m->gen || strcmp(g->task, m->task) != 0 ||
-        g->iteration != m->iteration)
+        g->iteration != m->iteration || !during(g, m))
       continue;
     if (g->prefix_bytes <= q->prefix_len) {
       if (best == NULL || g->prefix_bytes > best->prefix_bytes)
@@ -446,17 +457,18 @@ int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t pre
  * (sg_ctl_restart.c) keeps its id too: the earlier try of the same
  * iteration with that id failed. */
 static bool new_process(const sg_replay *rp, const sg_replay_gen *m, int64_t from_us) {
+  bool higher = false;
   for (size_t i = 0; i < rp->n; i++) {
     const sg_replay_gen *g = &rp->gens[i];
     if (g == m || g->started_us < from_us || g->started_us >= m->started_us ||
         g->gen < m->gen || strcmp(g->task, m->task) != 0)
       continue;
-    bool restart = !g->fork && g->gen == m->gen && g->iteration == m->iteration &&
-                   strcmp(g->outcome, "failed") == 0;
-    if (!restart)
-      return true;
+    if (!g->fork && g->gen == m->gen && g->iteration == m->iteration &&
+        strcmp(g->outcome, "failed") == 0)
+      return false; /* a restart (the cut try's forks have higher ids) */
+    higher = true;
   }
-  return false;
+  return higher;
 }
 
 size_t sg_replay_resumes(const sg_replay *rp, sg_replay_resume **out) {

@@ -125,7 +125,9 @@ int sg_replay_match(sg_replay *rp, const sg_replay_query *q, const sg_replay_gen
 /* The second half of that rule, for a fork of the recorded main m (a
  * caller that knows which recorded main its fork continues): the recorded
  * fork of m at prefix_len, else the nearest short of it, else the first
- * within SG_REPLAY_FORK_SLACK_BYTES after it; SG_ENOENT otherwise. */
+ * within SG_REPLAY_FORK_SLACK_BYTES after it; SG_ENOENT otherwise. Only
+ * forks begun while m was live count: another try of the same main (sent
+ * again after a cut or a resume) has its own. */
 int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t prefix_len,
                          const sg_replay_gen **out, sg_err *err);
 
