@@ -67,6 +67,11 @@ static void print_text(json_t *s) {
   if (json_object_get(rp, "record_interrupted_at_s"))
     printf("  the recorded run was interrupted at %.2f s: the replay stops there too\n",
            num(rp, "record_interrupted_at_s"));
+  const json_t *z;
+  size_t zi;
+  json_array_foreach(json_object_get(rp, "record_resumes"), zi, z)
+    printf("  the recorded run was stopped at %.2f s and resumed at %.2f s: the replay too\n",
+           num(z, "stopped_at_s"), num(z, "resumed_at_s"));
   printf("  forks: %.0f at a recorded prefix, %.0f took the nearest recorded fork, %.0f "
          "unrecorded (failed); %.0f token forks\n",
          num(rp, "forks_at_recorded_prefix"), num(rp, "forks_nearest_recorded"),

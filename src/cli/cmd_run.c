@@ -79,6 +79,11 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
     if (json_object_get(rp, "evaluations_from_record"))
       fprintf(f, " (%.0f from the record)", num(rp, "evaluations_from_record"));
     fprintf(f, "\n");
+    if (num(rp, "record_resumes") > 0)
+      fprintf(f, "  the record was stopped and resumed %.0f time(s); this replay ran straight "
+                 "through:\n  its decisions differ from the record's there (`specgen replay` "
+                 "replays the stops)\n",
+              num(rp, "record_resumes"));
   }
   fprintf(f, "  end to end %.1f s; device utilization %.0f%% (validation %.0f%%, "
              "profiling %.0f%%)\n",

@@ -201,6 +201,8 @@ struct run {
   bool prompted;           /* reasoning: prompted (the model is asked to
                               think in <think> tags) */
   sg_store *replay_store;  /* replay-evals: the recorded run's store */
+  size_t replay_resumes;   /* a replay: the record's stops and resumes
+                              (sg_replay_resumes), run straight through */
 
   /* sg_run_resume.c: the run's first records, or those restored */
   int64_t run_id;

@@ -184,6 +184,17 @@ int sg_run_start_model(run *r, sg_err *err) {
     if (rc < 0)
       return sg_err_prefix(err, "--replay-evals");
   }
+  if (cfg->replay) {
+    /* A record resumed after a stop: the summary says this replay ran
+     * through its stops (docs/usage.md, "Replaying a recorded run"). */
+    sg_replay *rec = NULL;
+    sg_replay_resume *rs = NULL;
+    if (sg_replay_load(cfg->replay, &rec, err) < 0)
+      return sg_err_prefix(err, "--replay");
+    r->replay_resumes = sg_replay_resumes(rec, &rs);
+    free(rs);
+    sg_replay_free(rec);
+  }
   /* The caller's server (sg_run.h): the run knows it only as an endpoint. */
   const char *profile = NULL;
   int rc = r->server->start(r->server->data, cfg, &r->base_url, &r->model, &profile, err);
@@ -235,6 +246,8 @@ json_t *sg_run_summary(run *r, sg_err *err) {
   if (r->cfg->replay) {
     json_t *rp = sg_run_replay_json(r->cfg->replay, r->cfg->replay_speed, r->cfg->replay_evals);
     json_object_set_new(rp, "evaluations_from_record", json_integer((json_int_t)r->replayed_evals));
+    if (r->replay_resumes > 0)
+      json_object_set_new(rp, "record_resumes", json_integer((json_int_t)r->replay_resumes));
     json_object_set_new(s, "replay", rp);
   }
   json_object_set_new(s, "interrupted", json_boolean(r->interrupted));

@@ -788,6 +788,129 @@ static void interrupt(sim *s, int64_t stop_us) {
   simrp_interrupt(s);
 }
 
+/* Starts the workflows not done, and their ticks. */
+static int start_workflows(sim *s) {
+  int rc = 0;
+  for (int w = 0; rc == 0 && w < s->p->workflows; w++) {
+    if (!s->wf[w].done) {
+      sg_interp_start(s->it, (uint32_t)w);
+      if (s->rp)
+        sg_interp_drain(s->it);
+      rc = it_rc(s);
+    }
+    if (rc == 0 && !(s->rp && simrp_ticks(s, (uint32_t)w)))
+      sim_push(s, s->now_us + sim_s_to_us(s->p->knobs.tick), EV_TICK, (uint32_t)w, 0, 0);
+  }
+  return rc;
+}
+
+/* What a resumed run restores of a workflow (sg_run_resume.c): its
+ * kernels with their results, the iterations it ended, its tokens. */
+typedef struct wf_saved {
+  bool done;
+  int64_t done_us;
+  sg_ctl_restored *k;
+  size_t nk;
+  uint32_t ended;
+  sg_usage tokens;
+} wf_saved;
+
+static void wf_save(sim *s, int w, wf_saved *sv) {
+  sv->done = s->wf[w].done;
+  sv->done_us = s->wf[w].done_us;
+  if (sv->done)
+    return;
+  const sg_history *h = sg_controller_history(s->wf[w].ctl);
+  sv->k = sg_calloc(h->n ? h->n : 1, sizeof *sv->k);
+  for (size_t i = 0; i < h->n; i++) {
+    const sg_kernel *k = &h->v[i];
+    if (k->source == NULL || k->source_len == 0)
+      continue; /* the store keeps no such candidate to restore */
+    sg_ctl_restored *r = &sv->k[sv->nk++];
+    r->iteration = k->iteration;
+    r->origin = k->origin;
+    r->prefix_len = k->prefix_len;
+    r->source = sg_strndup(k->source, k->source_len);
+    r->source_len = k->source_len;
+    r->validated = k->validated;
+    r->validate_status = k->validate_status;
+    r->validate_speedup = r->profile_speedup = k->speedup;
+    r->validate_message = k->validate_message ? sg_strdup(k->validate_message) : NULL;
+    r->profiled = k->profiled;
+    r->profile_text = k->profile_text ? sg_strdup(k->profile_text) : NULL;
+  }
+  sg_ctl_stats cs;
+  sg_controller_stats(s->wf[w].ctl, &cs);
+  sv->ended = cs.iterations;
+  sv->tokens = (sg_usage){cs.prompt_tokens, cs.completion_tokens, cs.cached_tokens};
+}
+
+static void wf_saved_free(wf_saved *sv) {
+  for (size_t i = 0; i < sv->nk; i++) {
+    free((char *)sv->k[i].source);
+    free((char *)sv->k[i].validate_message);
+    free((char *)sv->k[i].profile_text);
+  }
+  free(sv->k);
+}
+
+/* Restores sv into workflow w's fresh controller. */
+static int wf_restore(sim *s, int w, const wf_saved *sv, int64_t wall_us) {
+  int rc = 0;
+  s->wf[w].done = sv->done;
+  s->wf[w].done_us = sv->done_us;
+  if (sv->done) {
+    sg_interp_set_controller(s->it, (uint32_t)w, NULL);
+    return 0;
+  }
+  for (size_t i = 0; i < sv->nk && rc == 0; i++)
+    rc = sg_controller_restore_kernel(s->wf[w].ctl, &sv->k[i], s->err);
+  if (rc == 0)
+    rc = sg_controller_restore_progress(s->wf[w].ctl, sv->ended, wall_us, &sv->tokens,
+                                        s->err);
+  return rc;
+}
+
+/* A replay's record stopped at stop_us and resumed at resume_us (`specgen
+ * run --resume`), as the live run was: what was in flight ends at the stop
+ * (generations cancelled, evaluations aborted), nothing runs until the
+ * resume, and there a new process begins: fresh controllers, scheduler and
+ * interpreter, each unfinished workflow's controller restored with the
+ * kernels and progress it had (sg_run_resume.c) and its open iteration
+ * begun anew. */
+static int resume(sim *s, const sg_knobs *knobs, const char *const *const *lang_entry,
+                  int64_t stop_us, int64_t resume_us) {
+  s->now_us = stop_us;
+  account_idle(s, stop_us);
+  sg_scheduler_tick(s->sched, stop_us, NULL);
+  simrp_stop_for_resume(s);
+  int nw = s->p->workflows;
+  wf_saved *sv = sg_calloc((size_t)nw, sizeof *sv);
+  for (int w = 0; w < nw; w++)
+    wf_save(s, w, &sv[w]);
+  teardown(s);
+  s->wf = NULL;
+  s->reqs = NULL;
+  s->nreqs = 0;
+  s->running = 0;
+  s->budgets = NULL;
+  s->dies_us = NULL;
+  sg_sim_queue_init(&s->q);
+  s->now_us = resume_us;
+  int rc = setup(s, knobs, lang_entry);
+  for (int w = 0; w < nw; w++) {
+    if (rc == 0)
+      rc = wf_restore(s, w, &sv[w], stop_us);
+    wf_saved_free(&sv[w]);
+  }
+  free(sv);
+  if (rc == 0) {
+    account_idle(s, resume_us); /* the gap: nothing ran */
+    rc = start_workflows(s);
+  }
+  return rc;
+}
+
 static void finish_stats(sim *s) {
   sg_sim_result *r = s->res;
   const sg_sim_params *p = s->p;
@@ -898,14 +1021,8 @@ int sim_campaign(const sg_sim_params *p, const sg_sim_variant *v, sim_replay *rp
   }
   sg_sim_queue_init(&s.q);
   rc = setup(&s, knobs, lang_entry);
-  for (int w = 0; rc == 0 && w < p->workflows; w++) {
-    sg_interp_start(s.it, (uint32_t)w);
-    if (rp)
-      sg_interp_drain(s.it);
-    rc = it_rc(&s);
-    if (rc == 0 && !(rp && simrp_ticks(&s, (uint32_t)w)))
-      sim_push(&s, sim_s_to_us(p->knobs.tick), EV_TICK, (uint32_t)w, 0, 0);
-  }
+  if (rc == 0)
+    rc = start_workflows(&s);
   /* A guard against a campaign that never ends: far beyond any plausible
    * length (every iteration 50 times its mean). */
   double guard_s = 50.0 * p->knobs.iterations *
@@ -918,6 +1035,12 @@ int sim_campaign(const sg_sim_params *p, const sg_sim_variant *v, sim_replay *rp
   while (rc == 0 && out->workflows_done < (uint64_t)p->workflows) {
     bool popped = sg_sim_queue_pop(&s.q, &e);
     if (stop_us > 0 && (!popped || e.t_us >= stop_us)) {
+      int64_t resume_us = simrp_resume_us(&s);
+      if (resume_us > 0) { /* stopped there, resumed later */
+        rc = resume(&s, knobs, lang_entry, stop_us, resume_us);
+        stop_us = simrp_stop_us(&s);
+        continue;
+      }
       interrupt(&s, stop_us); /* the record ends there: nothing more after it */
       break;
     }

@@ -190,6 +190,12 @@ void simrp_finish(sim *s);
  * there and calls simrp_interrupt, as the live run was stopped. */
 int64_t simrp_stop_us(const sim *s);
 void simrp_interrupt(sim *s);
+/* A record the run was resumed from after a stop: the stop simrp_stop_us
+ * gives is followed by a resume at simrp_resume_us (0: none, the record
+ * ends there). The loop calls simrp_stop_for_resume at the stop, then
+ * begins the resumed run (fresh controllers, restored) at the resume. */
+int64_t simrp_resume_us(const sim *s);
+void simrp_stop_for_resume(sim *s);
 /* On the record's clock, workflow w's ticks are the record's (its
  * idle-device forks and cutoffs), scheduled here (w UINT32_MAX: none, only
  * the answer): true; else false, and the loop ticks every tick_s. */

@@ -62,6 +62,7 @@ typedef struct rp_wf {
   uint64_t answers;              /* answers at the length cap: not forks */
   double best_prof, best_val;
   json_t *iters, *main_tokens, *evals, *forks_at;
+  uint64_t early_before;         /* early terminations before a resume */
   rp_done *done;
   size_t ndone;
   struct rp_served {             /* the recorded generation each one got */
@@ -106,6 +107,9 @@ struct sim_replay {
   json_t *open_iters;            /* its iterations that never ended (sg_store) */
   json_t *gen_kernels;           /* each recorded generation's kernel (sg_store) */
   bool stopped;                  /* the replay stopped there */
+  sg_replay_resume *resumes;     /* the stops the run was resumed from */
+  sg_replay_gen unrecorded;      /* a main its stopped process never recorded */
+  size_t nresumes, resume_next;  /* the next one the replay reaches */
   json_t *ticks;                 /* on it, the record's ticks that acted */
   json_t *caps;                  /* the record's fork budget caps (sg_store) */
   bool caps_on;                  /* applied (the options keep the budget) */
@@ -183,6 +187,12 @@ static const sg_replay_gen *main_for(sim_replay *rp, rp_wf *f, uint32_t iteratio
   size_t n = sg_replay_count(rp->rec);
   sg_replay_gen *want = NULL, *last = NULL;
   unsigned seen = 0;
+  /* A record resumed after stops: the k-th among the mains the current
+   * process sent (those started since the last resume the replay passed,
+   * before the next). */
+  size_t z = rp->resume_next;
+  int64_t lo = z > 0 ? rp->resumes[z - 1].resume_us : INT64_MIN;
+  int64_t hi = z < rp->nresumes ? rp->resumes[z].resume_us : INT64_MAX;
   for (size_t i = 0; i < n; i++) {
     sg_replay_gen *g = (sg_replay_gen *)sg_replay_get(rp->rec, i);
     if (g->fork || strcmp(g->task, f->task) != 0)
@@ -190,13 +200,19 @@ static const sg_replay_gen *main_for(sim_replay *rp, rp_wf *f, uint32_t iteratio
     if (last == NULL || g->iteration > last->iteration ||
         (g->iteration == last->iteration && g->started_us > last->started_us))
       last = g;
-    if (g->iteration == (int)iteration + 1 && seen++ == k)
+    if (g->iteration == (int)iteration + 1 && g->started_us >= lo && g->started_us < hi &&
+        seen++ == k)
       want = g;
   }
   if (want != NULL && want->served == 0) {
     want->served++;
     return want;
   }
+  /* None before a stop the run was resumed from: this main was still live
+   * when its process stopped without recording it (killed): it streams
+   * nothing, and the stop cancels it, as it did live. */
+  if (want == NULL && hi != INT64_MAX)
+    return &rp->unrecorded;
   const sg_replay_gen *like = want ? want : last;
   if (like == NULL)
     return NULL;
@@ -225,16 +241,44 @@ static const sg_replay_gen *main_for(sim_replay *rp, rp_wf *f, uint32_t iteratio
 
 /* The solo pace's chunk times of r, or NULL: the recorded ones. */
 static const int64_t *solo_times(sim_replay *rp, const sg_replay_gen *r) {
-  size_t i = (size_t)(r - sg_replay_get(rp->rec, 0));
-  return rp->solo_at ? rp->solo_at[i] : NULL;
+  if (rp->solo_at == NULL || r == &rp->unrecorded)
+    return NULL;
+  return rp->solo_at[(size_t)(r - sg_replay_get(rp->rec, 0))];
+}
+
+/* ---- a stopped and resumed record ------------------------------------------- */
+
+/* Whether r's recording was cut by a stop the run was resumed from:
+ * started before that resume, in an iteration the resumed run redid (a
+ * main of it was sent again after the resume). */
+static bool cut_by_resume(const sim_replay *rp, const sg_replay_gen *r) {
+  int64_t from = 0;
+  for (size_t k = 0; k < rp->nresumes; k++) {
+    int64_t resume = rp->resumes[k].resume_us;
+    if (r->started_us >= from && r->started_us < resume) {
+      for (size_t i = 0; i < sg_replay_count(rp->rec); i++) {
+        const sg_replay_gen *m = sg_replay_get(rp->rec, i);
+        if (!m->fork && m->started_us >= resume && m->iteration == r->iteration &&
+            strcmp(m->task, r->task) == 0)
+          return true;
+      }
+      return false;
+    }
+    from = resume;
+  }
+  return false;
 }
 
 /* Whether r's recording was cut by the record's interruption: cancelled in
- * an iteration that never ended. The replay stops there too, so its end is
- * never reached: it is cancelled at the stop, as it was live. */
+ * an iteration that never ended, or by a stop the run was resumed from. The
+ * replay stops there too, so its end is never reached: it is cancelled at
+ * the stop, as it was live. */
 static bool cut_by_stop(const sim_replay *rp, const sg_replay_gen *r) {
-  if (rp->stop_us <= 0 || r->finish != NULL || r->outcome == NULL ||
-      strcmp(r->outcome, "cancelled") != 0)
+  if (r->finish != NULL || r->outcome == NULL || strcmp(r->outcome, "cancelled") != 0)
+    return false;
+  if (cut_by_resume(rp, r))
+    return true;
+  if (rp->stop_us <= 0)
     return false;
   const json_t *it;
   size_t i;
@@ -322,7 +366,7 @@ int simrp_gen_start(sim *s, uint32_t w, const sg_ctl_action *a) {
   g->t0_us = rp->anchor && r->started_us > s->now_us ? r->started_us : s->now_us;
   if (r->nchunks)
     sim_push(s, g->t0_us + chunk_at(g, 0), EV_CHUNK, w, g->id, g->epoch);
-  if (!cut_by_stop(rp, r))
+  if (r != &rp->unrecorded && !cut_by_stop(rp, r))
     sim_push(s, g->t0_us + gen_end_us(g), EV_GEN_END, w, g->id, g->epoch);
   return 0;
 }
@@ -592,6 +636,15 @@ int simrp_submitted(sim *s, uint32_t w, const sg_ctl_action *a, sg_req_id id) {
   return lookup(s, w, q, was, a->u.submit.phase, &q->changed);
 }
 
+/* Whether the record's outcome of q came from its compile stage, as the
+ * live run ends an evaluation whose compile stage fails: a compile error,
+ * or a kernel rejected or failed there, never given a device. */
+static bool compile_outcome(const rp_req *q) {
+  sg_eval_status st = q->rec.status;
+  return st == SG_EVAL_COMPILE_ERROR ||
+         (st != SG_EVAL_OK && st != SG_EVAL_INFRA_ERROR && q->device_us == 0);
+}
+
 /* A kernel the record never evaluated to an end (never submitted, or
  * withdrawn while it waited or ran): its compile passes at once and its
  * device stage lasts the evaluation timeout, the longest a real one runs;
@@ -607,7 +660,7 @@ int64_t simrp_stage_us(sim *s, sg_req_id id, bool compile) {
   if (compile && s->rp->anchor && !timed)
     us = s->rp->span_us - s->now_us;
   if (timed) {
-    bool last = !compile || q->rec.status == SG_EVAL_COMPILE_ERROR; /* its outcome's stage */
+    bool last = !compile || compile_outcome(q); /* its outcome's stage */
     us = compile ? (int64_t)llround(q->rec.compile_s * 1e6) : q->device_us;
     /* On the record's clock it asks for a device no sooner than it did
      * there (its compile slot is not held meanwhile: see params_of), and
@@ -629,7 +682,7 @@ bool simrp_compile_ok(sim *s, sg_req_id id) {
   rp_req *q = req_find(s->rp, id);
   if (q == NULL || (!q->found && !q->changed))
     return !s->rp->anchor;
-  return q->rec.status != SG_EVAL_COMPILE_ERROR;
+  return !compile_outcome(q);
 }
 
 void simrp_abort(sim *s, sg_req_id id) {
@@ -756,11 +809,16 @@ static int record_stop(sim_replay *rp, const char *dir, int64_t *stop_us, sg_err
   json_t *end = NULL;
   *stop_us = 0;
   int rc = sg_store_record_end_json(rp->store, &end, err);
+  /* The record spans its latest event, a generation's end or later (an
+   * iteration's end withdrawing a kernel the record never evaluated, which
+   * waits until then: simrp_stage_us). */
+  int64_t last = json_integer_value(json_object_get(end, "last_us"));
+  if (rc == 0 && last >= rp->span_us)
+    rp->span_us = last + 1;
   if (rc == 0 && json_is_true(json_object_get(end, "open"))) {
-    int64_t last = json_integer_value(json_object_get(end, "last_us"));
     /* just past the last event: what happened then (a failed run's last
      * refusals) is replayed, what never ended waits beyond it */
-    *stop_us = (last > rp->span_us ? last : rp->span_us) + 1;
+    *stop_us = rp->span_us;
     char path[4096];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     json_t *sum = json_load_file(path, 0, NULL);
@@ -802,7 +860,48 @@ static bool caps_apply(const sg_sim_replay_opts *o, const json_t *caps) {
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-int64_t simrp_stop_us(const sim *s) { return s->rp->stop_us; }
+int64_t simrp_stop_us(const sim *s) {
+  const sim_replay *rp = s->rp;
+  return rp->resume_next < rp->nresumes ? rp->resumes[rp->resume_next].stop_us : rp->stop_us;
+}
+
+int64_t simrp_resume_us(const sim *s) {
+  const sim_replay *rp = s->rp;
+  return rp->resume_next < rp->nresumes ? rp->resumes[rp->resume_next].resume_us : 0;
+}
+
+/* Cancels what is live, as simrp_interrupt does. */
+static void cancel_live(sim *s) {
+  sim_replay *rp = s->rp;
+  for (size_t i = 0; i < rp->nlive; i++) {
+    bool was_main = false;
+    if (rp->live[i].live)
+      simrp_gen_cancel(s, rp->live[i].w, rp->live[i].id, &was_main);
+  }
+}
+
+/* Stopped where the record was stopped and later resumed: its live
+ * generations cancelled there (counted, as live), its evaluations in flight
+ * aborted (never delivered: the record's were aborted too), and what the
+ * replay keeps per generation id dropped (a resumed run numbers its
+ * generations from 1 again). The loop then begins the resumed run. */
+void simrp_stop_for_resume(sim *s) {
+  sim_replay *rp = s->rp;
+  cancel_live(s);
+  for (size_t i = 0; i < rp->nreqs; i++)
+    if (rp->reqs[i].live)
+      req_drop(&rp->reqs[i]);
+  for (size_t w = 0; w < rp->nwf; w++) {
+    rp_wf *f = &rp->wf[w];
+    sg_ctl_stats cs;
+    sg_controller_stats(s->wf[w].ctl, &cs);
+    f->early_before += cs.early_terminations;
+    f->nserved = 0;
+    f->iter_kernels = 0;
+    f->iter = UINT32_MAX; /* the resumed run's mains count from the first */
+  }
+  rp->resume_next++;
+}
 
 /* Stopped where the record was interrupted: its live generations cancelled
  * there (their streamed tokens counted, as the live run counts them); its
@@ -810,11 +909,7 @@ int64_t simrp_stop_us(const sim *s) { return s->rp->stop_us; }
 void simrp_interrupt(sim *s) {
   sim_replay *rp = s->rp;
   rp->stopped = true;
-  for (size_t i = 0; i < rp->nlive; i++) {
-    bool was_main = false;
-    if (rp->live[i].live)
-      simrp_gen_cancel(s, rp->live[i].w, rp->live[i].id, &was_main);
-  }
+  cancel_live(s);
 }
 
 void simrp_finish(sim *s) {
@@ -838,7 +933,7 @@ void simrp_finish(sim *s) {
                   num_or_null(best), "best_speedup_kind",
                   isfinite(best) ? json_string(prof ? "profile" : "validate") : json_null(),
                   "profiling_feedback", profiled, "early_terminations",
-                  (json_int_t)cs.early_terminations, "generations_main",
+                  (json_int_t)(cs.early_terminations + f->early_before), "generations_main",
                   (json_int_t)f->mains, "generations_spec", (json_int_t)f->forks,
                   "answers_at_cap", (json_int_t)f->answers, "deduplicated",
                   (json_int_t)f->dedup));
@@ -921,6 +1016,7 @@ static void replay_free(sim_replay *rp) {
   json_decref(rp->caps);
   json_decref(rp->open_iters);
   json_decref(rp->gen_kernels);
+  free(rp->resumes);
   sg_store_close(rp->store);
   sg_replay_free(rp->rec);
 }
@@ -986,6 +1082,14 @@ static json_t *summary_json(const sg_sim_replay_opts *o, sim_replay *rp,
                       json_integer(rp->caps_on ? (json_int_t)rp->caps_next : 0));
   if (rp->stop_us > 0)
     json_object_set_new(rep, "record_interrupted_at_s", json_real((double)rp->stop_us / 1e6));
+  if (rp->nresumes > 0) {
+    json_t *rs = json_array();
+    for (size_t i = 0; i < rp->nresumes; i++)
+      json_array_append_new(rs, json_pack("{s:f, s:f}", "stopped_at_s",
+                                          (double)rp->resumes[i].stop_us / 1e6, "resumed_at_s",
+                                          (double)rp->resumes[i].resume_us / 1e6));
+    json_object_set_new(rep, "record_resumes", rs);
+  }
   json_t *j = json_pack(
       "{s:o, s:f, s:O, s:{s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:I, s:I, s:o}", "replay", rep,
       "e2e_s", r->e2e_s, "workflows", rp->workflows, "utilization", "validation",
@@ -1017,6 +1121,9 @@ int sg_sim_replay_run(const sg_sim_replay_opts *o, json_t **out, sg_err *err) {
   rp.prompted = o->prompted;
   rp.unrecorded_us = (int64_t)llround(o->knobs->eval_timeout * 1e6);
   rp.anchor = o->clock == SG_SIM_REPLAY_CLOCK_RECORDED;
+  rp.unrecorded = (sg_replay_gen){.task = (char *)"", .system = (char *)"", .user = (char *)"",
+                                  .text = (char *)"", .outcome = (char *)"cancelled",
+                                  .started_us = -1, .ended_us = -1};
   int rc = sg_replay_load(o->dir, &rp.rec, err);
   if (rc == 0 && (rc = sg_store_open(o->dir, &rp.store, err)) < 0)
     sg_err_prefix(err, "replay");
@@ -1042,6 +1149,7 @@ int sg_sim_replay_run(const sg_sim_replay_opts *o, json_t **out, sg_err *err) {
   sg_sim_params p;
   if (rc == 0) {
     rp.span_us = record_span_us(rp.rec);
+    rp.nresumes = sg_replay_resumes(rp.rec, &rp.resumes);
     rc = record_stop(&rp, o->dir, &rp.stop_us, err);
   }
   if (rc == 0) {

@@ -10,15 +10,17 @@
 #include "common/sg_buf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* ---- writing ------------------------------------------------------------ */
 
 struct sg_replay_log {
-  gzFile gz;
+  int fd;
   char *path;
   uint64_t bytes;
 };
@@ -27,32 +29,63 @@ int sg_replay_log_open(const char *dir, sg_replay_log **out, sg_err *err) {
   char *path = sg_asprintf("%s/%s", dir, SG_REPLAY_FILE);
   /* Append: a resumed run's generations follow the first process's ones
    * (concatenated gzip members read back as one stream). */
-  gzFile gz = gzopen(path, "ab6");
-  if (gz == NULL) {
-    int rc = sg_err_set(err, SG_EIO, "%s: %s", path, strerror(errno ? errno : EIO));
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int rc = sg_err_set(err, SG_EIO, "%s: %s", path, strerror(errno));
     free(path);
     return rc;
   }
   sg_replay_log *l = sg_calloc(1, sizeof *l);
-  l->gz = gz;
+  l->fd = fd;
   l->path = path;
   *out = l;
   return 0;
 }
 
-int sg_replay_log_write(sg_replay_log *l, const json_t *gen, sg_err *err) {
-  char *line = json_dumps(gen, JSON_COMPACT);
-  size_t n = strlen(line);
-  int ok = gzwrite(l->gz, line, (unsigned)n) == (int)n && gzputc(l->gz, '\n') == '\n' &&
-           gzflush(l->gz, Z_SYNC_FLUSH) == Z_OK;
-  free(line);
-  if (!ok) {
-    int zerr = 0;
-    return sg_err_set(err, SG_EIO, "%s: %s", l->path, gzerror(l->gz, &zerr));
+/* line (n bytes) as one whole gzip member into *out (owned). */
+static int gzip_member(const char *line, size_t n, unsigned char **out, size_t *len) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return -1;
+  size_t cap = deflateBound(&z, (uLong)n) + 16;
+  unsigned char *buf = sg_malloc(cap);
+  z.next_in = (Bytef *)line;
+  z.avail_in = (uInt)n;
+  z.next_out = buf;
+  z.avail_out = (uInt)cap;
+  int zr = deflate(&z, Z_FINISH);
+  *len = cap - z.avail_out;
+  deflateEnd(&z);
+  if (zr != Z_STREAM_END) {
+    free(buf);
+    return -1;
   }
-  struct stat st;
-  if (stat(l->path, &st) == 0)
-    l->bytes = (uint64_t)st.st_size;
+  *out = buf;
+  return 0;
+}
+
+int sg_replay_log_write(sg_replay_log *l, const json_t *gen, sg_err *err) {
+  char *dump = json_dumps(gen, JSON_COMPACT);
+  char *line = sg_asprintf("%s\n", dump);
+  free(dump);
+  unsigned char *member = NULL;
+  size_t len = 0, done = 0;
+  /* One whole member per line: a process killed between two lines leaves
+   * every line it wrote readable, and a resumed run's lines after them. */
+  int ok = gzip_member(line, strlen(line), &member, &len) == 0;
+  free(line);
+  while (ok && done < len) {
+    ssize_t w = write(l->fd, member + done, len - done);
+    if (w < 0 && errno == EINTR)
+      continue;
+    ok = w > 0;
+    done += ok ? (size_t)w : 0;
+  }
+  free(member);
+  if (!ok)
+    return sg_err_set(err, SG_EIO, "%s: %s", l->path, errno ? strerror(errno) : "deflate failed");
+  l->bytes += len;
   return 0;
 }
 
@@ -61,7 +94,7 @@ uint64_t sg_replay_log_bytes(const sg_replay_log *l) { return l ? l->bytes : 0; 
 void sg_replay_log_close(sg_replay_log *l) {
   if (!l)
     return;
-  gzclose(l->gz);
+  close(l->fd);
   free(l->path);
   free(l);
 }
@@ -371,6 +404,17 @@ int sg_replay_match(sg_replay *rp, const sg_replay_query *q, const sg_replay_gen
   return sg_replay_match_fork(rp, m, q->prefix_len, out, err);
 }
 
+/* Whether fork g began while main m was live: m's try, not another try of
+ * the same main (one the server cut and sent again, or one a stop cut and
+ * the resumed run sent again: the same task, iteration and id). Unknown
+ * times (older records) match. */
+static bool during(const sg_replay_gen *g, const sg_replay_gen *m) {
+  if (g->started_us < 0 || m->started_us < 0)
+    return true;
+  return g->started_us >= m->started_us &&
+         (m->ended_us < 0 || g->started_us <= m->started_us + m->ended_us);
+}
+
 int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t prefix_len,
                          const sg_replay_gen **out, sg_err *err) {
   sg_replay_query qq = {.prefix_len = prefix_len};
@@ -381,7 +425,7 @@ int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t pre
   for (size_t i = 0; i < rp->n; i++) {
     const sg_replay_gen *g = &rp->gens[i];
     if (!g->fork || g->parent_gen != m->gen || strcmp(g->task, m->task) != 0 ||
-        g->iteration != m->iteration)
+        g->iteration != m->iteration || !during(g, m))
       continue;
     if (g->prefix_bytes <= q->prefix_len) {
       if (best == NULL || g->prefix_bytes > best->prefix_bytes)
@@ -403,4 +447,57 @@ int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t pre
                       m->task, m->iteration, q->prefix_len, SG_REPLAY_FORK_SLACK_BYTES);
   *out = best;
   return 0;
+}
+
+/* ---- stops and resumes ------------------------------------------------------ */
+
+/* Whether main m was sent by a new process of the run (`specgen run
+ * --resume`): a resumed run's controllers number their generations from 1
+ * again, so m's id is not above one its task already had in this process
+ * (those started from from_us). A main sent again after the server cut it
+ * (sg_ctl_restart.c) keeps its id too: the earlier try of the same
+ * iteration with that id failed. */
+static bool new_process(const sg_replay *rp, const sg_replay_gen *m, int64_t from_us) {
+  bool higher = false;
+  for (size_t i = 0; i < rp->n; i++) {
+    const sg_replay_gen *g = &rp->gens[i];
+    if (g == m || g->started_us < from_us || g->started_us >= m->started_us ||
+        g->gen < m->gen || strcmp(g->task, m->task) != 0)
+      continue;
+    if (!g->fork && g->gen == m->gen && g->iteration == m->iteration &&
+        strcmp(g->outcome, "failed") == 0)
+      return false; /* a restart (the cut try's forks have higher ids) */
+    higher = true;
+  }
+  return higher;
+}
+
+size_t sg_replay_resumes(const sg_replay *rp, sg_replay_resume **out) {
+  sg_replay_resume *v = NULL;
+  size_t n = 0;
+  int64_t from = 0;
+  for (;;) {
+    const sg_replay_gen *first = NULL;
+    for (size_t i = 0; i < rp->n; i++) {
+      const sg_replay_gen *m = &rp->gens[i];
+      if (!m->fork && m->started_us > from &&
+          (first == NULL || m->started_us < first->started_us) && new_process(rp, m, from))
+        first = m;
+    }
+    if (first == NULL)
+      break;
+    int64_t stop = from;
+    for (size_t i = 0; i < rp->n; i++) {
+      const sg_replay_gen *g = &rp->gens[i];
+      int64_t end = g->started_us + (g->ended_us > 0 ? g->ended_us : 0);
+      if (g->started_us >= from && g->started_us < first->started_us && end + 1 > stop)
+        stop = end + 1;
+    }
+    v = sg_realloc(v, (n + 1) * sizeof *v);
+    v[n++] = (sg_replay_resume){stop < first->started_us ? stop : first->started_us,
+                                first->started_us};
+    from = first->started_us;
+  }
+  *out = v;
+  return n;
 }

@@ -88,6 +88,23 @@ void sg_replay_free(sg_replay *rp);
 size_t sg_replay_count(const sg_replay *rp);
 const sg_replay_gen *sg_replay_get(const sg_replay *rp, size_t i);
 
+/* A stop the recorded run was resumed from (`specgen run --resume DIR`
+ * appends the resumed process's generations to the same record), on the
+ * record's clock (from the run's start). */
+typedef struct sg_replay_resume {
+  int64_t stop_us;   /* just past the latest end the process before recorded
+                        (its cancellations at the stop) */
+  int64_t resume_us; /* the start of the first main the resumed process sent */
+} sg_replay_resume;
+
+/* The record's stops and resumes, in order; *out owned (NULL: none). A
+ * main begins a new process when its id is not above one its task already
+ * had in the current process (a resumed run's controllers number their
+ * generations from 1 again), unless the earlier try with that id, of the
+ * same iteration, failed (the same main sent again after the server cut
+ * it). */
+size_t sg_replay_resumes(const sg_replay *rp, sg_replay_resume **out);
+
 /* Reasoning traces from a JSON-lines file (gzip or plain): the "reasoning"
  * field of each line, in order, at most SG_REPLAY_MAX_GENS of them (lines
  * without one are skipped). *out is an array of *n owned strings; free
@@ -111,7 +128,9 @@ int sg_replay_match(sg_replay *rp, const sg_replay_query *q, const sg_replay_gen
 /* The second half of that rule, for a fork of the recorded main m (a
  * caller that knows which recorded main its fork continues): the recorded
  * fork of m at prefix_len, else the nearest short of it, else the first
- * within SG_REPLAY_FORK_SLACK_BYTES after it; SG_ENOENT otherwise. */
+ * within SG_REPLAY_FORK_SLACK_BYTES after it; SG_ENOENT otherwise. Only
+ * forks begun while m was live count: another try of the same main (sent
+ * again after a cut or a resume) has its own. */
 int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t prefix_len,
                          const sg_replay_gen **out, sg_err *err);
 

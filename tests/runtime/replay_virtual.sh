@@ -27,6 +27,12 @@
 #   stopped  a run interrupted while it ran: the replay stops where the
 #            record ends, with the record's decisions, generations and end
 #            to end, and says the run was interrupted
+#   resumed  that interrupted run resumed (`specgen run --resume`) to its
+#            end: the record holds the tries the stop cut and the ones sent
+#            again after the resume; the replay stops where the run was
+#            stopped and resumes where it was resumed, and reaches the
+#            record's decisions and summary; in real time (`specgen run
+#            --replay`) the summary says the replay ran through the stop
 #   again    a record where a kernel's evaluation failed on the machine
 #            (an infrastructure error) and its copy a later iteration wrote
 #            was evaluated again: the replay gives the first ask the error
@@ -54,7 +60,7 @@ for r in smollm2_session testserver_spec_on testserver_spec_off; do
   mkdir -p "$work/$r" && cp "$DATA/$r/llm.jsonl.gz" "$DATA/$r/run.db" "$work/$r/"
 done
 
-echo "1..18"
+echo "1..20"
 # The record's decisions, per task, as the replay's --json writes them.
 recorded() {
   python3 - "$1" <<'PY'
@@ -78,6 +84,19 @@ for wid, task in db.execute("SELECT id, task FROM workflows ORDER BY id"):
     }
 print(json.dumps(out, sort_keys=True))
 PY
+}
+# The replay's summary ($1) against the live run's ($2): each workflow's
+# counts and best speedup, and the tokens; then the asserts in $3 (on s, live).
+same_summary() {
+  python3 -c 'import json, sys
+s, live = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for a, b in zip(s["workflows"], live["workflows"]):
+    for k in ("task", "iterations", "generations_main", "generations_spec", "early_terminations",
+              "profiling_feedback", "best_speedup"):
+        assert a[k] == b[k], (k, a, b)
+for k in ("completion", "cached"):
+    assert s["tokens"][k] == live["tokens"][k], (k, s["tokens"], live["tokens"])
+exec(sys.argv[3])' "$1" "$2" "$3" 2>"$work/same_summary.err"
 }
 replayed() {
   python3 -c 'import json, sys
@@ -188,10 +207,17 @@ assert r["fork_caps_recorded"] >= 1 and r["fork_caps_applied"] == 0, r' "$work/n
 check "--fork-slowdown-max 0: the recorded caps not applied, and it says so" $? \
   "$(tail -3 "$work/nocaps.err")"
 
-# Interrupted while its generations and evaluations ran. --foreground:
-# timeout passes a signal it gets to the run and then to its whole process
-# group, the run again among it, and a second SIGINT stops a run at once
-# (no summary), so the run sometimes met two.
+# check's report on a replay of the run in $work/stopped: WHAT STATUS RC
+# JSON ERR (the replay's output and stderr), the record's and the replay's
+# decisions.
+check_stopped() {
+  check "$1" "$2" "exit $3" "recorded: $(recorded "$work/stopped")" \
+    "replayed: $(replayed "$4" 2>&1)" "$(tail -3 "$5")" "$(tail -1 "$work/same_summary.err")"
+}
+
+# Interrupted while its generations and evaluations ran. --foreground: one
+# SIGINT, to the run only (timeout otherwise sends it to its process group
+# as well, and a second SIGINT stops the run at once, unrecorded).
 timeout --foreground 120 "$SPECGEN" run --task hinge_loss --task diag_matmul --devices cpu:0 --iterations 3 \
   --runs 3 --warmups 1 --tick 0.05 --eval-timeout 5 --server-speed 300 --quiet \
   --out "$work/stopped" >"$work/stopped.log" 2>&1 &
@@ -208,23 +234,42 @@ kill -INT $pid
 wait $pid
 "$SPECGEN" replay "$work/stopped" --json >"$work/stopped.json" 2>"$work/stopped.err"
 rc=$?
-python3 -c 'import json, sys
-s, live = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+same_summary "$work/stopped.json" "$work/stopped/summary.json" '
 assert live.get("interrupted") is True, "the run was not interrupted"
 assert s.get("interrupted") is True, s.get("interrupted")
 assert abs(s["replay"]["record_interrupted_at_s"] - live["e2e_s"]) < 0.01, s["replay"]
-assert abs(s["e2e_s"] - live["e2e_s"]) < 0.01, (s["e2e_s"], live["e2e_s"])
-for a, b in zip(s["workflows"], live["workflows"]):
-    for k in ("task", "iterations", "generations_main", "generations_spec", "early_terminations",
-              "profiling_feedback", "best_speedup"):
-        assert a[k] == b[k], (k, a, b)
-for k in ("completion", "cached"):
-    assert s["tokens"][k] == live["tokens"][k], (k, s["tokens"], live["tokens"])' \
-  "$work/stopped.json" "$work/stopped/summary.json" &&
+assert abs(s["e2e_s"] - live["e2e_s"]) < 0.01, (s["e2e_s"], live["e2e_s"])' &&
   [ $rc -eq 0 ] && [ "$(recorded "$work/stopped")" = "$(replayed "$work/stopped.json")" ]
-check "interrupted: the replay stops where the record ends, with its decisions and summary" $? \
-  "exit $rc" "recorded: $(recorded "$work/stopped")" \
-  "replayed: $(replayed "$work/stopped.json" 2>&1)" "$(tail -3 "$work/stopped.err")"
+check_stopped "interrupted: the replay stops where the record ends, with its decisions and summary" \
+  $? $rc "$work/stopped.json" "$work/stopped.err"
+
+# That run resumed to its end: its mains cut by the stop were sent again from
+# the start of their iteration, after a gap where nothing ran.
+sleep 1
+timeout 120 "$SPECGEN" run --resume "$work/stopped" --quiet >"$work/resumed.log" 2>&1
+rc=$?
+"$SPECGEN" replay "$work/stopped" --json >"$work/resumed.json" 2>"$work/resumed.err" &&
+  same_summary "$work/resumed.json" "$work/stopped/summary.json" '
+assert live.get("interrupted") is False, "the resumed run did not end"
+assert "interrupted" not in s, s.get("interrupted")
+z = s["replay"]["record_resumes"]
+assert len(z) == 1 and 0 < z[0]["stopped_at_s"] < z[0]["resumed_at_s"] < s["e2e_s"], z
+assert abs(s["e2e_s"] - live["e2e_s"]) < 0.5, (s["e2e_s"], live["e2e_s"])' &&
+  [ $rc -eq 0 ] && [ "$(recorded "$work/stopped")" = "$(replayed "$work/resumed.json")" ]
+check_stopped "resumed: a record spanning a stop and a resume reaches its decisions and summary" \
+  $? $rc "$work/resumed.json" "$work/resumed.err"
+# In real time (`specgen run --replay`) the run goes straight through the
+# record's stop, and its summary says so.
+timeout 120 "$SPECGEN" run --task hinge_loss --task diag_matmul --devices cpu:0 --iterations 3 \
+  --runs 3 --warmups 1 --tick 0.05 --eval-timeout 5 --replay "$work/stopped" --replay-evals \
+  --replay-speed 0 --out "$work/straight" >"$work/straight.log" 2>&1
+rc=$?
+python3 -c 'import json, sys
+assert json.load(open(sys.argv[1]))["replay"]["record_resumes"] == 1' \
+  "$work/straight/summary.json" && grep -q "stopped and resumed 1 time(s); this replay ran straight" \
+  "$work/straight.log"
+check "resumed, in real time: the summary says the replay ran through the record's stop" $? \
+  "exit $rc" "$(tail -5 "$work/straight.log")"
 
 # testserver_spec_on made to hold an infrastructure error: candidate 4's
 # validation (iteration 1) failed on the machine, so its copy in iteration 2

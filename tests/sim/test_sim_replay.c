@@ -8,11 +8,13 @@
  * anything but the record and the options. */
 #include "sg_test.h"
 #include "sim/sg_sim_replay.h"
+#include "store/sg_replay.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef SG_TEST_RECORD
 #error "SG_TEST_RECORD: the kept record's directory"
@@ -126,5 +128,54 @@ static void test_no_record(void) {
   SG_CHECK(out == NULL);
 }
 
+/* A record line: a main (parent 0) or a fork of main `parent`, at `at_s`
+ * for `len_s`, with its outcome. */
+static void line(FILE *f, uint64_t gen, uint64_t parent, double at_s, double len_s,
+                 const char *outcome) {
+  fprintf(f,
+          "{\"task\":\"t\",\"iteration\":1,\"gen\":%llu,\"kind\":\"%s\",\"parent_gen\":%llu,"
+          "\"prefix_bytes\":%d,\"chunks\":[[1,\"r\",\"x\"]],\"outcome\":\"%s\","
+          "\"started_us\":%lld,\"ended_us\":%lld}\n",
+          (unsigned long long)gen, parent ? "spec" : "main", (unsigned long long)parent,
+          parent ? 500 : 0, outcome, (long long)(at_s * 1e6), (long long)(len_s * 1e6));
+}
+
+/* Two tries of one main (the same task, iteration and id), each with a
+ * fork at the same prefix: a stop cut the first and a resumed run sent the
+ * second (found as a resume), or the server cut the first (a failed try:
+ * no resume). Each try's fork answers that try. */
+static void test_tries_of_a_main(void) {
+  for (int resumed = 0; resumed < 2; resumed++) {
+    char path[] = "/tmp/sg_replay_tries_XXXXXX";
+    int fd = mkstemp(path);
+    SG_CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    line(f, 2, 1, 50, 40, "completed");
+    line(f, 1, 0, 0, 100, resumed ? "cancelled" : "failed");
+    line(f, 2, 1, 300, 40, "completed");
+    line(f, 1, 0, 200, 300, "completed");
+    fclose(f);
+    sg_replay *rp = NULL;
+    sg_err err;
+    sg_err_clear(&err);
+    SG_CHECK_EQ_INT(sg_replay_load(path, &rp, &err), 0);
+    sg_replay_resume *z = NULL;
+    size_t nz = sg_replay_resumes(rp, &z);
+    SG_CHECK_EQ_INT((int)nz, resumed);
+    if (resumed) {
+      SG_CHECK(z[0].resume_us == 200000000 && z[0].stop_us == 100000001);
+    }
+    free(z);
+    const sg_replay_gen *first = sg_replay_get(rp, 1), *second = sg_replay_get(rp, 3);
+    const sg_replay_gen *fork = NULL;
+    SG_CHECK_EQ_INT(sg_replay_match_fork(rp, second, 500, &fork, &err), 0);
+    SG_CHECK(fork == sg_replay_get(rp, 2));
+    SG_CHECK_EQ_INT(sg_replay_match_fork(rp, first, 500, &fork, &err), 0);
+    SG_CHECK(fork == sg_replay_get(rp, 0));
+    sg_replay_free(rp);
+    unlink(path);
+  }
+}
+
 SG_TEST_MAIN(SG_TEST(test_recorded_clock_is_the_record), SG_TEST(test_other_models_of_time),
-             SG_TEST(test_no_record))
+             SG_TEST(test_no_record), SG_TEST(test_tries_of_a_main))
