@@ -404,15 +404,25 @@ int sg_replay_match(sg_replay *rp, const sg_replay_query *q, const sg_replay_gen
   return sg_replay_match_fork(rp, m, q->prefix_len, out, err);
 }
 
-/* Whether fork g began while main m was live: m's try, not another try of
- * the same main (one the server cut and sent again, or one a stop cut and
- * the resumed run sent again: the same task, iteration and id). Unknown
- * times (older records) match. */
-static bool during(const sg_replay_gen *g, const sg_replay_gen *m) {
+/* Whether fork g belongs to main m's try: it began at or after m's start
+ * and before any later try of the same main began (one the server cut and
+ * sent again, or one a stop cut and the resumed run sent again: the same
+ * task, iteration and id). Not "before m's end": an answer at the length
+ * cap begins just after its main ended. Unknown times (older records)
+ * match. */
+static bool of_try(const sg_replay *rp, const sg_replay_gen *g, const sg_replay_gen *m) {
   if (g->started_us < 0 || m->started_us < 0)
     return true;
-  return g->started_us >= m->started_us &&
-         (m->ended_us < 0 || g->started_us <= m->started_us + m->ended_us);
+  if (g->started_us < m->started_us)
+    return false;
+  for (size_t i = 0; i < rp->n; i++) {
+    const sg_replay_gen *t = &rp->gens[i];
+    if (!t->fork && t->gen == m->gen && t->iteration == m->iteration &&
+        strcmp(t->task, m->task) == 0 && t->started_us > m->started_us &&
+        t->started_us <= g->started_us)
+      return false;
+  }
+  return true;
 }
 
 int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t prefix_len,
@@ -425,7 +435,7 @@ int sg_replay_match_fork(const sg_replay *rp, const sg_replay_gen *m, size_t pre
   for (size_t i = 0; i < rp->n; i++) {
     const sg_replay_gen *g = &rp->gens[i];
     if (!g->fork || g->parent_gen != m->gen || strcmp(g->task, m->task) != 0 ||
-        g->iteration != m->iteration || !during(g, m))
+        g->iteration != m->iteration || !of_try(rp, g, m))
       continue;
     if (g->prefix_bytes <= q->prefix_len) {
       if (best == NULL || g->prefix_bytes > best->prefix_bytes)
