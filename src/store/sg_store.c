@@ -128,8 +128,8 @@ static const char *const migrations[SG_STORE_SCHEMA_VERSION] = {
     " DEFAULT 0 CHECK (completion_estimated IN (0, 1));",
     /* 2 -> 3: a spec generation that is the answer at the length cap
      * (budget forcing), not a speculative fork, so no count calls it one. */
-    "ALTER TABLE generations ADD COLUMN answer_at_cap INTEGER NOT NULL "
-    " DEFAULT 0 CHECK (answer_at_cap IN (0, 1));",
+    ("ALTER TABLE generations ADD COLUMN answer_at_cap INTEGER NOT NULL "
+     " DEFAULT 0 CHECK (answer_at_cap IN (0, 1));"),
 };
 
 /* ---- prepared statements ----------------------------------------------- */
