@@ -1357,7 +1357,10 @@ static void fork_budget_run(const char *dir, const char *concurrency, const char
                         "--iterations", iterations, "--out", dir, "--quiet",
                         "--server-speed", "300", "--server-concurrency", concurrency,
                         "--runs", "3", "--warmups", "1", "--tick", "0.05",
-                        "--eval-timeout", "5", "--hang-grace", "2",
+                        /* generous: a worker on a busy core (or under
+                         * ASan) is slow, not hung; 5 s + 2 s once retired
+                         * both devices and stopped the run */
+                        "--eval-timeout", "30", "--hang-grace", "60",
                         "--fork-slowdown-max", slowdown_max,
                         task2 ? "--task" : NULL, task2, NULL};
   proc p;
