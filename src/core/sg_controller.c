@@ -516,7 +516,11 @@ static int on_finished(sg_controller *c, const sg_ctl_event *ev,
     return 0;
   ctl_gen_stopped(c, g);
   ctl_take_answer(c, g, ev, out);
-  ctl_answer_at_cap(c, g, ev, out);
+  /* A policy told of the submission (generate ahead) may append to gens[]
+   * and move it: find the generation again. */
+  g = ctl_find_gen(c, ev->u.finished.gen);
+  if (g != NULL)
+    ctl_answer_at_cap(c, g, ev, out);
   return ctl_maybe_fallback(c, ev->now_us, out, err);
 }
 
