@@ -239,7 +239,8 @@ assert live.get("interrupted") is True, "the run was not interrupted"
 assert s.get("interrupted") is True, s.get("interrupted")
 assert abs(s["replay"]["record_interrupted_at_s"] - live["e2e_s"]) < 0.01, s["replay"]
 assert abs(s["e2e_s"] - live["e2e_s"]) < 0.01, (s["e2e_s"], live["e2e_s"])' &&
-  [ $rc -eq 0 ] && [ "$(recorded "$work/stopped")" = "$(replayed "$work/stopped.json")" ]
+  [ $rc -eq 0 ] &&
+  [ "$(recorded "$work/stopped" | rounded)" = "$(replayed "$work/stopped.json" | rounded)" ]
 check_stopped "interrupted: the replay stops where the record ends, with its decisions and summary" \
   $? $rc "$work/stopped.json" "$work/stopped.err"
 
@@ -255,7 +256,8 @@ assert "interrupted" not in s, s.get("interrupted")
 z = s["replay"]["record_resumes"]
 assert len(z) == 1 and 0 < z[0]["stopped_at_s"] < z[0]["resumed_at_s"] < s["e2e_s"], z
 assert abs(s["e2e_s"] - live["e2e_s"]) < 0.5, (s["e2e_s"], live["e2e_s"])' &&
-  [ $rc -eq 0 ] && [ "$(recorded "$work/stopped")" = "$(replayed "$work/resumed.json")" ]
+  [ $rc -eq 0 ] &&
+  [ "$(recorded "$work/stopped" | rounded)" = "$(replayed "$work/resumed.json" | rounded)" ]
 check_stopped "resumed: a record spanning a stop and a resume reaches its decisions and summary" \
   $? $rc "$work/resumed.json" "$work/resumed.err"
 # In real time (`specgen run --replay`) the run goes straight through the
