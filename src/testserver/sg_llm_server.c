@@ -547,7 +547,8 @@ static void fake_answer(sg_llm_server *s, const req *rq, sg_server_request *p, b
   size_t rlen = text.len;
   if (!chat && p->thinking)
     sg_buf_puts(&text, SG_SERVER_TPL_NOTHINK);
-  sg_buf_puts(&text, a.content);
+  /* a continued answer (an opened code block) goes on where it was left */
+  sg_buf_puts(&text, sg_server_answer_after(sg_buf_str(&p->answer_prefix), a.content));
   /* Reasoning and content are tokenized apart, so no token straddles them. */
   size_t nr = sg_fm_tokenize(text.data, rlen, NULL, NULL, 0);
   size_t total = nr + sg_fm_tokenize(text.data + rlen, text.len - rlen, NULL, NULL, 0);

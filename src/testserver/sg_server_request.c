@@ -65,12 +65,14 @@ void sg_server_request_init(sg_server_request *p) {
   sg_buf_init(&p->prompt, 0);
   sg_buf_init(&p->context, 0);
   sg_buf_init(&p->reasoning_prefix, 0);
+  sg_buf_init(&p->answer_prefix, 0);
 }
 
 void sg_server_request_free(sg_server_request *p) {
   sg_buf_free(&p->prompt);
   sg_buf_free(&p->context);
   sg_buf_free(&p->reasoning_prefix);
+  sg_buf_free(&p->answer_prefix);
   free(p->prompt_ids);
   p->prompt_ids = NULL;
 }
@@ -211,6 +213,7 @@ int sg_server_request_parse(json_t *body, bool chat, sg_server_request *p) {
         if (closed) {
           sg_buf_puts(&p->prompt, TPL_NOTHINK);
           sg_buf_puts(&p->prompt, after);
+          sg_buf_puts(&p->answer_prefix, after);
         }
         cont_closed = closed;
       } else {
@@ -275,3 +278,26 @@ int sg_server_request_parse(json_t *body, bool chat, sg_server_request *p) {
 #undef BAD
 }
 
+
+/* A line that starts with a fence opens or closes a code block. */
+static bool fence_line(const char *line) { return strncmp(line, "```", 3) == 0; }
+
+static const char *next_line(const char *line) {
+  const char *nl = strchr(line, '\n');
+  return nl ? nl + 1 : NULL;
+}
+
+const char *sg_server_answer_after(const char *prefix, const char *answer) {
+  bool open = false;
+  for (const char *l = prefix; l && *l; l = next_line(l))
+    if (fence_line(l))
+      open = !open;
+  if (!open)
+    return answer;
+  for (const char *l = answer; l && *l; l = next_line(l))
+    if (fence_line(l)) {
+      const char *after = next_line(l);
+      return after ? after : l + strlen(l);
+    }
+  return answer; /* no block of its own: all of it goes inside */
+}

@@ -25,6 +25,8 @@ typedef struct sg_server_request {
   sg_buf prompt;           /* the rendered prompt */
   sg_buf context;          /* the prompt up to where the answer starts */
   sg_buf reasoning_prefix; /* reasoning already written (a continuation) */
+  sg_buf answer_prefix;    /* answer already written after the reasoning (a
+                              continuation's content past </think>) */
   int32_t *prompt_ids;     /* completions given as token ids, owned */
   size_t nprompt_ids;
   char param[64];          /* on error: the field that is wrong ("" if none) */
@@ -38,5 +40,11 @@ void sg_server_request_free(sg_server_request *r);
  * into r, which must be freshly initialized; the body must outlive r. Returns
  * 0, or SG_EINVAL with r->param and r->msg saying what is wrong. */
 int sg_server_request_parse(json_t *body, bool chat, sg_server_request *r);
+
+/* Where answer goes on after prefix, the answer a continued message already
+ * began: inside prefix's open code block (an odd number of lines that start
+ * with a fence) a model writes the code, so answer's own first fence line
+ * is already written: what follows it; else answer whole. */
+const char *sg_server_answer_after(const char *prefix, const char *answer);
 
 #endif

@@ -1,5 +1,6 @@
 /* fuzz_server_request.c: the test server's readers of what clients send:
- * request bodies (chat when the first byte is even, else completions), the
+ * request bodies (chat when the first byte is even, else completions) and
+ * where a continued answer goes on, the
  * X-Specgen-Fault spec, and the tokenizer's round trip. */
 #include "common/sg_buf.h"
 #include "testserver/sg_fakemodel.h"
@@ -31,6 +32,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       assert(r.context.len <= r.prompt.len);
       assert(memcmp(sg_buf_str(&r.context), sg_buf_str(&r.prompt), r.context.len) == 0);
       assert(r.model != NULL);
+      /* A continued answer goes on inside the answer it is given. */
+      const char *ans = sg_buf_str(&r.prompt);
+      const char *after = sg_server_answer_after(sg_buf_str(&r.answer_prefix), ans);
+      assert(after >= ans && after <= ans + strlen(ans));
     } else {
       assert(rc == SG_EINVAL && r.msg[0] != '\0');
     }

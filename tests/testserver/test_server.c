@@ -951,6 +951,16 @@ static void continued_final_message_resumes_the_reasoning(void) {
 
 /* The final assistant message as vLLM and SGLang clients send it: the
  * reasoning inside <think>...</think> at the start of its content. */
+/* A fork's request for toy_add: its assistant message (content) continued,
+ * thinking off. */
+static json_t *fork_body(const char *content) {
+  return json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}], s:b, s:b, s:{s:b}}", "model",
+                   "m", "messages", "role", "system", "content", "You write fast kernels.",
+                   "role", "user", "content", "Optimize toy_add.", "role", "assistant",
+                   "content", content, "continue_final_message", 1, "add_generation_prompt",
+                   0, "chat_template_kwargs", "enable_thinking", 0);
+}
+
 static void think_tags_in_a_continued_message_are_its_reasoning(void) {
   sg_llm_server *s = start_default();
   resp r = {0};
@@ -959,12 +969,7 @@ static void think_tags_in_a_continued_message_are_its_reasoning(void) {
   const char *full = jstr(json_object_get(choice0(j), "message"), "reasoning_content");
   /* Closed: a fork, answered at once, with the whole trace found (f = 1). */
   char *content = sg_asprintf("<think>\n%s\n</think>\n\n", full);
-  json_t *body = json_pack(
-      "{s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}], s:b, s:b, s:{s:b}}", "model", "m",
-      "messages", "role", "system", "content", "You write fast kernels.", "role", "user",
-      "content", "Optimize toy_add.", "role", "assistant", "content", content,
-      "continue_final_message", 1, "add_generation_prompt", 0, "chat_template_kwargs",
-      "enable_thinking", 0);
+  json_t *body = fork_body(content);
   char *text = json_dumps(body, JSON_COMPACT);
   resp r2 = {0};
   http(s, "/v1/chat/completions", text, NULL, NULL, &r2);
@@ -996,9 +1001,42 @@ static void think_tags_in_a_continued_message_are_its_reasoning(void) {
   free(text);
   json_decref(body);
   free(content);
+  /* Closed, its answer begun with an opened code block: the code goes on
+   * inside it (sg_server_answer_after). */
+  content = sg_asprintf("<think>\n%s\n</think>\n\n```c\n", full);
+  body = fork_body(content);
+  text = json_dumps(body, JSON_COMPACT);
+  http(s, "/v1/chat/completions", text, NULL, NULL, &r2);
+  j2 = body_json(&r2);
+  const char *answer = jstr(json_object_get(choice0(j2), "message"), "content");
+  int fences = 0; /* the closing one only */
+  for (const char *q = answer ? strstr(answer, "```") : NULL; q; q = strstr(q + 3, "```"))
+    fences++;
+  SG_CHECK_MSG(answer != NULL && fences == 1 && strstr(answer, "toy_add"), "answer: %s",
+               answer ? answer : "(none)");
+  json_decref(j2);
+  resp_free(&r2);
+  free(text);
+  json_decref(body);
+  free(content);
   json_decref(j);
   resp_free(&r);
   stop(s);
+}
+
+/* A continued message whose answer opened a code block after the reasoning
+ * ("```c\n", as specgen's answer at the length cap asks): the answer goes
+ * on inside that block, the code and its closing fence, not a second
+ * opening fence. Without an open block the answer is whole. Served: in
+ * think_tags_in_a_continued_message_are_its_reasoning. */
+static void continued_answer_in_an_open_block_goes_on_with_the_code(void) {
+  SG_CHECK_STR_EQ(sg_server_answer_after("```c\n", "Here.\n```c\nvoid f(void) {}\n```\n"),
+                  "void f(void) {}\n```\n");
+  SG_CHECK_STR_EQ(sg_server_answer_after("", "Here.\n```c\nX\n```\n"), "Here.\n```c\nX\n```\n");
+  SG_CHECK_STR_EQ(sg_server_answer_after("```c\nA\n```\n", "B"), "B"); /* closed again */
+  SG_CHECK_STR_EQ(sg_server_answer_after("Code:\n```\n", "no block"), "no block");
+  SG_CHECK_STR_EQ(sg_server_answer_after("```c\n", "```c"), "");
+  SG_CHECK_STR_EQ(sg_server_answer_after("x ```c\n", "A\n```\nB"), "A\n```\nB"); /* not a line */
 }
 
 static void max_tokens_stops_with_length(void) {
@@ -1720,6 +1758,7 @@ SG_TEST_MAIN(SG_TEST(requests_render_prompt_context_and_thinking),
              SG_TEST(forks_with_the_reasoning_prefix_write_valid_kernels),
              SG_TEST(continued_final_message_resumes_the_reasoning),
              SG_TEST(think_tags_in_a_continued_message_are_its_reasoning),
+             SG_TEST(continued_answer_in_an_open_block_goes_on_with_the_code),
              SG_TEST(max_tokens_stops_with_length),
              SG_TEST(fault_disconnect_closes_after_n_chunks),
              SG_TEST(fault_disconnect_for_the_first_streams_only),
