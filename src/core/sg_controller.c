@@ -476,6 +476,7 @@ void ctl_take_candidate(sg_controller *c, gen *g, const char *text, size_t len,
                                 g->prefix_len, ex.outcome, fixed ? fixed : src,
                                 fixed ? fixed_len : srclen);
   free(fixed);
+  k->answer = g->answer;
   g->candidate = k->id;
   c->st.candidates++;
   if (ex.outcome != SG_EXTRACT_FOUND) {

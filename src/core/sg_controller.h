@@ -398,6 +398,7 @@ int sg_controller_start(sg_controller *c, int64_t now_us, sg_ctl_actions *out,
 typedef struct sg_ctl_restored {
   uint32_t iteration;
   sg_gen_kind origin;
+  bool answer;                   /* spec: an answer at the length cap */
   uint64_t gen;
   uint64_t prefix_len;
   const char *source;

@@ -111,6 +111,7 @@ int sg_controller_restore_kernel(sg_controller *c, const sg_ctl_restored *k,
   sg_kernel *h = sg_history_add(&c->hist, k->iteration, k->origin, k->gen,
                                 k->prefix_len, SG_EXTRACT_FOUND, k->source,
                                 k->source_len);
+  h->answer = k->origin == SG_GEN_SPEC && k->answer;
   uint64_t id = h->id;
   ctl_cand_set(c, id, CAND_DONE);
   c->st.candidates++;

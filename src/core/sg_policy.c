@@ -164,10 +164,8 @@ bool sg_policy_end_now(const sg_controller *c) {
 /* ---- the window of valid fork prefixes ------------------------------------ */
 
 void sg_policy_note_valid(sg_controller *c, const sg_kernel *k) {
-  if (k->origin != SG_GEN_SPEC)
-    return;
-  const gen *g = ctl_find_gen(c, k->gen);
-  if (g != NULL && g->answer) /* all the reasoning: not a fork's prefix */
+  if (k->origin != SG_GEN_SPEC || k->answer) /* an answer: all the reasoning,
+                                                 not a fork's prefix */
     return;
   c->valid_prefix[c->valid_prefix_next] = k->prefix_len;
   c->valid_prefix_next = (c->valid_prefix_next + 1) % SG_CTL_GATE_WINDOW;

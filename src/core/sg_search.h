@@ -46,6 +46,9 @@ typedef struct sg_kernel {
   sg_gen_kind origin;
   uint64_t gen;                 /* the generation it came from */
   uint64_t prefix_len;          /* spec: reasoning bytes it was forked at */
+  bool answer;                  /* spec: the answer at the length cap of
+                                   its main (prefix: all its reasoning),
+                                   not a fork */
   sg_extract_outcome extract;   /* FOUND, or why there was no candidate */
   char *source;                 /* owned; NULL unless FOUND */
   size_t source_len;

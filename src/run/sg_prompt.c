@@ -548,6 +548,8 @@ static void kernel_vars(const char *prefix, const sg_kernel *k,
   set_var(s, names[w][1], keep(pool, sg_asprintf("%u", k->iteration)));
   set_var(s, names[w][2],
           k->origin == SG_GEN_MAIN ? "the main reasoning generation"
+          : k->answer              ? "the answer asked of the main reasoning generation "
+                                     "at its length cap"
                                    : "a speculative generation");
   set_var(s, names[w][3], status_text(k));
   set_var(s, names[w][4],

@@ -37,6 +37,7 @@ static int restore_candidates(run *r, wf *f, sg_err *err) {
     k.origin = strcmp(json_string_value(json_object_get(v, "kind")), "spec") == 0
                    ? SG_GEN_SPEC
                    : SG_GEN_MAIN;
+    k.answer = json_integer_value(json_object_get(v, "answer_at_cap")) != 0;
     k.prefix_len = (uint64_t)json_integer_value(json_object_get(v, "prefix_bytes"));
     k.source = src;
     k.source_len = src ? strlen(src) : 0;

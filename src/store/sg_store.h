@@ -312,8 +312,9 @@ int sg_store_record_end_json(sg_store *s, json_t **out, sg_err *err);
 
 /* The candidates of a workflow, oldest first (caller owns *out): an array of
  * {"candidate_id", "source", "iteration" (its number), "kind" ("main",
- * "spec"), "generation_id", "prefix_bytes"}; for a resumed run, with
- * sg_store_eval_lookup giving each one's completed results. */
+ * "spec"), "generation_id", "prefix_bytes", "answer_at_cap" (0, 1)}; for a
+ * resumed run, with sg_store_eval_lookup giving each one's completed
+ * results. */
 int sg_store_workflow_candidates_json(sg_store *s, int64_t workflow_id,
                                       json_t **out, sg_err *err);
 

@@ -383,7 +383,8 @@ int sg_store_workflow_candidates_json(sg_store *s, int64_t workflow_id,
   int rc = query_each(
       s, "candidates",
       "SELECT c.id AS candidate_id, c.source AS source, i.number AS iteration,"
-      " g.kind AS kind, g.id AS generation_id, g.prefix_bytes AS prefix_bytes "
+      " g.kind AS kind, g.id AS generation_id, g.prefix_bytes AS prefix_bytes,"
+      " g.answer_at_cap AS answer_at_cap "
       "FROM candidates c JOIN generations g ON g.id = c.generation_id"
       " JOIN iterations i ON i.id = g.iteration_id "
       "WHERE c.workflow_id = ?1 ORDER BY c.id",

@@ -1175,6 +1175,51 @@ static void test_restore_after_decide_at_validation(void) {
   bare_free(&b);
 }
 
+/* A resumed answer at the length cap is restored as one: its prefix is all
+ * its main's reasoning, not a fork's, so it stays out of the fork gate's
+ * window (a restored valid fork at that prefix gates a short fork). */
+static void restored_gate_case(bool answer, bool expect_short_fork) {
+  bare b;
+  bare_init(&b, "none");
+  b.o.fork_gate = 0.8;
+  b.o.scanner.min_gap_bytes = 0;
+  sg_err err = b.err;
+  sg_controller *c = NULL;
+  SG_CHECK_OK(sg_controller_new(&b.o, &c, &err), err);
+  const char *src = "void hinge(float *x) { x[0] = 1; }";
+  sg_ctl_restored k = {.iteration = 0, .origin = SG_GEN_SPEC, .answer = answer,
+                       .prefix_len = strlen(FILLER FILLER FILLER PHRASE), .source = src,
+                       .source_len = strlen(src), .validated = true,
+                       .validate_status = SG_EVAL_OK, .validate_speedup = 1.0,
+                       .profile_speedup = NAN};
+  SG_CHECK_OK(sg_controller_restore_kernel(c, &k, &err), err);
+  SG_CHECK(sg_controller_history(c)->v[0].answer == answer);
+  SG_CHECK_OK(sg_controller_restore_progress(c, 1, 0, NULL, &err), err);
+  sg_ctl_actions a;
+  sg_ctl_actions_init(&a);
+  SG_CHECK_OK(sg_controller_start(c, 1000, &a, &err), err);
+  sg_sched_capacity cap = {.free_validate = 1, .free_profile = 1};
+  sg_controller_set_capacity(c, &cap);
+  sg_ctl_event e = {.type = SG_CEV_GEN_CHUNK, .now_us = 1001};
+  e.u.chunk.gen = a.v[0].u.start.gen;
+  e.u.chunk.reasoning = PHRASE; /* a trigger, at a short prefix */
+  e.u.chunk.reasoning_len = strlen(PHRASE);
+  sg_ctl_actions_clear(&a);
+  SG_CHECK_OK(sg_controller_event(c, &e, &a, &err), err);
+  int forks = 0;
+  for (size_t i = 0; i < a.n; i++)
+    forks += a.v[i].type == SG_CACT_START_GEN && a.v[i].u.start.kind == SG_GEN_SPEC;
+  SG_CHECK_MSG(forks == (expect_short_fork ? 1 : 0), "answer %d: %d forks", answer, forks);
+  sg_ctl_actions_free(&a);
+  sg_controller_free(c);
+  bare_free(&b);
+}
+
+static void test_restored_answer_stays_out_of_the_fork_gate(void) {
+  restored_gate_case(true, true);
+  restored_gate_case(false, false);
+}
+
 static void no_fork_cap(sg_ctl_opts *o) {
   o->max_live_forks = 100000;
   o->max_forks_per_iteration = 100000;
@@ -2002,6 +2047,7 @@ static void test_answer_at_cap(void) {
   sg_controller_stats(f.c, &st);
   SG_CHECK_EQ_INT(st.answers_at_cap, 1);
   SG_CHECK_EQ_INT(st.forks, 0); /* not a fork */
+  SG_CHECK(sg_controller_history(f.c)->v[cand - 1].answer); /* its kernel says so */
   SG_CHECK_EQ_INT(st.completion_tokens, 40); /* its tokens count */
   fx_free(&f);
 }
@@ -2120,6 +2166,7 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_k_formula_edges),
              SG_TEST(test_fork_on_idle_devices),
              SG_TEST(test_fork_gate_by_expected_value),
+             SG_TEST(test_restored_answer_stays_out_of_the_fork_gate),
              SG_TEST(test_cutoff_ends_hopeless_iterations),
              SG_TEST(test_cutoff_detach_keeps_the_main_answer),
              SG_TEST(test_cutoff_detach_not_in_the_last_iteration),

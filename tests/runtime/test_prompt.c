@@ -564,10 +564,12 @@ static void build_history(sg_history *h) {
   sg_eval_result_free(&r);
 }
 
-static void render_refine(const sg_prompt_templates *t, sg_prompt_text *pt) {
+/* answer: attempt #3 was the answer at a main's length cap, not a fork. */
+static void render_refine_of(const sg_prompt_templates *t, bool answer, sg_prompt_text *pt) {
   sg_task *task = load_task();
   sg_history h;
   build_history(&h);
+  h.v[2].answer = answer;
   sg_search_registry reg;
   sg_search_registry_init(&reg);
   sg_search *s = NULL;
@@ -581,6 +583,24 @@ static void render_refine(const sg_prompt_templates *t, sg_prompt_text *pt) {
   sg_search_free(s);
   sg_history_free(&h);
   sg_task_free(task);
+}
+
+static void render_refine(const sg_prompt_templates *t, sg_prompt_text *pt) {
+  render_refine_of(t, false, pt);
+}
+
+/* The model is told where an attempt came from: an answer at the length
+ * cap is named as such, not as a speculative generation. */
+static void test_refine_prompt_names_an_answer_at_the_cap(void) {
+  sg_prompt_templates *t = NULL;
+  sg_err err = {0};
+  SG_CHECK_OK(sg_prompt_templates_load(NULL, &t, &err), err);
+  sg_prompt_text pt;
+  render_refine_of(t, true, &pt);
+  SG_CHECK_CONTAINS(pt.user, "### Attempt #3 (iteration 1, from the answer asked of the main "
+                             "reasoning generation at its length cap): no candidate");
+  sg_prompt_text_free(&pt);
+  sg_prompt_templates_free(t);
 }
 
 static void test_first_prompt_is_task_with_interface_and_rules(void) {
@@ -893,5 +913,6 @@ SG_TEST_MAIN(SG_TEST(test_feedback_ok_gives_both_times_and_speedup),
              SG_TEST(test_rules_follow_the_evaluator),
              SG_TEST(test_every_status_renders_through_refine),
              SG_TEST(test_refine_prompt_shows_best_profile_and_failures),
+             SG_TEST(test_refine_prompt_names_an_answer_at_the_cap),
              SG_TEST(test_other_kernels_and_failure_source_cap),
              SG_TEST(test_refine_prompt_matches_golden_file))

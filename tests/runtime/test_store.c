@@ -460,6 +460,34 @@ static void long_message_is_cut_at_a_character_boundary(void) {
   rm_dir(dir);
 }
 
+/* What a resumed run restores its history from: each candidate with its
+ * generation's kind, prefix and whether it was an answer at the length cap
+ * (so the resumed controller does not take it for a fork). */
+static void workflow_candidates_say_which_were_answers_at_the_cap(void) {
+  char *dir = tmp_dir();
+  sg_store *s = open_ok(dir);
+  fixture f = setup_run(s, 1);
+  sg_err err;
+  int64_t answer_gen, a, b;
+  sg_store_generation g = {.iteration_id = f.it, .kind = SG_STORE_GEN_SPEC, .parent_id = f.gen,
+                           .prefix_bytes = 900, .answer_at_cap = true, .started_us = 3};
+  SG_CHECK_OK(sg_store_generation_begin(s, &g, &answer_gen, &err), err);
+  SG_CHECK_OK(sg_store_candidate_add(s, f.gen, "kernel main", 4, &a, NULL, &err), err);
+  SG_CHECK_OK(sg_store_candidate_add(s, answer_gen, "kernel answer", 5, &b, NULL, &err), err);
+  json_t *c = NULL;
+  SG_CHECK_OK(sg_store_workflow_candidates_json(s, f.wf, &c, &err), err);
+  SG_CHECK_EQ_INT(json_array_size(c), 2);
+  json_t *m = json_array_get(c, 0), *x = json_array_get(c, 1);
+  SG_CHECK_STR_EQ(jstr(m, "kind"), "main");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(m, "answer_at_cap")), 0);
+  SG_CHECK_STR_EQ(jstr(x, "kind"), "spec");
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(x, "prefix_bytes")), 900);
+  SG_CHECK_EQ_INT(json_integer_value(json_object_get(x, "answer_at_cap")), 1);
+  json_decref(c);
+  sg_store_close(s);
+  rm_dir(dir);
+}
+
 static void candidate_is_recorded_once_per_workflow(void) {
   char *dir = tmp_dir();
   sg_store *s = open_ok(dir);
@@ -1438,6 +1466,7 @@ SG_TEST_MAIN(SG_TEST(open_creates_wal_database_with_schema),
              SG_TEST(every_eval_status_is_stored),
              SG_TEST(long_message_is_cut_at_a_character_boundary),
              SG_TEST(candidate_is_recorded_once_per_workflow),
+             SG_TEST(workflow_candidates_say_which_were_answers_at_the_cap),
              SG_TEST(completed_evaluation_is_never_overwritten_and_is_found),
              SG_TEST(a_record_replays_each_evaluation_in_turn),
              SG_TEST(summary_matches_hand_computed_values),
