@@ -60,7 +60,6 @@ typedef struct rp_wf {
   uint64_t iter_kernels;         /* candidates of the open iteration */
   uint64_t mains, forks, dedup;
   uint64_t answers;              /* answers at the length cap: not forks */
-  double best_prof, best_val;
   json_t *iters, *main_tokens, *evals, *forks_at;
   uint64_t early_before;         /* early terminations before a resume */
   rp_done *done;
@@ -691,12 +690,21 @@ void simrp_abort(sim *s, sg_req_id id) {
     req_drop(q);
 }
 
-static void best_note(rp_wf *f, sg_phase ph, sg_eval_status st, double sp) {
-  if (st != SG_EVAL_OK || !isfinite(sp))
-    return;
-  double *b = ph == SG_PHASE_PROFILE ? &f->best_prof : &f->best_val;
-  if (isnan(*b) || sp > *b)
-    *b = sp;
+/* A kernel's figure, as the live summary's (SG_STORE_FIGURES_SQL): its
+ * profile's speedup, else its validation's; NAN when it has neither. */
+static double figure_of(const rp_wf *f, const rp_done *d, bool *profiled) {
+  *profiled = false;
+  if (d->st != SG_EVAL_OK || !isfinite(d->speedup))
+    return NAN;
+  if (d->phase == SG_PHASE_VALIDATE)
+    for (size_t i = 0; i < f->ndone; i++) {
+      const rp_done *p = &f->done[i];
+      if (p->phase == SG_PHASE_PROFILE && p->st == SG_EVAL_OK && isfinite(p->speedup) &&
+          strcmp(p->source, d->source) == 0)
+        return NAN; /* its profile is its figure */
+    }
+  *profiled = d->phase == SG_PHASE_PROFILE;
+  return d->speedup;
 }
 
 int simrp_deliver(sim *s, sim_req *sq, bool compile) {
@@ -735,7 +743,6 @@ int simrp_deliver(sim *s, sim_req *sq, bool compile) {
     f->done[f->ndone++] = (rp_done){sg_strdup(k->source), sq->phase, st, sp,
                                     msg ? sg_strdup(msg) : NULL};
   }
-  best_note(f, sq->phase, st, sp);
   if (sq->phase == SG_PHASE_PROFILE && st == SG_EVAL_OK)
     s->res->profiling_feedback++;
   if (sq->phase == SG_PHASE_VALIDATE && st == SG_EVAL_OK)
@@ -919,8 +926,17 @@ void simrp_finish(sim *s) {
     rp_wf *f = &rp->wf[w];
     sg_ctl_stats cs;
     sg_controller_stats(s->wf[w].ctl, &cs);
-    bool prof = isfinite(f->best_prof);
-    double best = prof ? f->best_prof : f->best_val;
+    /* The largest figure, the earliest kernel's on a tie, as live. */
+    double best = NAN;
+    bool prof = false;
+    for (size_t i = 0; i < f->ndone; i++) {
+      bool p;
+      double x = figure_of(f, &f->done[i], &p);
+      if (isfinite(x) && (isnan(best) || x > best)) {
+        best = x;
+        prof = p;
+      }
+    }
     /* Kernels profiled, as the live run's summary counts them: each once
      * (a copy answered from an earlier evaluation is not profiled again). */
     json_int_t profiled = 0;
@@ -1140,7 +1156,6 @@ int sg_sim_replay_run(const sg_sim_replay_opts *o, json_t **out, sg_err *err) {
     rp_wf *f = &rp.wf[i];
     f->task = o->task[i];
     f->iter = UINT32_MAX;
-    f->best_prof = f->best_val = NAN;
     f->iters = json_array();
     f->main_tokens = json_array();
     f->evals = json_array();

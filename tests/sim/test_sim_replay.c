@@ -5,7 +5,8 @@
  * forks and the same JSON on every call; the relative clock and the solo
  * pace are other models of time, said so in the output; a fork the record
  * took as token ids is counted as one; the decisions never depend on
- * anything but the record and the options. */
+ * anything but the record and the options; the best speedup follows the
+ * store's rule. */
 #include "sg_test.h"
 #include "sim/sg_sim_replay.h"
 #include "store/sg_replay.h"
@@ -37,9 +38,15 @@ static void rm_record(const char *dir) {
 
 /* The recorded options (the record's run.db holds them; here as the
  * replay's caller sets them). */
-static json_t *replay(bool spec, sg_sim_replay_clock clock, sg_sim_replay_pace pace) {
+static json_t *replay_edited(bool spec, sg_sim_replay_clock clock, sg_sim_replay_pace pace,
+                             const char *sql) {
   char dir[] = "/tmp/sg_sim_replay_XXXXXX";
   copy_record(dir);
+  if (sql) { /* the record edited: what the kept one lacks */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s/run.db' \"%s\"", dir, sql);
+    SG_CHECK(system(cmd) == 0);
+  }
   sg_knobs k;
   sg_knobs_default(&k);
   k.spec = spec;
@@ -60,6 +67,10 @@ static json_t *replay(bool spec, sg_sim_replay_clock clock, sg_sim_replay_pace p
   SG_CHECK_OK(sg_sim_replay_run(&o, &out, &err), err);
   rm_record(dir);
   return out;
+}
+
+static json_t *replay(bool spec, sg_sim_replay_clock clock, sg_sim_replay_pace pace) {
+  return replay_edited(spec, clock, pace, NULL);
 }
 
 static const json_t *get(const json_t *j, const char *path) {
@@ -177,5 +188,39 @@ static void test_tries_of_a_main(void) {
   }
 }
 
+/* The best speedup as the live summary has it (the store's figures): each
+ * kernel's profile, else its validation, the largest; a kernel validated
+ * fast whose profile failed beats a slower profiled one. The kept record
+ * is edited so: kernel 1 validated at 9x, its profile a runtime error;
+ * kernel 2 validated at 1.2x, profiled at 1.5x. */
+static void test_best_speedup_as_the_store_has_it(void) {
+  static const char sql[] =
+      "UPDATE evaluations SET status = 'ok', speedup = 9.0, message = NULL, result_json = "
+      "json_set(result_json, '$.status', 'ok', '$.speedup', 9.0, '$.message', NULL) "
+      "WHERE candidate_id = 1 AND phase = 'validate';"
+      "UPDATE evaluations SET status = 'ok', speedup = 1.2, message = NULL, result_json = "
+      "json_set(result_json, '$.status', 'ok', '$.speedup', 1.2, '$.message', NULL) "
+      "WHERE candidate_id = 2 AND phase = 'validate';"
+      "INSERT INTO evaluations (candidate_id, phase, device, queued_us, started_us, ended_us, "
+      "status, speedup, result_json) SELECT candidate_id, 'profile', 'cpu:0', ended_us, ended_us, "
+      "ended_us + 100000, CASE candidate_id WHEN 1 THEN 'runtime_error' ELSE 'ok' END, "
+      "CASE candidate_id WHEN 1 THEN NULL ELSE 1.5 END, json_set(result_json, '$.status', "
+      "CASE candidate_id WHEN 1 THEN 'runtime_error' ELSE 'ok' END, '$.speedup', "
+      "CASE candidate_id WHEN 1 THEN NULL ELSE 1.5 END) FROM evaluations "
+      "WHERE candidate_id IN (1, 2) AND phase = 'validate';";
+  json_t *a = replay_edited(true, SG_SIM_REPLAY_CLOCK_RECORDED, SG_SIM_REPLAY_PACE_RECORDED, sql);
+  char *evals = json_dumps(get(a, "decisions.hinge_loss.evaluations"), JSON_COMPACT);
+  const json_t *w = json_array_get(json_object_get(a, "workflows"), 0);
+  SG_CHECK_MSG(json_real_value(json_object_get(w, "best_speedup")) == 9.0,
+               "best %g (%s), evaluations %s",
+               json_number_value(json_object_get(w, "best_speedup")),
+               json_string_value(json_object_get(w, "best_speedup_kind")), evals);
+  SG_CHECK_STR_EQ(json_string_value(json_object_get(w, "best_speedup_kind")), "validate");
+  SG_CHECK_CONTAINS(evals, "[\"profile\",\"ok\",1.5]"); /* the slower one was profiled */
+  free(evals);
+  json_decref(a);
+}
+
 SG_TEST_MAIN(SG_TEST(test_recorded_clock_is_the_record), SG_TEST(test_other_models_of_time),
-             SG_TEST(test_no_record), SG_TEST(test_tries_of_a_main))
+             SG_TEST(test_no_record), SG_TEST(test_tries_of_a_main),
+             SG_TEST(test_best_speedup_as_the_store_has_it))
