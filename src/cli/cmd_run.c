@@ -103,15 +103,15 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
           num(t, "consumption"), num(t, "prompt"), num(t, "cached"), num(t, "uncached"),
           pe, num(t, "completion"), ce);
   print_failures(f, s);
-  fprintf(f, "\n  %-28s %5s %10s %9s %6s %5s %6s %6s %6s  %s\n", "task", "iters", "best",
-          "profiled", "early", "main", "forks", "at cap", "dedup", "best kernel");
+  fprintf(f, "\n  %-28s %5s %10s %9s %6s %5s %6s %7s %6s  %s\n", "task", "iters", "best",
+          "profiled", "early", "main", "forks", "answers", "dedup", "best kernel");
   const json_t *w;
   size_t i;
   json_array_foreach(json_object_get(s, "workflows"), i, w) {
     char best[32];
     speedup_text(best, sizeof best, w);
     const char *file = json_string_value(json_object_get(w, "best_file"));
-    fprintf(f, "  %-28s %5.0f %10s %9.0f %6.0f %5.0f %6.0f %6.0f %6.0f  %s\n", str(w, "task"),
+    fprintf(f, "  %-28s %5.0f %10s %9.0f %6.0f %5.0f %6.0f %7.0f %6.0f  %s\n", str(w, "task"),
             num(w, "iterations"), best, num(w, "profiling_feedback"),
             num(w, "early_terminations"), num(w, "generations_main"),
             num(w, "generations_spec"), num(w, "answers_at_cap"), num(w, "deduplicated"),
@@ -132,9 +132,9 @@ void sg_cli_print_summary(FILE *f, const json_t *s) {
              "profiled: kernels with profiling feedback;\n"
              "  early: iterations ended by a speculative kernel while the reasoning "
              "still ran; forks: speculative generations;\n"
-             "  at cap: answers asked for from the reasoning of a main generation cut by "
-             "max tokens\n  with no kernel (--answer-at-cap; not forks, they run with "
-             "--spec off too);\n"
+             "  answers: answers at the length cap, asked for from the reasoning of a main "
+             "generation cut by max tokens\n  with no kernel (--answer-at-cap; not forks, they "
+             "run with --spec off too);\n"
              "  dedup: evaluations not run because the same kernel's was in flight or "
              "done\n");
 }
