@@ -88,6 +88,7 @@ json_t *sg_search_exec_kernel_json(const sg_kernel *k) {
   json_object_set_new(j, "origin", json_string(sg_gen_kind_name(k->origin)));
   json_object_set_new(j, "gen", json_integer((json_int_t)k->gen));
   json_object_set_new(j, "prefix_len", json_integer((json_int_t)k->prefix_len));
+  json_object_set_new(j, "answer_at_cap", json_boolean(k->answer));
   json_object_set_new(j, "extract",
                       json_string(sg_extract_outcome_name(k->extract)));
   json_object_set_new(j, "source", str_or_null(k->source));

@@ -126,12 +126,13 @@ static void test_kernel_json_every_field(void) {
   sg_history h;
   make_history(&h);
   json_t *k = sg_search_exec_kernel_json(sg_history_get(&h, 1));
-  SG_CHECK_EQ_INT(json_object_size(k), 14);
+  SG_CHECK_EQ_INT(json_object_size(k), 15);
   SG_CHECK_EQ_INT(json_integer_value(json_object_get(k, "id")), 1);
   SG_CHECK_EQ_INT(json_integer_value(json_object_get(k, "iteration")), 0);
   SG_CHECK_STR_EQ(sfield(k, "origin"), "main");
   SG_CHECK_EQ_INT(json_integer_value(json_object_get(k, "gen")), 1);
   SG_CHECK_EQ_INT(json_integer_value(json_object_get(k, "prefix_len")), 0);
+  SG_CHECK(json_is_false(json_object_get(k, "answer_at_cap")));
   SG_CHECK_STR_EQ(sfield(k, "extract"), "found");
   SG_CHECK_STR_EQ(sfield(k, "source"), "k1 {}");
   SG_CHECK(json_is_true(json_object_get(k, "validated")));
@@ -143,8 +144,10 @@ static void test_kernel_json_every_field(void) {
   SG_CHECK(json_is_false(json_object_get(k, "dropped")));
   json_decref(k);
 
+  h.v[1].answer = true; /* the answer at its main's length cap */
   k = sg_search_exec_kernel_json(sg_history_get(&h, 2));
   SG_CHECK_STR_EQ(sfield(k, "origin"), "spec");
+  SG_CHECK(json_is_true(json_object_get(k, "answer_at_cap")));
   SG_CHECK_EQ_INT(json_integer_value(json_object_get(k, "prefix_len")), 1234);
   SG_CHECK_STR_EQ(sfield(k, "extract"), "none");
   SG_CHECK(json_is_null(json_object_get(k, "source")));
