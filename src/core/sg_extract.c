@@ -43,18 +43,6 @@ const char *sg_extract_outcome_name(sg_extract_outcome o) {
   return "unknown";
 }
 
-const char *sg_extract_fence_open(const char *language) {
-  if (language == NULL)
-    return "```\n";
-  if (strcmp(language, "c") == 0)
-    return "```c\n";
-  if (strcmp(language, "cuda") == 0)
-    return "```cuda\n";
-  if (strcmp(language, "python") == 0)
-    return "```python\n";
-  return "```\n";
-}
-
 enum { LANG_C, LANG_CUDA, LANG_PYTHON, LANG_ANY };
 enum { BLOCK_ACCEPT, BLOCK_NOT_CODE, BLOCK_OTHER };
 

@@ -34,12 +34,6 @@ typedef struct sg_extracted {
 void sg_extract_candidate(const char *text, size_t len, const char *language,
                           const char *entry, sg_extracted *out);
 
-/* The opening fence of a code block in language ("```c\n", "```cuda\n",
- * "```python\n"; another: "```\n"): what an answer at the length cap is
- * asked to continue, so that it writes code, not prose about the code its
- * cut reasoning held. */
-const char *sg_extract_fence_open(const char *language);
-
 /* The complete definition of entry in a C or CUDA source: where it starts
  * (its return type), its parameter list's parentheses (*lparen, *rparen)
  * and the end of its body (*end: past its closing brace). False when src

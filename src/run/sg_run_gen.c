@@ -7,7 +7,6 @@
  */
 #include "run/sg_run_priv.h"
 
-#include "core/sg_extract.h"
 #include "llm/sg_llm_generate.h"
 
 #include <assert.h>
@@ -434,8 +433,7 @@ static int ahead_open(run *r, wf *f, const sg_ctl_action *a, sg_err *e) {
 static char *prompt_record(const sg_prompt_text *pt, const char *prefix, size_t plen,
                            size_t n_token_ids, const char *prefill) {
   json_t *j = json_pack("{s:s, s:s}", "system", pt->system, "user", pt->user);
-  if (prefill) /* what the model was asked to continue: prompted reasoning's
-                  "<think>", an answer at the length cap's opened code block */
+  if (prefill) /* prompted reasoning: the answer the model was asked to continue */
     json_object_set_new(j, "assistant_prefill", json_string(prefill));
   if (prefix)
     json_object_set_new(j, "reasoning_prefix", json_stringn(prefix, plen));
@@ -487,7 +485,7 @@ typedef struct gen_request {
  * as the assistant's prefix), or a token fork's exact ids on /completions. */
 static void request_of(run *r, uint32_t w, const sg_ctl_action *a, const sg_prompt_text *pt,
                        int32_t *fork_prompt, size_t n_fork_ids, bool prompted,
-                       const char *answer_open, gen_request *gq) {
+                       gen_request *gq) {
   bool spec = a->u.start.kind == SG_GEN_SPEC;
   sg_llm_message *msgs = gq->msgs;
   msgs[0] = (sg_llm_message){"system", pt->system, NULL, false};
@@ -497,8 +495,6 @@ static void request_of(run *r, uint32_t w, const sg_ctl_action *a, const sg_prom
   if (spec) {
     gq->prefix = sg_strndup(a->u.start.prefix, (size_t)a->u.start.prefix_len);
     msgs[2].reasoning = gq->prefix;
-    if (answer_open) /* the answer at the length cap: code, not prose */
-      msgs[2].content = answer_open;
   }
   snprintf(gq->rid, sizeof gq->rid, "specgen-%lld-w%u-g%llu-%llu", (long long)r->run_id, w,
            (unsigned long long)a->u.start.gen, (unsigned long long)++r->gen_seq);
@@ -569,13 +565,9 @@ static bool gen_launch(run *r, wf *f, rgen *g, const sg_ctl_action *a,
   char *system = prompted ? sg_asprintf("%s\n\n%s", pt->system, pt->think) : NULL;
   if (system)
     sent.system = system;
-  /* The answer at the length cap continues an opened code block (the
-   * controller reads its text so); a token fork's ids end at the thinking */
-  const char *answer_open =
-      a->u.start.answer && fork_prompt == NULL ? sg_extract_fence_open(f->task->language) : NULL;
   char *prompt_json = prompt_record(&sent, spec ? a->u.start.prefix : NULL,
                                     spec ? (size_t)a->u.start.prefix_len : 0, n_fork_ids,
-                                    prompted ? k_prompted_prefill : answer_open);
+                                    prompted ? k_prompted_prefill : NULL);
   sg_store_generation sg = {
       .iteration_id = iter_row,
       .kind = spec ? SG_STORE_GEN_SPEC : SG_STORE_GEN_MAIN,
@@ -593,7 +585,7 @@ static bool gen_launch(run *r, wf *f, rgen *g, const sg_ctl_action *a,
   sg_err_clear(&e);
   if (!r->failed) {
     gen_request gq;
-    request_of(r, g->w, a, &sent, fork_prompt, n_fork_ids, prompted, answer_open, &gq);
+    request_of(r, g->w, a, &sent, fork_prompt, n_fork_ids, prompted, &gq);
     g->store_id = store_id;
     g->prompt_bytes = strlen(sent.system) + strlen(sent.user) +
                       (spec ? (size_t)a->u.start.prefix_len : 0);

@@ -2052,47 +2052,6 @@ static void test_answer_at_cap(void) {
   fx_free(&f);
 }
 
-/* The answer at the cap is asked to continue an opened code block
- * (sg_extract_fence_open): its text without an opening fence is read
- * whole (its includes and helpers with the entry) up to the bare fence
- * that closes it; one that opens its own block is read as it is; prose
- * about the code its reasoning held is no kernel. */
-static void test_answer_at_cap_continues_the_block(void) {
-  static const char *const texts[] = {
-      "#include <math.h>\nstatic float sq(float v) { return v * v; }\n"
-      "void hinge(float *x) { x[0] = sq(1); }\n```\nThat is the kernel.\n",
-      "Here it is.\n```c\n#include <math.h>\nstatic float sq(float v) { return v * v; }\n"
-      "void hinge(float *x) { x[0] = sq(1); }\n```\n"};
-  for (size_t i = 0; i < 2; i++) {
-    fx f;
-    fx_init(&f, "none", NULL);
-    chunk(&f, f.main_gen, FILLER, NULL, 5);
-    finish_len(&f, f.main_gen, "");
-    const sg_ctl_action *s = answer_start(&f);
-    SG_CHECK(s != NULL);
-    uint64_t ag = s->u.start.gen;
-    finish(&f, ag, texts[i]);
-    const sg_ctl_action *a = act(&f, SG_CACT_SUBMIT_EVAL, 0);
-    SG_CHECK_MSG(a != NULL, "text %zu: no kernel submitted", i);
-    char *src = strndup(a->u.submit.source, a->u.submit.source_len);
-    SG_CHECK_CONTAINS(src, "#include <math.h>");
-    SG_CHECK_CONTAINS(src, "static float sq");
-    SG_CHECK_CONTAINS(src, "void hinge(float *x)");
-    SG_CHECK_MSG(strstr(src, "```") == NULL && strstr(src, "That is") == NULL, "%s", src);
-    free(src);
-    fx_free(&f);
-  }
-  /* prose about code its reasoning held: no kernel, the iteration ends */
-  fx f;
-  fx_init(&f, "none", NULL);
-  chunk(&f, f.main_gen, FILLER, NULL, 5);
-  finish_len(&f, f.main_gen, "");
-  finish(&f, answer_start(&f)->u.start.gen, "This kernel is efficient and correct.");
-  SG_CHECK(act(&f, SG_CACT_SUBMIT_EVAL, 0) == NULL);
-  SG_CHECK(act(&f, SG_CACT_END_ITERATION, 0) != NULL);
-  fx_free(&f);
-}
-
 static void no_answer_at_cap(sg_ctl_opts *o) { o->answer_at_cap = false; }
 static void tokens_25(sg_ctl_opts *o) { o->max_tokens = 25; }
 
@@ -2201,6 +2160,6 @@ SG_TEST_MAIN(SG_TEST(test_start_issues_main_generation),
              SG_TEST(test_cut_main_restarted_fork_goes_on),
              SG_TEST(test_cut_main_after_its_kernel_submitted),
              SG_TEST(test_cut_main_not_restarted),
-             SG_TEST(test_answer_at_cap), SG_TEST(test_answer_at_cap_continues_the_block),
+             SG_TEST(test_answer_at_cap),
              SG_TEST(test_answer_at_cap_when_not),
              SG_TEST(test_answer_at_cap_without_speculation))

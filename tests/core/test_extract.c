@@ -271,29 +271,7 @@ static void test_realistic_traces(void) {
   SG_CHECK_EQ_INT(g.x.outcome, SG_EXTRACT_INCOMPLETE);
 }
 
-/* The block an answer at the length cap is asked to continue opens in the
- * task's language, so extraction takes it as that language's. */
-static void test_fence_open(void) {
-  SG_CHECK_STR_EQ(sg_extract_fence_open("c"), "```c\n");
-  SG_CHECK_STR_EQ(sg_extract_fence_open("cuda"), "```cuda\n");
-  SG_CHECK_STR_EQ(sg_extract_fence_open("python"), "```python\n");
-  SG_CHECK_STR_EQ(sg_extract_fence_open("fortran"), "```\n");
-  SG_CHECK_STR_EQ(sg_extract_fence_open(NULL), "```\n");
-  static const char *const langs[] = {"c", "cuda", "python"};
-  static const char *const bodies[] = {"void f(float *x) { x[0] = 1; }\n",
-                                       "__global__ void f(float *x) { x[0] = 1; }\n",
-                                       "def f(x):\n    return x\n"};
-  for (int i = 0; i < 3; i++) {
-    char text[256];
-    snprintf(text, sizeof text, "%s%s```\n", sg_extract_fence_open(langs[i]), bodies[i]);
-    sg_extracted ex;
-    sg_extract_candidate(text, strlen(text), langs[i], "f", &ex);
-    SG_CHECK_MSG(ex.outcome == SG_EXTRACT_FOUND, "%s: %s", langs[i], ex.reason);
-    SG_CHECK_EQ_INT(ex.len, strlen(bodies[i]));
-  }
-}
-
-SG_TEST_MAIN(SG_TEST(test_fence_open), SG_TEST(test_outcome_names), SG_TEST(test_last_block_wins),
+SG_TEST_MAIN(SG_TEST(test_outcome_names), SG_TEST(test_last_block_wins),
              SG_TEST(test_entry_block_preferred), SG_TEST(test_language_rules),
              SG_TEST(test_kernel_in_open_text),
              SG_TEST(test_braces_in_literals_and_comments),

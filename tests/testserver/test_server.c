@@ -1025,7 +1025,7 @@ static void think_tags_in_a_continued_message_are_its_reasoning(void) {
 }
 
 /* A continued message whose answer opened a code block after the reasoning
- * ("```c\n", as specgen's answer at the length cap asks): the answer goes
+ * ("```c\n", a client's prefill): the answer goes
  * on inside that block, the code and its closing fence, not a second
  * opening fence. Without an open block the answer is whole. Served: in
  * think_tags_in_a_continued_message_are_its_reasoning. */
