@@ -278,7 +278,6 @@ int sg_server_request_parse(json_t *body, bool chat, sg_server_request *p) {
 #undef BAD
 }
 
-
 /* A line that starts with a fence opens or closes a code block. */
 static bool fence_line(const char *line) { return strncmp(line, "```", 3) == 0; }
 
